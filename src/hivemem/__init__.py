@@ -1,0 +1,47 @@
+"""HiveMem: long-term memory for AI agents, on one SQLite file.
+
+import hivemem
+store = hivemem.open("memory.db")
+mem = store.scope("team-a", shared=["swarm"])
+mem.save("Never deploy on Fridays", key="deploy-lesson", type="warning")
+hits = mem.search("when can we deploy?")
+"""
+
+from .core import ScopedMemory, Store, default_path, open
+from .errors import Conflict, HiveMemError, InvalidInput, MissingDependency, NotFound, StoreError
+from .settings import Settings
+from .types import (
+    Explanation,
+    Hit,
+    Kind,
+    Memory,
+    MemoryType,
+    Query,
+    Source,
+    Status,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Conflict",
+    "Explanation",
+    "Hit",
+    "HiveMemError",
+    "InvalidInput",
+    "Kind",
+    "Memory",
+    "MemoryType",
+    "MissingDependency",
+    "NotFound",
+    "Query",
+    "ScopedMemory",
+    "Settings",
+    "Source",
+    "Status",
+    "Store",
+    "StoreError",
+    "__version__",
+    "default_path",
+    "open",
+]

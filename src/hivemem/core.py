@@ -1,0 +1,731 @@
+"""The public facade: ``Store`` (one database) and ``ScopedMemory`` (a handle bound to
+one scope, with read access to shared scopes).
+
+Write rules (DESIGN §1) live here, once, for every front end:
+
+- A key names at most one ACTIVE memory per scope. Saving under a key that has one is
+  rejected (``Conflict``, showing the current entry) unless the call gives a
+  ``supersede_reason`` (hard supersede: a new belief) or ``minor=True`` (soft supersede:
+  a correction of wording that keeps the old row's usage and confidence). Re-saving the
+  identical content is a no-op, and an expired holder of the key is superseded silently.
+- The old row becomes ``superseded`` (``valid_until`` = now), the new one points at it
+  with ``supersedes_id``; ``history`` walks that chain.
+- Delete is soft. Superseded rows stay searchable, flagged and ranked lower; deleted
+  rows never appear in search. Types are never changed automatically.
+- Each write is one transaction: validation first, then the row, its chunks and the FTS
+  index, or nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+from uuid6 import uuid7
+
+from . import rules
+from . import search as searchmod
+from . import text as textmod
+from .clock import Clock, system_clock
+from .errors import Conflict, InvalidInput, NotFound
+from .settings import Settings
+from .store.base import Backend
+from .store.sqlite import SQLiteBackend
+from .types import (
+    Hit,
+    Kind,
+    ListFilter,
+    Memory,
+    MemoryType,
+    Query,
+    Source,
+    Status,
+    as_tuple,
+    resolve_enum,
+    resolve_type,
+)
+
+_DEFAULT = object()  # "use the policy" (e.g. TTL), distinct from an explicit None
+
+
+def default_path() -> Path:
+    """``$HIVEMEM_DB`` if set, else ``memory.db`` in the user's data folder."""
+    env = os.environ.get("HIVEMEM_DB")
+    if env:
+        return Path(env).expanduser()
+    return Path(platformdirs.user_data_dir("hivemem", appauthor=False)) / "memory.db"
+
+
+def open(  # noqa: A001 - the library's entry point reads best as hivemem.open()
+    path: str | Path | None = None,
+    *,
+    settings: Settings | None = None,
+    clock: Clock = system_clock,
+) -> Store:
+    """Open (creating if needed) the store at ``path`` — a file, or ``":memory:"``.
+
+    With no path: ``$HIVEMEM_DB``, else ``memory.db`` in the user data folder. Pending
+    schema migrations are applied on open.
+    """
+    settings = settings or Settings()
+    if path is None:
+        path = default_path()
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    backend = SQLiteBackend(path, busy_timeout_ms=settings.busy_timeout_ms)
+    return Store(backend, settings=settings, clock=clock)
+
+
+class Store:
+    """One database. Get a handle with ``store.scope(name)``; close when done (or use
+    ``with``)."""
+
+    def __init__(
+        self, backend: Backend, *, settings: Settings | None = None, clock: Clock = system_clock
+    ) -> None:
+        self.backend = backend
+        self.settings = settings or Settings()
+        self.clock = clock
+
+    @property
+    def location(self) -> str:
+        return self.backend.location
+
+    def scope(self, name: str, *, shared: Sequence[str] = ()) -> ScopedMemory:
+        """A handle that reads and writes scope ``name`` and may read ``shared`` scopes."""
+        return ScopedMemory(self, name, shared=shared)
+
+    def scopes(self) -> list[str]:
+        return self.backend.scopes()
+
+    def stats(self) -> dict[str, Any]:
+        """Counts over every scope."""
+        return self.backend.stats(None, self.clock())
+
+    def iter_memories(self, scopes: Sequence[str] | None = None) -> Iterator[Memory]:
+        """Every row of the given scopes (all scopes when ``None``), any status."""
+        return self.backend.iter_all(scopes)
+
+    def close(self) -> None:
+        self.backend.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<hivemem.Store {self.location}>"
+
+
+class ScopedMemory:
+    """Memory as one agent, user or team sees it.
+
+    Reads see the own scope and the ``shared`` scopes (own first); writes go to the own
+    scope only, except ``promote``, which copies a memory up into a shared scope.
+    """
+
+    def __init__(self, store: Store, name: str, *, shared: Sequence[str] = ()) -> None:
+        settings = store.settings
+        scope = rules.name(name, "scope", settings.max_scope_chars)
+        assert scope is not None
+        shared_clean = []
+        for other in as_tuple(shared):
+            clean = rules.name(other, "shared", settings.max_scope_chars)
+            if clean != scope and clean not in shared_clean:
+                shared_clean.append(clean)
+        self._store = store
+        self._backend = store.backend
+        self.settings = settings
+        self.name = scope
+        self.shared = tuple(shared_clean)
+        self.visible = (scope, *self.shared)
+
+    def __repr__(self) -> str:
+        shared = f", shared={list(self.shared)}" if self.shared else ""
+        return f"<hivemem.ScopedMemory {self.name!r}{shared}>"
+
+    def _now(self) -> datetime:
+        return self._store.clock()
+
+    # ------------------------------------------------------------------ writes
+
+    def save(
+        self,
+        content: str,
+        *,
+        key: str | None = None,
+        type: str | MemoryType | None = None,  # noqa: A002 - the domain's word
+        kind: str | Kind = Kind.FACT,
+        source: str = Source.MANUAL,
+        supersede_reason: str | None = None,
+        minor: bool = False,
+        tags: Sequence[str] | None = None,
+        attributes: Mapping[str, Any] | None = None,
+        confidence: float | None = None,
+        decay_rate: float | None = None,
+        event_time: datetime | str | None = None,
+        expires_at: Any = _DEFAULT,
+        session_id: str | None = None,
+        role: str | None = None,
+        source_ids: Sequence[str] | None = None,
+        category: str | None = None,
+        updated_by: str | None = None,
+    ) -> Memory:
+        """Save a memory under the write rules (see the module docstring).
+
+        Returns the stored memory: the new row, or the existing one when the save was a
+        no-op (identical content under the same key, or an exact duplicate of a keyless
+        memory of the same kind). ``expires_at`` overrides the TTL policy of ``source``
+        (``None`` = never).
+        """
+        s = self.settings
+        record = self._build(
+            content=content,
+            key=key,
+            type=type,
+            kind=kind,
+            source=source,
+            tags=tags,
+            attributes=attributes,
+            confidence=confidence,
+            decay_rate=decay_rate,
+            event_time=event_time,
+            expires_at=expires_at,
+            session_id=session_id,
+            role=role,
+            source_ids=source_ids,
+            category=category,
+            updated_by=updated_by,
+        )
+        reason = rules.name(supersede_reason, "supersede_reason", 1000, optional=True)
+        if not isinstance(minor, bool):
+            raise InvalidInput("minor", "expected true or false")
+        pieces = textmod.chunk(record.content, s.chunk_tokens, s.chunk_overlap_tokens)
+        with self._backend.atomic():
+            if record.key is None:
+                if record.kind is not Kind.EPISODE:
+                    duplicate = self._backend.find_duplicate(
+                        self.name, record.kind.value, record.content_hash
+                    )
+                    if duplicate is not None:
+                        return duplicate
+                self._backend.insert(record, pieces)
+                return record
+            current = self._backend.by_key([self.name], record.key)
+            if current is None:
+                self._backend.insert(record, pieces)
+                return record
+            record = self._supersede_or_refuse(
+                current, record, reason, minor, explicit_type=type is not None
+            )
+            if record is current:
+                return current
+            self._backend.insert(record, pieces)
+            return record
+
+    def _supersede_or_refuse(
+        self,
+        current: Memory,
+        record: Memory,
+        reason: str | None,
+        minor: bool,
+        *,
+        explicit_type: bool,
+    ) -> Memory:
+        """Inside a transaction: mark ``current`` superseded and return ``record`` linked
+        to it, or return ``current`` for a no-op, or raise ``Conflict``."""
+        now = record.created_at
+        if current.is_expired(now):
+            reason, kind = reason or "expired", "hard"
+        elif reason is not None:
+            kind = "hard"
+        elif minor:
+            reason, kind = "minor correction", "soft"
+        elif current.content_hash == record.content_hash and (
+            not explicit_type or current.type is record.type
+        ):
+            return current
+        else:
+            raise Conflict(
+                f"key {current.key!r} already holds an active memory in scope {self.name!r} "
+                f"({current.id}, type {current.type.value}): {current.content!r}. "
+                "Give supersede_reason to replace it, or minor=True for a small correction.",
+                current=current,
+            )
+        inherited: dict[str, Any] = {"supersedes_id": current.id, "supersede_reason": reason}
+        inherited["supersede_kind"] = kind
+        if not explicit_type:
+            inherited["type"] = current.type  # types never change unless asked
+        if not record.tags:
+            inherited["tags"] = current.tags
+        if kind == "soft":
+            inherited.update(
+                confidence=current.confidence,
+                decay_rate=current.decay_rate,
+                access_count=current.access_count,
+                last_accessed=current.last_accessed,
+                event_time=record.event_time or current.event_time,
+                attributes={**current.attributes, **record.attributes},
+            )
+        self._backend.set_status(
+            self.name, current.id, Status.SUPERSEDED, now, now, record.updated_by
+        )
+        return replace(record, **inherited)
+
+    def add_episode(
+        self,
+        content: str,
+        session_id: str,
+        role: str,
+        event_time: datetime | str | None = None,
+        *,
+        attributes: Mapping[str, Any] | None = None,
+        tags: Sequence[str] | None = None,
+        type: str | MemoryType | None = None,  # noqa: A002
+        source: str = Source.CONVERSATION,
+    ) -> Memory:
+        """Store one dialogue turn: the hot path. Validate, then one transaction (row,
+        chunks, FTS, session). No network, no model."""
+        return self.add_episodes(
+            [
+                {
+                    "content": content,
+                    "session_id": session_id,
+                    "role": role,
+                    "event_time": event_time,
+                    "attributes": attributes,
+                    "tags": tags,
+                    "type": type,
+                    "source": source,
+                }
+            ]
+        )[0]
+
+    def add_episodes(self, items: Iterable[Mapping[str, Any]]) -> list[Memory]:
+        """Store many turns in one transaction: all of them, or (on any invalid item) none.
+
+        Each item is a mapping with the arguments of ``add_episode``.
+        """
+        s = self.settings
+        records: list[tuple[Memory, list[str]]] = []
+        allowed = {
+            "content",
+            "session_id",
+            "role",
+            "event_time",
+            "attributes",
+            "tags",
+            "type",
+            "source",
+        }
+        for index, item in enumerate(items):
+            if index >= s.max_batch:
+                raise InvalidInput("items", f"more than {s.max_batch} episodes in one batch")
+            if not isinstance(item, Mapping):
+                raise InvalidInput(f"items[{index}]", "expected a mapping of add_episode fields")
+            unknown = set(item) - allowed
+            if unknown:
+                raise InvalidInput(f"items[{index}]", f"unknown fields {sorted(unknown)}")
+            try:
+                session_id = rules.name(item.get("session_id"), "session_id", 200)
+                role = rules.name(item.get("role"), "role", 200)
+                record = self._build(
+                    content=item.get("content"),
+                    kind=Kind.EPISODE,
+                    type=item.get("type") or s.episode_type,
+                    source=item.get("source") or Source.CONVERSATION,
+                    tags=item.get("tags"),
+                    attributes=item.get("attributes"),
+                    event_time=item.get("event_time"),
+                    session_id=session_id,
+                    role=role,
+                )
+            except InvalidInput as exc:
+                if index == 0 and not records:
+                    raise
+                raise InvalidInput(f"items[{index}].{exc.field}", exc.message) from None
+            pieces = textmod.chunk(record.content, s.chunk_tokens, s.chunk_overlap_tokens)
+            records.append((record, pieces))
+        if not records:
+            return []
+        sessions: dict[str, tuple[datetime, int]] = {}
+        for record, _ in records:
+            assert record.session_id is not None
+            when = record.event_time or record.created_at
+            first, count = sessions.get(record.session_id, (when, 0))
+            sessions[record.session_id] = (min(first, when), count + 1)
+        with self._backend.atomic():
+            for record, pieces in records:
+                self._backend.insert(record, pieces)
+            for session_id, (when, count) in sessions.items():
+                self._backend.note_session(self.name, session_id, when, count)
+        return [record for record, _ in records]
+
+    def _build(
+        self,
+        *,
+        content: object,
+        key: object = None,
+        type: object = None,  # noqa: A002
+        kind: object = Kind.FACT,
+        source: object = Source.MANUAL,
+        tags: object = None,
+        attributes: object = None,
+        confidence: object = None,
+        decay_rate: object = None,
+        event_time: object = None,
+        expires_at: object = _DEFAULT,
+        session_id: object = None,
+        role: object = None,
+        source_ids: object = None,
+        category: object = None,
+        updated_by: object = None,
+    ) -> Memory:
+        """Validate every field and build the row to insert (nothing is written)."""
+        s = self.settings
+        body = rules.content(content, s)
+        now = self._now()
+        source_name = rules.source(source)
+        if expires_at is _DEFAULT:
+            expires = rules.expiry(source_name, now, s)
+        else:
+            expires = rules.optional_time(expires_at, "expires_at")
+        ids = as_tuple(source_ids)
+        if not all(isinstance(i, str) and i for i in ids):
+            raise InvalidInput("source_ids", "expected a list of memory ids")
+        return Memory(
+            id=str(uuid7()),
+            scope=self.name,
+            kind=resolve_enum(Kind, kind, "kind"),  # type: ignore[arg-type]
+            type=resolve_type(type if type is not None else s.default_type),  # type: ignore[arg-type]
+            key=rules.name(key, "key", s.max_key_chars, optional=True),
+            content=body,
+            content_hash=textmod.content_hash(body),
+            source=source_name,
+            status=Status.ACTIVE,
+            valid_from=now,
+            created_at=now,
+            updated_at=now,
+            confidence=1.0 if confidence is None else rules.unit_interval(confidence, "confidence"),
+            decay_rate=(
+                s.default_decay_rate
+                if decay_rate is None
+                else rules.non_negative(decay_rate, "decay_rate")
+            ),
+            event_time=rules.optional_time(event_time, "event_time"),
+            expires_at=expires,
+            session_id=rules.name(session_id, "session_id", 200, optional=True),
+            role=rules.name(role, "role", 200, optional=True),
+            tags=rules.tags(tags, s),
+            attributes=rules.attributes(attributes, s),
+            source_ids=ids,
+            category=rules.category(category) if category is not None else "general",
+            updated_by=rules.name(updated_by, "updated_by", 200, optional=True),
+        )
+
+    def correct(
+        self,
+        memory_id: str,
+        new_content: str,
+        *,
+        reason: str | None = None,
+        minor: bool = False,
+        updated_by: str | None = None,
+    ) -> Memory:
+        """Replace a memory's content with a new version linked to it.
+
+        ``minor=True`` is a soft supersede (wording fix: usage and confidence carry over);
+        otherwise a hard one with ``reason`` (default "corrected"). Only the current
+        (active) version of a memory of the own scope can be corrected.
+        """
+        with self._backend.atomic():
+            current = self._own_active(memory_id)
+            record = self._build(
+                content=new_content,
+                key=current.key,
+                type=current.type,
+                kind=current.kind,
+                source=current.source,
+                tags=current.tags,
+                attributes=current.attributes,
+                event_time=current.event_time,
+                expires_at=current.expires_at,
+                session_id=current.session_id,
+                role=current.role,
+                source_ids=current.source_ids,
+                category=current.category,
+                updated_by=updated_by,
+            )
+            if record.content_hash == current.content_hash:
+                return current
+            why = None if minor else (reason or "corrected")
+            record = self._supersede_or_refuse(current, record, why, minor, explicit_type=True)
+            s = self.settings
+            self._backend.insert(
+                record, textmod.chunk(record.content, s.chunk_tokens, s.chunk_overlap_tokens)
+            )
+            return record
+
+    def confirm(self, memory_id: str, *, updated_by: str | None = None) -> Memory:
+        """Mark a memory as confirmed: confidence 1.0 and protected from decay."""
+        by = rules.name(updated_by, "updated_by", 200, optional=True)
+        with self._backend.atomic():
+            current = self._own_active(memory_id)
+            now = self._now()
+            self._backend.update(
+                self.name, current.id, now, confidence=1.0, decay_rate=0.0, updated_by=by
+            )
+            return replace(
+                current,
+                confidence=1.0,
+                decay_rate=0.0,
+                updated_at=now,
+                updated_by=by or current.updated_by,
+            )
+
+    def delete(self, id_or_key: str, *, updated_by: str | None = None) -> Memory:
+        """Soft-delete a memory (by id, or the active one under a key) of the own scope.
+        It disappears from search and lists; ``get`` and ``history`` still show it."""
+        by = rules.name(updated_by, "updated_by", 200, optional=True)
+        with self._backend.atomic():
+            current = self._backend.get([self.name], id_or_key) or self._backend.by_key(
+                [self.name], id_or_key
+            )
+            if current is None:
+                raise NotFound(f"no memory {id_or_key!r} in scope {self.name!r}")
+            if current.status is Status.DELETED:
+                return current
+            now = self._now()
+            until = current.valid_until or now
+            self._backend.set_status(self.name, current.id, Status.DELETED, until, now, by)
+            return replace(
+                current,
+                status=Status.DELETED,
+                valid_until=until,
+                updated_at=now,
+                updated_by=by or current.updated_by,
+            )
+
+    def delete_all(self, *, updated_by: str | None = None) -> int:
+        """Soft-delete every active memory of the own scope; returns how many."""
+        count = 0
+        while True:
+            batch = self._backend.list(
+                [self.name], ListFilter(statuses=(Status.ACTIVE,)), 500, 0, self._now()
+            )
+            if not batch:
+                return count
+            with self._backend.atomic():
+                now = self._now()
+                for memory in batch:
+                    self._backend.set_status(
+                        self.name, memory.id, Status.DELETED, now, now, updated_by
+                    )
+            count += len(batch)
+
+    def promote(
+        self,
+        memory_id: str,
+        to: str,
+        *,
+        supersede_reason: str | None = None,
+        updated_by: str | None = None,
+    ) -> Memory:
+        """Copy a visible memory into the shared scope ``to`` (one of this handle's shared
+        scopes), with provenance: ``source="promotion"``, ``source_ids=[original]`` and
+        ``attributes.promoted_from``. The shared scope's key rules apply."""
+        if to not in self.shared:
+            raise InvalidInput(
+                "to", f"{to!r} is not a shared scope of this handle (shared: {list(self.shared)})"
+            )
+        original = self._backend.get(self.visible, memory_id)
+        if original is None:
+            raise NotFound(f"no memory {memory_id!r} visible from scope {self.name!r}")
+        target = ScopedMemory(self._store, to)
+        return target.save(
+            original.content,
+            key=original.key,
+            type=original.type,
+            kind=original.kind,
+            source=Source.PROMOTION,
+            supersede_reason=supersede_reason,
+            tags=original.tags,
+            attributes={
+                **original.attributes,
+                "promoted_from": {"scope": original.scope, "id": original.id},
+            },
+            event_time=original.event_time,
+            source_ids=(original.id,),
+            category=original.category,
+            updated_by=updated_by or self.name,
+        )
+
+    def _own_active(self, memory_id: str) -> Memory:
+        current = self._backend.get([self.name], memory_id)
+        if current is None:
+            raise NotFound(f"no memory {memory_id!r} in scope {self.name!r}")
+        if current.status is not Status.ACTIVE:
+            raise Conflict(
+                f"memory {memory_id} is {current.status.value}; only the current version "
+                "can be changed (see history)",
+                current=current,
+            )
+        return current
+
+    # ------------------------------------------------------------------ reads
+
+    def get(self, id_or_key: str, *, as_of: datetime | str | None = None) -> Memory:
+        """A memory by id (any status, expired included) or by key (the active one, or
+        the one valid at ``as_of``). Raises ``NotFound``."""
+        if not isinstance(id_or_key, str) or not id_or_key:
+            raise InvalidInput("id", "expected a memory id or key")
+        when = rules.optional_time(as_of, "as_of")
+        found = None if when is not None else self._backend.get(self.visible, id_or_key)
+        if found is None:
+            found = self._backend.by_key(self.visible, id_or_key, as_of=when)
+        if found is None:
+            raise NotFound(f"no memory {id_or_key!r} visible from scope {self.name!r}")
+        if self.settings.track_access:
+            self._touch([found.id])
+        return found
+
+    def list(
+        self,
+        *,
+        kind: str | Kind | Sequence[str | Kind] | None = None,
+        type: str | MemoryType | Sequence[str | MemoryType] | None = None,  # noqa: A002
+        tags: Sequence[str] | str | None = None,
+        session_id: str | Sequence[str] | None = None,
+        exclude_sessions: Sequence[str] | str | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        status: str | Status | Sequence[str | Status] | None = None,
+        as_of: datetime | str | None = None,
+        include_expired: bool = True,
+        key: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[Memory]:
+        """Memories of the visible scopes, newest first, filtered."""
+        flt = ListFilter(
+            kinds=tuple(resolve_enum(Kind, k, "kind") for k in as_tuple(kind)),
+            types=tuple(resolve_type(t) for t in as_tuple(type)),
+            tags=rules.tags(as_tuple(tags), self.settings),
+            sessions=tuple(as_tuple(session_id)),
+            exclude_sessions=tuple(as_tuple(exclude_sessions)),
+            since=rules.optional_time(since, "since"),
+            until=rules.optional_time(until, "until"),
+            statuses=tuple(resolve_enum(Status, x, "status") for x in as_tuple(status))
+            or (Status.ACTIVE,),
+            as_of=rules.optional_time(as_of, "as_of"),
+            include_expired=bool(include_expired),
+            key=rules.name(key, "key", self.settings.max_key_chars, optional=True),
+        )
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise InvalidInput("offset", f"expected a whole number >= 0, got {offset!r}")
+        return self._backend.list(self.visible, flt, rules.limit(limit), offset, self._now())
+
+    def history(self, id_or_key: str) -> list[Memory]:
+        """The whole supersede chain that holds ``id_or_key``, oldest first: every version
+        under that key, or every ancestor and descendant of that id."""
+        if not isinstance(id_or_key, str) or not id_or_key:
+            raise InvalidInput("id", "expected a memory id or key")
+        start = self._backend.get(self.visible, id_or_key)
+        seeds = [start] if start else self._backend.versions_of_key(self.visible, id_or_key)
+        if not seeds:
+            raise NotFound(f"no memory or key {id_or_key!r} visible from scope {self.name!r}")
+        chain: dict[str, Memory] = {}
+        todo = list(seeds)
+        while todo:
+            memory = todo.pop()
+            if memory.id in chain:
+                continue
+            chain[memory.id] = memory
+            if memory.supersedes_id and memory.supersedes_id not in chain:
+                parent = self._backend.get(self.visible, memory.supersedes_id)
+                if parent is not None:
+                    todo.append(parent)
+            todo.extend(self._backend.successors(self.visible, memory.id))
+        return sorted(chain.values(), key=lambda m: (m.created_at, m.id))
+
+    def search(
+        self,
+        query: str | Query,
+        limit: int = 10,
+        *,
+        kind: str | Kind | Sequence[str | Kind] | None = None,
+        type: str | MemoryType | Sequence[str | MemoryType] | None = None,  # noqa: A002
+        tags: Sequence[str] | str | None = None,
+        session_id: str | Sequence[str] | None = None,
+        exclude_sessions: Sequence[str] | str | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        status: str | Status | Sequence[str | Status] | None = None,
+        as_of: datetime | str | None = None,
+        min_score: float = 0.0,
+        include_expired: bool = False,
+        fts_syntax: bool = False,
+    ) -> list[Hit]:
+        """Find memories: hits best first, each with a score in [0, 1] and an explanation.
+
+        ``query`` is natural language (any text is safe); ``fts_syntax=True`` opts in to
+        FTS5 query syntax. Deleted memories never appear; superseded ones do, flagged by
+        status and ranked lower; expired ones only with ``include_expired``.
+        """
+        if isinstance(query, Query):
+            q = query
+        else:
+            if not isinstance(query, str):
+                raise InvalidInput("query", f"expected text, got {type(query).__name__}")
+            statuses = tuple(resolve_enum(Status, x, "status") for x in as_tuple(status))
+            if Status.DELETED in statuses:
+                raise InvalidInput("status", "deleted memories are never searchable")
+            q = Query(
+                text=query,
+                limit=rules.limit(limit, maximum=1000),
+                kinds=tuple(resolve_enum(Kind, k, "kind") for k in as_tuple(kind)),
+                types=tuple(resolve_type(t) for t in as_tuple(type)),
+                tags=rules.tags(as_tuple(tags), self.settings),
+                sessions=tuple(as_tuple(session_id)),
+                exclude_sessions=tuple(as_tuple(exclude_sessions)),
+                since=rules.optional_time(since, "since"),
+                until=rules.optional_time(until, "until"),
+                statuses=statuses or (Status.ACTIVE, Status.SUPERSEDED),
+                as_of=rules.optional_time(as_of, "as_of"),
+                min_score=rules.unit_interval(min_score, "min_score"),
+                include_expired=bool(include_expired),
+                fts_syntax=bool(fts_syntax),
+            )
+        hits = searchmod.keyword_search(self._backend, self.visible, q, self.settings, self._now())
+        if hits and self.settings.track_access:
+            self._touch([h.memory.id for h in hits])
+        return hits
+
+    def stats(self) -> dict[str, Any]:
+        """Counts for the own scope, and per shared scope."""
+        now = self._now()
+        out = self._backend.stats([self.name], now)
+        out["scope"] = self.name
+        if self.shared:
+            out["shared"] = {name: self._backend.stats([name], now) for name in self.shared}
+        return out
+
+    def sessions(self) -> list[Any]:
+        return self._backend.sessions(self.name)
+
+    def context(
+        self, query: str | None = None, session_id: str | None = None, max_entries: int = 50
+    ) -> str:
+        """The memory block for a system prompt (see ``hivemem.context``)."""
+        from .context import build_context
+
+        return build_context(self, query=query, session_id=session_id, max_entries=max_entries)
+
+    def _touch(self, ids: list[str]) -> None:
+        self._backend.touch(self.visible, ids, self._now())

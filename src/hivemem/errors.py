@@ -1,0 +1,70 @@
+"""The one error hierarchy of HiveMem.
+
+Every failure the library raises on purpose is a ``HiveMemError``. Each front end
+translates it once: the CLI prints ``error: <message>`` and exits with ``exit_code``;
+the HTTP API and the MCP server map it to their own error shape. Nothing returns error
+strings to be sniffed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class HiveMemError(Exception):
+    """Base class. ``exit_code`` is what the CLI exits with."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class InvalidInput(HiveMemError):
+    """A value given by the caller is wrong. ``field`` names it."""
+
+    exit_code = 2
+
+    def __init__(self, field: str, message: str, **details: Any) -> None:
+        super().__init__(f"{field}: {message}", field=field, **details)
+        self.field = field
+
+
+class NotFound(HiveMemError):
+    """No memory (or session, or key) with that identity in the scopes this handle sees."""
+
+    exit_code = 3
+
+
+class Conflict(HiveMemError):
+    """The write would break a rule, e.g. a key that already has an active memory.
+
+    ``current`` holds the memory in the way, so the caller can show it.
+    """
+
+    exit_code = 4
+
+    def __init__(self, message: str, current: Any = None, **details: Any) -> None:
+        super().__init__(message, **details)
+        self.current = current
+
+
+class MissingDependency(HiveMemError):
+    """An optional extra is needed; the message carries the install command."""
+
+    exit_code = 5
+
+    def __init__(self, what: str, install: str) -> None:
+        super().__init__(f"{what} needs an optional dependency: run `{install}`", install=install)
+        self.install = install
+
+
+class StoreError(HiveMemError):
+    """The database cannot be used: wrong file, newer schema, corruption, locked too long."""
+
+    exit_code = 6

@@ -1,0 +1,169 @@
+"""Validation of everything a caller may write, and the record it becomes.
+
+These functions are pure: they raise ``InvalidInput`` naming the bad field, or return
+clean values. The write rules that need the database (keys, supersede, dedup) live in
+``hivemem.core`` and run inside one transaction; nothing here half-writes anything.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import unicodedata
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from .clock import parse_time
+from .errors import InvalidInput
+from .settings import Settings
+from .types import CATEGORIES
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_SOURCE = re.compile(r"^[a-z][a-z0-9_.-]{0,63}$")
+
+
+def content(value: object, settings: Settings, field: str = "content") -> str:
+    """Text of a memory: a ``str`` (or UTF-8 ``bytes``), valid UTF-8, no NUL, not blank,
+    within ``max_content_bytes``."""
+    if isinstance(value, bytes | bytearray):
+        try:
+            value = bytes(value).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidInput(field, f"not valid UTF-8 (byte {exc.start})") from None
+    if not isinstance(value, str):
+        raise InvalidInput(field, f"expected text, got {type(value).__name__}")
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(
+            field, f"not valid UTF-8 (unpaired surrogate at character {exc.start})"
+        ) from None
+    if "\x00" in value:
+        raise InvalidInput(field, f"contains a NUL character at {value.index(chr(0))}")
+    if not value.strip():
+        raise InvalidInput(field, "is empty")
+    if size > settings.max_content_bytes:
+        raise InvalidInput(
+            field,
+            f"{size} bytes exceeds the limit of {settings.max_content_bytes} "
+            "(setting max_content_bytes)",
+        )
+    return value
+
+
+def name(value: object, field: str, max_chars: int, *, optional: bool = False) -> str | None:
+    """A short identifier (scope, key, session id, role, …): text, trimmed, not blank,
+    no control characters, at most ``max_chars``."""
+    if value is None:
+        if optional:
+            return None
+        raise InvalidInput(field, "is required")
+    if not isinstance(value, str):
+        raise InvalidInput(field, f"expected text, got {type(value).__name__}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(field, "not valid UTF-8") from None
+    value = unicodedata.normalize("NFC", value.strip())
+    if not value:
+        raise InvalidInput(field, "is empty")
+    if _CONTROL.search(value):
+        raise InvalidInput(field, "contains a control character")
+    if len(value) > max_chars:
+        raise InvalidInput(field, f"{len(value)} characters exceeds the limit of {max_chars}")
+    return value
+
+
+def source(value: object) -> str:
+    if not isinstance(value, str) or not _SOURCE.match(value.strip().lower()):
+        raise InvalidInput(
+            "source",
+            f"expected a lowercase identifier such as 'manual' or 'conversation', got {value!r}",
+        )
+    return value.strip().lower()
+
+
+def tags(value: object, settings: Settings) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise InvalidInput("tags", "expected a list of strings")
+    if len(value) > settings.max_tags:
+        raise InvalidInput("tags", f"{len(value)} tags exceeds the limit of {settings.max_tags}")
+    out: list[str] = []
+    for tag in value:
+        clean = name(tag, "tags", settings.max_tag_chars)
+        assert clean is not None
+        if clean not in out:
+            out.append(clean)
+    return tuple(out)
+
+
+def attributes(value: object, settings: Settings, field: str = "attributes") -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InvalidInput(field, f"expected an object (dict), got {type(value).__name__}")
+    if not all(isinstance(k, str) for k in value):
+        raise InvalidInput(field, "keys must be strings")
+    try:
+        encoded = json.dumps(dict(value), ensure_ascii=False, allow_nan=False, sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(field, f"not JSON-serialisable: {exc}") from None
+    size = len(encoded.encode("utf-8", "surrogatepass"))
+    if size > settings.max_attributes_bytes:
+        raise InvalidInput(
+            field, f"{size} bytes exceeds the limit of {settings.max_attributes_bytes}"
+        )
+    try:
+        encoded.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(field, "not valid UTF-8") from None
+    return json.loads(encoded)
+
+
+def unit_interval(value: object, field: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        raise InvalidInput(field, f"expected a number between 0 and 1, got {value!r}")
+    if not 0.0 <= float(value) <= 1.0:
+        raise InvalidInput(field, f"must be between 0 and 1, got {value}")
+    return float(value)
+
+
+def non_negative(value: object, field: str) -> float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value < 0
+    ):
+        raise InvalidInput(field, f"expected a finite number >= 0, got {value!r}")
+    return float(value)
+
+
+def category(value: object) -> str:
+    if not isinstance(value, str) or value.strip().lower() not in CATEGORIES:
+        raise InvalidInput(
+            "category", f"unknown category {value!r}; valid: {', '.join(CATEGORIES)}"
+        )
+    return value.strip().lower()
+
+
+def optional_time(value: object, field: str) -> datetime | None:
+    return None if value is None else parse_time(value, field)
+
+
+def limit(value: object, field: str = "limit", maximum: int = 10_000) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
+        raise InvalidInput(field, f"expected a whole number from 1 to {maximum}, got {value!r}")
+    return value
+
+
+def expiry(source_name: str, created: datetime, settings: Settings) -> datetime | None:
+    """``expires_at`` from the TTL policy of ``source``; ``None`` = never."""
+    days = settings.ttl_days.get(source_name)
+    if days is None:
+        return None
+    return created + timedelta(days=float(days))

@@ -1,0 +1,133 @@
+"""Every tunable of HiveMem, declared once as (name, default, help).
+
+Settings are read only at the edges (the CLI, a server's start) with
+``Settings.from_env()`` and passed down explicitly; library code never reads the
+environment. Each field's help text is its documentation: ``hivemem settings`` prints the
+table, and a test checks that every field is documented in ``docs/settings.md``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import InvalidInput
+
+ENV_PREFIX = "HIVEMEM_"
+
+
+def _setting(default: Any, help: str) -> Any:
+    if isinstance(default, dict | list):
+        return field(default_factory=lambda: type(default)(default), metadata={"help": help})
+    return field(default=default, metadata={"help": help})
+
+
+@dataclass(frozen=True)
+class Settings:
+    # Content limits (write path).
+    max_content_bytes: int = _setting(
+        256 * 1024, "Largest memory content accepted, in UTF-8 bytes."
+    )
+    max_key_chars: int = _setting(200, "Longest key accepted.")
+    max_scope_chars: int = _setting(200, "Longest scope name accepted.")
+    max_tags: int = _setting(64, "Most tags on one memory.")
+    max_tag_chars: int = _setting(100, "Longest tag accepted.")
+    max_attributes_bytes: int = _setting(
+        64 * 1024, "Largest attributes object accepted, as UTF-8 JSON bytes."
+    )
+    max_batch: int = _setting(10_000, "Most episodes accepted by one add_episodes call.")
+
+    # Chunking (derived index).
+    chunk_tokens: int = _setting(400, "Target chunk size in tokens (words and punctuation).")
+    chunk_overlap_tokens: int = _setting(80, "Tokens repeated between consecutive chunks.")
+
+    # Defaults of new memories.
+    default_type: str = _setting("context", "Type of a saved memory when none is given.")
+    episode_type: str = _setting("historical", "Type of an episode when none is given.")
+    default_decay_rate: float = _setting(
+        0.01, "Ebbinghaus decay rate per day of new memories (0 = protected)."
+    )
+    ttl_days: dict[str, float | None] = _setting(
+        {
+            "task_completion": 7,
+            "session_summary": 3,
+            "file_index": 30,
+            "manual": None,
+        },
+        "Days until a memory expires, by source; sources not listed never expire. "
+        "Given as JSON in HIVEMEM_TTL_DAYS; merged over the defaults.",
+    )
+
+    # Keyword search.
+    candidate_multiplier: int = _setting(
+        3, "Candidates fetched per lane, as a multiple of the requested limit."
+    )
+    superseded_factor: float = _setting(
+        0.5, "Score multiplier of superseded memories (they stay searchable, below current ones)."
+    )
+    max_query_terms: int = _setting(
+        32, "Most distinct terms kept from a query (the rarest are kept)."
+    )
+    track_access: bool = _setting(
+        True, "Searches and gets bump access_count/last_accessed of what they return."
+    )
+
+    # Store.
+    busy_timeout_ms: int = _setting(
+        10_000, "How long a write waits for another writer before failing."
+    )
+
+    @classmethod
+    def fields_help(cls) -> list[tuple[str, Any, str]]:
+        """(name, default, help) for every setting, in declaration order."""
+        out = []
+        for f in dataclasses.fields(cls):
+            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+            out.append((f.name, default, f.metadata["help"]))
+        return out
+
+    def replace(self, **changes: Any) -> Settings:
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Settings with ``HIVEMEM_<NAME>`` environment variables applied."""
+        environ = os.environ if environ is None else environ
+        changes: dict[str, Any] = {}
+        base = cls()
+        for f in dataclasses.fields(cls):
+            raw = environ.get(ENV_PREFIX + f.name.upper())
+            if raw is None:
+                continue
+            changes[f.name] = _parse(f.name, raw, getattr(base, f.name))
+        if "ttl_days" in changes:
+            changes["ttl_days"] = {**base.ttl_days, **changes["ttl_days"]}
+        return dataclasses.replace(base, **changes)
+
+
+def _parse(name: str, raw: str, default: Any) -> Any:
+    env_name = ENV_PREFIX + name.upper()
+    try:
+        if isinstance(default, bool):
+            lowered = raw.strip().lower()
+            if lowered in {"1", "true", "yes", "on"}:
+                return True
+            if lowered in {"0", "false", "no", "off"}:
+                return False
+            raise ValueError(raw)
+        if isinstance(default, int):
+            return int(raw)
+        if isinstance(default, float):
+            return float(raw)
+        if isinstance(default, dict):
+            value = json.loads(raw)
+            if not isinstance(value, dict):
+                raise ValueError(raw)
+            return value
+        return raw
+    except ValueError:
+        raise InvalidInput(env_name, f"cannot read {raw!r} as {type(default).__name__}") from None

@@ -1,0 +1,138 @@
+"""The storage seam: what the write rules and the retrieval pipeline need from a database.
+
+A backend is the ONE place that issues SQL. Every read takes the tuple of scopes the
+caller may see, every write the one scope it may write, and the backend puts them in the
+WHERE clause of every statement, so a handle of scope A can never touch a row of scope B,
+whatever id it guesses. Write rules (``hivemem.rules``) and ranking (``hivemem.search``)
+sit above this protocol and stay the same for SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from ..types import ListFilter, Memory, Query, Status
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkMatch:
+    """One chunk found by the keyword lane, with its raw BM25 (higher is better)."""
+
+    chunk_id: int
+    memory_id: str
+    seq: int
+    text: str
+    bm25: float
+
+
+@dataclass(frozen=True, slots=True)
+class TermStats:
+    """Document frequencies of a query's terms in the keyword index (of all scopes)."""
+
+    total_chunks: int
+    doc_freq: Mapping[str, int]  # query term -> chunks containing it
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    scope: str
+    session_id: str
+    started_at: datetime
+    last_event_at: datetime
+    episode_count: int
+    consolidated_at: datetime | None
+
+
+class Backend(Protocol):
+    """Persistence of memories and their derived keyword index."""
+
+    location: str
+
+    def atomic(self) -> AbstractContextManager[None]:
+        """A write transaction (``BEGIN IMMEDIATE``); nested calls are savepoints."""
+        ...
+
+    def close(self) -> None: ...
+
+    # --- reads: ``scopes`` is every scope the caller may see
+    def get(self, scopes: Sequence[str], memory_id: str) -> Memory | None: ...
+
+    def get_many(self, scopes: Sequence[str], memory_ids: Sequence[str]) -> list[Memory]: ...
+
+    def by_key(
+        self, scopes: Sequence[str], key: str, as_of: datetime | None = None
+    ) -> Memory | None:
+        """The active memory with this key (or the one valid at ``as_of``); own scope first."""
+        ...
+
+    def versions_of_key(self, scopes: Sequence[str], key: str) -> list[Memory]: ...
+
+    def successors(self, scopes: Sequence[str], memory_id: str) -> list[Memory]:
+        """Memories whose ``supersedes_id`` is ``memory_id``."""
+        ...
+
+    def find_duplicate(self, scope: str, kind: str, content_hash: str) -> Memory | None:
+        """An active, keyless memory of this kind with the same normalised content."""
+        ...
+
+    def list(
+        self, scopes: Sequence[str], flt: ListFilter, limit: int, offset: int, now: datetime
+    ) -> list[Memory]: ...
+
+    def iter_all(self, scopes: Sequence[str] | None) -> Iterator[Memory]:
+        """Every row, any status, oldest first (export). ``None`` means every scope."""
+        ...
+
+    def keyword_search(
+        self, scopes: Sequence[str], query: Query, terms: Sequence[str], limit: int, now: datetime
+    ) -> list[ChunkMatch]: ...
+
+    def term_stats(self, terms: Sequence[str]) -> TermStats: ...
+
+    def matched_terms(
+        self, chunk_ids: Sequence[int], terms: Sequence[str]
+    ) -> dict[int, set[str]]: ...
+
+    def stats(self, scopes: Sequence[str] | None, now: datetime) -> dict[str, Any]: ...
+
+    def sessions(self, scope: str) -> list[SessionInfo]: ...
+
+    def scopes(self) -> list[str]: ...
+
+    # --- writes: ``scope`` is the one scope the caller may write
+    def insert(self, memory: Memory, chunks: Sequence[str]) -> None: ...
+
+    def set_status(
+        self,
+        scope: str,
+        memory_id: str,
+        status: Status,
+        valid_until: datetime | None,
+        now: datetime,
+        updated_by: str | None,
+    ) -> None: ...
+
+    def update(self, scope: str, memory_id: str, now: datetime, **fields: Any) -> None:
+        """Set plain fields (confidence, decay_rate, tags, attributes …) of one row."""
+        ...
+
+    def touch(self, scopes: Sequence[str], memory_ids: Sequence[str], now: datetime) -> None:
+        """Count an access of each memory (best effort)."""
+        ...
+
+    def note_session(self, scope: str, session_id: str, when: datetime, episodes: int) -> None:
+        """Register a session on first sight; count its episodes."""
+        ...
+
+    # --- meta and health
+    def meta(self) -> dict[str, str]: ...
+
+    def set_meta(self, key: str, value: str) -> None: ...
+
+    def schema_version(self) -> list[str]: ...
+
+    def health(self) -> dict[str, Any]: ...

@@ -1,0 +1,207 @@
+"""Named, ordered schema migrations for the SQLite store.
+
+Each migration is a function registered under a unique name; ``apply`` runs the ones a
+database has not seen, in order, each in its own transaction together with the row that
+records it in ``migrations``. A migration never inspects the schema to decide what to do:
+the record of applied names is the truth. Tests open a database created by the first
+migration alone and upgrade it.
+
+Migrations may call Python (e.g. the chunker) to backfill derived tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .. import text as textmod
+
+Connection = Any  # a DB-API connection of the sqlite3 family
+
+
+@dataclass(frozen=True)
+class Migration:
+    name: str
+    apply: Callable[[Connection], None]
+
+
+MIGRATIONS: list[Migration] = []
+
+
+def migration(name: str) -> Callable[[Callable[[Connection], None]], Callable[[Connection], None]]:
+    def register(fn: Callable[[Connection], None]) -> Callable[[Connection], None]:
+        if any(m.name == name for m in MIGRATIONS):
+            raise RuntimeError(f"duplicate migration name {name}")
+        MIGRATIONS.append(Migration(name, fn))
+        return fn
+
+    return register
+
+
+def applied(conn: Connection) -> list[str]:
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'migrations'"
+    ).fetchone()
+    if not exists:
+        return []
+    return [row[0] for row in conn.execute("SELECT name FROM migrations ORDER BY seq")]
+
+
+def pending(conn: Connection, upto: str | None = None) -> list[Migration]:
+    done = set(applied(conn))
+    out = []
+    for m in MIGRATIONS:
+        if m.name not in done:
+            out.append(m)
+        if m.name == upto:
+            break
+    return out
+
+
+def apply(conn: Connection, now: str, upto: str | None = None) -> list[str]:
+    """Apply pending migrations (up to and including ``upto``); return their names.
+
+    ``conn`` must be in autocommit mode: each migration gets ``BEGIN IMMEDIATE`` …
+    ``COMMIT``, so a failure leaves the database at the previous migration.
+    """
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS migrations ("
+        " seq INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, applied_at TEXT NOT NULL)"
+    )
+    done = []
+    for m in MIGRATIONS:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Re-checked inside the write lock: another process may have just applied it.
+            if conn.execute("SELECT 1 FROM migrations WHERE name = ?", (m.name,)).fetchone():
+                conn.execute("COMMIT")
+            else:
+                m.apply(conn)
+                conn.execute(
+                    "INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (m.name, now)
+                )
+                conn.execute("COMMIT")
+                done.append(m.name)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        if m.name == upto:
+            break
+    return done
+
+
+def known_names() -> list[str]:
+    return [m.name for m in MIGRATIONS]
+
+
+# ----------------------------------------------------------------------------- the list
+
+
+@migration("0001_memories")
+def _memories(conn: Connection) -> None:
+    for sql in (
+        """CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)""",
+        """CREATE TABLE memories (
+            id TEXT PRIMARY KEY,
+            scope TEXT NOT NULL,
+            kind TEXT NOT NULL
+                CHECK (kind IN ('episode', 'fact', 'reflection', 'summary', 'note')),
+            type TEXT NOT NULL CHECK (type IN
+                ('identity', 'lesson', 'decision', 'context', 'reference', 'historical')),
+            key TEXT,
+            content TEXT NOT NULL,
+            content_hash TEXT NOT NULL,
+            source TEXT NOT NULL,
+            status TEXT NOT NULL
+                CHECK (status IN ('active', 'superseded', 'deleted', 'archived')),
+            valid_from TEXT NOT NULL,
+            valid_until TEXT,
+            supersedes_id TEXT,
+            supersede_reason TEXT,
+            supersede_kind TEXT CHECK (supersede_kind IN ('hard', 'soft')),
+            updated_by TEXT,
+            confidence REAL NOT NULL DEFAULT 1.0 CHECK (confidence BETWEEN 0 AND 1),
+            decay_rate REAL NOT NULL DEFAULT 0.0 CHECK (decay_rate >= 0),
+            access_count INTEGER NOT NULL DEFAULT 0,
+            last_accessed TEXT,
+            event_time TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            expires_at TEXT,
+            session_id TEXT,
+            role TEXT,
+            tags TEXT NOT NULL DEFAULT '[]',
+            attributes TEXT NOT NULL DEFAULT '{}',
+            source_ids TEXT NOT NULL DEFAULT '[]',
+            category TEXT NOT NULL DEFAULT 'general'
+        )""",
+        # At most one ACTIVE row per (scope, key): the rule holds even across processes.
+        """CREATE UNIQUE INDEX memories_active_key ON memories (scope, key)
+            WHERE status = 'active' AND key IS NOT NULL""",
+        "CREATE INDEX memories_scope_created ON memories (scope, status, created_at)",
+        "CREATE INDEX memories_scope_key ON memories (scope, key)",
+        "CREATE INDEX memories_scope_hash ON memories (scope, content_hash)",
+        "CREATE INDEX memories_supersedes ON memories (supersedes_id)",
+        "CREATE INDEX memories_session ON memories (scope, session_id)",
+    ):
+        conn.execute(sql)
+
+
+@migration("0002_chunks_fts")
+def _chunks_fts(conn: Connection) -> None:
+    for sql in (
+        """CREATE TABLE chunks (
+            id INTEGER PRIMARY KEY,
+            memory_id TEXT NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            text TEXT NOT NULL,
+            text_hash TEXT NOT NULL,
+            UNIQUE (memory_id, seq)
+        )""",
+        """CREATE VIRTUAL TABLE chunks_fts USING fts5 (
+            text, content = 'chunks', content_rowid = 'id',
+            tokenize = 'porter unicode61 remove_diacritics 2'
+        )""",
+        "CREATE VIRTUAL TABLE chunks_vocab USING fts5vocab (chunks_fts, 'row')",
+        """CREATE TRIGGER chunks_ai AFTER INSERT ON chunks BEGIN
+            INSERT INTO chunks_fts (rowid, text) VALUES (new.id, new.text);
+        END""",
+        """CREATE TRIGGER chunks_ad AFTER DELETE ON chunks BEGIN
+            INSERT INTO chunks_fts (chunks_fts, rowid, text) VALUES ('delete', old.id, old.text);
+        END""",
+    ):
+        conn.execute(sql)
+    # Backfill: every memory written before this migration gets its chunks.
+    rows = conn.execute("SELECT id, content FROM memories ORDER BY rowid").fetchall()
+    for memory_id, content in rows:
+        insert_chunks(conn, memory_id, textmod.chunk(content))
+
+
+@migration("0003_sessions")
+def _sessions(conn: Connection) -> None:
+    conn.execute(
+        """CREATE TABLE sessions (
+            scope TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            started_at TEXT NOT NULL,
+            last_event_at TEXT NOT NULL,
+            episode_count INTEGER NOT NULL DEFAULT 0,
+            consolidated_at TEXT,
+            attributes TEXT NOT NULL DEFAULT '{}',
+            PRIMARY KEY (scope, session_id)
+        )"""
+    )
+    conn.execute(
+        """INSERT INTO sessions (scope, session_id, started_at, last_event_at, episode_count)
+           SELECT scope, session_id, MIN(created_at), MAX(created_at), COUNT(*)
+           FROM memories WHERE kind = 'episode' AND session_id IS NOT NULL
+           GROUP BY scope, session_id"""
+    )
+
+
+def insert_chunks(conn: Connection, memory_id: str, pieces: list[str]) -> None:
+    conn.executemany(
+        "INSERT INTO chunks (memory_id, seq, text, text_hash) VALUES (?, ?, ?, ?)",
+        [(memory_id, i, p, textmod.content_hash(p)) for i, p in enumerate(pieces)],
+    )

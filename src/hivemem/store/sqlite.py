@@ -1,0 +1,708 @@
+"""The SQLite backend: one file, WAL, FTS5. The only module that issues SQL.
+
+Connection rules (DESIGN §1, LESSONS 6): WAL journal, ``busy_timeout``, foreign keys on,
+``synchronous=NORMAL`` (durable across a process crash; a power loss may drop the last
+transactions, never corrupt). Writes go through ``atomic()``: ``BEGIN IMMEDIATE`` so two
+processes never deadlock upgrading a read lock, savepoints when nested. One connection per
+store, guarded by a lock, so one process is one writer.
+
+The driver is ``sqlean`` (``sqlean.py`` on PyPI): the stdlib ``sqlite3`` module compiled
+with a current SQLite, FTS5 and extension loading on every platform; stdlib ``sqlite3`` is
+used when sqlean is missing and the system SQLite has FTS5.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from .. import text as textmod
+from ..clock import from_text, to_text
+from ..errors import Conflict, StoreError
+from ..types import Kind, ListFilter, Memory, MemoryType, Query, Status
+from . import migrations
+from .base import ChunkMatch, SessionInfo, TermStats
+
+try:  # pragma: no cover - which driver is present depends on the install
+    import sqlean as sqlite_driver
+except ImportError:  # pragma: no cover
+    import sqlite3 as sqlite_driver  # type: ignore[no-redef]
+
+DRIVER_NAME = sqlite_driver.__name__
+OperationalError = sqlite_driver.OperationalError
+IntegrityError = sqlite_driver.IntegrityError
+
+_COLUMNS = [
+    "id",
+    "scope",
+    "kind",
+    "type",
+    "key",
+    "content",
+    "content_hash",
+    "source",
+    "status",
+    "valid_from",
+    "valid_until",
+    "supersedes_id",
+    "supersede_reason",
+    "supersede_kind",
+    "updated_by",
+    "confidence",
+    "decay_rate",
+    "access_count",
+    "last_accessed",
+    "event_time",
+    "created_at",
+    "updated_at",
+    "expires_at",
+    "session_id",
+    "role",
+    "tags",
+    "attributes",
+    "source_ids",
+    "category",
+]
+_SELECT = ", ".join(f"m.{c}" for c in _COLUMNS)
+_INSERT = (
+    f"INSERT INTO memories ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' for _ in _COLUMNS)})"
+)
+_TIME_FIELDS = {
+    "valid_from",
+    "valid_until",
+    "last_accessed",
+    "event_time",
+    "created_at",
+    "updated_at",
+    "expires_at",
+}
+_JSON_FIELDS = {"tags", "attributes", "source_ids"}
+_UPDATABLE = {
+    "confidence",
+    "decay_rate",
+    "tags",
+    "attributes",
+    "category",
+    "expires_at",
+    "updated_by",
+    "type",
+}
+
+
+def _placeholders(values: Sequence[Any]) -> str:
+    return ", ".join("?" for _ in values)
+
+
+def _row_to_memory(row: Sequence[Any]) -> Memory:
+    d = dict(zip(_COLUMNS, row, strict=True))
+    return Memory(
+        id=d["id"],
+        scope=d["scope"],
+        kind=Kind(d["kind"]),
+        type=MemoryType(d["type"]),
+        key=d["key"],
+        content=d["content"],
+        content_hash=d["content_hash"],
+        source=d["source"],
+        status=Status(d["status"]),
+        valid_from=from_text(d["valid_from"]),  # type: ignore[arg-type]
+        valid_until=from_text(d["valid_until"]),
+        supersedes_id=d["supersedes_id"],
+        supersede_reason=d["supersede_reason"],
+        supersede_kind=d["supersede_kind"],
+        updated_by=d["updated_by"],
+        confidence=d["confidence"],
+        decay_rate=d["decay_rate"],
+        access_count=d["access_count"],
+        last_accessed=from_text(d["last_accessed"]),
+        event_time=from_text(d["event_time"]),
+        created_at=from_text(d["created_at"]),  # type: ignore[arg-type]
+        updated_at=from_text(d["updated_at"]),  # type: ignore[arg-type]
+        expires_at=from_text(d["expires_at"]),
+        session_id=d["session_id"],
+        role=d["role"],
+        tags=tuple(json.loads(d["tags"])),
+        attributes=json.loads(d["attributes"]),
+        source_ids=tuple(json.loads(d["source_ids"])),
+        category=d["category"],
+    )
+
+
+def _memory_to_row(m: Memory) -> tuple[Any, ...]:
+    values = []
+    for column in _COLUMNS:
+        value = getattr(m, column)
+        if column in _TIME_FIELDS:
+            value = to_text(value) if value is not None else None
+        elif column in _JSON_FIELDS:
+            value = json.dumps(
+                list(value) if isinstance(value, tuple) else dict(value),
+                ensure_ascii=False,
+                sort_keys=True,
+            )
+        elif hasattr(value, "value"):  # enums
+            value = value.value
+        values.append(value)
+    return tuple(values)
+
+
+class SQLiteBackend:
+    """See ``hivemem.store.base.Backend`` for the contract of each method."""
+
+    def __init__(self, path: str | Path, *, busy_timeout_ms: int = 10_000) -> None:
+        self.location = str(path)
+        if self.location != ":memory:":
+            parent = Path(self.location).expanduser().resolve().parent
+            if not parent.exists():
+                raise StoreError(f"cannot open {self.location}: folder {parent} does not exist")
+            self.location = str(Path(self.location).expanduser())
+        self._lock = threading.RLock()
+        self._depth = 0
+        try:
+            self._conn = sqlite_driver.connect(
+                self.location,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=busy_timeout_ms / 1000,
+            )
+            self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            self._conn.execute("PRAGMA foreign_keys = ON")
+            mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+            self.journal_mode = mode
+            self._check_file()
+            migrations.apply(self._conn, to_text(datetime.now().astimezone()))
+            self._stemmer_ready = False
+        except sqlite_driver.DatabaseError as exc:
+            raise StoreError(f"cannot open {self.location} as a HiveMem store: {exc}") from exc
+
+    def _check_file(self) -> None:
+        """Refuse a database written by a newer HiveMem (unknown migrations)."""
+        known = set(migrations.known_names())
+        unknown = [name for name in migrations.applied(self._conn) if name not in known]
+        if unknown:
+            raise StoreError(
+                f"{self.location} was written by a newer HiveMem (schema {unknown[-1]}); "
+                "upgrade hivemem to open it"
+            )
+
+    # ------------------------------------------------------------------ transactions
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        with self._lock:
+            if self._depth == 0:
+                self._begin()
+            else:
+                self._conn.execute(f"SAVEPOINT sp{self._depth}")
+            self._depth += 1
+            try:
+                yield
+            except BaseException:
+                self._depth -= 1
+                if self._depth == 0:
+                    self._conn.execute("ROLLBACK")
+                else:
+                    self._conn.execute(f"ROLLBACK TO sp{self._depth}")
+                    self._conn.execute(f"RELEASE sp{self._depth}")
+                raise
+            self._depth -= 1
+            if self._depth == 0:
+                self._commit()
+            else:
+                self._conn.execute(f"RELEASE sp{self._depth}")
+
+    def _begin(self) -> None:
+        # busy_timeout already waits; a few more tries cover the rare case where SQLite
+        # gives up early (e.g. a checkpoint holding the lock), so the caller never sees
+        # "database is locked" while another writer is merely slow.
+        for attempt in range(5):
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+                return
+            except OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise StoreError(f"cannot start a write: {exc}") from exc
+                time.sleep(0.05 * (attempt + 1))
+        raise StoreError(f"{self.location} is locked by another writer; try again")
+
+    def _commit(self) -> None:
+        try:
+            self._conn.execute("COMMIT")
+        except OperationalError as exc:
+            self._conn.execute("ROLLBACK")
+            raise StoreError(f"commit failed: {exc}") from exc
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        with self._lock:
+            return self._conn.execute(sql, params).fetchall()
+
+    def _write(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        if self._depth == 0:
+            raise RuntimeError("write outside atomic()")  # a bug in HiveMem, not user error
+        return self._conn.execute(sql, params)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                try:
+                    self._conn.execute("PRAGMA optimize")
+                except OperationalError:
+                    pass
+                self._conn.close()
+                self._conn = None  # type: ignore[assignment]
+
+    # ------------------------------------------------------------------ reads
+
+    def _memories(self, where: str, params: Sequence[Any], tail: str = "") -> list[Memory]:
+        rows = self._read(f"SELECT {_SELECT} FROM memories m WHERE {where} {tail}", params)
+        return [_row_to_memory(r) for r in rows]
+
+    @staticmethod
+    def _scope_clause(scopes: Sequence[str]) -> tuple[str, list[Any]]:
+        if not scopes:
+            raise RuntimeError("no scope given")  # every read is scoped; a HiveMem bug
+        return f"m.scope IN ({_placeholders(scopes)})", list(scopes)
+
+    def get(self, scopes: Sequence[str], memory_id: str) -> Memory | None:
+        clause, params = self._scope_clause(scopes)
+        found = self._memories(f"{clause} AND m.id = ?", [*params, memory_id])
+        return found[0] if found else None
+
+    def get_many(self, scopes: Sequence[str], memory_ids: Sequence[str]) -> list[Memory]:
+        if not memory_ids:
+            return []
+        clause, params = self._scope_clause(scopes)
+        found = self._memories(
+            f"{clause} AND m.id IN ({_placeholders(memory_ids)})", [*params, *memory_ids]
+        )
+        order = {mid: i for i, mid in enumerate(memory_ids)}
+        return sorted(found, key=lambda m: order[m.id])
+
+    def by_key(
+        self, scopes: Sequence[str], key: str, as_of: datetime | None = None
+    ) -> Memory | None:
+        clause, params = self._scope_clause(scopes)
+        if as_of is None:
+            cond, extra = "m.status = 'active'", []
+        else:
+            cond = "m.valid_from <= ? AND (m.valid_until IS NULL OR m.valid_until > ?)"
+            extra = [to_text(as_of), to_text(as_of)]
+        found = self._memories(
+            f"{clause} AND m.key = ? AND {cond}",
+            [*params, key, *extra],
+            "ORDER BY m.valid_from DESC, m.id DESC",
+        )
+        if not found:
+            return None
+        own = [m for m in found if m.scope == scopes[0]]
+        return (own or found)[0]
+
+    def versions_of_key(self, scopes: Sequence[str], key: str) -> list[Memory]:
+        clause, params = self._scope_clause(scopes)
+        return self._memories(
+            f"{clause} AND m.key = ?", [*params, key], "ORDER BY m.created_at, m.id"
+        )
+
+    def successors(self, scopes: Sequence[str], memory_id: str) -> list[Memory]:
+        clause, params = self._scope_clause(scopes)
+        return self._memories(
+            f"{clause} AND m.supersedes_id = ?", [*params, memory_id], "ORDER BY m.created_at"
+        )
+
+    def find_duplicate(self, scope: str, kind: str, content_hash: str) -> Memory | None:
+        found = self._memories(
+            "m.scope = ? AND m.content_hash = ? AND m.kind = ? AND m.status = 'active' "
+            "AND m.key IS NULL",
+            [scope, content_hash, kind],
+            "LIMIT 1",
+        )
+        return found[0] if found else None
+
+    def _filter_sql(
+        self,
+        flt: ListFilter | Query,
+        now: datetime,
+    ) -> tuple[list[str], list[Any]]:
+        where: list[str] = []
+        params: list[Any] = []
+        if flt.as_of is not None:
+            where.append("m.valid_from <= ? AND (m.valid_until IS NULL OR m.valid_until > ?)")
+            params += [to_text(flt.as_of)] * 2
+        elif flt.statuses:
+            where.append(f"m.status IN ({_placeholders(flt.statuses)})")
+            params += [s.value for s in flt.statuses]
+        if not flt.include_expired:
+            where.append("(m.expires_at IS NULL OR m.expires_at > ?)")
+            params.append(to_text(now))
+        if flt.kinds:
+            where.append(f"m.kind IN ({_placeholders(flt.kinds)})")
+            params += [k.value for k in flt.kinds]
+        if flt.types:
+            where.append(f"m.type IN ({_placeholders(flt.types)})")
+            params += [t.value for t in flt.types]
+        if flt.tags:
+            where.append(
+                "EXISTS (SELECT 1 FROM json_each(m.tags) j "
+                f"WHERE j.value IN ({_placeholders(flt.tags)}))"
+            )
+            params += list(flt.tags)
+        if flt.sessions:
+            where.append(f"m.session_id IN ({_placeholders(flt.sessions)})")
+            params += list(flt.sessions)
+        if flt.exclude_sessions:
+            where.append(
+                f"(m.session_id IS NULL OR m.session_id NOT IN "
+                f"({_placeholders(flt.exclude_sessions)}))"
+            )
+            params += list(flt.exclude_sessions)
+        if flt.since is not None:
+            where.append("COALESCE(m.event_time, m.created_at) >= ?")
+            params.append(to_text(flt.since))
+        if flt.until is not None:
+            where.append("COALESCE(m.event_time, m.created_at) < ?")
+            params.append(to_text(flt.until))
+        return where, params
+
+    def list(
+        self, scopes: Sequence[str], flt: ListFilter, limit: int, offset: int, now: datetime
+    ) -> list[Memory]:
+        clause, params = self._scope_clause(scopes)
+        where, extra = self._filter_sql(flt, now)
+        if flt.key is not None:
+            where.append("m.key = ?")
+            extra.append(flt.key)
+        sql_where = " AND ".join([clause, *where])
+        return self._memories(
+            sql_where,
+            [*params, *extra, limit, offset],
+            "ORDER BY m.created_at DESC, m.id DESC LIMIT ? OFFSET ?",
+        )
+
+    def iter_all(self, scopes: Sequence[str] | None) -> Iterator[Memory]:
+        if scopes is None:
+            where, params = "1 = 1", []
+        else:
+            where, params = self._scope_clause(scopes)
+        last = ""
+        while True:  # keyset pagination: memory stays flat on big stores
+            page = self._memories(
+                f"{where} AND m.id > ?", [*params, last], "ORDER BY m.id LIMIT 1000"
+            )
+            if not page:
+                return
+            yield from page
+            last = page[-1].id
+
+    def keyword_search(
+        self, scopes: Sequence[str], query: Query, terms: Sequence[str], limit: int, now: datetime
+    ) -> list[ChunkMatch]:
+        match = query.text if query.fts_syntax else textmod.fts_or_query(list(terms))
+        if not match:
+            return []
+        clause, params = self._scope_clause(scopes)
+        where, extra = self._filter_sql(query, now)
+        sql = (
+            "SELECT c.id, c.memory_id, c.seq, c.text, -bm25(chunks_fts) AS score "
+            "FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
+            "JOIN memories m ON m.id = c.memory_id "
+            f"WHERE chunks_fts MATCH ? AND {' AND '.join([clause, *where])} "
+            "ORDER BY score DESC LIMIT ?"
+        )
+        try:
+            rows = self._read(sql, [match, *params, *extra, limit])
+        except OperationalError as exc:
+            if query.fts_syntax:
+                from ..errors import InvalidInput
+
+                raise InvalidInput("query", f"not valid FTS5 syntax: {exc}") from None
+            raise
+        return [ChunkMatch(r[0], r[1], r[2], r[3], r[4]) for r in rows]
+
+    def _stems(self, terms: Sequence[str]) -> dict[str, list[str]]:
+        """Each term as the keyword index tokenizes it (porter stems), using FTS5's own
+        tokenizer on a scratch table in the connection's temp schema."""
+        with self._lock:
+            if not self._stemmer_ready:
+                self._conn.execute(
+                    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.stemmer USING fts5 "
+                    "(t, tokenize = 'porter unicode61 remove_diacritics 2')"
+                )
+                self._conn.execute(
+                    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.stemmer_vocab "
+                    "USING fts5vocab(temp, stemmer, 'instance')"
+                )
+                self._stemmer_ready = True
+            in_tx = self._depth > 0
+            if not in_tx:
+                self._conn.execute("BEGIN")
+            try:
+                self._conn.executemany(
+                    "INSERT INTO temp.stemmer (rowid, t) VALUES (?, ?)",
+                    list(enumerate(terms, start=1)),
+                )
+                rows = self._conn.execute(
+                    "SELECT doc, term FROM temp.stemmer_vocab ORDER BY doc, offset"
+                ).fetchall()
+            finally:
+                self._conn.execute("DELETE FROM temp.stemmer")
+                if not in_tx:
+                    self._conn.execute("COMMIT")
+        out: dict[str, list[str]] = {t: [] for t in terms}
+        for doc, stem in rows:
+            out[terms[doc - 1]].append(stem)
+        return out
+
+    def term_stats(self, terms: Sequence[str]) -> TermStats:
+        if not terms:
+            return TermStats(0, {})
+        stems = self._stems(terms)
+        all_stems = sorted({s for group in stems.values() for s in group})
+        freq: dict[str, int] = {}
+        if all_stems:
+            rows = self._read(
+                f"SELECT term, doc FROM chunks_vocab WHERE term IN ({_placeholders(all_stems)})",
+                all_stems,
+            )
+            freq = dict(rows)
+        total = self._read("SELECT COALESCE(MAX(id), 0) FROM chunks")[0][0]
+        doc_freq = {
+            term: max((freq.get(s, 0) for s in group), default=0) for term, group in stems.items()
+        }
+        return TermStats(total, doc_freq)
+
+    def matched_terms(self, chunk_ids: Sequence[int], terms: Sequence[str]) -> dict[int, set[str]]:
+        out: dict[int, set[str]] = {cid: set() for cid in chunk_ids}
+        if not chunk_ids:
+            return out
+        ids = list(chunk_ids)
+        for term in terms:
+            rows = self._read(
+                "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? "
+                f"AND rowid IN ({_placeholders(ids)})",
+                [textmod.fts_quote(term), *ids],
+            )
+            for (cid,) in rows:
+                out[cid].add(term)
+        return out
+
+    def stats(self, scopes: Sequence[str] | None, now: datetime) -> dict[str, Any]:
+        if scopes is None:
+            where, params = "1 = 1", []
+        else:
+            where, params = self._scope_clause(scopes)
+        rows = self._read(
+            f"SELECT m.status, m.kind, m.type, COUNT(*) FROM memories m WHERE {where} "
+            "GROUP BY m.status, m.kind, m.type",
+            params,
+        )
+        by_status: dict[str, int] = {}
+        by_kind: dict[str, int] = {}
+        by_type: dict[str, int] = {}
+        for status, kind, mtype, count in rows:
+            by_status[status] = by_status.get(status, 0) + count
+            if status == "active":
+                by_kind[kind] = by_kind.get(kind, 0) + count
+                by_type[mtype] = by_type.get(mtype, 0) + count
+        expired = self._read(
+            f"SELECT COUNT(*) FROM memories m WHERE {where} AND m.status = 'active' "
+            "AND m.expires_at IS NOT NULL AND m.expires_at <= ?",
+            [*params, to_text(now)],
+        )[0][0]
+        sessions = self._read(
+            f"SELECT COUNT(*) FROM sessions m WHERE {where}",
+            params,
+        )[0][0]
+        return {
+            "total": sum(by_status.values()),
+            "by_status": by_status,
+            "active_by_kind": by_kind,
+            "active_by_type": by_type,
+            "expired": expired,
+            "sessions": sessions,
+        }
+
+    def sessions(self, scope: str) -> list[SessionInfo]:
+        rows = self._read(
+            "SELECT scope, session_id, started_at, last_event_at, episode_count, "
+            "consolidated_at FROM sessions WHERE scope = ? ORDER BY started_at",
+            [scope],
+        )
+        return [
+            SessionInfo(r[0], r[1], from_text(r[2]), from_text(r[3]), r[4], from_text(r[5]))  # type: ignore[arg-type]
+            for r in rows
+        ]
+
+    def scopes(self) -> list[str]:
+        return [r[0] for r in self._read("SELECT DISTINCT scope FROM memories ORDER BY scope")]
+
+    # ------------------------------------------------------------------ writes
+
+    def insert(self, memory: Memory, chunks: Sequence[str]) -> None:
+        try:
+            self._write(_INSERT, _memory_to_row(memory))
+        except IntegrityError as exc:
+            message = str(exc)
+            if "memories.scope, memories.key" in message:
+                raise Conflict(
+                    f"key {memory.key!r} already has an active memory in scope {memory.scope!r}"
+                ) from None
+            if "memories.id" in message:
+                raise Conflict(f"a memory with id {memory.id} already exists") from None
+            raise
+        migrations.insert_chunks(self._conn, memory.id, list(chunks))
+
+    def set_status(
+        self,
+        scope: str,
+        memory_id: str,
+        status: Status,
+        valid_until: datetime | None,
+        now: datetime,
+        updated_by: str | None,
+    ) -> None:
+        self._write(
+            "UPDATE memories SET status = ?, valid_until = ?, updated_at = ?, "
+            "updated_by = COALESCE(?, updated_by) WHERE scope = ? AND id = ?",
+            [
+                status.value,
+                to_text(valid_until) if valid_until else None,
+                to_text(now),
+                updated_by,
+                scope,
+                memory_id,
+            ],
+        )
+
+    def update(self, scope: str, memory_id: str, now: datetime, **fields: Any) -> None:
+        unknown = set(fields) - _UPDATABLE
+        if unknown:
+            raise RuntimeError(f"fields not updatable: {sorted(unknown)}")
+        sets, params = ["updated_at = ?"], [to_text(now)]
+        for name, value in fields.items():
+            if name in _TIME_FIELDS and value is not None:
+                value = to_text(value)
+            elif name in _JSON_FIELDS:
+                value = json.dumps(
+                    list(value) if isinstance(value, tuple | list) else dict(value),
+                    ensure_ascii=False,
+                    sort_keys=True,
+                )
+            elif hasattr(value, "value"):
+                value = value.value
+            sets.append(f"{name} = ?")
+            params.append(value)
+        self._write(
+            f"UPDATE memories SET {', '.join(sets)} WHERE scope = ? AND id = ?",
+            [*params, scope, memory_id],
+        )
+
+    def touch(self, scopes: Sequence[str], memory_ids: Sequence[str], now: datetime) -> None:
+        if not memory_ids:
+            return
+        clause, params = self._scope_clause(scopes)
+        try:
+            with self.atomic():
+                self._write(
+                    "UPDATE memories AS m SET access_count = access_count + 1, "
+                    f"last_accessed = ? WHERE {clause} AND m.id IN ({_placeholders(memory_ids)})",
+                    [to_text(now), *params, *memory_ids],
+                )
+        except (StoreError, OperationalError):
+            pass  # access counts are a ranking hint: a busy database skips them (reads fail open)
+
+    def note_session(self, scope: str, session_id: str, when: datetime, episodes: int) -> None:
+        stamp = to_text(when)
+        self._write(
+            "INSERT INTO sessions (scope, session_id, started_at, last_event_at, episode_count) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (scope, session_id) DO UPDATE SET "
+            "last_event_at = MAX(last_event_at, excluded.last_event_at), "
+            "started_at = MIN(started_at, excluded.started_at), "
+            "episode_count = episode_count + excluded.episode_count",
+            [scope, session_id, stamp, stamp, episodes],
+        )
+
+    # ------------------------------------------------------------------ meta and health
+
+    def meta(self) -> dict[str, str]:
+        return dict(self._read("SELECT key, value FROM meta"))
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.atomic():
+            self._write(
+                "INSERT INTO meta (key, value) VALUES (?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                [key, value],
+            )
+
+    def schema_version(self) -> list[str]:
+        with self._lock:
+            return migrations.applied(self._conn)
+
+    def health(self) -> dict[str, Any]:
+        """Integrity of the file and of the derived index; counts of pending work."""
+        integrity = [r[0] for r in self._read("PRAGMA integrity_check")]
+        try:
+            self._read("INSERT INTO chunks_fts (chunks_fts, rank) VALUES ('integrity-check', 1)")
+            fts_ok, fts_error = True, None
+        except sqlite_driver.DatabaseError as exc:
+            fts_ok, fts_error = False, str(exc)
+        unchunked = self._read(
+            "SELECT COUNT(*) FROM memories m WHERE NOT EXISTS "
+            "(SELECT 1 FROM chunks c WHERE c.memory_id = m.id)"
+        )[0][0]
+        broken_links = self._read(
+            "SELECT COUNT(*) FROM memories m WHERE m.supersedes_id IS NOT NULL AND NOT EXISTS "
+            "(SELECT 1 FROM memories p WHERE p.id = m.supersedes_id)"
+        )[0][0]
+        duplicate_active = self._read(
+            "SELECT COUNT(*) FROM (SELECT scope, key FROM memories WHERE status = 'active' "
+            "AND key IS NOT NULL GROUP BY scope, key HAVING COUNT(*) > 1)"
+        )[0][0]
+        sessions_pending = self._read(
+            "SELECT COUNT(*) FROM sessions WHERE consolidated_at IS NULL"
+        )[0][0]
+        return {
+            "integrity": integrity,
+            "fts_ok": fts_ok,
+            "fts_error": fts_error,
+            "memories_without_chunks": unchunked,
+            "broken_supersede_links": broken_links,
+            "keys_with_several_active": duplicate_active,
+            "sessions_not_consolidated": sessions_pending,
+            "journal_mode": self._read("PRAGMA journal_mode")[0][0],
+            "sqlite_version": sqlite_driver.sqlite_version,
+            "driver": DRIVER_NAME,
+            "page_count": self._read("PRAGMA page_count")[0][0],
+            "page_size": self._read("PRAGMA page_size")[0][0],
+        }
+
+    def rebuild_chunks(self, memory_ids: Sequence[str], size: int, overlap: int) -> int:
+        """Re-derive chunks (and so the FTS index) of the given memories."""
+        done = 0
+        with self.atomic():
+            for memory_id in memory_ids:
+                row = self._read("SELECT content FROM memories WHERE id = ?", [memory_id])
+                if not row:
+                    continue
+                self._write("DELETE FROM chunks WHERE memory_id = ?", [memory_id])
+                migrations.insert_chunks(
+                    self._conn, memory_id, textmod.chunk(row[0][0], size, overlap)
+                )
+                done += 1
+        return done
+
+    def unchunked_ids(self) -> list[str]:
+        return [
+            r[0]
+            for r in self._read(
+                "SELECT m.id FROM memories m WHERE NOT EXISTS "
+                "(SELECT 1 FROM chunks c WHERE c.memory_id = m.id)"
+            )
+        ]

@@ -1,0 +1,346 @@
+"""Pure text functions: normalisation and hashing, chunking, and safe FTS5 queries.
+
+Nothing here touches a database, so the write path's text work is testable on its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from dataclasses import dataclass
+
+_WS = re.compile(r"\s+")
+_TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+_WORD = re.compile(r"\w+", re.UNICODE)
+_PARAGRAPH = re.compile(r"\n\s*\n")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def normalise(text: str) -> str:
+    """Unicode NFC, whitespace collapsed, trimmed. Two texts that differ only in
+    spacing or composition normalise to the same string (and hash)."""
+    return _WS.sub(" ", unicodedata.normalize("NFC", text)).strip()
+
+
+def content_hash(text: str) -> str:
+    """sha256 (hex) of the normalised text: the identity used for exact dedup and for
+    the embedding cache."""
+    return hashlib.sha256(normalise(text).encode("utf-8")).hexdigest()
+
+
+def count_tokens(text: str) -> int:
+    """Words and punctuation marks: a model-free token estimate (~1.3 per English word)."""
+    return len(_TOKEN.findall(text))
+
+
+# ----------------------------------------------------------------------------- chunking
+
+
+@dataclass(frozen=True, slots=True)
+class _Unit:
+    text: str
+    tokens: int
+
+
+def chunk(text: str, size: int = 400, overlap: int = 80) -> list[str]:
+    """Split ``text`` into chunks of about ``size`` tokens, ``overlap`` tokens shared
+    between neighbours, cut at paragraph boundaries where possible (then sentences, then
+    words). A text of at most ``size`` tokens is one chunk, returned unchanged."""
+    if size <= 0 or overlap < 0 or overlap >= size:
+        raise ValueError("chunk: need size > 0 and 0 <= overlap < size")
+    if len(text) <= size:  # a token is at least one character: surely one chunk
+        return [text]
+    if count_tokens(text) <= size:
+        return [text]
+    units = list(_units(text, size))
+    chunks: list[str] = []
+    current: list[_Unit] = []
+    current_tokens = 0
+    for unit in units:
+        if current and current_tokens + unit.tokens > size:
+            chunks.append("\n\n".join(u.text for u in current))
+            current = _tail(current, overlap)
+            current_tokens = sum(u.tokens for u in current)
+            # An overlap that leaves no room for the next unit is dropped.
+            if current_tokens + unit.tokens > size:
+                current, current_tokens = [], 0
+        current.append(unit)
+        current_tokens += unit.tokens
+    if current:
+        chunks.append("\n\n".join(u.text for u in current))
+    return chunks
+
+
+def _units(text: str, size: int):
+    """Paragraphs; paragraphs over ``size`` split into sentences; sentences over ``size``
+    split into word windows."""
+    for paragraph in _PARAGRAPH.split(text):
+        paragraph = paragraph.strip()
+        if not paragraph:
+            continue
+        tokens = count_tokens(paragraph)
+        if tokens <= size:
+            yield _Unit(paragraph, tokens)
+            continue
+        for sentence in _SENTENCE.split(paragraph):
+            tokens = count_tokens(sentence)
+            if tokens <= size:
+                yield _Unit(sentence, tokens)
+                continue
+            words = sentence.split()
+            step = max(1, size // 2)
+            for start in range(0, len(words), step):
+                piece = " ".join(words[start : start + step])
+                yield _Unit(piece, count_tokens(piece))
+
+
+def _tail(units: list[_Unit], overlap: int) -> list[_Unit]:
+    """The trailing units of a chunk that fit in ``overlap`` tokens; if the last unit alone
+    is too long, its last words."""
+    if overlap == 0 or not units:
+        return []
+    out: list[_Unit] = []
+    total = 0
+    for unit in reversed(units):
+        if total + unit.tokens > overlap:
+            break
+        out.insert(0, unit)
+        total += unit.tokens
+    if out:
+        return out
+    words = units[-1].text.split()
+    piece = " ".join(words[-max(1, overlap // 2) :])
+    return [_Unit(piece, count_tokens(piece))]
+
+
+# ----------------------------------------------------------------------------- queries
+
+# Function words and question words: they carry no topic, and ANDing or ORing them only
+# adds noise. A query made only of these falls back to its own words.
+STOPWORDS = frozenset(
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "aren",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "cannot",
+        "could",
+        "couldn",
+        "did",
+        "didn",
+        "do",
+        "does",
+        "doesn",
+        "doing",
+        "don",
+        "down",
+        "during",
+        "each",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "hadn",
+        "has",
+        "hasn",
+        "have",
+        "haven",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "isn",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "let",
+        "me",
+        "more",
+        "most",
+        "mustn",
+        "my",
+        "myself",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "ought",
+        "our",
+        "ours",
+        "ourselves",
+        "out",
+        "over",
+        "own",
+        "same",
+        "shan",
+        "she",
+        "should",
+        "shouldn",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "themselves",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "very",
+        "was",
+        "wasn",
+        "we",
+        "were",
+        "weren",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "won",
+        "would",
+        "wouldn",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+        "also",
+        "ever",
+        "every",
+        "get",
+        "got",
+        "may",
+        "might",
+        "must",
+        "shall",
+        "s",
+        "t",
+        "d",
+        "ll",
+        "m",
+        "re",
+        "ve",
+        "y",
+        "o",
+        "tell",
+        "know",
+        "say",
+        "said",
+        "please",
+        "thanks",
+        "thank",
+        "ok",
+        "okay",
+        "yes",
+        "yeah",
+        "hey",
+        "hi",
+        "hello",
+        "kind",
+        "sort",
+    ]
+)
+
+
+def query_terms(text: str, max_terms: int = 32) -> list[str]:
+    """The meaningful words of a natural-language query, lowercased, deduplicated, in
+    order: stopwords and one-letter words dropped (unless nothing else is left), at most
+    ``max_terms`` kept."""
+    words = [w.lower() for w in _WORD.findall(text)]
+    seen: set[str] = set()
+    terms: list[str] = []
+    for word in words:
+        if word in seen or word in STOPWORDS or (len(word) == 1 and not word.isdigit()):
+            continue
+        seen.add(word)
+        terms.append(word)
+    if not terms:  # e.g. "who is he?": search the words themselves
+        terms = list(dict.fromkeys(words))
+    return terms[:max_terms]
+
+
+def fts_quote(term: str) -> str:
+    """One FTS5 string token: the term in double quotes, inner quotes doubled. Whatever
+    the term holds, the result is never FTS5 syntax."""
+    return '"' + term.replace('"', '""') + '"'
+
+
+def fts_or_query(terms: list[str]) -> str:
+    """An FTS5 query matching any of ``terms`` (each quoted); "" when there are none."""
+    return " OR ".join(fts_quote(t) for t in terms)
+
+
+def snippet(text: str, terms: list[str], width: int = 200) -> str:
+    """A window of ``text`` around the first query term found (whole text when short)."""
+    flat = _WS.sub(" ", text).strip()
+    if len(flat) <= width:
+        return flat
+    lowered = flat.lower()
+    positions = [p for p in (lowered.find(t) for t in terms) if p >= 0]
+    start = max(0, min(positions) - width // 4) if positions else 0
+    end = min(len(flat), start + width)
+    start = max(0, end - width)
+    prefix = "…" if start > 0 else ""
+    suffix = "…" if end < len(flat) else ""
+    return prefix + flat[start:end].strip() + suffix
