@@ -17,7 +17,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -251,10 +251,8 @@ class SQLiteBackend:
     def close(self) -> None:
         with self._lock:
             if self._conn is not None:
-                try:
+                with suppress(OperationalError):
                     self._conn.execute("PRAGMA optimize")
-                except OperationalError:
-                    pass
                 self._conn.close()
                 self._conn = None  # type: ignore[assignment]
 
