@@ -682,7 +682,7 @@ class ScopedMemory:
             q = query
         else:
             if not isinstance(query, str):
-                raise InvalidInput("query", f"expected text, got {type(query).__name__}")
+                raise InvalidInput("query", f"expected text, got {query.__class__.__name__}")
             statuses = tuple(resolve_enum(Status, x, "status") for x in as_tuple(status))
             if Status.DELETED in statuses:
                 raise InvalidInput("status", "deleted memories are never searchable")

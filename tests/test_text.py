@@ -1,0 +1,73 @@
+"""Pure text functions: hashing, chunking, query terms, quoting."""
+
+from __future__ import annotations
+
+import pytest
+
+from hivemem import text
+
+
+def test_hash_ignores_spacing_and_unicode_composition():
+    assert text.content_hash("café  au lait") == text.content_hash("cafe\u0301 au lait ")
+    assert text.content_hash("a b") != text.content_hash("ab")
+
+
+def test_short_text_is_one_chunk_unchanged():
+    assert text.chunk("hello world") == ["hello world"]
+
+
+def test_chunks_respect_size_overlap_and_paragraphs():
+    paragraphs = [f"P{i} " + " ".join(f"w{i}_{j}" for j in range(59)) for i in range(20)]
+    chunks = text.chunk("\n\n".join(paragraphs), size=400, overlap=80)
+    assert len(chunks) > 1
+    for piece in chunks:
+        assert text.count_tokens(piece) <= 400
+        # cut at paragraph boundaries: every chunk starts at a paragraph's start
+        assert piece.startswith("P")
+    for prev, nxt in zip(chunks, chunks[1:], strict=False):
+        assert nxt.split("\n\n")[0] in prev  # the overlap repeats the last paragraph
+    joined = "\n\n".join(chunks)
+    for i in range(20):
+        assert f"P{i} " in joined
+
+
+def test_one_huge_paragraph_is_split_by_sentence_then_words():
+    sentence = " ".join(["word"] * 1000) + "."
+    chunks = text.chunk(sentence + " " + sentence, size=400, overlap=80)
+    assert all(text.count_tokens(c) <= 400 for c in chunks)
+    assert sum(c.count("word") for c in chunks) >= 2000
+
+
+def test_chunk_rejects_bad_sizes():
+    with pytest.raises(ValueError):
+        text.chunk("x", size=10, overlap=10)
+
+
+def test_query_terms_drop_stopwords_and_keep_order():
+    assert text.query_terms("Where does the user live? Berlin, maybe Berlin!") == [
+        "user",
+        "live",
+        "berlin",
+        "maybe",
+    ]
+
+
+def test_query_of_only_stopwords_falls_back_to_its_words():
+    assert text.query_terms("who is he?") == ["who", "is", "he"]
+
+
+def test_query_terms_are_capped():
+    assert len(text.query_terms(" ".join(f"term{i}" for i in range(100)), max_terms=8)) == 8
+
+
+@pytest.mark.parametrize("term", ['"', 'a"b', "NEAR(", "*", "-x", "OR"])
+def test_quote_makes_any_term_a_string_token(term):
+    quoted = text.fts_quote(term)
+    assert quoted.startswith('"') and quoted.endswith('"')
+    assert quoted[1:-1].replace('""', "").count('"') == 0
+
+
+def test_snippet_centres_on_a_term():
+    body = "intro " * 100 + "the Berlin office opened " + "outro " * 100
+    snip = text.snippet(body, ["berlin"], width=80)
+    assert "Berlin" in snip and snip.startswith("…") and snip.endswith("…")
