@@ -1,0 +1,29 @@
+# The two commands of the README: `make demo` and `make test`. Both install first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install demo test lint bench eval clean
+
+$(STAMP): pyproject.toml requirements.lock
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.lock
+	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps -e .
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: install
+	$(BIN)/python -m hivemem.demo
+
+test: install
+	$(BIN)/ruff check src tests
+	$(BIN)/ruff format --check src tests
+	$(BIN)/python -m pytest -q
+
+bench: install
+	$(BIN)/hivemem bench
+
+clean:
+	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache
