@@ -208,6 +208,20 @@ class ScopedMemory:
             raise InvalidInput("minor", "expected true or false")
         pieces = textmod.chunk(record.content, s.chunk_tokens, s.chunk_overlap_tokens)
         with self._backend.atomic():
+            # Times are taken once the write lock is held, so commit order is time order:
+            # a writer that waited for another supersedes it later than it, not earlier.
+            now = self._now()
+            record = replace(
+                record,
+                created_at=now,
+                updated_at=now,
+                valid_from=now,
+                expires_at=(
+                    rules.expiry(record.source, now, s)
+                    if expires_at is _DEFAULT
+                    else record.expires_at
+                ),
+            )
             if record.key is None:
                 if record.kind is not Kind.EPISODE:
                     duplicate = self._backend.find_duplicate(
@@ -702,6 +716,13 @@ class ScopedMemory:
                 include_expired=bool(include_expired),
                 fts_syntax=bool(fts_syntax),
             )
+        if q.fts_syntax:  # the text goes to SQLite as it is: it must be encodable
+            try:
+                q.text.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise InvalidInput(
+                    "query", f"not valid UTF-8 (unpaired surrogate at character {exc.start})"
+                ) from None
         hits = searchmod.keyword_search(self._backend, self.visible, q, self.settings, self._now())
         if hits and self.settings.track_access:
             self._touch([h.memory.id for h in hits])

@@ -56,6 +56,11 @@ class Backend(Protocol):
         """A write transaction (``BEGIN IMMEDIATE``); nested calls are savepoints."""
         ...
 
+    def snapshot(self) -> AbstractContextManager[None]:
+        """A read-only transaction: every read inside it sees one consistent state of the
+        database while other writers go on (export uses it). No writes inside."""
+        ...
+
     def close(self) -> None: ...
 
     # --- reads: ``scopes`` is every scope the caller may see
@@ -73,6 +78,11 @@ class Backend(Protocol):
 
     def successors(self, scopes: Sequence[str], memory_id: str) -> list[Memory]:
         """Memories whose ``supersedes_id`` is ``memory_id``."""
+        ...
+
+    def scopes_of(self, memory_ids: Sequence[str]) -> dict[str, str]:
+        """The scope of each given id that exists, in any scope (import checks ids, which
+        are unique across the whole database)."""
         ...
 
     def find_duplicate(self, scope: str, kind: str, content_hash: str) -> Memory | None:
@@ -136,3 +146,12 @@ class Backend(Protocol):
     def schema_version(self) -> list[str]: ...
 
     def health(self) -> dict[str, Any]: ...
+
+    def unchunked_ids(self) -> list[str]:
+        """Ids of memories that have no chunks (so are missing from the keyword index)."""
+        ...
+
+    def rebuild_chunks(self, memory_ids: Sequence[str], size: int, overlap: int) -> int:
+        """Re-derive chunks (and so the keyword index) of the given memories; returns how
+        many memories were rebuilt. Never touches ``memories``."""
+        ...

@@ -164,6 +164,7 @@ class SQLiteBackend:
             self.location = str(Path(self.location).expanduser())
         self._lock = threading.RLock()
         self._depth = 0
+        self._stemmer_ready = False
         try:
             self._conn = sqlite_driver.connect(
                 self.location,
@@ -171,16 +172,43 @@ class SQLiteBackend:
                 check_same_thread=False,
                 timeout=busy_timeout_ms / 1000,
             )
-            self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-            self._conn.execute("PRAGMA foreign_keys = ON")
-            mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            self._conn.execute("PRAGMA synchronous = NORMAL")
-            self.journal_mode = mode
-            self._check_file()
-            migrations.apply(self._conn, to_text(datetime.now().astimezone()))
-            self._stemmer_ready = False
         except sqlite_driver.DatabaseError as exc:
             raise StoreError(f"cannot open {self.location} as a HiveMem store: {exc}") from exc
+        try:
+            self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            self._conn.execute("PRAGMA foreign_keys = ON")
+            self.journal_mode = self._prepare_file(busy_timeout_ms)
+        except sqlite_driver.DatabaseError as exc:
+            self._conn.close()
+            raise StoreError(f"cannot open {self.location} as a HiveMem store: {exc}") from exc
+        except BaseException:
+            self._conn.close()  # a refused file (newer schema, failed migration) stays closed
+            raise
+
+    def _prepare_file(self, busy_timeout_ms: int) -> str:
+        """Switch the file to WAL and apply pending migrations; return the journal mode.
+
+        ``PRAGMA journal_mode = WAL`` needs an exclusive lock and SQLite answers "database
+        is locked" at once instead of waiting on busy_timeout, which happens when several
+        processes open a new store together. Every step here is idempotent (migrations
+        are re-checked under the write lock), so a busy file is retried until
+        busy_timeout has passed.
+        """
+        deadline = time.monotonic() + busy_timeout_ms / 1000
+        delay = 0.005
+        while True:
+            try:
+                mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                self._conn.execute("PRAGMA synchronous = NORMAL")
+                self._check_file()
+                migrations.apply(self._conn, to_text(datetime.now().astimezone()))
+                return str(mode)
+            except OperationalError as exc:
+                busy = "locked" in str(exc) or "busy" in str(exc)
+                if not busy or time.monotonic() >= deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 0.1)
 
     def _check_file(self) -> None:
         """Refuse a database written by a newer HiveMem (unknown migrations)."""
@@ -217,6 +245,19 @@ class SQLiteBackend:
                 self._commit()
             else:
                 self._conn.execute(f"RELEASE sp{self._depth}")
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        with self._lock:
+            if self._depth > 0:  # inside a write transaction the view is already stable
+                yield
+                return
+            # WAL: a deferred transaction reads one snapshot and blocks no writer.
+            self._conn.execute("BEGIN DEFERRED")
+            try:
+                yield
+            finally:
+                self._conn.execute("COMMIT")
 
     def _begin(self) -> None:
         # busy_timeout already waits; a few more tries cover the rare case where SQLite
@@ -313,6 +354,17 @@ class SQLiteBackend:
         return self._memories(
             f"{clause} AND m.supersedes_id = ?", [*params, memory_id], "ORDER BY m.created_at"
         )
+
+    def scopes_of(self, memory_ids: Sequence[str]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        ids = list(dict.fromkeys(memory_ids))
+        for start in range(0, len(ids), 500):  # stay under SQLite's variable limit
+            batch = ids[start : start + 500]
+            rows = self._read(
+                f"SELECT id, scope FROM memories WHERE id IN ({_placeholders(batch)})", batch
+            )
+            out.update(dict(rows))
+        return out
 
     def find_duplicate(self, scope: str, kind: str, content_hash: str) -> Memory | None:
         found = self._memories(

@@ -1,0 +1,255 @@
+"""Commands on the store as a whole: init, export, import, stats, doctor, settings."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import click
+
+from hivemem import Conflict, InvalidInput, Settings, Store, doctor
+from hivemem.portability import ImportReport, export_jsonl, import_jsonl
+
+from .common import Env, echo_json, json_option, pass_env, stats_lines
+
+_SHOWN_PROBLEMS = 20
+
+
+@click.command()
+@pass_env
+def init(env: Env) -> None:
+    """Create the store; print its path and schema.
+
+    The folder of --db is created too. Opening an existing store applies pending schema
+    migrations.
+    """
+    store = env.store(create_folder=True)
+    schema = store.backend.schema_version()
+    click.echo(f"{store.location}")
+    click.echo(f"schema: {', '.join(schema)}")
+
+
+class _NoBar:
+    def update(self, steps: int) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def _progress(label: str, total: int) -> Iterator[Any]:
+    """A progress bar on stderr when it is a terminal (scripts and pipes get none)."""
+    if not sys.stderr.isatty():
+        yield _NoBar()
+        return
+    with click.progressbar(
+        length=max(total, 1), label=label, file=sys.stderr, update_min_steps=100
+    ) as bar:
+        yield bar
+
+
+@click.command("export")
+@click.argument("file", default="-", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--scope-only", is_flag=True, help="Only the current scope (default: every scope).")
+@pass_env
+def export_(env: Env, file: str, scope_only: bool) -> None:
+    """Write memories to a JSON Lines file.
+
+    Every memory of every scope (or --scope-only), any status, history included, goes to
+    FILE (- for standard output, the default). The file is written whole or not at all:
+    it is built next to FILE and renamed.
+    """
+    store = env.store()
+    scopes = [env.scope] if scope_only else None
+    total = store.scope(env.scope).stats()["total"] if scope_only else store.stats()["total"]
+    with _progress("exporting", total) as bar:
+        if file == "-":
+            with _utf8(click.get_binary_stream("stdout"), "w") as out:
+                count = export_jsonl(store, out, scopes, bar.update)
+        else:
+            count = _export_to_file(store, Path(file), scopes, bar.update)
+    where = "standard output" if file == "-" else file
+    click.echo(f"exported {count} memories to {where}", err=True)
+
+
+@contextlib.contextmanager
+def _utf8(binary: IO[bytes], mode: str) -> Iterator[IO[str]]:
+    """Standard input/output as UTF-8 text whatever the locale (JSON Lines is UTF-8); a
+    byte-order mark on input is skipped. The underlying stream is left open."""
+    encoding = "utf-8-sig" if mode == "r" else "utf-8"
+    text = io.TextIOWrapper(binary, encoding=encoding, newline="\n" if mode == "w" else None)
+    try:
+        yield text
+    finally:
+        if mode == "w":
+            text.flush()
+        text.detach()
+
+
+def _export_to_file(
+    store: Store, path: Path, scopes: list[str] | None, progress: Callable[[int], None]
+) -> int:
+    partial = path.with_name(path.name + ".partial")
+    try:
+        with partial.open("w", encoding="utf-8", newline="\n") as fp:
+            count = export_jsonl(store, fp, scopes, progress)
+        os.replace(partial, path)
+    except OSError as exc:
+        raise click.FileError(str(path), hint=exc.strerror or str(exc)) from None
+    finally:
+        partial.unlink(missing_ok=True)
+    return count
+
+
+@click.command("import")
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--into-scope", help="Put every memory into this scope instead of its own.")
+@json_option
+@pass_env
+def import_(env: Env, file: str, into_scope: str | None, as_json: bool) -> None:
+    """Load a file written by `hivemem export`.
+
+    FILE may be - for standard input. All or nothing: when any line is invalid or
+    clashes with the store, nothing is imported and every problem is listed with its
+    line number. Memories already present are skipped, so importing a file twice is
+    safe.
+    """
+    store = env.store()
+    if file == "-":
+        with _utf8(click.get_binary_stream("stdin"), "r") as stdin:
+            report = _import(store, stdin, into_scope, 0)
+    else:
+        total = _count_lines(file)
+        with _open(file) as fp:
+            report = _import(store, fp, into_scope, total)
+    if as_json:
+        echo_json(report.to_dict())
+    elif report.ok:
+        click.echo(
+            f"imported {report.imported} memories, skipped {report.skipped_identical} "
+            "already present"
+        )
+    _fail_unless_ok(report)
+
+
+def _import(store: Store, fp: IO[str], scope: str | None, total: int) -> ImportReport:
+    if total <= 0:
+        return import_jsonl(store, fp, scope=scope)
+    with _progress("importing", total) as bar:
+        return import_jsonl(store, fp, scope=scope, progress=bar.update)
+
+
+@contextlib.contextmanager
+def _open(file: str) -> Iterator[IO[str]]:
+    try:
+        fp = open(file, encoding="utf-8-sig")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise click.FileError(file, hint=exc.strerror or str(exc)) from None
+    with fp:
+        yield fp
+
+
+def _count_lines(file: str) -> int:
+    """Memory lines in the file (for the progress bar): non-blank lines less the header."""
+    try:
+        with open(file, "rb") as fp:
+            return max(sum(1 for line in fp if line.strip()) - 1, 0)
+    except OSError as exc:
+        raise click.FileError(file, hint=exc.strerror or str(exc)) from None
+
+
+def _fail_unless_ok(report: ImportReport) -> None:
+    if report.ok:
+        return
+    problems = [*report.errors, *report.conflicts]
+    problems.sort(key=lambda p: p.line)
+    for problem in problems[:_SHOWN_PROBLEMS]:
+        click.echo(f"  {problem}", err=True)
+    if len(problems) > _SHOWN_PROBLEMS:
+        click.echo(f"  … and {len(problems) - _SHOWN_PROBLEMS} more (see --json)", err=True)
+    summary = (
+        f"nothing imported: {len(report.errors)} invalid lines, "
+        f"{len(report.conflicts)} conflicts" + (" (stopped early)" if report.truncated else "")
+    )
+    if report.errors:
+        raise InvalidInput("import", summary)
+    raise Conflict(f"import: {summary}")
+
+
+@click.command()
+@click.option("--all", "all_scopes", is_flag=True, help="Count every scope of the store.")
+@json_option
+@pass_env
+def stats(env: Env, all_scopes: bool, as_json: bool) -> None:
+    """Count memories by status, kind and type.
+
+    Counts the current scope and each --shared scope, or every scope with --all.
+    """
+    result = env.store().stats() if all_scopes else env.memory().stats()
+    if as_json:
+        echo_json(result)
+        return
+    click.echo(f"scope: {'(all)' if all_scopes else env.scope}")
+    for line in stats_lines(result):
+        click.echo(line)
+
+
+@click.command("doctor")
+@click.option("--repair", is_flag=True, help="Rebuild what is missing (never drops a memory).")
+@json_option
+@pass_env
+@click.pass_context
+def doctor_(ctx: click.Context, env: Env, repair: bool, as_json: bool) -> None:
+    """Check the store's health.
+
+    Checks the file's integrity, the schema, the keyword index and the key and
+    supersede rules, and prints sizes and counts. Exits with status 1 when a check fails
+    (after --repair: when one still fails).
+    """
+    store = env.store()
+    fixed = doctor.repair(store) if repair else None
+    report = doctor.diagnose(store)
+    if as_json:
+        echo_json({**report.to_dict(), "repair": fixed.to_dict() if fixed else None})
+    else:
+        if fixed is not None:
+            click.echo(
+                f"repair: memories {fixed.memories_before} before, {fixed.memories_after} "
+                f"after; memories without chunks {fixed.unchunked_before} → "
+                f"{fixed.unchunked_after} ({fixed.rebuilt} rebuilt)"
+            )
+        click.echo(report.location)
+        for check in report.checks:
+            click.echo(f"{'ok  ' if check.ok else 'FAIL'}  {check.name:<16} {check.detail}")
+            if check.fix:
+                click.echo(f"      {'':<16} fix: {check.fix}")
+    if not report.ok:
+        ctx.exit(1)
+
+
+@click.command("settings")
+@json_option
+@pass_env
+def settings_(env: Env, as_json: bool) -> None:
+    """List every setting with its default and help.
+
+    A setting changed by its HIVEMEM_<NAME> environment variable shows its value too.
+    """
+    current = env.settings
+    rows = [
+        {"name": name, "default": default, "value": getattr(current, name), "help": help_text}
+        for name, default, help_text in Settings.fields_help()
+    ]
+    if as_json:
+        echo_json(rows)
+        return
+    for row in rows:
+        value = "" if row["value"] == row["default"] else f"  (now {row['value']!r})"
+        click.echo(f"{row['name']} = {row['default']!r}{value}")
+        click.echo(f"    {row['help']} [HIVEMEM_{row['name'].upper()}]")
+
+
+COMMANDS = (export_, import_, stats, doctor_, settings_)  # init is listed first, alone

@@ -1,0 +1,139 @@
+"""``doctor`` finds a deliberately damaged store, and ``repair`` fixes what can be
+re-derived without ever dropping a memory."""
+
+from __future__ import annotations
+
+import io
+import json
+import sqlite3
+
+from click.testing import CliRunner
+
+import hivemem
+from hivemem import doctor
+from hivemem.cli import main
+from hivemem.portability import export_jsonl, import_jsonl
+
+NAMES = [
+    "integrity",
+    "schema",
+    "keyword_index",
+    "chunks",
+    "supersede_links",
+    "active_keys",
+    "journal_mode",
+    "sessions",
+    "driver",
+    "file_size",
+    "memories",
+]
+
+
+def _sabotage(db_path, sql, *params):
+    """Damage the file behind HiveMem's back, as a crash or a stray tool could."""
+    conn = sqlite3.connect(db_path)
+    with conn:
+        conn.execute(sql, params)
+    conn.close()
+
+
+def test_a_healthy_store_passes_every_check(store, mem):
+    mem.save("Never deploy on Fridays", key="deploy")
+    mem.add_episode("hello", "s1", "user")
+    report = doctor.diagnose(store)
+    assert report.ok, report.failed
+    assert [c.name for c in report.checks] == NAMES
+    by_name = {c.name: c for c in report.checks}
+    assert by_name["memories"].detail == "2 memories (2 active)"
+    assert by_name["sessions"].detail == "1 sessions not consolidated yet"
+    assert by_name["journal_mode"].detail == "wal"
+    assert all(c.fix == "" for c in report.checks)
+    assert report.to_dict()["ok"] is True
+
+
+def test_missing_chunks_are_found_and_repaired(store, mem, db_path):
+    kept = mem.save("The build server is called hopper", key="build")
+    mem.save("Another fact")
+    _sabotage(db_path, "DELETE FROM chunks WHERE memory_id = ?", kept.id)
+    assert mem.search("hopper") == []
+
+    report = doctor.diagnose(store)
+    assert not report.ok
+    assert [(c.name, c.detail, c.fix) for c in report.failed] == [
+        (
+            "chunks",
+            "1 memories without chunks (not keyword-searchable)",
+            "run `hivemem doctor --repair`",
+        )
+    ]
+
+    before = [m.to_dict() for m in store.iter_memories()]
+    fixed = doctor.repair(store)
+    assert fixed.to_dict() == {
+        "memories_before": 2,
+        "memories_after": 2,
+        "unchunked_before": 1,
+        "unchunked_after": 0,
+        "rebuilt": 1,
+    }
+    assert [m.to_dict() for m in store.iter_memories()] == before
+    assert doctor.diagnose(store).ok
+    assert mem.search("hopper")[0].memory.id == kept.id
+
+
+def test_broken_links_and_duplicate_active_keys_are_reported(store, mem, db_path):
+    first = mem.save("v1", key="k")
+    mem.save("v2", key="k", supersede_reason="newer")
+    _sabotage(db_path, "UPDATE memories SET supersedes_id = 'missing' WHERE id != ?", first.id)
+    _sabotage(db_path, "DROP INDEX memories_active_key")
+    _sabotage(db_path, "UPDATE memories SET status = 'active' WHERE id = ?", first.id)
+    failed = {c.name: c for c in doctor.diagnose(store).failed}
+    assert set(failed) == {"supersede_links", "active_keys"}
+    assert failed["supersede_links"].detail == "1 memories supersede a row that does not exist"
+    assert failed["active_keys"].fix
+    assert doctor.repair(store).memories_after == 2  # repair touches no memory row
+
+
+def test_cli_doctor_exit_code_and_repair(db_path):
+    runner = CliRunner()
+    db = ["--db", str(db_path)]
+    assert runner.invoke(main, [*db, "add", "The build server is called hopper"]).exit_code == 0
+    healthy = runner.invoke(main, [*db, "doctor"])
+    assert healthy.exit_code == 0 and "FAIL" not in healthy.output
+
+    _sabotage(db_path, "DELETE FROM chunks")
+    broken = runner.invoke(main, [*db, "doctor"])
+    assert broken.exit_code == 1
+    assert "FAIL  chunks" in broken.output and "doctor --repair" in broken.output
+
+    repaired = runner.invoke(main, [*db, "doctor", "--repair"])
+    assert repaired.exit_code == 0, repaired.output
+    assert (
+        "repair: memories 1 before, 1 after; memories without chunks 1 → 0 (1 rebuilt)"
+        in repaired.output
+    )
+    assert "FAIL" not in repaired.output
+    found = runner.invoke(main, [*db, "search", "hopper", "--json"])
+    assert len(json.loads(found.stdout)) == 1
+
+
+def test_a_damaged_keyword_index_is_reported_and_export_import_rebuilds_it(
+    store, mem, db_path, tmp_path
+):
+    kept = mem.save("The build server is called hopper")
+    _sabotage(
+        db_path,
+        "INSERT INTO chunks_fts (chunks_fts, rowid, text) "
+        "SELECT 'delete', id, 'words that were never indexed' FROM chunks WHERE memory_id = ?",
+        kept.id,
+    )
+    failed = doctor.diagnose(store).failed
+    assert [c.name for c in failed] == ["keyword_index"]
+    assert "export" in failed[0].fix
+
+    dump = io.StringIO()
+    export_jsonl(store, dump)
+    with hivemem.open(tmp_path / "rebuilt.db") as rebuilt:
+        assert import_jsonl(rebuilt, io.StringIO(dump.getvalue())).ok
+        assert doctor.diagnose(rebuilt).ok
+        assert rebuilt.scope("team-a").search("hopper")[0].memory.id == kept.id

@@ -1,0 +1,267 @@
+"""Export → import is lossless (every field of every row, history included), import is
+idempotent and all-or-nothing, and a bad file gets a clear error naming its line."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+import hivemem
+from hivemem import Status
+from hivemem.portability import FORMAT_VERSION, export_jsonl, import_jsonl
+
+
+def _rows(store, scopes=None):
+    return [m.to_dict() for m in store.iter_memories(scopes)]
+
+
+def _export(store, scopes=None) -> str:
+    buffer = io.StringIO()
+    export_jsonl(store, buffer, scopes)
+    return buffer.getvalue()
+
+
+@pytest.fixture
+def rich(store, clock):
+    """A store with every kind of row: supersede chains (hard and soft), a deleted and
+    an archived row, episodes in sessions, tags, attributes, unicode, expiry, usage
+    counts, a confirmed memory, a multi-chunk memory, a promotion across scopes."""
+    mem = store.scope("team-a", shared=["swarm"])
+    mem.save("Never deploy on Fridays", key="deploy", type="warning", tags=["ops", "prod"])
+    clock.advance(hours=1)
+    mem.save("Deploy Monday to Thursday", key="deploy", supersede_reason="policy changed")
+    clock.advance(hours=1)
+    mem.save("Deploy Monday–Thursday only", key="deploy", minor=True)
+    gone = mem.save("The staging password is in the vault", attributes={"nested": {"a": [1, 2]}})
+    mem.delete(gone.id)
+    old = mem.save("Sprint 12 notes", source="session_summary", event_time="2025-12-01T10:00:00")
+    with store.backend.atomic():
+        store.backend.set_status("team-a", old.id, Status.ARCHIVED, clock(), clock(), "test")
+    mem.add_episodes(
+        [
+            {"content": "Hi, I'm Ana 👋", "session_id": "s1", "role": "user"},
+            {"content": "Hello Ana!", "session_id": "s1", "role": "agent-x"},
+        ]
+    )
+    confirmed = mem.save("Ana leads the platform team", type="identity", category="person")
+    mem.confirm(confirmed.id)
+    mem.save(" ".join(f"word{i} filler text." for i in range(900)), key="long")
+    mem.search("deploy")  # access counts and last_accessed
+    mem.promote(confirmed.id, "swarm")
+    store.scope("other").save("Other team fact", key="k")
+    return store
+
+
+def test_round_trip_keeps_every_field_of_every_row(rich, tmp_path):
+    text = _export(rich)
+    lines = text.splitlines()
+    header = json.loads(lines[0])
+    assert header["hivemem_export"] == FORMAT_VERSION
+    assert header["schema"] == rich.backend.schema_version()
+    assert header["count"] == len(lines) - 1 == len(_rows(rich))
+    statuses = {json.loads(line)["status"] for line in lines[1:]}
+    assert statuses == {"active", "superseded", "deleted", "archived"}
+
+    with hivemem.open(tmp_path / "copy.db") as copy:
+        report = import_jsonl(copy, io.StringIO(text))
+        assert report.ok and report.imported == header["count"]
+        assert report.skipped_identical == 0
+        assert _rows(copy) == _rows(rich)
+        # Derived data is rebuilt: history, search (multi-chunk too) and sessions work.
+        original, imported = rich.scope("team-a"), copy.scope("team-a")
+        assert [m.to_dict() for m in imported.history("deploy")] == [
+            m.to_dict() for m in original.history("deploy")
+        ]
+        assert len(imported.history("deploy")) == 3
+        assert imported.search("word850")[0].memory.key == "long"
+        assert [(s.session_id, s.episode_count) for s in imported.sessions()] == [("s1", 2)]
+
+
+def test_import_twice_skips_everything_the_second_time(rich, tmp_path):
+    text = _export(rich)
+    with hivemem.open(tmp_path / "copy.db") as copy:
+        first = import_jsonl(copy, io.StringIO(text))
+        before = _rows(copy)
+        second = import_jsonl(copy, io.StringIO(text))
+        assert second.ok
+        assert (second.imported, second.skipped_identical) == (0, first.imported)
+        assert _rows(copy) == before
+        assert copy.scope("team-a").sessions()[0].episode_count == 2  # not counted twice
+
+
+def test_usage_counters_do_not_make_a_row_different(rich, tmp_path):
+    text = _export(rich)
+    with hivemem.open(tmp_path / "copy.db") as copy:
+        import_jsonl(copy, io.StringIO(text))
+        copy.scope("team-a").search("deploy")  # bumps access_count in the copy
+        assert import_jsonl(copy, io.StringIO(text)).imported == 0
+
+
+def test_export_of_chosen_scopes_and_progress(rich):
+    seen = []
+    buffer = io.StringIO()
+    count = export_jsonl(rich, buffer, ["other", "swarm"], progress=seen.append)
+    rows = [json.loads(line) for line in buffer.getvalue().splitlines()[1:]]
+    assert count == len(rows) == sum(seen) == 2
+    assert {r["scope"] for r in rows} == {"other", "swarm"}
+    with pytest.raises(hivemem.InvalidInput, match="scopes"):
+        export_jsonl(rich, io.StringIO(), [])
+
+
+def test_import_into_one_scope(rich, tmp_path):
+    text = _export(rich, ["team-a"])
+    with hivemem.open(tmp_path / "copy.db") as copy:
+        report = import_jsonl(copy, io.StringIO(text), scope="archive-2026")
+        assert report.ok
+        rows = _rows(copy)
+        assert {r["scope"] for r in rows} == {"archive-2026"}
+        expected = _rows(rich, ["team-a"])
+        for row in expected:
+            row["scope"] = "archive-2026"
+        assert rows == expected
+        assert len(copy.scope("archive-2026").history("deploy")) == 3
+
+
+def test_import_is_all_or_nothing_on_a_bad_line(rich, tmp_path):
+    lines = _export(rich).splitlines()
+    lines[3] = "{not json"
+    bad = json.loads(lines[5])
+    bad["type"] = "bogus"
+    lines[5] = json.dumps(bad)
+    with hivemem.open(tmp_path / "copy.db") as copy:
+        report = import_jsonl(copy, io.StringIO("\n".join(lines) + "\n"))
+        assert not report.ok and report.imported == 0
+        assert [(p.line, p.id) for p in report.errors] == [(4, None), (6, bad["id"])]
+        assert str(report.errors[0]).startswith("line 4: not valid JSON")
+        assert "line 6: type: unknown type 'bogus'" in str(report.errors[1])
+        assert _rows(copy) == []  # nothing half-written
+        assert copy.scope("team-a").sessions() == []
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"id": None}, "line 2: id: is required"),
+        ({"confidence": 2}, "line 2: confidence: must be between 0 and 1"),
+        ({"created_at": "yesterday"}, "line 2: created_at: cannot read 'yesterday'"),
+        ({"status": "gone"}, "line 2: status: unknown value 'gone'"),
+        ({"tags": "ops"}, "line 2: tags: expected a list"),
+        ({"colour": "red"}, "line 2: colour: unknown field"),
+        ({"supersede_kind": "medium"}, "line 2: supersede_kind: expected 'hard', 'soft'"),
+        ({"access_count": -1}, "line 2: access_count: expected a whole number"),
+        ({"content": "  "}, "line 2: content: is empty"),
+    ],
+)
+def test_each_bad_field_is_named_with_its_line(store, tmp_path, change, message):
+    store.scope("a").save("one fact")
+    header, row = _export(store).splitlines()
+    record = {**json.loads(row), **change}
+    report = import_jsonl(store, io.StringIO(f"{header}\n{json.dumps(record)}\n"))
+    assert not report.ok
+    assert [str(p) for p in report.errors][0].startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "line 1: empty file"),
+        ('{"id": "x"}\n', "line 1: not a HiveMem export"),
+        ('{"hivemem_export": 99, "count": 0}\n', "line 1: export format 99 is not supported"),
+        ('{"hivemem_export": 1, "count": 2}\n', "line 1: the header announces 2 memories"),
+        ('{"hivemem_export": 1, "count": 1}\n[1, 2]\n', "line 2: expected a JSON object"),
+        ('{"hivemem_export": 1, "count": 1}\n{"confidence": NaN}\n', "line 2: not valid JSON"),
+    ],
+)
+def test_bad_files_are_reported_not_raised(store, text, message):
+    report = import_jsonl(store, io.StringIO(text))
+    assert not report.ok and report.imported == 0
+    assert str(report.errors[0]).startswith(message)
+
+
+def test_truncated_file_is_refused(rich, tmp_path):
+    lines = _export(rich).splitlines()
+    with hivemem.open(tmp_path / "copy.db") as copy:
+        report = import_jsonl(copy, io.StringIO("\n".join(lines[:-2])))
+        assert not report.ok
+        assert "header announces" in report.errors[0].message
+        assert _rows(copy) == []
+
+
+def test_conflicts_are_listed_and_nothing_is_imported(rich, tmp_path):
+    text = _export(rich, ["team-a"])
+    # The same ids in another scope of the same store: ids are unique store-wide.
+    report = import_jsonl(rich, io.StringIO(text), scope="copy")
+    assert not report.ok and report.conflicts and not report.errors
+    assert "already exists in scope 'team-a'" in report.conflicts[0].message
+    assert rich.scope("copy").list() == []
+
+    with hivemem.open(tmp_path / "copy.db") as copy:
+        holder = copy.scope("team-a").save("Deploy any day", key="deploy")
+        report = import_jsonl(copy, io.StringIO(text))
+        assert not report.ok and report.imported == 0
+        assert [p.message for p in report.conflicts] == [
+            f"key 'deploy' already holds active memory {holder.id} in scope 'team-a'"
+        ]
+        assert [m.id for m in copy.iter_memories()] == [holder.id]
+
+
+def test_changed_row_with_a_known_id_is_a_conflict(store):
+    mem = store.scope("a")
+    fact = mem.save("one fact", key="k")
+    text = _export(store)
+    mem.confirm(fact.id)
+    report = import_jsonl(store, io.StringIO(text))
+    assert not report.ok
+    assert "differs in: decay_rate, updated_at" in report.conflicts[0].message
+
+
+def test_two_active_rows_for_one_key_in_a_file_conflict(store, tmp_path):
+    store.scope("a").save("first", key="k")
+    store.scope("b").save("second", key="k")
+    text = _export(store)
+    with hivemem.open(tmp_path / "copy.db") as copy:
+        report = import_jsonl(copy, io.StringIO(text), scope="merged")
+        assert not report.ok
+        assert "key 'k' has two active memories in scope 'merged'" in report.conflicts[0].message
+        assert report.conflicts[0].line == 3
+
+
+def test_many_rows_cross_batches(store, tmp_path):
+    mem = store.scope("a")
+    mem.add_episodes(
+        [{"content": f"turn {i}", "session_id": f"s{i % 3}", "role": "user"} for i in range(1203)]
+    )
+    text = _export(store)
+    with hivemem.open(tmp_path / "copy.db") as copy:
+        assert import_jsonl(copy, io.StringIO(text)).imported == 1203
+        assert _rows(copy) == _rows(store)
+        assert sum(s.episode_count for s in copy.scope("a").sessions()) == 1203
+        second = import_jsonl(copy, io.StringIO(text + text.split("\n", 1)[1]))
+        assert not second.ok  # the rows twice: the header's count no longer matches
+        assert second.skipped_identical == 2 * 1203
+
+
+def test_export_inside_a_write_transaction(store):
+    store.scope("a").save("one")
+    with store.backend.atomic():
+        assert export_jsonl(store, io.StringIO()) == 1
+
+
+def test_a_repeated_id_with_another_record_conflicts(store, tmp_path):
+    store.scope("a").save("one fact")
+    header, row = _export(store).splitlines()
+    changed = json.dumps({**json.loads(row), "content": "another fact"})
+    elsewhere = json.dumps({**json.loads(row), "scope": "b"})
+    header = header.replace('"count": 1', '"count": 2')
+    with hivemem.open(tmp_path / "copy.db") as copy:
+        for second in (changed, elsewhere):
+            report = import_jsonl(copy, io.StringIO(f"{header}\n{row}\n{second}\n"))
+            assert [str(p) for p in report.conflicts] == [
+                f"line 3: id {json.loads(row)['id']} appears again with a different record "
+                "(first on line 2)"
+            ]
+            assert _rows(copy) == []
+        report = import_jsonl(copy, io.StringIO(f"{header}\n{row}\n{row}\n"))
+        assert (report.ok, report.imported, report.skipped_identical) == (True, 1, 1)
