@@ -17,7 +17,7 @@ import click
 import hivemem
 from hivemem import HiveMemError, Settings
 
-from . import admin, memories
+from . import admin, measure, memories
 from .common import Env, tolerate_any_terminal
 
 
@@ -73,7 +73,7 @@ def main(ctx: click.Context, db: str | None, scope: str, shared: tuple[str, ...]
     ctx.call_on_close(env.close)
 
 
-for _command in (admin.init, *memories.COMMANDS, *admin.COMMANDS):
+for _command in (admin.init, *memories.COMMANDS, *admin.COMMANDS, *measure.COMMANDS):
     main.add_command(_command)
 
 __all__ = ["main"]

@@ -1,0 +1,107 @@
+"""Commands that measure HiveMem: ``bench`` (latency and throughput on a generated
+corpus) and ``eval`` (retrieval quality on public benchmarks). Their figures are the ones
+quoted in the README."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from hivemem.bench import format_table, run_bench
+from hivemem.errors import InvalidInput
+from hivemem.evaluation import eval_locomo, format_report
+
+from .common import Env, echo_json, json_option, pass_env
+
+
+def _sizes(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[int, ...]:
+    try:
+        sizes = tuple(int(part.replace("_", "")) for part in value.split(",") if part.strip())
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated whole numbers, got {value!r}") from None
+    if not sizes or any(n < 1 for n in sizes):
+        raise click.BadParameter("sizes must be whole numbers >= 1")
+    return sizes
+
+
+def _stage_printer() -> Any:
+    """Progress on stderr: one line per stage, rewritten in place on a terminal."""
+    if not sys.stderr.isatty():
+        return None
+
+    def report(stage: str, done: int, total: int) -> None:
+        click.echo(f"\r{stage}: {done}/{total}", err=True, nl=done >= total)
+
+    return report
+
+
+@click.command()
+@click.option(
+    "--sizes",
+    default="10000,100000",
+    show_default=True,
+    callback=_sizes,
+    help="Corpus sizes (memories), comma-separated; e.g. 1000000 for 1M.",
+)
+@click.option("--queries", default=200, show_default=True, help="Searches per size.")
+@click.option("--writes", default=2000, show_default=True, help="Single writes measured per size.")
+@click.option("--batch", default=100, show_default=True, help="Episodes per batched write.")
+@click.option(
+    "--keep",
+    "keep_folder",
+    type=click.Path(file_okay=False),
+    help="Keep the generated stores in this folder (default: a temporary folder).",
+)
+@json_option
+def bench(
+    sizes: tuple[int, ...],
+    queries: int,
+    writes: int,
+    batch: int,
+    keep_folder: str | None,
+    as_json: bool,
+) -> None:
+    """Measure write latency and keyword search on a generated corpus.
+
+    For each size, a fresh store is filled with generated episodes; then single and
+    batched writes and natural-language searches are timed (p50/p95/p99).
+    """
+    try:
+        report = run_bench(
+            sizes, queries, writes, batch, path=keep_folder, progress=_stage_printer()
+        )
+    except ValueError as exc:
+        raise InvalidInput("bench", str(exc)) from None
+    if as_json:
+        echo_json(report.to_dict())
+    else:
+        click.echo(format_table(report))
+
+
+@click.group(name="eval")
+def eval_() -> None:
+    """Retrieval quality on public long-memory benchmarks."""
+
+
+@eval_.command()
+@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.option("--limit", default=10, show_default=True, help="Hits fetched per question.")
+@json_option
+@pass_env
+def locomo(env: Env, path: str, limit: int, as_json: bool) -> None:
+    """LoCoMo (locomo10.json): hit@k and evidence recall@k per category.
+
+    Each conversation goes into its own scope of a temporary store, every turn an
+    episode with its session and date; every question is searched and its hits are
+    scored against the annotated evidence turns. Categories 1-4 make the headline.
+    """
+    report = eval_locomo(path, limit=limit, settings=env.settings)
+    if as_json:
+        echo_json(report.to_dict())
+    else:
+        click.echo(format_report(report))
+
+
+COMMANDS = (bench, eval_)
