@@ -63,7 +63,7 @@ def bench(
     keep_folder: str | None,
     as_json: bool,
 ) -> None:
-    """Measure write latency and keyword search on a generated corpus.
+    """Time writes and searches on a generated corpus.
 
     For each size, a fresh store is filled with generated episodes; then single and
     batched writes and natural-language searches are timed (p50/p95/p99).
@@ -91,7 +91,7 @@ def eval_() -> None:
 @json_option
 @pass_env
 def locomo(env: Env, path: str, limit: int, as_json: bool) -> None:
-    """LoCoMo (locomo10.json): hit@k and evidence recall@k per category.
+    """Score retrieval on LoCoMo (hit@k, recall@k by category).
 
     Each conversation goes into its own scope of a temporary store, every turn an
     episode with its session and date; every question is searched and its hits are

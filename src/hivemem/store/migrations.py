@@ -194,7 +194,8 @@ def _sessions(conn: Connection) -> None:
     )
     conn.execute(
         """INSERT INTO sessions (scope, session_id, started_at, last_event_at, episode_count)
-           SELECT scope, session_id, MIN(created_at), MAX(created_at), COUNT(*)
+           SELECT scope, session_id, MIN(COALESCE(event_time, created_at)),
+                  MAX(COALESCE(event_time, created_at)), COUNT(*)
            FROM memories WHERE kind = 'episode' AND session_id IS NOT NULL
            GROUP BY scope, session_id"""
     )
