@@ -269,7 +269,7 @@ class ScopedMemory:
             raise Conflict(
                 f"key {current.key!r} already holds an active memory in scope {self.name!r} "
                 f"({current.id}, type {current.type.value}): {current.content!r}. "
-                "Give a supersede reason to replace it, or mark the change minor for a small correction.",
+                "Give a supersede reason to replace it, or mark a small correction minor.",
                 current=current,
             )
         inherited: dict[str, Any] = {"supersedes_id": current.id, "supersede_reason": reason}
