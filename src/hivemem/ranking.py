@@ -1,0 +1,152 @@
+"""Pure ranking functions of the retrieval pipeline (DESIGN §3).
+
+Every stage takes plain values and returns plain values, so each is tested on its own:
+fusion of lanes, normalisation of fused scores, temporal decay, access boost, and MMR
+diversification. ``hivemem.search`` wires them to the lanes.
+
+Fusion never lets a weaker lane drag a stronger one down below what the stronger lane
+alone would score: the fused score of a memory is a weighted mean of its per-lane scores
+*over the lanes that ran*, and each lane's score is already in [0, 1] and comparable
+across queries (keyword: IDF-weighted coverage; vector: calibrated cosine; entity: share
+of the query's entities). RRF is available as an option, normalised so that a memory
+ranked first by every lane scores 1.0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from enum import StrEnum
+
+# ----------------------------------------------------------------------------- fusion
+
+
+class Fusion(StrEnum):
+    WEIGHTED = "weighted"  # weighted mean of per-lane scores in [0, 1]
+    RRF = "rrf"  # reciprocal rank fusion, normalised to [0, 1]
+
+
+def rrf(
+    rankings: Mapping[str, Sequence[str]],
+    k: float = 60.0,
+    weights: Mapping[str, float] | None = None,
+) -> dict[str, float]:
+    """Reciprocal rank fusion: ``Σ w_lane / (k + rank)``, divided by its maximum
+    (``Σ w_lane / (k + 1)``) so that rank 1 in every lane is 1.0.
+
+    Raw RRF compresses every score to about 1/60 (LESSONS 11); normalised, a threshold
+    reads as "how close to the top of every lane".
+    """
+    weights = weights or {}
+    best = sum(weights.get(lane, 1.0) / (k + 1) for lane in rankings) or 1.0
+    scores: dict[str, float] = {}
+    for lane, ranked in rankings.items():
+        weight = weights.get(lane, 1.0)
+        for rank, item in enumerate(ranked, start=1):
+            scores[item] = scores.get(item, 0.0) + weight / (k + rank)
+    return {item: value / best for item, value in scores.items()}
+
+
+def weighted(
+    lane_scores: Mapping[str, Mapping[str, float]],
+    weights: Mapping[str, float],
+) -> dict[str, float]:
+    """Weighted mean of per-lane scores, over the lanes that ran.
+
+    A memory a lane did not return scores 0 in that lane. Lanes absent from
+    ``lane_scores`` (not run: no embedder, no entity in the query) take no weight, so a
+    missing lane never lowers the others.
+    """
+    total = sum(weights.get(lane, 0.0) for lane in lane_scores)
+    if total <= 0:
+        return {}
+    fused: dict[str, float] = {}
+    for lane, scores in lane_scores.items():
+        weight = weights.get(lane, 0.0) / total
+        if weight <= 0:
+            continue
+        for item, score in scores.items():
+            fused[item] = fused.get(item, 0.0) + weight * max(0.0, min(1.0, score))
+    return fused
+
+
+def calibrate_cosine(similarity: float, floor: float, ceiling: float = 1.0) -> float:
+    """Map a cosine similarity to [0, 1]: ``floor`` (what unrelated texts score with this
+    model) → 0, ``ceiling`` → 1, linear between, clipped."""
+    if ceiling <= floor:
+        return 1.0 if similarity >= ceiling else 0.0
+    return max(0.0, min(1.0, (similarity - floor) / (ceiling - floor)))
+
+
+# ----------------------------------------------------------------------------- adjustments
+
+
+class DecayProfile(StrEnum):
+    EXPONENTIAL = "exponential"  # 0.5 ** (age / half_life)
+    STEP = "step"  # <7 d 1.0, 7-30 d 0.8, 30-90 d 0.6, older 0.4
+    RECENCY = "recency"  # 2 ** (-age / 14), meant to be paired with the access boost
+    NONE = "none"
+
+
+_STEPS = ((7.0, 1.0), (30.0, 0.8), (90.0, 0.6))
+
+
+def age_days(when: datetime, now: datetime) -> float:
+    return max(0.0, (now - when).total_seconds() / 86_400)
+
+
+def temporal_decay(age: float, profile: DecayProfile, half_life_days: float = 30.0) -> float:
+    """The multiplier for a memory ``age`` days old."""
+    if profile is DecayProfile.NONE:
+        return 1.0
+    if profile is DecayProfile.EXPONENTIAL:
+        return 0.5 ** (age / half_life_days) if half_life_days > 0 else 1.0
+    if profile is DecayProfile.RECENCY:
+        return 2.0 ** (-age / 14.0)
+    for limit, factor in _STEPS:
+        if age < limit:
+            return factor
+    return 0.4
+
+
+def access_boost(access_count: int, max_boost: float = 1.5, saturation: float = 10.0) -> float:
+    """``1 + (max_boost - 1) * (1 - exp(-count / saturation))``: 1.0 for a memory never
+    returned, approaching ``max_boost`` for one used often."""
+    if access_count <= 0 or max_boost <= 1.0:
+        return 1.0
+    return 1.0 + (max_boost - 1.0) * (1.0 - math.exp(-access_count / saturation))
+
+
+# ----------------------------------------------------------------------------- diversity
+
+
+def mmr(
+    candidates: Sequence[tuple[str, float]],
+    similarity: Callable[[str, str], float],
+    limit: int,
+    lambda_: float = 0.7,
+) -> list[str]:
+    """Maximal marginal relevance: repeatedly take the candidate maximising
+    ``λ·score − (1−λ)·max similarity to those already taken``.
+
+    ``candidates`` are (id, relevance in [0, 1]) best first; ``similarity`` returns a value
+    in [0, 1] for two ids. λ = 1 keeps the relevance order.
+    """
+    remaining = list(candidates)
+    chosen: list[str] = []
+    while remaining and len(chosen) < limit:
+        best_index, best_value = 0, -math.inf
+        for index, (item, score) in enumerate(remaining):
+            redundancy = max((similarity(item, other) for other in chosen), default=0.0)
+            value = lambda_ * score - (1.0 - lambda_) * redundancy
+            if value > best_value:
+                best_index, best_value = index, value
+        chosen.append(remaining.pop(best_index)[0])
+    return chosen
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / norm if norm else 0.0

@@ -1,0 +1,92 @@
+"""Pure ranking functions: fusion, normalisation, decay, access boost, MMR."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from hivemem.ranking import (
+    DecayProfile,
+    access_boost,
+    age_days,
+    calibrate_cosine,
+    cosine,
+    mmr,
+    rrf,
+    temporal_decay,
+    weighted,
+)
+
+
+def test_rrf_is_normalised_so_first_everywhere_is_one():
+    scores = rrf({"keyword": ["a", "b", "c"], "vector": ["a", "c"]}, k=60)
+    assert scores["a"] == pytest.approx(1.0)
+    assert scores["c"] == pytest.approx((1 / 63 + 1 / 62) / (2 / 61))
+    assert scores["a"] > scores["c"] > scores["b"] > 0
+
+
+def test_rrf_lane_weights():
+    scores = rrf({"keyword": ["a", "b"], "vector": ["b", "a"]}, weights={"keyword": 3.0})
+    assert scores["a"] > scores["b"]
+
+
+def test_weighted_fusion_ignores_lanes_that_did_not_run():
+    alone = weighted({"keyword": {"a": 0.8, "b": 0.4}}, {"keyword": 0.3, "vector": 0.7})
+    assert alone == {"a": pytest.approx(0.8), "b": pytest.approx(0.4)}
+    both = weighted(
+        {"keyword": {"a": 0.8}, "vector": {"a": 0.5, "b": 1.0}}, {"keyword": 0.5, "vector": 0.5}
+    )
+    assert both == {"a": pytest.approx(0.65), "b": pytest.approx(0.5)}
+    assert weighted({}, {"keyword": 1}) == {}
+
+
+def test_weighted_fusion_clips_lane_scores():
+    assert weighted({"k": {"a": 7.0, "b": -1.0}}, {"k": 1.0}) == {"a": 1.0, "b": 0.0}
+
+
+def test_cosine_calibration():
+    assert calibrate_cosine(0.2, floor=0.2) == 0.0
+    assert calibrate_cosine(0.6, floor=0.2) == pytest.approx(0.5)
+    assert calibrate_cosine(1.0, floor=0.2) == 1.0
+    assert calibrate_cosine(-0.5, floor=0.2) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("age", "expected"), [(0, 1.0), (6.9, 1.0), (7, 0.8), (29, 0.8), (30, 0.6), (90, 0.4)]
+)
+def test_step_decay(age, expected):
+    assert temporal_decay(age, DecayProfile.STEP) == expected
+
+
+def test_exponential_and_recency_decay():
+    assert temporal_decay(30, DecayProfile.EXPONENTIAL, half_life_days=30) == pytest.approx(0.5)
+    assert temporal_decay(60, DecayProfile.EXPONENTIAL, half_life_days=30) == pytest.approx(0.25)
+    assert temporal_decay(14, DecayProfile.RECENCY) == pytest.approx(0.5)
+    assert temporal_decay(1000, DecayProfile.NONE) == 1.0
+
+
+def test_age_days_never_negative():
+    now = datetime(2026, 1, 10, tzinfo=UTC)
+    assert age_days(now - timedelta(days=3), now) == pytest.approx(3)
+    assert age_days(now + timedelta(days=3), now) == 0.0
+
+
+def test_access_boost_saturates_at_the_maximum():
+    assert access_boost(0) == 1.0
+    assert 1.0 < access_boost(1) < access_boost(10) < access_boost(100) <= 1.5
+    assert access_boost(10_000) == pytest.approx(1.5)
+    assert access_boost(5, max_boost=1.0) == 1.0
+
+
+def test_mmr_trades_relevance_for_diversity():
+    vectors = {"a": (1.0, 0.0), "a2": (0.99, 0.05), "b": (0.0, 1.0)}
+
+    def similarity(x, y):
+        return max(0.0, cosine(vectors[x], vectors[y]))
+
+    candidates = [("a", 1.0), ("a2", 0.95), ("b", 0.7)]
+    assert mmr(candidates, similarity, limit=2, lambda_=1.0) == ["a", "a2"]
+    assert mmr(candidates, similarity, limit=2, lambda_=0.7) == ["a", "b"]
+    assert mmr(candidates, similarity, limit=5) == ["a", "b", "a2"]
+    assert mmr([], similarity, limit=3) == []
