@@ -201,6 +201,16 @@ def _sessions(conn: Connection) -> None:
     )
 
 
+@migration("0004_memories_scope_id")
+def _memories_scope_id(conn: Connection) -> None:
+    # Reads by id are scoped (``scope IN (...) AND id IN (...)``). Until a connection has
+    # planner statistics (a store created by this process, before ``PRAGMA optimize``
+    # first runs at close) SQLite reads such a list through the (scope, …) indexes, i.e.
+    # every memory of the scope: ~30 ms per search at 100k memories. With (scope, id)
+    # both terms use one index whatever the statistics say.
+    conn.execute("CREATE INDEX memories_scope_id ON memories (scope, id)")
+
+
 def insert_chunks(conn: Connection, memory_id: str, pieces: list[str]) -> None:
     conn.executemany(
         "INSERT INTO chunks (memory_id, seq, text, text_hash) VALUES (?, ?, ?, ?)",
