@@ -25,9 +25,19 @@ from typing import Any
 from .. import text as textmod
 from ..clock import from_text, to_text
 from ..errors import Conflict, StoreError
-from ..types import Kind, ListFilter, Memory, MemoryType, Query, Status
+from ..types import ListFilter, Memory, Query, Status
 from . import migrations, scratch
 from .base import ChunkMatch, SessionInfo, TermStats
+from .rows import (
+    INSERT,
+    JSON_FIELDS,
+    SELECT,
+    TIME_FIELDS,
+    UPDATABLE,
+    memory_to_row,
+    placeholders,
+    row_to_memory,
+)
 
 try:  # pragma: no cover - which driver is present depends on the install
     import sqlean as sqlite_driver
@@ -37,120 +47,6 @@ except ImportError:  # pragma: no cover
 DRIVER_NAME = sqlite_driver.__name__
 OperationalError = sqlite_driver.OperationalError
 IntegrityError = sqlite_driver.IntegrityError
-
-_COLUMNS = [
-    "id",
-    "scope",
-    "kind",
-    "type",
-    "key",
-    "content",
-    "content_hash",
-    "source",
-    "status",
-    "valid_from",
-    "valid_until",
-    "supersedes_id",
-    "supersede_reason",
-    "supersede_kind",
-    "updated_by",
-    "confidence",
-    "decay_rate",
-    "access_count",
-    "last_accessed",
-    "event_time",
-    "created_at",
-    "updated_at",
-    "expires_at",
-    "session_id",
-    "role",
-    "tags",
-    "attributes",
-    "source_ids",
-    "category",
-]
-_SELECT = ", ".join(f"m.{c}" for c in _COLUMNS)
-_INSERT = (
-    f"INSERT INTO memories ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' for _ in _COLUMNS)})"
-)
-_TIME_FIELDS = {
-    "valid_from",
-    "valid_until",
-    "last_accessed",
-    "event_time",
-    "created_at",
-    "updated_at",
-    "expires_at",
-}
-_JSON_FIELDS = {"tags", "attributes", "source_ids"}
-_UPDATABLE = {
-    "confidence",
-    "decay_rate",
-    "tags",
-    "attributes",
-    "category",
-    "expires_at",
-    "updated_by",
-    "type",
-}
-
-
-def _placeholders(values: Sequence[Any]) -> str:
-    return ", ".join("?" for _ in values)
-
-
-def _row_to_memory(row: Sequence[Any]) -> Memory:
-    d = dict(zip(_COLUMNS, row, strict=True))
-    return Memory(
-        id=d["id"],
-        scope=d["scope"],
-        kind=Kind(d["kind"]),
-        type=MemoryType(d["type"]),
-        key=d["key"],
-        content=d["content"],
-        content_hash=d["content_hash"],
-        source=d["source"],
-        status=Status(d["status"]),
-        valid_from=from_text(d["valid_from"]),  # type: ignore[arg-type]
-        valid_until=from_text(d["valid_until"]),
-        supersedes_id=d["supersedes_id"],
-        supersede_reason=d["supersede_reason"],
-        supersede_kind=d["supersede_kind"],
-        updated_by=d["updated_by"],
-        confidence=d["confidence"],
-        decay_rate=d["decay_rate"],
-        access_count=d["access_count"],
-        last_accessed=from_text(d["last_accessed"]),
-        event_time=from_text(d["event_time"]),
-        created_at=from_text(d["created_at"]),  # type: ignore[arg-type]
-        updated_at=from_text(d["updated_at"]),  # type: ignore[arg-type]
-        expires_at=from_text(d["expires_at"]),
-        session_id=d["session_id"],
-        role=d["role"],
-        tags=tuple(json.loads(d["tags"])),
-        attributes=json.loads(d["attributes"]),
-        source_ids=tuple(json.loads(d["source_ids"])),
-        category=d["category"],
-    )
-
-
-def _memory_to_row(m: Memory) -> tuple[Any, ...]:
-    values = []
-    for column in _COLUMNS:
-        value = getattr(m, column)
-        if column in _TIME_FIELDS:
-            value = to_text(value) if value is not None else None
-        elif column in _JSON_FIELDS:
-            value = json.dumps(
-                list(value) if isinstance(value, tuple) else dict(value),
-                ensure_ascii=False,
-                sort_keys=True,
-            )
-        elif hasattr(value, "value"):  # enums
-            value = value.value
-        values.append(value)
-    return tuple(values)
-
 
 _RANK_PAGE_MAX = 4096  # widest FTS-only page before keyword_search filters in one statement
 
@@ -303,14 +199,14 @@ class SQLiteBackend:
     # ------------------------------------------------------------------ reads
 
     def _memories(self, where: str, params: Sequence[Any], tail: str = "") -> list[Memory]:
-        rows = self._read(f"SELECT {_SELECT} FROM memories m WHERE {where} {tail}", params)
-        return [_row_to_memory(r) for r in rows]
+        rows = self._read(f"SELECT {SELECT} FROM memories m WHERE {where} {tail}", params)
+        return [row_to_memory(r) for r in rows]
 
     @staticmethod
     def _scope_clause(scopes: Sequence[str]) -> tuple[str, list[Any]]:
         if not scopes:
             raise RuntimeError("no scope given")  # every read is scoped; a HiveMem bug
-        return f"m.scope IN ({_placeholders(scopes)})", list(scopes)
+        return f"m.scope IN ({placeholders(scopes)})", list(scopes)
 
     def get(self, scopes: Sequence[str], memory_id: str) -> Memory | None:
         clause, params = self._scope_clause(scopes)
@@ -322,7 +218,7 @@ class SQLiteBackend:
             return []
         clause, params = self._scope_clause(scopes)
         found = self._memories(
-            f"{clause} AND m.id IN ({_placeholders(memory_ids)})", [*params, *memory_ids]
+            f"{clause} AND m.id IN ({placeholders(memory_ids)})", [*params, *memory_ids]
         )
         order = {mid: i for i, mid in enumerate(memory_ids)}
         return sorted(found, key=lambda m: order[m.id])
@@ -364,7 +260,7 @@ class SQLiteBackend:
         for start in range(0, len(ids), 500):  # stay under SQLite's variable limit
             batch = ids[start : start + 500]
             rows = self._read(
-                f"SELECT id, scope FROM memories WHERE id IN ({_placeholders(batch)})", batch
+                f"SELECT id, scope FROM memories WHERE id IN ({placeholders(batch)})", batch
             )
             out.update(dict(rows))
         return out
@@ -389,30 +285,30 @@ class SQLiteBackend:
             where.append("m.valid_from <= ? AND (m.valid_until IS NULL OR m.valid_until > ?)")
             params += [to_text(flt.as_of)] * 2
         elif flt.statuses:
-            where.append(f"m.status IN ({_placeholders(flt.statuses)})")
+            where.append(f"m.status IN ({placeholders(flt.statuses)})")
             params += [s.value for s in flt.statuses]
         if not flt.include_expired:
             where.append("(m.expires_at IS NULL OR m.expires_at > ?)")
             params.append(to_text(now))
         if flt.kinds:
-            where.append(f"m.kind IN ({_placeholders(flt.kinds)})")
+            where.append(f"m.kind IN ({placeholders(flt.kinds)})")
             params += [k.value for k in flt.kinds]
         if flt.types:
-            where.append(f"m.type IN ({_placeholders(flt.types)})")
+            where.append(f"m.type IN ({placeholders(flt.types)})")
             params += [t.value for t in flt.types]
         if flt.tags:
             where.append(
                 "EXISTS (SELECT 1 FROM json_each(m.tags) j "
-                f"WHERE j.value IN ({_placeholders(flt.tags)}))"
+                f"WHERE j.value IN ({placeholders(flt.tags)}))"
             )
             params += list(flt.tags)
         if flt.sessions:
-            where.append(f"m.session_id IN ({_placeholders(flt.sessions)})")
+            where.append(f"m.session_id IN ({placeholders(flt.sessions)})")
             params += list(flt.sessions)
         if flt.exclude_sessions:
             where.append(
                 f"(m.session_id IS NULL OR m.session_id NOT IN "
-                f"({_placeholders(flt.exclude_sessions)}))"
+                f"({placeholders(flt.exclude_sessions)}))"
             )
             params += list(flt.exclude_sessions)
         if flt.since is not None:
@@ -521,7 +417,7 @@ class SQLiteBackend:
             rows = self._read(
                 "SELECT c.id, c.memory_id, c.seq, c.text FROM chunks c "
                 "CROSS JOIN memories m ON m.id = c.memory_id "
-                f"WHERE c.id IN ({_placeholders(ids)}) AND {filters}",
+                f"WHERE c.id IN ({placeholders(ids)}) AND {filters}",
                 [*ids, *filter_params],
             )
             passed = {r[0]: r for r in rows}
@@ -553,7 +449,7 @@ class SQLiteBackend:
         freq: dict[str, int] = {}
         if all_stems:
             rows = self._read(
-                f"SELECT term, doc FROM chunks_vocab WHERE term IN ({_placeholders(all_stems)})",
+                f"SELECT term, doc FROM chunks_vocab WHERE term IN ({placeholders(all_stems)})",
                 all_stems,
             )
             freq = dict(rows)
@@ -572,7 +468,7 @@ class SQLiteBackend:
         if not chunk_ids or not terms:
             return out
         ids = list(chunk_ids)
-        texts = self._read(f"SELECT id, text FROM chunks WHERE id IN ({_placeholders(ids)})", ids)
+        texts = self._read(f"SELECT id, text FROM chunks WHERE id IN ({placeholders(ids)})", ids)
         for cid, found in scratch.matches(texts, terms).items():
             out[cid] |= found
         return out
@@ -631,7 +527,7 @@ class SQLiteBackend:
 
     def insert(self, memory: Memory, chunks: Sequence[str]) -> None:
         try:
-            self._write(_INSERT, _memory_to_row(memory))
+            self._write(INSERT, memory_to_row(memory))
         except IntegrityError as exc:
             message = str(exc)
             if "memories.scope, memories.key" in message:
@@ -666,14 +562,14 @@ class SQLiteBackend:
         )
 
     def update(self, scope: str, memory_id: str, now: datetime, **fields: Any) -> None:
-        unknown = set(fields) - _UPDATABLE
+        unknown = set(fields) - UPDATABLE
         if unknown:
             raise RuntimeError(f"fields not updatable: {sorted(unknown)}")
         sets, params = ["updated_at = ?"], [to_text(now)]
         for name, value in fields.items():
-            if name in _TIME_FIELDS and value is not None:
+            if name in TIME_FIELDS and value is not None:
                 value = to_text(value)
-            elif name in _JSON_FIELDS:
+            elif name in JSON_FIELDS:
                 value = json.dumps(
                     list(value) if isinstance(value, tuple | list) else dict(value),
                     ensure_ascii=False,
@@ -696,7 +592,7 @@ class SQLiteBackend:
             with self.atomic():
                 self._write(
                     "UPDATE memories AS m SET access_count = access_count + 1, "
-                    f"last_accessed = ? WHERE {clause} AND m.id IN ({_placeholders(memory_ids)})",
+                    f"last_accessed = ? WHERE {clause} AND m.id IN ({placeholders(memory_ids)})",
                     [to_text(now), *params, *memory_ids],
                 )
         except (StoreError, OperationalError):
