@@ -131,3 +131,33 @@ def test_bad_search_arguments(loaded):
 def test_event_time_accepts_datetime_and_dates(mem):
     m = mem.add_episode("x", session_id="s", role="user", event_time=datetime(2024, 1, 2, 3, 4))
     assert m.event_time == datetime(2024, 1, 2, 3, 4, tzinfo=UTC)
+
+
+def test_selective_terms_keep_the_rarest_within_the_budget():
+    from hivemem.search import selective_terms
+
+    freq = {"kevin": 3, "game": 900, "task": 1500, "meeting": 40}
+    assert selective_terms(["kevin", "game", "task", "meeting"], freq, 1000) == [
+        "kevin",
+        "game",
+        "meeting",
+    ]
+    assert selective_terms(["game", "task"], freq, 10) == ["game"]  # at least one term
+    assert selective_terms([], freq, 10) == []
+
+
+def test_common_terms_still_score_and_complete_a_short_result(tmp_path):
+    import hivemem
+
+    settings = hivemem.Settings().replace(keyword_match_budget=1)
+    with hivemem.open(tmp_path / "s.db", settings=settings) as store:
+        mem = store.scope("s")
+        for i in range(5):
+            mem.save(f"weekly meeting notes number {i}")
+        mem.save("Zanzibar trip planning meeting")
+        hits = mem.search("zanzibar meeting")
+        # "zanzibar" (rare) finds candidates; "meeting" (common) still counts in coverage
+        assert hits[0].memory.content == "Zanzibar trip planning meeting"
+        assert hits[0].score == 1.0
+        # too few found by the rare term: the common one completes the result
+        assert len(hits) == 6

@@ -69,6 +69,12 @@ class Settings:
     superseded_factor: float = _setting(
         0.5, "Score multiplier of superseded memories (they stay searchable, below current ones)."
     )
+    keyword_match_budget: int = _setting(
+        2_000,
+        "Postings the keyword MATCH may touch: the rarest query terms within it find "
+        "candidates, every term scores them; common terms find candidates only when "
+        "too few were found.",
+    )
     max_query_terms: int = _setting(
         32, "Most distinct terms kept from a query (the rarest are kept)."
     )
@@ -131,3 +137,27 @@ def _parse(name: str, raw: str, default: Any) -> Any:
         return raw
     except ValueError:
         raise InvalidInput(env_name, f"cannot read {raw!r} as {type(default).__name__}") from None
+
+
+def markdown() -> str:
+    """``docs/settings.md``: regenerate with ``python -m hivemem.settings > docs/settings.md``."""
+    lines = [
+        "# Settings",
+        "",
+        "Every setting, its default and what it does. Settings are read only at the edges: the",
+        "CLI and servers read `HIVEMEM_<NAME>` environment variables (e.g.",
+        "`HIVEMEM_MAX_CONTENT_BYTES=1000000`); the library takes a `hivemem.Settings` value",
+        "(`hivemem.open(path, settings=Settings().replace(...))`). `hivemem settings` prints",
+        "them with their current values. A test keeps this page in step with the code.",
+        "",
+        "| name | default | meaning |",
+        "|---|---|---|",
+    ]
+    for name, default, help_text in Settings.fields_help():
+        shown = json.dumps(default) if isinstance(default, dict) else repr(default)
+        lines.append(f"| `{name}` | `{shown}` | {help_text} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(markdown(), end="")
