@@ -7,6 +7,7 @@ import io
 import json
 import sqlite3
 
+import pytest
 from click.testing import CliRunner
 
 import hivemem
@@ -75,6 +76,7 @@ def test_missing_chunks_are_found_and_repaired(store, mem, db_path):
         "unchunked_before": 1,
         "unchunked_after": 0,
         "rebuilt": 1,
+        "index_rebuilt": False,
     }
     assert [m.to_dict() for m in store.iter_memories()] == before
     assert doctor.diagnose(store).ok
@@ -129,7 +131,7 @@ def test_a_damaged_keyword_index_is_reported_and_export_import_rebuilds_it(
     )
     failed = doctor.diagnose(store).failed
     assert [c.name for c in failed] == ["keyword_index"]
-    assert "export" in failed[0].fix
+    assert "--repair" in failed[0].fix
 
     dump = io.StringIO()
     export_jsonl(store, dump)
@@ -137,3 +139,33 @@ def test_a_damaged_keyword_index_is_reported_and_export_import_rebuilds_it(
         assert import_jsonl(rebuilt, io.StringIO(dump.getvalue())).ok
         assert doctor.diagnose(rebuilt).ok
         assert rebuilt.scope("team-a").search("hopper")[0].memory.id == kept.id
+
+
+def test_repair_rebuilds_a_damaged_keyword_index(store, mem, db_path):
+    kept = mem.save("The build server is called hopper")
+    _sabotage(
+        db_path,
+        "INSERT INTO chunks_fts (chunks_fts, rowid, text) "
+        "SELECT 'delete', id, 'words that were never indexed' FROM chunks WHERE memory_id = ?",
+        kept.id,
+    )
+    assert not doctor.diagnose(store).ok
+    fixed = doctor.repair(store)
+    assert fixed.index_rebuilt and fixed.memories_before == fixed.memories_after
+    assert doctor.diagnose(store).ok
+    assert mem.search("hopper")[0].memory.id == kept.id
+
+
+def test_a_corrupted_file_gives_a_store_error_not_a_traceback(tmp_path):
+    path = tmp_path / "c.db"
+    with hivemem.open(path) as s:
+        m = s.scope("a")
+        for i in range(300):
+            m.save(f"memory number {i} " + "padding text " * 40)
+    data = bytearray(path.read_bytes())
+    for offset in range(4096 * 3, len(data), 4096):  # trash every page after the first few
+        data[offset + 100 : offset + 400] = b"\xff" * 300
+    path.write_bytes(bytes(data))
+    with pytest.raises(hivemem.StoreError), hivemem.open(path) as s:
+        s.scope("a").search("memory number")
+        s.scope("a").list()

@@ -66,6 +66,7 @@ class RepairReport:
     unchunked_before: int
     unchunked_after: int
     rebuilt: int
+    index_rebuilt: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -74,15 +75,13 @@ class RepairReport:
             "unchunked_before": self.unchunked_before,
             "unchunked_after": self.unchunked_after,
             "rebuilt": self.rebuilt,
+            "index_rebuilt": self.index_rebuilt,
         }
 
 
 _REPAIR = "run `hivemem doctor --repair`"
 _RESTORE = "restore from a backup or an export (`hivemem import`)"
-_REBUILD_INDEX = (
-    "`hivemem export` then `hivemem import` into a new file rebuilds the index "
-    "from the memories, losing nothing"
-)
+_REBUILD_INDEX = "run `hivemem doctor --repair` (rebuilds the index from the memories)"
 
 
 def diagnose(store: Store) -> Report:
@@ -236,7 +235,8 @@ def _human(size: int) -> str:
 
 
 def repair(store: Store) -> RepairReport:
-    """Rebuild the chunks (and keyword index entries) of memories that have none.
+    """Rebuild the chunks (and keyword index entries) of memories that have none, and the
+    whole keyword index when it is inconsistent.
 
     Only derived tables are written; every memory row stays as it was. Raises
     ``StoreError`` if the row count changed, which would be a bug in HiveMem.
@@ -247,6 +247,9 @@ def repair(store: Store) -> RepairReport:
     rebuilt = backend.rebuild_chunks(
         missing, store.settings.chunk_tokens, store.settings.chunk_overlap_tokens
     )
+    index_rebuilt = not backend.health()["fts_ok"]
+    if index_rebuilt:
+        backend.rebuild_keyword_index()
     after = store.stats()["total"]
     if after != before:
         raise StoreError(f"repair changed the number of memories from {before} to {after}")
@@ -256,4 +259,5 @@ def repair(store: Store) -> RepairReport:
         unchunked_before=len(missing),
         unchunked_after=len(backend.unchunked_ids()),
         rebuilt=rebuilt,
+        index_rebuilt=index_rebuilt,
     )

@@ -147,6 +147,10 @@ class Backend(Protocol):
 
     def health(self) -> dict[str, Any]: ...
 
+    def rebuild_keyword_index(self) -> None:
+        """Re-derive the keyword index from the chunks."""
+        ...
+
     def unchunked_ids(self) -> list[str]:
         """Ids of memories that have no chunks (so are missing from the keyword index)."""
         ...

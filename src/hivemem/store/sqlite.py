@@ -179,9 +179,17 @@ class SQLiteBackend:
             self._conn.execute("ROLLBACK")
             raise StoreError(f"commit failed: {exc}") from exc
 
-    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+    def _read(self, sql: str, params: Sequence[Any] = (), *, raw: bool = False) -> list[Any]:
+        """Rows of one statement. A driver error means a damaged or foreign file (the
+        SQL here is ours) and becomes ``StoreError``; ``raw=True`` lets the caller
+        translate it (a user's FTS5 syntax)."""
         with self._lock:
-            return self._conn.execute(sql, params).fetchall()
+            try:
+                return self._conn.execute(sql, params).fetchall()
+            except sqlite_driver.DatabaseError as exc:
+                if raw:
+                    raise
+                raise StoreError(f"cannot read {self.location}: {exc}") from exc
 
     def _write(self, sql: str, params: Sequence[Any] = ()) -> Any:
         if self._depth == 0:
@@ -389,6 +397,7 @@ class SQLiteBackend:
                     f"WHERE chunks_fts MATCH ? AND {filters} "
                     "ORDER BY score DESC, c.id LIMIT ?",
                     [match, *filter_params, limit],
+                    raw=True,
                 )
                 found = [ChunkMatch(r[0], r[1], r[2], r[3], r[4]) for r in rows]
         except OperationalError as exc:
@@ -410,6 +419,7 @@ class SQLiteBackend:
                 "SELECT rowid, -bm25(chunks_fts) AS score FROM chunks_fts "
                 "WHERE chunks_fts MATCH ? ORDER BY score DESC, rowid LIMIT ?",
                 [match, page],
+                raw=True,
             )
             if not ranked:
                 return []
@@ -630,7 +640,9 @@ class SQLiteBackend:
         """Integrity of the file and of the derived index; counts of pending work."""
         integrity = [r[0] for r in self._read("PRAGMA integrity_check")]
         try:
-            self._read("INSERT INTO chunks_fts (chunks_fts, rank) VALUES ('integrity-check', 1)")
+            self._read(
+                "INSERT INTO chunks_fts (chunks_fts, rank) VALUES ('integrity-check', 1)", raw=True
+            )
             fts_ok, fts_error = True, None
         except sqlite_driver.DatabaseError as exc:
             fts_ok, fts_error = False, str(exc)
@@ -678,6 +690,11 @@ class SQLiteBackend:
                 )
                 done += 1
         return done
+
+    def rebuild_keyword_index(self) -> None:
+        """Rebuild the FTS5 index from ``chunks`` (its external content)."""
+        with self.atomic():
+            self._write("INSERT INTO chunks_fts (chunks_fts) VALUES ('rebuild')")
 
     def unchunked_ids(self) -> list[str]:
         return [
