@@ -64,3 +64,10 @@ def test_public_api_is_declared():
     for name in hivemem.__all__:
         assert hasattr(hivemem, name), name
     assert (SRC / "py.typed").exists()
+
+
+def test_cli_reference_is_generated_from_the_commands():
+    from hivemem.cli.reference import markdown as cli_markdown
+
+    page = (ROOT / "docs" / "cli.md").read_text()
+    assert page == cli_markdown(), "regenerate: python -m hivemem.cli.reference > docs/cli.md"
