@@ -161,3 +161,12 @@ def test_common_terms_still_score_and_complete_a_short_result(tmp_path):
         assert hits[0].score == 1.0
         # too few found by the rare term: the common one completes the result
         assert len(hits) == 6
+
+
+def test_document_frequencies_follow_the_index_as_it_grows(mem, store):
+    mem.save("alpha one")
+    assert store.backend.term_stats(["alpha"]).doc_freq == {"alpha": 1}
+    mem.add_episodes(
+        [{"content": f"alpha {i}", "session_id": "s", "role": "user"} for i in range(120)]
+    )
+    assert store.backend.term_stats(["alpha"]).doc_freq == {"alpha": 121}
