@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import platformdirs
-from uuid6 import uuid7
 
 from . import rules
 from . import search as searchmod
@@ -50,7 +49,7 @@ from .types import (
     resolve_type,
 )
 
-_DEFAULT = object()  # "use the policy" (e.g. TTL), distinct from an explicit None
+_DEFAULT = rules.DEFAULT
 
 
 def default_path() -> Path:
@@ -381,67 +380,9 @@ class ScopedMemory:
                 self._backend.note_session(self.name, session_id, when, count)
         return [record for record, _ in records]
 
-    def _build(
-        self,
-        *,
-        content: object,
-        key: object = None,
-        type: object = None,  # noqa: A002
-        kind: object = Kind.FACT,
-        source: object = Source.MANUAL,
-        tags: object = None,
-        attributes: object = None,
-        confidence: object = None,
-        decay_rate: object = None,
-        event_time: object = None,
-        expires_at: object = _DEFAULT,
-        session_id: object = None,
-        role: object = None,
-        source_ids: object = None,
-        category: object = None,
-        updated_by: object = None,
-    ) -> Memory:
+    def _build(self, **fields: Any) -> Memory:
         """Validate every field and build the row to insert (nothing is written)."""
-        s = self.settings
-        body = rules.content(content, s)
-        now = self._now()
-        source_name = rules.source(source)
-        if expires_at is _DEFAULT:
-            expires = rules.expiry(source_name, now, s)
-        else:
-            expires = rules.optional_time(expires_at, "expires_at")
-        ids = as_tuple(source_ids)
-        if not all(isinstance(i, str) and i for i in ids):
-            raise InvalidInput("source_ids", "expected a list of memory ids")
-        return Memory(
-            id=str(uuid7()),
-            scope=self.name,
-            kind=resolve_enum(Kind, kind, "kind"),  # type: ignore[arg-type]
-            type=resolve_type(type if type is not None else s.default_type),  # type: ignore[arg-type]
-            key=rules.name(key, "key", s.max_key_chars, optional=True),
-            content=body,
-            content_hash=textmod.content_hash(body),
-            source=source_name,
-            status=Status.ACTIVE,
-            valid_from=now,
-            created_at=now,
-            updated_at=now,
-            confidence=1.0 if confidence is None else rules.unit_interval(confidence, "confidence"),
-            decay_rate=(
-                s.default_decay_rate
-                if decay_rate is None
-                else rules.non_negative(decay_rate, "decay_rate")
-            ),
-            event_time=rules.optional_time(event_time, "event_time"),
-            expires_at=expires,
-            session_id=rules.name(session_id, "session_id", 200, optional=True),
-            role=rules.name(role, "role", 200, optional=True),
-            tags=rules.tags(tags, s),
-            attributes=rules.attributes(attributes, s),
-            source_ids=ids,
-            category=rules.category(category) if category is not None else "general",
-            updated_by=rules.name(updated_by, "updated_by", 200, optional=True),
-        )
+        return rules.build_memory(self.name, self.settings, self._now(), **fields)
 
     def correct(
         self,
@@ -627,23 +568,39 @@ class ScopedMemory:
         offset: int = 0,
     ) -> list[Memory]:
         """Memories of the visible scopes, newest first, filtered."""
+        common = self._filters(kind, type, tags, session_id, exclude_sessions, since, until, as_of)
         flt = ListFilter(
-            kinds=tuple(resolve_enum(Kind, k, "kind") for k in as_tuple(kind)),
-            types=tuple(resolve_type(t) for t in as_tuple(type)),
-            tags=rules.tags(as_tuple(tags), self.settings),
-            sessions=tuple(as_tuple(session_id)),
-            exclude_sessions=tuple(as_tuple(exclude_sessions)),
-            since=rules.optional_time(since, "since"),
-            until=rules.optional_time(until, "until"),
-            statuses=tuple(resolve_enum(Status, x, "status") for x in as_tuple(status))
-            or (Status.ACTIVE,),
-            as_of=rules.optional_time(as_of, "as_of"),
+            **common,
+            statuses=_statuses(status) or (Status.ACTIVE,),
             include_expired=bool(include_expired),
             key=rules.name(key, "key", self.settings.max_key_chars, optional=True),
         )
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise InvalidInput("offset", f"expected a whole number >= 0, got {offset!r}")
         return self._backend.list(self.visible, flt, rules.limit(limit), offset, self._now())
+
+    def _filters(
+        self,
+        kind: object,
+        type: object,  # noqa: A002
+        tags: object,
+        session_id: object,
+        exclude_sessions: object,
+        since: object,
+        until: object,
+        as_of: object,
+    ) -> dict[str, Any]:
+        """The filter fields ``list`` and ``search`` share, validated."""
+        return {
+            "kinds": tuple(resolve_enum(Kind, k, "kind") for k in as_tuple(kind)),
+            "types": tuple(resolve_type(t) for t in as_tuple(type)),
+            "tags": rules.valid_tags(as_tuple(tags), self.settings),
+            "sessions": tuple(as_tuple(session_id)),
+            "exclude_sessions": tuple(as_tuple(exclude_sessions)),
+            "since": rules.optional_time(since, "since"),
+            "until": rules.optional_time(until, "until"),
+            "as_of": rules.optional_time(as_of, "as_of"),
+        }
 
     def history(self, id_or_key: str) -> list[Memory]:
         """The whole supersede chain that holds ``id_or_key``, oldest first: every version
@@ -697,21 +654,16 @@ class ScopedMemory:
         else:
             if not isinstance(query, str):
                 raise InvalidInput("query", f"expected text, got {query.__class__.__name__}")
-            statuses = tuple(resolve_enum(Status, x, "status") for x in as_tuple(status))
+            statuses = _statuses(status)
             if Status.DELETED in statuses:
                 raise InvalidInput("status", "deleted memories are never searchable")
             q = Query(
                 text=query,
                 limit=rules.limit(limit, maximum=1000),
-                kinds=tuple(resolve_enum(Kind, k, "kind") for k in as_tuple(kind)),
-                types=tuple(resolve_type(t) for t in as_tuple(type)),
-                tags=rules.tags(as_tuple(tags), self.settings),
-                sessions=tuple(as_tuple(session_id)),
-                exclude_sessions=tuple(as_tuple(exclude_sessions)),
-                since=rules.optional_time(since, "since"),
-                until=rules.optional_time(until, "until"),
+                **self._filters(
+                    kind, type, tags, session_id, exclude_sessions, since, until, as_of
+                ),
                 statuses=statuses or (Status.ACTIVE, Status.SUPERSEDED),
-                as_of=rules.optional_time(as_of, "as_of"),
                 min_score=rules.unit_interval(min_score, "min_score"),
                 include_expired=bool(include_expired),
                 fts_syntax=bool(fts_syntax),
@@ -750,3 +702,7 @@ class ScopedMemory:
 
     def _touch(self, ids: list[str]) -> None:
         self._backend.touch(self.visible, ids, self._now())
+
+
+def _statuses(value: object) -> tuple[Status, ...]:
+    return tuple(resolve_enum(Status, x, "status") for x in as_tuple(value))

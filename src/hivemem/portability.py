@@ -493,7 +493,7 @@ def memory_from_dict(
     for name in _REQUIRED:
         if value.get(name) is None and not (name == "scope" and scope is not None):
             raise InvalidInput(name, "is required")
-    body = rules.content(value["content"], settings)
+    body = rules.valid_content(value["content"], settings)
     return Memory(
         id=_name(value, "id", 200),  # type: ignore[arg-type]
         scope=scope or _name(value, "scope", settings.max_scope_chars),  # type: ignore[arg-type]
@@ -502,7 +502,7 @@ def memory_from_dict(
         key=_name(value, "key", settings.max_key_chars, optional=True),
         content=body,
         content_hash=textmod.content_hash(body),
-        source=rules.source(value["source"]),
+        source=rules.valid_source(value["source"]),
         status=resolve_enum(Status, _text(value, "status"), "status"),
         valid_from=_time(value, "valid_from"),  # type: ignore[arg-type]
         valid_until=_time(value, "valid_until"),
@@ -520,10 +520,10 @@ def memory_from_dict(
         expires_at=_time(value, "expires_at"),
         session_id=_name(value, "session_id", 200, optional=True),
         role=_name(value, "role", 200, optional=True),
-        tags=rules.tags(value.get("tags"), settings),
-        attributes=rules.attributes(value.get("attributes"), settings),
+        tags=rules.valid_tags(value.get("tags"), settings),
+        attributes=rules.valid_attributes(value.get("attributes"), settings),
         source_ids=_id_list(value.get("source_ids")),
-        category=rules.category(value.get("category", "general")),
+        category=rules.valid_category(value.get("category", "general")),
     )
 
 

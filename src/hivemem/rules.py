@@ -15,16 +15,30 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from uuid6 import uuid7
+
+from . import text as textmod
 from .clock import parse_time
 from .errors import InvalidInput
 from .settings import Settings
-from .types import CATEGORIES
+from .types import (
+    CATEGORIES,
+    Kind,
+    Memory,
+    Source,
+    Status,
+    as_tuple,
+    resolve_enum,
+    resolve_type,
+)
+
+DEFAULT: Any = object()  # "use the policy" (e.g. the TTL of the source), unlike an explicit None
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _SOURCE = re.compile(r"^[a-z][a-z0-9_.-]{0,63}$")
 
 
-def content(value: object, settings: Settings, field: str = "content") -> str:
+def valid_content(value: object, settings: Settings, field: str = "content") -> str:
     """Text of a memory: a ``str`` (or UTF-8 ``bytes``), valid UTF-8, no NUL, not blank,
     within ``max_content_bytes``."""
     if isinstance(value, bytes | bytearray):
@@ -76,7 +90,7 @@ def name(value: object, field: str, max_chars: int, *, optional: bool = False) -
     return value
 
 
-def source(value: object) -> str:
+def valid_source(value: object) -> str:
     if not isinstance(value, str) or not _SOURCE.match(value.strip().lower()):
         raise InvalidInput(
             "source",
@@ -85,7 +99,7 @@ def source(value: object) -> str:
     return value.strip().lower()
 
 
-def tags(value: object, settings: Settings) -> tuple[str, ...]:
+def valid_tags(value: object, settings: Settings) -> tuple[str, ...]:
     if value is None:
         return ()
     if isinstance(value, str) or not isinstance(value, Sequence):
@@ -101,7 +115,9 @@ def tags(value: object, settings: Settings) -> tuple[str, ...]:
     return tuple(out)
 
 
-def attributes(value: object, settings: Settings, field: str = "attributes") -> dict[str, Any]:
+def valid_attributes(
+    value: object, settings: Settings, field: str = "attributes"
+) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
@@ -143,7 +159,7 @@ def non_negative(value: object, field: str) -> float:
     return float(value)
 
 
-def category(value: object) -> str:
+def valid_category(value: object) -> str:
     if not isinstance(value, str) or value.strip().lower() not in CATEGORIES:
         raise InvalidInput(
             "category", f"unknown category {value!r}; valid: {', '.join(CATEGORIES)}"
@@ -167,3 +183,67 @@ def expiry(source_name: str, created: datetime, settings: Settings) -> datetime 
     if days is None:
         return None
     return created + timedelta(days=float(days))
+
+
+def build_memory(
+    scope: str,
+    settings: Settings,
+    now: datetime,
+    *,
+    content: object,
+    key: object = None,
+    type: object = None,  # noqa: A002 - the domain's word
+    kind: object = Kind.FACT,
+    source: object = Source.MANUAL,
+    tags: object = None,
+    attributes: object = None,
+    confidence: object = None,
+    decay_rate: object = None,
+    event_time: object = None,
+    expires_at: object = DEFAULT,
+    session_id: object = None,
+    role: object = None,
+    source_ids: object = None,
+    category: object = None,
+    updated_by: object = None,
+) -> Memory:
+    """Validate every field a caller gave and build the active row of ``scope`` it
+    becomes, stamped ``now``; raises ``InvalidInput`` naming the first bad field."""
+    body = valid_content(content, settings)
+    source_name = valid_source(source)
+    if expires_at is DEFAULT:
+        expires = expiry(source_name, now, settings)
+    else:
+        expires = optional_time(expires_at, "expires_at")
+    ids = as_tuple(source_ids)
+    if not all(isinstance(i, str) and i for i in ids):
+        raise InvalidInput("source_ids", "expected a list of memory ids")
+    return Memory(
+        id=str(uuid7()),
+        scope=scope,
+        kind=resolve_enum(Kind, kind, "kind"),  # type: ignore[arg-type]
+        type=resolve_type(type if type is not None else settings.default_type),  # type: ignore[arg-type]
+        key=name(key, "key", settings.max_key_chars, optional=True),
+        content=body,
+        content_hash=textmod.content_hash(body),
+        source=source_name,
+        status=Status.ACTIVE,
+        valid_from=now,
+        created_at=now,
+        updated_at=now,
+        confidence=1.0 if confidence is None else unit_interval(confidence, "confidence"),
+        decay_rate=(
+            settings.default_decay_rate
+            if decay_rate is None
+            else non_negative(decay_rate, "decay_rate")
+        ),
+        event_time=optional_time(event_time, "event_time"),
+        expires_at=expires,
+        session_id=name(session_id, "session_id", 200, optional=True),
+        role=name(role, "role", 200, optional=True),
+        tags=valid_tags(tags, settings),
+        attributes=valid_attributes(attributes, settings),
+        source_ids=ids,
+        category=valid_category(category) if category is not None else "general",
+        updated_by=name(updated_by, "updated_by", 200, optional=True),
+    )
