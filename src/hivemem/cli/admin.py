@@ -67,7 +67,7 @@ def export_(env: Env, file: str, scope_only: bool) -> None:
     total = store.scope(env.scope).stats()["total"] if scope_only else store.stats()["total"]
     with _progress("exporting", total) as bar:
         if file == "-":
-            with _utf8(click.get_binary_stream("stdout"), "w") as out:
+            with _utf8(sys.stdout.buffer, "w") as out:
                 count = export_jsonl(store, out, scopes, bar.update)
         else:
             count = _export_to_file(store, Path(file), scopes, bar.update)
@@ -119,7 +119,7 @@ def import_(env: Env, file: str, into_scope: str | None, as_json: bool) -> None:
     """
     store = env.store()
     if file == "-":
-        with _utf8(click.get_binary_stream("stdin"), "r") as stdin:
+        with _utf8(sys.stdin.buffer, "r") as stdin:
             report = _import(store, stdin, into_scope, 0)
     else:
         total = _count_lines(file)

@@ -80,7 +80,7 @@ def read_content(value: str) -> str:
     newline dropped, as shells add it)."""
     if value != "-":
         return value
-    text = click.get_text_stream("stdin").read()
+    text = sys.stdin.buffer.read().decode("utf-8", errors="surrogateescape")
     return text[:-1] if text.endswith("\n") else text
 
 
