@@ -74,6 +74,18 @@ class Memory:
         """The ids not already implied by the scope: stored and filtered as attributes."""
         return {k: v for k, v in ids.items() if not handle.name.startswith(k[:-3] + ":")}
 
+    def _resolve(
+        self,
+        filters: Mapping[str, Any] | None,
+        user_id: str | None,
+        agent_id: str | None,
+        run_id: str | None,
+    ) -> tuple[ScopedMemory, dict[str, str]]:
+        """The handle of the identity given, and the ids that filter within its scope."""
+        ids = self._ids(filters, user_id=user_id, agent_id=agent_id, run_id=run_id)
+        handle = self._handle(ids)
+        return handle, self._extra(ids, handle)
+
     @staticmethod
     def _matches(record: Record, extra: Mapping[str, str]) -> bool:
         return all(record.attributes.get(k) == v for k, v in extra.items())
@@ -170,9 +182,7 @@ class Memory:
         threshold: float | None = None,
         **_: Any,
     ) -> dict[str, Any]:
-        ids = self._ids(filters, user_id=user_id, agent_id=agent_id, run_id=run_id)
-        handle = self._handle(ids)
-        extra = self._extra(ids, handle)
+        handle, extra = self._resolve(filters, user_id, agent_id, run_id)
         wanted = top_k or limit or 10
         hits = handle.search(
             query, limit=min(1000, wanted * (3 if extra else 1)), min_score=threshold or 0.0
@@ -199,9 +209,7 @@ class Memory:
         limit: int | None = None,
         **_: Any,
     ) -> dict[str, Any]:
-        ids = self._ids(filters, user_id=user_id, agent_id=agent_id, run_id=run_id)
-        handle = self._handle(ids)
-        extra = self._extra(ids, handle)
+        handle, extra = self._resolve(filters, user_id, agent_id, run_id)
         wanted = top_k or limit or 100
         records = [r for r in handle.list(limit=10_000) if self._matches(r, extra)]
         return {"results": [self._format(r) for r in records[:wanted]]}
@@ -224,9 +232,7 @@ class Memory:
         run_id: str | None = None,
         **_: Any,
     ) -> dict[str, Any]:
-        ids = self._ids(None, user_id=user_id, agent_id=agent_id, run_id=run_id)
-        handle = self._handle(ids)
-        extra = self._extra(ids, handle)
+        handle, extra = self._resolve(None, user_id, agent_id, run_id)
         if extra:
             count = 0
             for record in handle.list(limit=10_000):
