@@ -218,3 +218,90 @@ class LocalEmbedder:
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return list(pooled / np.maximum(norms, 1e-12))
+
+
+# ----------------------------------------------------------------------------- OpenAI-compatible
+
+
+class OpenAIEmbedder:
+    """Any OpenAI-compatible embeddings endpoint — OpenAI, Ollama, vLLM, a llama.cpp
+    server — through the ``openai`` client's ``base_url`` (extra: ``hivemem[openai]``).
+
+    ``dimension`` is required and checked on every vector: a server that answers with
+    another size raises instead of writing vectors that do not fit (LESSONS 1). Local
+    servers ignore the API key; pass ``api_key`` for hosted ones.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        dimension: int,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        batch_size: int = 64,
+        timeout: float = 30.0,
+        max_retries: int = 2,
+    ) -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise InvalidInput("model", "expected the embedding model's name")
+        if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
+            raise InvalidInput("dimension", "expected the model's vector size, a whole number")
+        self.model = model.strip()
+        self._dimension = dimension
+        self.base_url = base_url
+        self._api_key = api_key or "no-key"
+        self.batch_size = max(1, batch_size)
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self._client: Any = None
+
+    @property
+    def identity(self) -> str:
+        return f"{self.model}:{self._dimension}"
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    def _connect(self) -> Any:
+        if self._client is None:
+            try:
+                import openai
+            except ImportError:
+                raise MissingDependency(
+                    "the OpenAI-compatible embedder", "pip install 'hivemem[openai]'"
+                ) from None
+            self._client = openai.OpenAI(
+                base_url=self.base_url,
+                api_key=self._api_key,
+                timeout=self.timeout,
+                max_retries=self.max_retries,
+            )
+        return self._client
+
+    def embed_batch(self, texts: Sequence[str]) -> list[Vector]:
+        client = self._connect()
+        import openai
+
+        out: list[Vector] = []
+        for start in range(0, len(texts), self.batch_size):
+            part = list(texts[start : start + self.batch_size])
+            try:
+                response = client.embeddings.create(model=self.model, input=part)
+            except openai.APIError as exc:
+                where = self.base_url or "the OpenAI API"
+                raise HiveMemError(f"embedding request to {where} failed: {exc}") from exc
+            items = sorted(response.data, key=lambda item: item.index)
+            if len(items) != len(part):
+                raise HiveMemError(f"{len(part)} texts sent, {len(items)} vectors returned")
+            for item in items:
+                vector = [float(x) for x in item.embedding]
+                if len(vector) != self._dimension:
+                    raise HiveMemError(
+                        f"model {self.model} returned {len(vector)} dimensions, "
+                        f"expected {self._dimension}"
+                    )
+                norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+                out.append([x / norm for x in vector])
+        return out
