@@ -119,16 +119,18 @@ def test_cli_doctor_exit_code_and_repair(db_path):
     assert len(json.loads(found.stdout)) == 1
 
 
+# Removes a chunk from the FTS index under the wrong words: the index no longer matches.
+_UNINDEX_WRONG_WORDS = (
+    "INSERT INTO chunks_fts (chunks_fts, rowid, text) "
+    "SELECT 'delete', id, 'words that were never indexed' FROM chunks WHERE memory_id = ?"
+)
+
+
 def test_a_damaged_keyword_index_is_reported_and_export_import_rebuilds_it(
     store, mem, db_path, tmp_path
 ):
     kept = mem.save("The build server is called hopper")
-    _sabotage(
-        db_path,
-        "INSERT INTO chunks_fts (chunks_fts, rowid, text) "
-        "SELECT 'delete', id, 'words that were never indexed' FROM chunks WHERE memory_id = ?",
-        kept.id,
-    )
+    _sabotage(db_path, _UNINDEX_WRONG_WORDS, kept.id)
     failed = doctor.diagnose(store).failed
     assert [c.name for c in failed] == ["keyword_index"]
     assert "--repair" in failed[0].fix
@@ -143,12 +145,7 @@ def test_a_damaged_keyword_index_is_reported_and_export_import_rebuilds_it(
 
 def test_repair_rebuilds_a_damaged_keyword_index(store, mem, db_path):
     kept = mem.save("The build server is called hopper")
-    _sabotage(
-        db_path,
-        "INSERT INTO chunks_fts (chunks_fts, rowid, text) "
-        "SELECT 'delete', id, 'words that were never indexed' FROM chunks WHERE memory_id = ?",
-        kept.id,
-    )
+    _sabotage(db_path, _UNINDEX_WRONG_WORDS, kept.id)
     assert not doctor.diagnose(store).ok
     fixed = doctor.repair(store)
     assert fixed.index_rebuilt and fixed.memories_before == fixed.memories_after
