@@ -33,9 +33,16 @@ def db_path(tmp_path):
     return tmp_path / "memory.db"
 
 
+@pytest.fixture(autouse=True)
+def hash_embedder_by_default(monkeypatch):
+    """The CLI reads settings from the environment: tests run it with the deterministic
+    hash embedder unless a test asks for another (the real model has tests of its own)."""
+    monkeypatch.setenv("HIVEMEM_EMBEDDER", "hash")
+
+
 @pytest.fixture
 def store(db_path, clock):
-    s = hivemem.open(db_path, clock=clock)
+    s = hivemem.open(db_path, clock=clock, embedder="hash")
     yield s
     s.close()
 

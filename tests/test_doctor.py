@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import io
 import json
-import sqlite3
 
 import pytest
+import sqlean as sqlite3  # the file holds vec0 shadow tables (STRICT): a current SQLite reads them
 from click.testing import CliRunner
 
 import hivemem

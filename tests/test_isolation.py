@@ -62,14 +62,14 @@ VALID_SCOPES = [
 def store(db_path, clock):
     """As conftest's, without access tracking: reads leave rows as they were, so whole
     rows can be compared before and after."""
-    s = hivemem.open(db_path, clock=clock, settings=Settings(track_access=False))
+    s = hivemem.open(db_path, clock=clock, settings=Settings(track_access=False), embedder="hash")
     yield s
     s.close()
 
 
 def _open(path: Path) -> hivemem.Store:
     # No access tracking: a refused or empty read must leave the file byte-for-byte alone.
-    return hivemem.open(path, settings=Settings(track_access=False))
+    return hivemem.open(path, settings=Settings(track_access=False), embedder="hash")
 
 
 def _snapshot(store: hivemem.Store) -> list[dict]:
@@ -140,8 +140,10 @@ def test_hostile_scope_names_are_isolated_from_each_other(tmp_path):
             if i == j:
                 continue
             marker = f"marker{j}"
-            assert mem.search(marker) == []
-            assert mem.search(marker, status=["active", "superseded", "archived"]) == []
+            for status in (None, ["active", "superseded", "archived"]):
+                hits = mem.search(marker, status=status)
+                assert {h.memory.scope for h in hits} <= {mem.name}
+                assert not any(marker in h.memory.content for h in hits)
             for victim in rows[other.name]:
                 for attempt, extra in (
                     (mem.get, ()),

@@ -263,9 +263,15 @@ def test_upgrade_from_the_first_schema_keeps_every_row_and_backfills(tmp_path):
     assert len(before) == len(LEGACY_ROWS)
 
     # No access tracking: the reads below leave every row exactly as it was written.
-    with hivemem.open(path, settings=hivemem.Settings(track_access=False)) as store:
+    # No embedder: the searches below are about the backfilled keyword index.
+    settings = hivemem.Settings(track_access=False)
+    with hivemem.open(path, settings=settings, embedder="none") as store:
         assert store.backend.schema_version() == migrations.known_names()
         health = store.backend.health()
+        # Every backfilled chunk waits for a vector (embedded once an embedder is set).
+        assert health["chunks_awaiting_vectors"] == health["vectors"] + len(
+            _dump(path, "SELECT id FROM chunks")
+        )
         team_a, team_b = store.scope("team-a"), store.scope("team-b")
         sessions = team_a.sessions() + team_b.sessions()
         chain = team_a.history("deploy-day")

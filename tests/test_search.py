@@ -1,4 +1,7 @@
-"""The keyword lane: recall of natural questions, filters, scores, explanations."""
+"""The keyword lane: recall of natural questions, filters, scores, explanations.
+
+The store here has no embedder and no decay, so a hit's score is exactly its keyword
+coverage (the fused pipeline has tests of its own in test_vectors.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +9,16 @@ from datetime import UTC, datetime
 
 import pytest
 
-from hivemem import Kind, Query
+import hivemem
+from hivemem import Kind, Query, Settings
 from hivemem.search import coverage, idf
+
+
+@pytest.fixture
+def store(db_path, clock):
+    s = hivemem.open(db_path, clock=clock, embedder="none", settings=Settings(decay_weight=0))
+    yield s
+    s.close()
 
 
 def test_idf_is_positive_and_falls_with_frequency():
@@ -150,7 +161,7 @@ def test_common_terms_still_score_and_complete_a_short_result(tmp_path):
     import hivemem
 
     settings = hivemem.Settings().replace(keyword_match_budget=1)
-    with hivemem.open(tmp_path / "s.db", settings=settings) as store:
+    with hivemem.open(tmp_path / "s.db", settings=settings, embedder="none") as store:
         mem = store.scope("s")
         for i in range(5):
             mem.save(f"weekly meeting notes number {i}")

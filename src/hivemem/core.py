@@ -27,11 +27,12 @@ from typing import Any
 
 import platformdirs
 
-from . import rules
-from . import search as searchmod
+from . import retrieval, rules
 from . import text as textmod
 from .clock import Clock, system_clock
+from .embed import Embedder, get_embedder
 from .errors import Conflict, InvalidInput, NotFound
+from .indexer import Indexer
 from .settings import Settings
 from .store.base import Backend
 from .store.sqlite import SQLiteBackend
@@ -65,18 +66,37 @@ def open(  # noqa: A001 - the library's entry point reads best as hivemem.open()
     *,
     settings: Settings | None = None,
     clock: Clock = system_clock,
+    embedder: Embedder | str | None = None,
 ) -> Store:
     """Open (creating if needed) the store at ``path`` — a file, or ``":memory:"``.
 
     With no path: ``$HIVEMEM_DB``, else ``memory.db`` in the user data folder. Pending
-    schema migrations are applied on open.
+    schema migrations are applied on open. ``embedder`` is an ``Embedder`` or the name of
+    a registered one (default: the ``embedder`` setting, the bundled offline model;
+    ``"none"`` for keyword search only). The model loads on first use, not here.
     """
     settings = settings or Settings()
     if path is None:
         path = default_path()
         Path(path).parent.mkdir(parents=True, exist_ok=True)
+    model = resolve_embedder(settings.embedder if embedder is None else embedder)
     backend = SQLiteBackend(path, busy_timeout_ms=settings.busy_timeout_ms)
-    return Store(backend, settings=settings, clock=clock)
+    try:
+        return Store(backend, settings=settings, clock=clock, embedder=model)
+    except BaseException:
+        backend.close()
+        raise
+
+
+def resolve_embedder(embedder: Embedder | str | None) -> Embedder | None:
+    """An embedder from a name (``"none"`` and None mean no embedder) or an instance."""
+    if embedder is None or embedder == "none":
+        return None
+    if isinstance(embedder, str):
+        return get_embedder(embedder)
+    if not isinstance(embedder, Embedder):
+        raise InvalidInput("embedder", "expected an Embedder or the name of a registered one")
+    return embedder
 
 
 class Store:
@@ -84,11 +104,34 @@ class Store:
     ``with``)."""
 
     def __init__(
-        self, backend: Backend, *, settings: Settings | None = None, clock: Clock = system_clock
+        self,
+        backend: Backend,
+        *,
+        settings: Settings | None = None,
+        clock: Clock = system_clock,
+        embedder: Embedder | None = None,
     ) -> None:
         self.backend = backend
         self.settings = settings or Settings()
         self.clock = clock
+        self.indexer = Indexer(
+            backend.vectors,
+            embedder,
+            batch_size=self.settings.embed_batch_size,
+            background=self.settings.embed_in_background,
+        )
+        if self.indexer.enabled and backend.vectors.has_pending():
+            self.indexer.notify()  # work left by an earlier run (a crash, a short CLI call)
+
+    def flush(self) -> int:
+        """Block until every queued chunk has its vector; returns how many were embedded.
+        Raises if the embedder fails (the chunks stay queued)."""
+        return self.indexer.flush()
+
+    def reindex(self, progress: Any = None) -> int:
+        """Re-embed every chunk with this store's embedder (after a model change);
+        ``progress(done, total)`` is called per batch. Returns the chunks embedded."""
+        return self.indexer.reindex(progress)
 
     @property
     def location(self) -> str:
@@ -110,6 +153,7 @@ class Store:
         return self.backend.iter_all(scopes)
 
     def close(self) -> None:
+        self.indexer.close()
         self.backend.close()
 
     def __enter__(self) -> Store:
@@ -175,13 +219,15 @@ class ScopedMemory:
         source_ids: Sequence[str] | None = None,
         category: str | None = None,
         updated_by: str | None = None,
+        wait: bool = False,
     ) -> Memory:
         """Save a memory under the write rules (see the module docstring).
 
         Returns the stored memory: the new row, or the existing one when the save was a
         no-op (identical content under the same key, or an exact duplicate of a keyless
         memory of the same kind). ``expires_at`` overrides the TTL policy of ``source``
-        (``None`` = never).
+        (``None`` = never). The memory is keyword-searchable when this returns; its vector
+        follows from the background worker, or before returning with ``wait=True``.
         """
         s = self.settings
         record = self._build(
@@ -206,6 +252,22 @@ class ScopedMemory:
         if not isinstance(minor, bool):
             raise InvalidInput("minor", "expected true or false")
         pieces = textmod.chunk(record.content, s.chunk_tokens, s.chunk_overlap_tokens)
+        explicit = type is not None
+        stored, inserted = self._save_row(record, pieces, reason, minor, explicit, expires_at)
+        if inserted:
+            self._indexed(wait)
+        return stored
+
+    def _save_row(
+        self,
+        record: Memory,
+        pieces: list[str],
+        reason: str | None,
+        minor: bool,
+        explicit_type: bool,
+        expires_at: Any,
+    ) -> tuple[Memory, bool]:
+        """The transaction of ``save``: the stored memory, and whether a row was written."""
         with self._backend.atomic():
             # Times are taken once the write lock is held, so commit order is time order:
             # a writer that waited for another supersedes it later than it, not earlier.
@@ -216,7 +278,7 @@ class ScopedMemory:
                 updated_at=now,
                 valid_from=now,
                 expires_at=(
-                    rules.expiry(record.source, now, s)
+                    rules.expiry(record.source, now, self.settings)
                     if expires_at is _DEFAULT
                     else record.expires_at
                 ),
@@ -227,20 +289,27 @@ class ScopedMemory:
                         self.name, record.kind.value, record.content_hash
                     )
                     if duplicate is not None:
-                        return duplicate
+                        return duplicate, False
                 self._backend.insert(record, pieces)
-                return record
+                return record, True
             current = self._backend.by_key([self.name], record.key)
             if current is None:
                 self._backend.insert(record, pieces)
-                return record
+                return record, True
             record = self._supersede_or_refuse(
-                current, record, reason, minor, explicit_type=type is not None
+                current, record, reason, minor, explicit_type=explicit_type
             )
             if record is current:
-                return current
+                return current, False
             self._backend.insert(record, pieces)
-            return record
+            return record, True
+
+    def _indexed(self, wait: bool) -> None:
+        """After a committed write: embed its chunks now (``wait``) or in the background."""
+        if wait:
+            self._store.flush()
+        else:
+            self._store.indexer.notify()
 
     def _supersede_or_refuse(
         self,
@@ -302,9 +371,11 @@ class ScopedMemory:
         tags: Sequence[str] | None = None,
         type: str | MemoryType | None = None,  # noqa: A002
         source: str = Source.CONVERSATION,
+        wait: bool = False,
     ) -> Memory:
         """Store one dialogue turn: the hot path. Validate, then one transaction (row,
-        chunks, FTS, session). No network, no model."""
+        chunks, FTS, session). No network, no model: the turn is embedded in the
+        background (or before returning, with ``wait=True``)."""
         return self.add_episodes(
             [
                 {
@@ -317,13 +388,18 @@ class ScopedMemory:
                     "type": type,
                     "source": source,
                 }
-            ]
+            ],
+            wait=wait,
         )[0]
 
-    def add_episodes(self, items: Iterable[Mapping[str, Any]]) -> list[Memory]:
+    def add_episodes(
+        self, items: Iterable[Mapping[str, Any]], *, wait: bool = False
+    ) -> list[Memory]:
         """Store many turns in one transaction: all of them, or (on any invalid item) none.
 
-        Each item is a mapping with the arguments of ``add_episode``.
+        Each item is a mapping with the arguments of ``add_episode`` (``content``,
+        ``session_id``, ``role``, ``event_time``, ``attributes``, ``tags``, ``type``,
+        ``source``). ``wait=True`` returns only once their vectors are stored.
         """
         s = self.settings
         records: list[tuple[Memory, list[str]]] = []
@@ -378,6 +454,7 @@ class ScopedMemory:
                 self._backend.insert(record, pieces)
             for session_id, (when, count) in sessions.items():
                 self._backend.note_session(self.name, session_id, when, count)
+        self._indexed(wait)
         return [record for record, _ in records]
 
     def _build(self, **fields: Any) -> Memory:
@@ -425,7 +502,8 @@ class ScopedMemory:
             self._backend.insert(
                 record, textmod.chunk(record.content, s.chunk_tokens, s.chunk_overlap_tokens)
             )
-            return record
+        self._indexed(False)
+        return record
 
     def confirm(self, memory_id: str, *, updated_by: str | None = None) -> Memory:
         """Mark a memory as confirmed: confidence 1.0 and protected from decay."""
@@ -675,7 +753,9 @@ class ScopedMemory:
                 raise InvalidInput(
                     "query", f"not valid UTF-8 (unpaired surrogate at character {exc.start})"
                 ) from None
-        hits = searchmod.keyword_search(self._backend, self.visible, q, self.settings, self._now())
+        hits = retrieval.search(
+            self._backend, self._store.indexer, self.visible, q, self.settings, self._now()
+        )
         if hits and self.settings.track_access:
             self._touch([h.memory.id for h in hits])
         return hits

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from .errors import HiveMemError, InvalidInput, MissingDependency, StoreError
+from .text import STOPWORDS
 
 Vector = Sequence[float]
 ENTRY_POINT_GROUP = "hivemem.embedders"
@@ -77,10 +78,12 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 
 class HashEmbedder:
-    """A hashed bag of words: texts sharing words get similar vectors. Deterministic and
-    instant; only for tests and for stores that want no model at all."""
+    """A hashed bag of content words (stopwords dropped): texts sharing meaningful words
+    get similar vectors, texts sharing none get orthogonal ones (but for hash
+    collisions). Deterministic and instant; only for tests, where model quality is not
+    what is tested."""
 
-    def __init__(self, dimension: int = 64) -> None:
+    def __init__(self, dimension: int = 256) -> None:
         if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 2:
             raise InvalidInput("dimension", "expected a whole number >= 2")
         self._dimension = dimension
@@ -98,6 +101,8 @@ class HashEmbedder:
         for text in texts:
             vector = [0.0] * self._dimension
             for word in _WORD.findall(text.lower()):
+                if word in STOPWORDS:
+                    continue
                 slot = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest())
                 vector[slot % self._dimension] += 1.0
             norm = math.sqrt(sum(v * v for v in vector)) or 1.0

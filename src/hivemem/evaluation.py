@@ -143,6 +143,7 @@ class EvalReport:
     overall_all: dict[str, Any]  # categories 1-5
     memories: int
     ingest_seconds: float
+    embed_seconds: float
     search_ms_p50: float
     search_ms_p95: float
     skipped_questions: int
@@ -155,6 +156,7 @@ class EvalReport:
             "by_category": self.by_category,
             "memories": self.memories,
             "ingest_seconds": round(self.ingest_seconds, 3),
+            "embed_seconds": round(self.embed_seconds, 3),
             "search_ms_p50": round(self.search_ms_p50, 3),
             "search_ms_p95": round(self.search_ms_p95, 3),
             "skipped_questions": self.skipped_questions,
@@ -184,7 +186,7 @@ def eval_locomo(
     latencies: list[float] = []
     skipped = 0
     memories = 0
-    ingest = 0.0
+    ingest = embedding = 0.0
     total_questions = sum(len(c.questions) for c in conversations)
     done = 0
     with (
@@ -205,6 +207,9 @@ def eval_locomo(
                 for t in conv.turns
             )
             ingest += time.perf_counter() - started
+            started = time.perf_counter()
+            store.flush()
+            embedding += time.perf_counter() - started
             memories += len(stored)
             valid = {t.dia_id for t in conv.turns}
             for question in conv.questions:
@@ -230,6 +235,7 @@ def eval_locomo(
         overall_all=everything.as_dict(),
         memories=memories,
         ingest_seconds=ingest,
+        embed_seconds=embedding,
         search_ms_p50=_percentile(latencies, 0.5),
         search_ms_p95=_percentile(latencies, 0.95),
         skipped_questions=skipped,
@@ -256,7 +262,8 @@ def format_report(report: EvalReport) -> str:
     lines.insert(1, "  ".join("-" * w for w in widths))
     lines.append("")
     lines.append(
-        f"{report.memories} memories ingested in {report.ingest_seconds:.2f} s; "
+        f"{report.memories} memories ingested in {report.ingest_seconds:.2f} s, "
+        f"embedded in {report.embed_seconds:.2f} s; "
         f"search p50 {report.search_ms_p50:.2f} ms, p95 {report.search_ms_p95:.2f} ms; "
         f"{report.skipped_questions} questions without valid evidence skipped"
     )

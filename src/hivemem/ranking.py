@@ -146,6 +146,33 @@ def mmr(
     return chosen
 
 
+def diversity_factors(
+    candidates: Sequence[tuple[str, float]],
+    similarity: Callable[[str, str], float],
+    limit: int,
+    lambda_: float = 0.7,
+) -> list[tuple[str, float]]:
+    """MMR in multiplicative form: repeatedly take the candidate maximising
+    ``score × (1 − (1−λ)·max similarity to those already taken)``; return (id, factor)
+    in the order taken, where ``score × factor`` is that value.
+
+    Unlike the additive form, the values come out non-increasing (a candidate's value
+    only falls as more are taken), so hits stay sorted by their reported score and the
+    penalty shows in the explanation as one factor.
+    """
+    remaining = list(candidates)
+    chosen: list[tuple[str, float]] = []
+    while remaining and len(chosen) < limit:
+        best_index, best_value, best_factor = 0, -math.inf, 1.0
+        for index, (item, score) in enumerate(remaining):
+            redundancy = max((similarity(item, other) for other, _ in chosen), default=0.0)
+            factor = 1.0 - (1.0 - lambda_) * max(0.0, min(1.0, redundancy))
+            if score * factor > best_value:
+                best_index, best_value, best_factor = index, score * factor, factor
+        chosen.append((remaining.pop(best_index)[0], best_factor))
+    return chosen
+
+
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     dot = sum(x * y for x, y in zip(a, b, strict=True))
     norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))

@@ -10,8 +10,8 @@ the query's information this memory matches", lies in [0, 1] and means the same 
 queries, so ``min_score`` is a real threshold. Hits are ordered by score, ties broken by
 BM25 rank (which accounts for term frequency and chunk length).
 
-Ranking functions are pure and take plain values; ``keyword_search`` wires them to a
-backend.
+Ranking functions are pure and take plain values; ``keyword_lane`` wires them to a
+backend, and ``hivemem.retrieval`` fuses this lane with the others.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from datetime import datetime
 from . import text as textmod
 from .settings import Settings
 from .store.base import Backend, ChunkMatch
-from .types import Explanation, Hit, Memory, Query, Status
+from .types import Query
 
 
 def idf(total: int, doc_freq: int) -> float:
@@ -51,20 +51,6 @@ def best_chunk_per_memory(matches: Sequence[ChunkMatch]) -> list[ChunkMatch]:
             seen.add(match.memory_id)
             out.append(match)
     return out
-
-
-@dataclass(frozen=True, slots=True)
-class _Scored:
-    memory: Memory
-    candidate: KeywordCandidate
-    factors: dict[str, float]
-
-    @property
-    def score(self) -> float:
-        value = self.candidate.coverage
-        for factor in self.factors.values():
-            value *= factor
-        return value
 
 
 def selective_terms(terms: Sequence[str], doc_freq: Mapping[str, int], budget: int) -> list[str]:
@@ -115,7 +101,7 @@ def keyword_lane(
     in a large store. Measured on LoCoMo this changes no hit@k (0.702 at hit@10 either
     way), and it keeps keyword search under 10 ms p95 at 100k memories.
     """
-    terms = textmod.query_terms(query.text, settings.max_query_terms)
+    terms = textmod.query_terms(textmod.query_focus(query.text), settings.max_query_terms)
     if not terms and not query.fts_syntax:
         return terms, []
     stats = backend.term_stats(terms)
@@ -145,57 +131,3 @@ def keyword_lane(
         best.update({c.match.memory_id: c for c in candidates})
         candidates = sorted(best.values(), key=lambda c: (-c.coverage, c.rank))
     return terms, candidates
-
-
-def keyword_search(
-    backend: Backend,
-    scopes: Sequence[str],
-    query: Query,
-    settings: Settings,
-    now: datetime,
-) -> list[Hit]:
-    """The keyword lane alone, as hits: best chunk per memory, scored by coverage,
-    superseded memories down-weighted, ``min_score`` applied."""
-    fetch = query.limit * settings.candidate_multiplier
-    terms, candidates = keyword_lane(backend, scopes, query, settings, now, fetch)
-    if not candidates:
-        return []
-    memories = {m.id: m for m in backend.get_many(scopes, [c.match.memory_id for c in candidates])}
-    scored: list[_Scored] = []
-    for candidate in candidates:
-        memory = memories.get(candidate.match.memory_id)
-        if memory is None:  # deleted between the two reads
-            continue
-        factors = {}
-        if memory.status is Status.SUPERSEDED:
-            factors["superseded"] = settings.superseded_factor
-        scored.append(_Scored(memory, candidate, factors))
-    scored.sort(key=lambda s: (-s.score, s.candidate.rank))
-    kept = [s for s in scored if s.score >= query.min_score][: query.limit]
-    hits = []
-    for s in kept:
-        c = s.candidate
-        notes = ("superseded: a newer version exists",) if s.factors.get("superseded") else ()
-        explain = Explanation(
-            lanes={
-                "keyword": {
-                    "rank": c.rank,
-                    "bm25": round(c.match.bm25, 6),
-                    "coverage": round(c.coverage, 6),
-                }
-            },
-            fused=round(c.coverage, 6),
-            factors=dict(s.factors),
-            matched_terms=c.matched,
-            chunk_seq=c.match.seq,
-            notes=notes,
-        )
-        hits.append(
-            Hit(
-                memory=s.memory,
-                score=round(s.score, 6),
-                explain=explain,
-                snippet=textmod.snippet(c.match.text, terms),
-            )
-        )
-    return hits

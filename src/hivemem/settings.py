@@ -82,6 +82,56 @@ class Settings:
         True, "Searches and gets bump access_count/last_accessed of what they return."
     )
 
+    # Embeddings and the vector lane.
+    embedder: str = _setting(
+        "local",
+        "Embedder for the vector lane: `local` (bundled offline model), `hash` (tests), "
+        "`openai` (needs hivemem[openai]; set via the library), or `none` (keyword only).",
+    )
+    embed_in_background: bool = _setting(
+        True, "Embed new chunks in a background thread right after each write."
+    )
+    embed_batch_size: int = _setting(32, "Chunks embedded per batch by the embedding worker.")
+    vector_pool: int = _setting(
+        200, "Binary-KNN candidates per scope re-scored by exact cosine in the vector lane."
+    )
+    vector_floor: float = _setting(
+        0.1,
+        "Cosine similarity that maps to a vector-lane score of 0 (what unrelated texts "
+        "score with the default model); 1.0 maps to 1.",
+    )
+
+    # Fusion and ranking.
+    fusion: str = _setting(
+        "minmax",
+        "How lanes are fused: `minmax` (each lane's scores min-max scaled within the "
+        "query, weighted mean, scaled by the best absolute fused score so thresholds keep "
+        "their meaning; best measured), `weighted` (weighted mean of each lane's absolute "
+        "score in [0, 1]) or `rrf` (reciprocal rank fusion, normalised to [0, 1]).",
+    )
+    keyword_weight: float = _setting(0.6, "Weight of the keyword lane in weighted fusion.")
+    vector_weight: float = _setting(0.4, "Weight of the vector lane in weighted fusion.")
+    entity_weight: float = _setting(0.2, "Weight of the entity lane in weighted fusion.")
+    rrf_k: float = _setting(60.0, "The k of reciprocal rank fusion.")
+    decay_profile: str = _setting(
+        "exponential",
+        "Temporal decay of scores by age: `exponential` (half-life), `step` (<7 d 1.0, "
+        "7-30 d 0.8, 30-90 d 0.6, older 0.4), `recency` (2^(-age/14)) or `none`. "
+        "Identity and lesson memories are exempt.",
+    )
+    half_life_days: float = _setting(30.0, "Half-life of the exponential decay profile.")
+    decay_weight: float = _setting(
+        0.3,
+        "Share of the score that decays with age: score × (1 − w + w × decay). 1 applies "
+        "the decay profile in full; 0 turns decay off.",
+    )
+    max_access_boost: float = _setting(
+        1.5, "Highest multiplier for often-used memories (1 = no boost)."
+    )
+    mmr_lambda: float = _setting(
+        0.7, "MMR trade-off between relevance (1.0) and diversity; 1 keeps the fused order."
+    )
+
     # Store.
     busy_timeout_ms: int = _setting(
         10_000, "How long a write waits for another writer before failing."

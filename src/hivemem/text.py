@@ -303,6 +303,28 @@ STOPWORDS = frozenset(
 )
 
 
+def query_focus(text: str, max_words: int = 64) -> str:
+    """The part of a query that says what is sought.
+
+    Agents often paste a system prompt or a long context before the real question;
+    an embedding model reads only its first ~128 word-pieces, and a keyword query made of
+    the preamble's rare words finds the preamble's topics. A query of at most
+    ``max_words`` words is returned unchanged; a longer one is cut to its last sentence
+    that asks something (ends with ``?``) when that is short enough, else to its last
+    ``max_words`` words.
+    """
+    words = text.split()
+    if len(words) <= max_words:
+        return text
+    for sentence in reversed(_SENTENCE_OR_LINE.split(text)):
+        if "?" in sentence and 0 < len(sentence.split()) <= max_words:
+            return sentence.strip()
+    return " ".join(words[-max_words:])
+
+
+_SENTENCE_OR_LINE = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
 def query_terms(text: str, max_terms: int = 32) -> list[str]:
     """The meaningful words of a natural-language query, lowercased, deduplicated, in
     order: stopwords and one-letter words dropped (unless nothing else is left), at most

@@ -252,4 +252,35 @@ def settings_(env: Env, as_json: bool) -> None:
         click.echo(f"    {row['help']} [HIVEMEM_{row['name'].upper()}]")
 
 
-COMMANDS = (export_, import_, stats, doctor_, settings_)  # init is listed first, alone
+@click.command()
+@json_option
+@pass_env
+def reindex(env: Env, as_json: bool) -> None:
+    """Re-embed every chunk with the current embedder.
+
+    The embedder is the `embedder` setting (HIVEMEM_EMBEDDER).
+
+    Run it after changing the embedding model: until then the vector lane is off and
+    search uses the keyword lane. Drops the old vectors, records the new model, and
+    embeds every chunk (texts already in the embedding cache are not embedded again).
+    """
+    store = env.store()
+    with contextlib.ExitStack() as stack:
+        bar: list[Any] = []  # made on the first report, which knows the total
+        seen = [0]
+
+        def step(current: int, total: int) -> None:
+            if not bar:
+                bar.append(stack.enter_context(_progress("embedding", total)))
+            bar[0].update(current - seen[0])
+            seen[0] = current
+
+        done = store.reindex(step)
+    identity = store.indexer.identity
+    if as_json:
+        echo_json({"embedded": done, "embedder": identity})
+    else:
+        click.echo(f"embedded {done} chunks with {identity}")
+
+
+COMMANDS = (export_, import_, stats, doctor_, settings_, reindex)  # init is listed first, alone

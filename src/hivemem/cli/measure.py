@@ -12,6 +12,7 @@ import click
 from hivemem.bench import format_table, run_bench
 from hivemem.errors import InvalidInput
 from hivemem.evaluation import eval_locomo, format_report
+from hivemem.longmemeval import eval_longmemeval, format_lme_report
 
 from .common import Env, echo_json, json_option, pass_env
 
@@ -102,6 +103,41 @@ def locomo(env: Env, path: str, limit: int, as_json: bool) -> None:
         echo_json(report.to_dict())
     else:
         click.echo(format_report(report))
+
+
+@eval_.command()
+@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--limit-questions",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Score only the first N questions that are not abstentions (default: all).",
+)
+@json_option
+@pass_env
+def longmemeval(env: Env, path: str, limit_questions: int | None, as_json: bool) -> None:
+    """Score retrieval on LongMemEval (recall_any@k by question type).
+
+    Each question's haystack goes into its own scope of a temporary store, every turn an
+    episode with its session and date; the question is searched (top 50) and scored at
+    turn level (any has_answer turn in the top k) and session level (any answer session
+    in the top k). Abstention questions are skipped.
+    """
+    report = eval_longmemeval(
+        path, limit_questions=limit_questions, settings=env.settings, progress=_progress()
+    )
+    if as_json:
+        echo_json(report.to_dict())
+    else:
+        click.echo(format_lme_report(report))
+
+
+def _progress() -> Any:
+    """Questions done, on stderr, rewritten in place on a terminal."""
+    printer = _stage_printer()
+    if printer is None:
+        return None
+    return lambda done, total: printer("questions", done, total)
 
 
 COMMANDS = (bench, eval_)

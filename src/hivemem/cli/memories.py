@@ -117,7 +117,7 @@ def add(
         if not session or not role:
             raise click.UsageError("--episode needs --session and --role")
         memory = env.memory().add_episode(
-            text, session, role, tags=optional(tags), type=type_, **extra
+            text, session, role, tags=optional(tags), type=type_, wait=True, **extra
         )
     else:
         if kind:
@@ -132,6 +132,7 @@ def add(
                 tags=optional(tags),
                 session_id=session,
                 role=role,
+                wait=True,  # a one-shot process: embed before it exits
                 **extra,
             )
         except Conflict as exc:  # the library names its arguments; say the CLI's options

@@ -47,10 +47,53 @@ class SessionInfo:
     consolidated_at: datetime | None
 
 
+class VectorIndex(Protocol):
+    """Chunk vectors of one embedder identity, and the queue of chunks awaiting one
+    (``hivemem.store.vectors`` documents the SQLite layout)."""
+
+    unavailable: str | None  # why this store cannot hold vectors, or None
+
+    def recorded_identity(self) -> str | None: ...
+
+    def bind(self, identity: str, dimension: int) -> str | None:
+        """Record ``identity`` if none is; return the other identity the store holds."""
+        ...
+
+    def reset(self, identity: str, dimension: int) -> int:
+        """Drop every vector, record ``identity``, queue every chunk; return the queue size."""
+        ...
+
+    def pending(self, limit: int) -> list[Any]: ...
+
+    def pending_count(self, scopes: Sequence[str] | None = None) -> int: ...
+
+    def has_pending(self) -> bool: ...
+
+    def cached(self, model: str, hashes: Sequence[str]) -> dict[str, bytes]: ...
+
+    def upsert(self, model: str, items: Sequence[tuple[Any, bytes]]) -> int: ...
+
+    def search(
+        self,
+        scopes: Sequence[str],
+        vector: Any,
+        query: Query,
+        fetch: int,
+        now: datetime,
+        model: str,
+        pool: int = 200,
+    ) -> list[Any]: ...
+
+    def vectors(self, model: str, chunk_ids: Sequence[int]) -> dict[int, Any]: ...
+
+    def count(self) -> int: ...
+
+
 class Backend(Protocol):
     """Persistence of memories and their derived keyword index."""
 
     location: str
+    vectors: VectorIndex
 
     def atomic(self) -> AbstractContextManager[None]:
         """A write transaction (``BEGIN IMMEDIATE``); nested calls are savepoints."""

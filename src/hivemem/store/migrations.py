@@ -211,6 +211,31 @@ def _memories_scope_id(conn: Connection) -> None:
     conn.execute("CREATE INDEX memories_scope_id ON memories (scope, id)")
 
 
+@migration("0005_vector_queue")
+def _vector_queue(conn: Connection) -> None:
+    # Vectors are derived off the write path (DESIGN §2). A chunk's insert queues it in
+    # the same transaction, so after a crash "what is left to embed" is exactly the queue;
+    # the background worker empties it. The queue cascades with its chunk. The vec0 table
+    # itself is created at run time for the recorded embedder (its dimension is only
+    # known then; see ``store/vectors.py``).
+    for sql in (
+        """CREATE TABLE embedding_cache (
+            text_hash TEXT NOT NULL,
+            model TEXT NOT NULL,
+            vector BLOB NOT NULL,
+            PRIMARY KEY (text_hash, model)
+        ) WITHOUT ROWID""",
+        """CREATE TABLE vector_queue (
+            chunk_id INTEGER PRIMARY KEY REFERENCES chunks (id) ON DELETE CASCADE
+        )""",
+        """CREATE TRIGGER chunks_queue AFTER INSERT ON chunks BEGIN
+            INSERT INTO vector_queue (chunk_id) VALUES (new.id);
+        END""",
+        "INSERT INTO vector_queue (chunk_id) SELECT id FROM chunks",
+    ):
+        conn.execute(sql)
+
+
 def insert_chunks(conn: Connection, memory_id: str, pieces: list[str]) -> None:
     conn.executemany(
         "INSERT INTO chunks (memory_id, seq, text, text_hash) VALUES (?, ?, ?, ?)",

@@ -38,6 +38,7 @@ from .rows import (
     placeholders,
     row_to_memory,
 )
+from .vectors import SQLiteVectorIndex, load_extension
 
 try:  # pragma: no cover - which driver is present depends on the install
     import sqlean as sqlite_driver
@@ -76,6 +77,7 @@ class SQLiteBackend:
         try:
             self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             self._conn.execute("PRAGMA foreign_keys = ON")
+            self.vectors = SQLiteVectorIndex(self, load_extension(self._conn))
             self.journal_mode = self._prepare_file(busy_timeout_ms)
         except sqlite_driver.DatabaseError as exc:
             self._conn.close()
@@ -679,6 +681,9 @@ class SQLiteBackend:
             "SELECT COUNT(*) FROM sessions WHERE consolidated_at IS NULL"
         )[0][0]
         return {
+            "vectors": self.vectors.count(),
+            "chunks_awaiting_vectors": self.vectors.pending_count(),
+            "vector_index_unavailable": self.vectors.unavailable,
             "integrity": integrity,
             "fts_ok": fts_ok,
             "fts_error": fts_error,
@@ -701,6 +706,8 @@ class SQLiteBackend:
                 row = self._read("SELECT content FROM memories WHERE id = ?", [memory_id])
                 if not row:
                     continue
+                old = self._read("SELECT id FROM chunks WHERE memory_id = ?", [memory_id])
+                self.vectors.delete_chunks([r[0] for r in old])
                 self._write("DELETE FROM chunks WHERE memory_id = ?", [memory_id])
                 migrations.insert_chunks(
                     self._conn, memory_id, textmod.chunk(row[0][0], size, overlap)

@@ -1,0 +1,174 @@
+"""The embedding worker: fills the vector index off the write path (DESIGN §2).
+
+A write commits its row, chunks and keyword index, and its chunks are queued in the same
+transaction; nothing on the write path touches a model. The worker, a daemon thread of the
+store, wakes when a write tells it to, takes queued chunks in batches, embeds the texts
+the embedding cache does not already hold, and stores the vectors in short transactions
+of their own. ``flush()`` does the same in the caller's thread until the queue is empty:
+``add_episodes(..., wait=True)`` and ``hivemem reindex`` use it. A store reopened after a
+crash finds the chunks still queued and embeds them.
+
+The worker only runs when the store's vectors can be this embedder's: no embedder, no
+sqlite-vec, or vectors of another model (``meta.embedding_identity``) leave the vector
+lane off with the reason in ``disabled``, which search explanations and ``hivemem
+doctor`` show; ``reindex()`` switches a store to this embedder.
+
+Embedder failures (an endpoint down) never lose work: the chunks stay queued, the thread
+logs the error and retries with a growing pause.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+import numpy as np
+
+from .embed import Embedder
+from .errors import InvalidInput, StoreError
+from .store.base import VectorIndex
+from .store.vectors import to_blob
+
+log = logging.getLogger("hivemem.indexer")
+
+Progress = Callable[[int, int], None]
+
+
+class Indexer:
+    """Embeds queued chunks for one store and one embedder."""
+
+    def __init__(
+        self,
+        index: VectorIndex,
+        embedder: Embedder | None,
+        *,
+        batch_size: int = 32,
+        background: bool = True,
+    ) -> None:
+        self._index = index
+        self.embedder = embedder
+        self.batch_size = max(1, batch_size)
+        self.background = background
+        self._embed_lock = threading.Lock()  # one batch at a time: thread or flush
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.disabled: str | None = self._bind()
+        self.last_error: str | None = None
+
+    def _bind(self) -> str | None:
+        if self.embedder is None:
+            return "no embedder configured (keyword and entity lanes only)"
+        if self._index.unavailable is not None:
+            return self._index.unavailable
+        other = self._index.bind(self.embedder.identity, self.embedder.dimension)
+        if other is not None:
+            return (
+                f"this store's vectors were made by {other}, but it is opened with "
+                f"{self.embedder.identity}; vector search is off until `hivemem reindex` "
+                "re-embeds the store with the new model"
+            )
+        return None
+
+    @property
+    def enabled(self) -> bool:
+        return self.disabled is None
+
+    @property
+    def identity(self) -> str | None:
+        return self.embedder.identity if self.embedder is not None else None
+
+    # ------------------------------------------------------------------ the thread
+
+    def notify(self) -> None:
+        """A write queued chunks: wake the worker (starting it on first use)."""
+        if not self.enabled or not self.background or self._stop.is_set():
+            return
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="hivemem-embed", daemon=True)
+            self._thread.start()
+        self._wake.set()
+
+    def _run(self) -> None:
+        pause = 1.0
+        while not self._stop.is_set():
+            self._wake.wait()
+            self._wake.clear()
+            while not self._stop.is_set():
+                try:
+                    if self._batch() == 0:
+                        pause = 1.0
+                        break
+                except Exception as exc:  # never let the thread die; the work stays queued
+                    self.last_error = str(exc)
+                    log.warning("embedding failed, retrying in %.0f s: %s", pause, exc)
+                    self._stop.wait(pause)
+                    pause = min(pause * 2, 60.0)
+
+    def close(self) -> None:
+        """Stop the thread after its current batch; queued work stays for the next open."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    # ------------------------------------------------------------------ the work
+
+    def flush(self, progress: Progress | None = None) -> int:
+        """Embed everything queued, in this thread; returns how many chunks were stored.
+        Embedder errors propagate (the caller asked for the work to be done)."""
+        if not self.enabled:
+            return 0
+        total = self._index.pending_count()
+        done = 0
+        while True:
+            stored = self._batch()
+            if not self.enabled or (stored == 0 and not self._index.has_pending()):
+                return done
+            done += stored
+            if progress is not None:
+                progress(min(done, total), max(total, done))
+
+    def _batch(self) -> int:
+        """Embed and store one batch of queued chunks; 0 when the queue is empty."""
+        assert self.embedder is not None
+        with self._embed_lock:
+            chunks = self._index.pending(self.batch_size)
+            if not chunks:
+                return 0
+            model = self.embedder.identity
+            known = self._index.cached(model, [c.text_hash for c in chunks])
+            todo = {c.text_hash: c.text for c in chunks if c.text_hash not in known}
+            if todo:
+                vectors = self.embedder.embed_batch(list(todo.values()))
+                for text_hash, vector in zip(todo, vectors, strict=True):
+                    known[text_hash] = to_blob(vector)
+            stored = self._index.upsert(model, [(c, known[c.text_hash]) for c in chunks])
+            if stored == 0:
+                # Trigger: nothing stored although chunks were queued. Why: another
+                # process took them, or re-indexed with another model. Outcome: re-check
+                # the binding so this process stops embedding for a table not its own.
+                self.disabled = self._bind()
+            return stored
+
+    def embed_query(self, text: str) -> np.ndarray | None:
+        """The query's unit vector, or None when the vector lane is off."""
+        if not self.enabled or self.embedder is None:
+            return None
+        vector = np.asarray(self.embedder.embed_batch([text])[0], dtype=np.float32)
+        norm = float(np.linalg.norm(vector))
+        return vector / norm if norm > 0 else None
+
+    def reindex(self, progress: Progress | None = None) -> int:
+        """Switch the store's vectors to this embedder: drop them all, queue every chunk,
+        embed. Returns how many chunks were embedded."""
+        if self.embedder is None:
+            raise InvalidInput("embedder", "no embedder configured: nothing to index with")
+        if self._index.unavailable is not None:
+            raise StoreError(f"vector search is unavailable: {self._index.unavailable}")
+        with self._embed_lock:
+            self._index.reset(self.embedder.identity, self.embedder.dimension)
+            self.disabled = None
+        return self.flush(progress)

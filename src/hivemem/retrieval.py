@@ -1,0 +1,263 @@
+"""The retrieval pipeline (DESIGN §3): lanes → fusion → adjustments → diversity → hits.
+
+Each stage is a function of plain values (``hivemem.ranking``); this module runs them in
+order and records what each did in the hit's explanation:
+
+1. Lanes, each returning up to ``limit × candidate_multiplier`` memories scored in
+   [0, 1]: keyword (IDF-weighted coverage, ``hivemem.search``), vector (cosine of the
+   best chunk, calibrated: ``vector_floor`` → 0, 1 → 1), entity (share of the query's
+   named entities a memory is linked to).
+2. Fusion over the lanes that ran (``fusion`` setting): a weighted mean of lane scores
+   (default), or normalised RRF. A lane that did not run — no embedder, a store embedded by
+   another model, no entity named in the query — takes no weight, so it never drags the
+   others down; the explanation says why it did not run.
+3. Adjustments: superseded factor, temporal decay (identity and lesson exempt),
+   access boost, confidence. Scores stay in [0, 1].
+4. MMR on chunk vectors (``mmr_lambda``; 1 keeps the order), then ``min_score`` and the
+   limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from . import ranking
+from . import text as textmod
+from .indexer import Indexer
+from .search import KeywordCandidate, keyword_lane
+from .settings import Settings
+from .store.base import Backend
+from .types import Explanation, Hit, Memory, MemoryType, Query, Status
+
+_DECAY_EXEMPT = (MemoryType.IDENTITY, MemoryType.LESSON)
+
+
+@dataclass(slots=True)
+class _Candidate:
+    """One memory as the lanes saw it."""
+
+    memory_id: str
+    lanes: dict[str, dict[str, float]] = field(default_factory=dict)
+    lane_scores: dict[str, float] = field(default_factory=dict)
+    chunk_id: int | None = None
+    chunk_seq: int = 0
+    chunk_text: str = ""
+    matched: tuple[str, ...] = ()
+
+
+def search(
+    backend: Backend,
+    indexer: Indexer,
+    scopes: Sequence[str],
+    query: Query,
+    settings: Settings,
+    now: datetime,
+) -> list[Hit]:
+    """Hits for ``query`` in ``scopes``, best first (see the module docstring)."""
+    fetch = query.limit * settings.candidate_multiplier
+    notes: list[str] = []
+    candidates: dict[str, _Candidate] = {}
+
+    terms, keyword = keyword_lane(backend, scopes, query, settings, now, fetch)
+    _add_keyword(candidates, keyword)
+    lanes_run = ["keyword"] if terms or query.fts_syntax else []
+
+    vector_ran = False
+    if query.fts_syntax:
+        pass  # FTS5 syntax is not language: the vector lane has nothing to embed
+    elif not indexer.enabled:
+        notes.append(f"vector lane off: {indexer.disabled}")
+    else:
+        vector = indexer.embed_query(textmod.query_focus(query.text))
+        if vector is not None:
+            assert indexer.identity is not None
+            matches = backend.vectors.search(
+                scopes, vector, query, fetch, now, indexer.identity, settings.vector_pool
+            )
+            for rank, match in enumerate(matches, start=1):
+                score = ranking.calibrate_cosine(match.similarity, settings.vector_floor)
+                if score <= 0:  # no closer than unrelated texts: not a candidate
+                    break
+                c = candidates.setdefault(match.memory_id, _Candidate(match.memory_id))
+                c.lanes["vector"] = {
+                    "rank": rank,
+                    "cosine": round(match.similarity, 6),
+                    "score": round(score, 6),
+                }
+                c.lane_scores["vector"] = score
+                if c.chunk_id is None:
+                    c.chunk_id, c.chunk_seq, c.chunk_text = match.chunk_id, match.seq, match.text
+            lanes_run.append("vector")
+            vector_ran = True
+            if backend.vectors.has_pending():
+                notes.append("some memories are still being embedded: found by keyword only")
+    if not candidates:
+        return []
+
+    fused = _fuse(candidates, lanes_run, settings)
+    memories = {m.id: m for m in backend.get_many(scopes, list(candidates))}
+    scored: list[tuple[float, float, _Candidate, Memory, dict[str, float]]] = []
+    for memory_id, base in fused.items():
+        memory = memories.get(memory_id)
+        if memory is None or base <= 0:  # deleted between the reads; or no lane scored it
+            continue
+        factors = adjustments(memory, settings, now)
+        score = base
+        for value in factors.values():
+            score *= value
+        scored.append((min(1.0, score), base, candidates[memory_id], memory, factors))
+    scored.sort(key=lambda s: (-s[0], -s[1], s[3].id))
+    if vector_ran and settings.mmr_lambda < 1.0 and len(scored) > 1:
+        scored = _diversify(backend, indexer, scored, query.limit, settings.mmr_lambda)
+    scored = [s for s in scored if s[0] >= query.min_score]
+    hits = []
+    for score, base, c, memory, factors in scored[: query.limit]:
+        hit_notes = list(notes)
+        if memory.status is Status.SUPERSEDED:
+            hit_notes.insert(0, "superseded: a newer version exists")
+        explain = Explanation(
+            lanes=c.lanes,
+            fused=round(base, 6),
+            factors={k: round(v, 6) for k, v in factors.items()},
+            matched_terms=c.matched,
+            chunk_seq=c.chunk_seq,
+            notes=tuple(hit_notes),
+        )
+        snippet = textmod.snippet(c.chunk_text or memory.content, terms)
+        hits.append(Hit(memory=memory, score=round(score, 6), explain=explain, snippet=snippet))
+    return hits
+
+
+def _add_keyword(candidates: dict[str, _Candidate], keyword: list[KeywordCandidate]) -> None:
+    for rank, k in enumerate(keyword, start=1):
+        c = candidates.setdefault(k.match.memory_id, _Candidate(k.match.memory_id))
+        c.lanes["keyword"] = {
+            "rank": rank,
+            "bm25": round(k.match.bm25, 6),
+            "coverage": round(k.coverage, 6),
+        }
+        c.lane_scores["keyword"] = k.coverage
+        c.chunk_id, c.chunk_seq, c.chunk_text = k.match.chunk_id, k.match.seq, k.match.text
+        c.matched = k.matched
+
+
+def _fuse(
+    candidates: dict[str, _Candidate], lanes_run: Sequence[str], settings: Settings
+) -> dict[str, float]:
+    """Fused score in [0, 1] per memory, over the lanes that ran."""
+    if settings.fusion == ranking.Fusion.RRF:
+        rankings = {
+            lane: sorted(
+                (c for c in candidates.values() if lane in c.lanes),
+                key=lambda c, lane=lane: c.lanes[lane]["rank"],
+            )
+            for lane in lanes_run
+        }
+        weights = _weights(settings)
+        return ranking.rrf(
+            {lane: [c.memory_id for c in ranked] for lane, ranked in rankings.items()},
+            k=settings.rrf_k,
+            weights=weights,
+        )
+    lane_scores = {
+        lane: {c.memory_id: c.lane_scores.get(lane, 0.0) for c in candidates.values()}
+        for lane in lanes_run
+    }
+    weights = _weights(settings)
+    absolute = ranking.weighted(lane_scores, weights)
+    if settings.fusion != "minmax" or not absolute:
+        return absolute
+    # Min-max per lane orders best (measured), but its numbers mean "relative to this
+    # query's best": scaled by the best absolute fused score, a threshold still reads
+    # as "how well this matches", and the order stays the min-max order.
+    relative = ranking.weighted(
+        {lane: _minmax(scores) for lane, scores in lane_scores.items()}, weights
+    )
+    scale = max(absolute.values())
+    return {k: v * scale for k, v in relative.items()}
+
+
+_MINMAX_FLOOR = 0.05  # the lane's weakest match still counts a little: it did match
+
+
+def _minmax(scores: dict[str, float]) -> dict[str, float]:
+    """Positive scores scaled to [0.05, 1] within this query (0 stays 0: not found)."""
+    found = [v for v in scores.values() if v > 0]
+    if not found:
+        return scores
+    low, high = min(found), max(found)
+    span = high - low
+    out = {}
+    for key, value in scores.items():
+        if value <= 0:
+            out[key] = 0.0
+        else:
+            relative = (value - low) / span if span > 0 else 1.0
+            out[key] = _MINMAX_FLOOR + (1.0 - _MINMAX_FLOOR) * relative
+    return out
+
+
+def _weights(settings: Settings) -> dict[str, float]:
+    return {
+        "keyword": settings.keyword_weight,
+        "vector": settings.vector_weight,
+        "entity": settings.entity_weight,
+    }
+
+
+def adjustments(memory: Memory, settings: Settings, now: datetime) -> dict[str, float]:
+    """The multipliers applied after fusion, by name (only those that are not 1)."""
+    factors: dict[str, float] = {}
+    if memory.status is Status.SUPERSEDED:
+        factors["superseded"] = settings.superseded_factor
+    if memory.type not in _DECAY_EXEMPT and settings.decay_weight > 0:
+        age = ranking.age_days(memory.event_time or memory.created_at, now)
+        decay = ranking.temporal_decay(
+            age, ranking.DecayProfile(settings.decay_profile), settings.half_life_days
+        )
+        factor = 1.0 - settings.decay_weight + settings.decay_weight * decay
+        if factor < 1.0:
+            factors["decay"] = factor
+    boost = ranking.access_boost(memory.access_count, settings.max_access_boost)
+    if boost > 1.0:
+        factors["access"] = boost
+    if memory.confidence < 1.0:
+        factors["confidence"] = memory.confidence
+    return factors
+
+
+def _diversify(
+    backend: Backend,
+    indexer: Indexer,
+    scored: list[Any],
+    limit: int,
+    lambda_: float,
+) -> list[Any]:
+    """The ``limit`` best after the diversity penalty (``ranking.diversity_factors`` on
+    the candidates' chunk vectors; those without a vector count as unlike everything)."""
+    assert indexer.identity is not None
+    chunk_ids = [s[2].chunk_id for s in scored if s[2].chunk_id is not None]
+    vectors = backend.vectors.vectors(indexer.identity, chunk_ids)
+    by_id = {s[3].id: s for s in scored}
+
+    def similarity(a: str, b: str) -> float:
+        va = vectors.get(by_id[a][2].chunk_id)
+        vb = vectors.get(by_id[b][2].chunk_id)
+        if va is None or vb is None:
+            return 0.0
+        return float(np.dot(va, vb))
+
+    out = []
+    for memory_id, factor in ranking.diversity_factors(
+        [(s[3].id, s[0]) for s in scored], similarity, limit, lambda_
+    ):
+        score, base, candidate, memory, factors = by_id[memory_id]
+        if factor < 1.0:
+            factors = {**factors, "diversity": factor}
+        out.append((score * factor, base, candidate, memory, factors))
+    return out
