@@ -100,6 +100,8 @@ def search(
         return []
 
     fused = _fuse(candidates, lanes_run, settings)
+    if settings.neighbour_weight > 0:
+        _add_neighbours(backend, scopes, query, now, settings, fused, candidates)
     memories = {m.id: m for m in backend.get_many(scopes, list(candidates))}
     scored: list[tuple[float, float, _Candidate, Memory, dict[str, float]]] = []
     for memory_id, base in fused.items():
@@ -131,6 +133,32 @@ def search(
         snippet = textmod.snippet(c.chunk_text or memory.content, terms)
         hits.append(Hit(memory=memory, score=round(score, 6), explain=explain, snippet=snippet))
     return hits
+
+
+def _add_neighbours(
+    backend: Backend,
+    scopes: Sequence[str],
+    query: Query,
+    now: datetime,
+    settings: Settings,
+    fused: dict[str, float],
+    candidates: dict[str, _Candidate],
+) -> None:
+    """Dialogue context: the turns just before and after a strong episode hit score
+    ``neighbour_weight`` × its score, unless they scored better on their own.
+
+    Why: in a conversation the answer is often the reply to the turn that matches the
+    question ("Did you go to the concert?" / "Yes, it was amazing"), and a short reply
+    shares no words and little meaning with the question.
+    """
+    anchors = sorted(fused, key=lambda k: -fused[k])[: query.limit]
+    for anchor, neighbours in backend.session_neighbours(scopes, anchors, query, now).items():
+        for neighbour in neighbours:
+            value = settings.neighbour_weight * fused[anchor]
+            if value > fused.get(neighbour, 0.0):
+                fused[neighbour] = value
+                c = candidates.setdefault(neighbour, _Candidate(neighbour))
+                c.lanes["context"] = {"of": anchors.index(anchor) + 1, "score": round(value, 6)}
 
 
 def _add_keyword(candidates: dict[str, _Candidate], keyword: list[KeywordCandidate]) -> None:

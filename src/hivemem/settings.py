@@ -112,6 +112,11 @@ class Settings:
     keyword_weight: float = _setting(0.6, "Weight of the keyword lane in weighted fusion.")
     vector_weight: float = _setting(0.4, "Weight of the vector lane in weighted fusion.")
     entity_weight: float = _setting(0.2, "Weight of the entity lane in weighted fusion.")
+    neighbour_weight: float = _setting(
+        0.4,
+        "A dialogue turn next to a strong episode hit (same session) scores this share of "
+        "that hit's score, if it scored less on its own; 0 turns it off.",
+    )
     rrf_k: float = _setting(60.0, "The k of reciprocal rank fusion.")
     decay_profile: str = _setting(
         "exponential",

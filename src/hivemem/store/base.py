@@ -152,6 +152,13 @@ class Backend(Protocol):
 
     def stats(self, scopes: Sequence[str] | None, now: datetime) -> dict[str, Any]: ...
 
+    def session_neighbours(
+        self, scopes: Sequence[str], memory_ids: Sequence[str], query: Query, now: datetime
+    ) -> dict[str, list[str]]:
+        """For each episode among ``memory_ids``, the episodes just before and after it
+        in its session (insertion order) that pass the query's filters."""
+        ...
+
     def sessions(self, scope: str) -> list[SessionInfo]: ...
 
     def scopes(self) -> list[str]: ...

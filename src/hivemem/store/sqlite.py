@@ -449,6 +449,34 @@ class SQLiteBackend:
                 return None
             page = max(page * 4, needed)
 
+    def session_neighbours(
+        self, scopes: Sequence[str], memory_ids: Sequence[str], query: Query, now: datetime
+    ) -> dict[str, list[str]]:
+        """For each episode among ``memory_ids``: the episodes written just before and
+        just after it in its session (insertion order), those that pass the filters."""
+        clause, params = self._scope_clause(scopes)
+        where, extra = self._filter_sql(query, now)
+        filters = " AND ".join([clause, *where])
+        out: dict[str, list[str]] = {}
+        for memory_id in memory_ids:
+            rows = self._read(
+                "SELECT m.id FROM memories m WHERE m.id IN ("
+                " SELECT * FROM (SELECT n.id FROM memories a JOIN memories n"
+                "  ON n.scope = a.scope AND n.session_id = a.session_id"
+                "  WHERE a.id = ? AND a.kind = 'episode' AND n.kind = 'episode'"
+                "  AND n.rowid < a.rowid ORDER BY n.rowid DESC LIMIT 1)"
+                " UNION ALL"
+                " SELECT * FROM (SELECT n.id FROM memories a JOIN memories n"
+                "  ON n.scope = a.scope AND n.session_id = a.session_id"
+                "  WHERE a.id = ? AND a.kind = 'episode' AND n.kind = 'episode'"
+                "  AND n.rowid > a.rowid ORDER BY n.rowid ASC LIMIT 1))"
+                f" AND {filters}",
+                [memory_id, memory_id, *params, *extra],
+            )
+            if rows:
+                out[memory_id] = [r[0] for r in rows]
+        return out
+
     def _stems(self, terms: Sequence[str]) -> dict[str, list[str]]:
         """Each term as the keyword index tokenizes it (porter stems)."""
         return {term: list(scratch.stems(term)) for term in terms}

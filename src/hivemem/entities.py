@@ -1,0 +1,289 @@
+"""Cheap entity mentions for the write hot path: names, @handles, #tags, emails, URLs, dates.
+
+Contract: ``extract(text)`` returns each entity once, keyed by ``(canonical, type)``, in
+order of first appearance, at most ``max_mentions`` of them; ``canonical(name)`` is the
+lookup key shared by writes and queries; ``query_names(text)`` lists candidate keys for a
+query, without relying on capital letters. All functions are pure and never raise on
+text (empty, huge, emoji, lone surrogates).
+
+Why regex: this runs inside ``add_episode``, whose budget is well under a millisecond,
+so it must cost tens of microseconds for a sentence. It therefore over-generates (any
+capitalised word that is not a known stopword counts as a name) and under-understands
+(no coreference, no NER model). Accurate extraction is a later maintenance job that can
+afford a model; this module only has to be fast, predictable and good enough to link
+"Caroline" in a turn to "caroline" in a question.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class EntityType(StrEnum):
+    PERSON = "person"  # any proper name: people, places, organisations, acronyms
+    MENTION = "mention"
+    HASHTAG = "hashtag"
+    EMAIL = "email"
+    URL = "url"
+    DATE = "date"
+
+
+@dataclass(frozen=True, slots=True)
+class Mention:
+    name: str  # the surface form as written, cleaned ("Caroline", "@alice", "8 May 2023")
+    canonical: str  # the lookup key, see canonical()
+    type: EntityType
+
+
+_MONTHS = {
+    "jan": 1, "january": 1, "feb": 2, "february": 2, "mar": 3, "march": 3,
+    "apr": 4, "april": 4, "may": 5, "jun": 6, "june": 6, "jul": 7, "july": 7,
+    "aug": 8, "august": 8, "sep": 9, "sept": 9, "september": 9, "oct": 10,
+    "october": 10, "nov": 11, "november": 11, "dec": 12, "december": 12,
+}  # fmt: skip
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_TITLES = frozenset({"mr", "mrs", "ms", "mx", "dr", "prof"})
+_CONNECTORS = frozenset({"of", "de", "van", "von", "der", "del", "da", "di", "du", "la", "le"})
+
+# Capitalised words that are not names: sentence starters, function words, pronouns,
+# greetings and interjections, plus month and weekday names (those belong to dates).
+_STOPWORD_TEXT = """
+    i i'm i've i'll i'd a an the this that these those there here it it's its what what's when
+    where who whom whose why how which whatever whenever wherever hey hi hello yo dear thanks
+    thank thx ty yes yeah yep yup no nope nah oh ooh ah aw aww wow omg lol lmao haha hahaha hmm
+    um uh ugh yay hooray cheers bye goodbye welcome ok okay sure well so but and or nor yet if
+    because since while though although as at in on of for from to with without by about into
+    onto over under after before during until upon also just maybe perhaps really very not never
+    always sometimes now then today tomorrow yesterday tonight morning evening night please
+    sorry great good nice cool awesome amazing love congrats congratulations happy glad lucky
+    fun interesting true right my me mine myself we we're we've we'll us our ours you you're
+    you've you'll your yours he he's him his she she's her hers they they're they've them their
+    theirs do did does don't didn't doesn't is isn't are aren't was wasn't were weren't be been
+    being am have has had haven't hasn't can can't could couldn't would wouldn't should
+    shouldn't will won't shall might must let let's that's there's here's who's some any all
+    every each both most many much more other another such no none everyone someone anyone
+    nobody everything something anything nothing first second last next one two three went got
+    get going gonna think guess hope feel looks sounds see take make keep check try remember
+    anyway actually btw
+"""
+_STOPWORDS = frozenset([*_STOPWORD_TEXT.split(), *_MONTHS, *_WEEKDAYS])
+
+
+def _cased_letters() -> str:
+    """A regex class of upper- and titlecase letters (``re`` has no ``\\p{Lu}``), from the
+    BMP blocks that hold cased scripts only, to keep the import cheap."""
+    spans = ((0x0, 0x600), (0x1000, 0x1100), (0x1300, 0x1400), (0x1C00, 0x1D00))
+    spans += ((0x1E00, 0x2000), (0x2C00, 0x2D00), (0xA600, 0xA800), (0xFF00, 0x10000))
+    chars = (chr(code) for lo, hi in spans for code in range(lo, hi))
+    cased = (c for c in chars if c.isalpha() and (c.isupper() or c.istitle()))
+    return "[" + "".join(map(re.escape, cased)) + "]"
+
+
+_UPPER = _cased_letters()
+_LETTER = r"[^\W\d_]"
+_MONTH = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+_MONTH += r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
+_MONTH_OR_DAY = "|".join(m.title() for m in (*_MONTHS, *_WEEKDAYS))
+# A capitalised word, not a month or weekday, not glued to an email or URL part.
+_WORD = (
+    rf"(?!(?:{_MONTH_OR_DAY})\b){_UPPER}(?:{_LETTER}|['’-](?={_LETTER}))*['’]?"
+    r"(?![\w@]|\.\w)"
+)
+_TITLE = r"(?:Mr|Mrs|Ms|Mx|Dr|Prof)\.?"
+_NAME_RUN = re.compile(
+    rf"(?={_UPPER})(?<![\w@#/.-])(?:{_TITLE} )?{_WORD}"
+    rf"(?:(?: (?:{'|'.join(sorted(_CONNECTORS))}))? {_WORD})*"
+)
+_ORDINAL = r"\d{1,2}(?:st|nd|rd|th)?"
+_DATE = re.compile(
+    r"(?<![\w-])(?=[\djfmasond])(?:"
+    r"\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])"  # 2023-05-08
+    rf"|{_ORDINAL}(?: of)? {_MONTH}(?:,? \d{{4}})?"  # 8 May 2023, 8 May
+    rf"|{_MONTH}(?: {_ORDINAL},? \d{{4}}|,? \d{{4}}| {_ORDINAL})"  # May 8, 2023; May 2023; May 8
+    r")(?!\w)",
+    re.IGNORECASE,
+)
+_DATE_PARTS = re.compile(r"(\d{4})|(\d{1,2})|([^\W\d_]+)")
+_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_URL = re.compile(r"(?<![\w@])(?:https?://|www\.)[^\s<>\"'()\[\]{}]+", re.IGNORECASE)
+# A literal first, the look-behind after it: re then jumps from one "@" or "#" to the next.
+_AT_HANDLE = re.compile(r"@(?<![\w@.+-]@)\w+")
+_HASHTAG = re.compile(r"#(?<![\w&#]#)(?!\d+(?!\w))\w+")
+_SPEAKER = re.compile(rf"\s*({_UPPER}[\w'’.-]*(?: {_UPPER}[\w'’.-]*){{0,2}}):(?!//)")
+_DIGIT = re.compile(r"\d")
+_WS = re.compile(r"\s+")
+_LEADING_TITLE = re.compile(r"^(?:mr|mrs|ms|mx|dr|prof)\.?\s+(?=\S)")
+_CLAUSE_BREAK = re.compile(r"[^\w\s'’-]+")
+_TOKEN = re.compile(r"\w+(?:['’-]\w+)*")
+
+
+def canonical(name: str) -> str:
+    """The lookup key for a name: NFC, casefolded, whitespace collapsed, curly apostrophes
+    straightened, one leading ``@``/``#`` dropped, leading titles (Mr, Dr, ...) and a
+    trailing possessive ('s) stripped. ``canonical("Dr. Caroline’s") == "caroline"``."""
+    key = _WS.sub(" ", unicodedata.normalize("NFC", name).casefold()).strip()
+    key = key.replace("’", "'")
+    if key[:1] in ("@", "#"):
+        key = key[1:]
+    key = _LEADING_TITLE.sub("", key, count=1)
+    if key.endswith("'s") and len(key) > 2:
+        key = key[:-2]
+    return key.rstrip("'")
+
+
+def _fold(word: str) -> str:
+    return word.casefold().replace("’", "'")
+
+
+def _names_in_run(run: str) -> list[str]:
+    """Split one run of capitalised words into names: stopwords and possessives end a
+    name, titles start one, connectors only join, more than four words is a heading."""
+    words = run.split(" ")
+    capitals = [w for w in words if w not in _CONNECTORS]
+    # trigger: a run of all-caps words, e.g. "I LOVE THIS"; why: that is shouting, not a
+    # row of acronyms; outcome: only a run with no stopword in it survives.
+    shouting = len(capitals) > 1 and all(w.isupper() for w in capitals)
+    if shouting and any(_fold(w) in _STOPWORDS for w in capitals):
+        return []
+    names: list[str] = []
+    segment: list[str] = []
+    for word in words:
+        key = _fold(word).rstrip(".")
+        possessive = key.endswith(("'s", "'"))
+        if possessive:
+            word = word[:-2] if key.endswith("'s") else word[:-1]
+            key = _fold(word)
+        if word in _CONNECTORS:
+            if segment:
+                segment.append(word)
+        elif key in _TITLES:
+            _close(segment, names)
+            segment = [word]
+        elif key in _STOPWORDS or (word.isupper() and len(word) > 6):
+            _close(segment, names)
+            segment = []
+        else:
+            segment.append(word)
+        if possessive:
+            _close(segment, names)
+            segment = []
+    _close(segment, names)
+    return names
+
+
+def _close(segment: list[str], names: list[str]) -> None:
+    while segment and (segment[-1] in _CONNECTORS or _fold(segment[-1]).rstrip(".") in _TITLES):
+        segment.pop()
+    proper = [w for w in segment if w not in _CONNECTORS and _fold(w).rstrip(".") not in _TITLES]
+    if not proper or len(proper) > 4 or (len(segment) == 1 and len(segment[0]) < 2):
+        return
+    names.append(" ".join(segment))
+
+
+def _date_canonical(surface: str) -> str:
+    year = month = day = None
+    for match in _DATE_PARTS.finditer(surface):
+        if match[1]:
+            year = int(match[1])
+        elif match[2]:
+            number = int(match[2])
+            if month is None and year is not None:
+                month = number  # ISO: year first, then month, then day
+            else:
+                day = number
+        elif match[3].casefold() in _MONTHS:
+            month = _MONTHS[match[3].casefold()]
+    if year is None and surface[0].islower():
+        return ""  # "may 2" is more likely the verb than a date; "2 may" is kept
+    if year is not None and month is not None and day is not None and 1 <= day <= 31:
+        return f"{year:04d}-{month:02d}-{day:02d}"
+    if year is not None and month is not None and day is None:
+        return f"{year:04d}-{month:02d}"
+    return _WS.sub(" ", surface.casefold())
+
+
+def extract(text: str, max_mentions: int = 32) -> list[Mention]:
+    """Entity mentions in ``text``, each ``(canonical, type)`` once, in order of first
+    appearance, at most ``max_mentions``. Emails, URLs and dates claim their characters
+    first, so a name inside them ("Alice.Smith@x.com", "May 2023") is not also a name."""
+    if max_mentions <= 0 or not text:
+        return []
+    found: list[tuple[int, str, str, EntityType]] = []  # (position, name, canonical, type)
+    taken = bytearray(len(text))  # 1 where an email, URL, handle, tag or date was found
+
+    # Each kind stops at max_mentions distinct keys: anything after that point has at
+    # least max_mentions entities before it, so it cannot be in the result anyway.
+    def claim(pattern: re.Pattern[str], kind: EntityType, clean=None, key=canonical) -> None:
+        keys: set[str] = set()
+        for match in pattern.finditer(text):
+            start, end = match.span()
+            if 1 in taken[start:end]:
+                continue
+            surface = clean(match[0]) if clean else match[0]
+            taken[start:end] = b"\x01" * (end - start)
+            found.append((start, surface, key(surface), kind))
+            keys.add(found[-1][2])
+            if len(keys) >= max_mentions:
+                return
+
+    if "://" in text or "www." in text or "WWW." in text:
+        claim(_URL, EntityType.URL, clean=lambda url: url.rstrip(".,;:!?"))
+    if "@" in text:
+        claim(_EMAIL, EntityType.EMAIL)
+        claim(_AT_HANDLE, EntityType.MENTION)
+    if "#" in text:
+        claim(_HASHTAG, EntityType.HASHTAG)
+    if _DIGIT.search(text):
+        claim(_DATE, EntityType.DATE, key=_date_canonical)
+    names: set[str] = set()
+    for match in _NAME_RUN.finditer(text):
+        if 1 in taken[match.start() : match.end()]:
+            continue
+        for name in _names_in_run(match[0]):
+            found.append((match.start(), name, canonical(name), EntityType.PERSON))
+            names.add(found[-1][2])
+        if len(names) >= max_mentions:
+            break
+
+    found.sort(key=lambda item: item[0])  # stable: names from one run keep their order
+    seen: set[tuple[str, EntityType]] = set()
+    mentions: list[Mention] = []
+    for _, name, key, kind in found:
+        if not key or (key, kind) in seen:
+            continue
+        seen.add((key, kind))
+        mentions.append(Mention(name, key, kind))
+        if len(mentions) >= max_mentions:
+            break
+    return mentions
+
+
+def query_names(text: str, max_ngram: int = 3) -> list[str]:
+    """Candidate canonical names for the entities of a query, for lookup in a table of
+    known entities. Queries are often lowercase, so besides ``extract`` (whose keys come
+    first) every 1..``max_ngram``-word gram within a clause is a candidate, unless all its
+    words are stopwords. Deduplicated, extracted keys first, then grams in text order."""
+    candidates = dict.fromkeys(mention.canonical for mention in extract(text))
+    folded_text = unicodedata.normalize("NFC", text).casefold().replace("’", "'")
+    for clause in _CLAUSE_BREAK.split(folded_text):
+        # canonical() of a gram, word by word: a possessive is stripped from its last word,
+        # and a gram led by a title would only repeat the gram without it.
+        words = _TOKEN.findall(clause)
+        bare = [w[:-2] if w.endswith("'s") and len(w) > 2 else w for w in words]
+        stop = [w in _STOPWORDS for w in words]
+        for start, first in enumerate(words):
+            longest = 1 if first in _TITLES else max_ngram
+            for end in range(start + 1, min(start + longest, len(words)) + 1):
+                if not all(stop[start:end]):
+                    candidates.setdefault(" ".join([*words[start : end - 1], bare[end - 1]]))
+    return list(candidates)
+
+
+def speaker_prefix(text: str) -> str | None:
+    """The speaker of a transcript line, ``"Caroline"`` for ``"Caroline: hi"``: a leading
+    run of at most three capitalised words followed by a colon; otherwise None."""
+    match = _SPEAKER.match(text)
+    return match[1] if match else None

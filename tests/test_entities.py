@@ -1,0 +1,278 @@
+"""Regex entity extraction: what comes out of real-looking turns and questions, and that
+hostile text never raises. No timings here; the hot-path cost is measured by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from hivemem.entities import (
+    EntityType,
+    Mention,
+    canonical,
+    extract,
+    query_names,
+    speaker_prefix,
+)
+
+P = EntityType.PERSON
+
+
+def pairs(text: str, **kwargs) -> list[tuple[str, str, EntityType]]:
+    return [(m.name, m.canonical, m.type) for m in extract(text, **kwargs)]
+
+
+def test_a_locomo_turn_yields_the_speaker_and_the_acronym():
+    assert extract("Caroline: I went to the LGBTQ support group yesterday") == [
+        Mention("Caroline", "caroline", P),
+        Mention("LGBTQ", "lgbtq", P),
+    ]
+
+
+def test_a_sentence_initial_name_in_a_question_is_a_name():
+    assert pairs("When did Melanie paint a sunrise?") == [("Melanie", "melanie", P)]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Hey Mel", ["Mel"]),
+        ("Thanks Caroline!", ["Caroline"]),
+        ("Dear Jean-Luc, hello", ["Jean-Luc"]),
+        ("Bank of America hired O'Neil", ["Bank of America", "O'Neil"]),
+        ("We flew to New York with NASA", ["New York", "NASA"]),
+        ("Caroline and Melanie and Caroline again", ["Caroline", "Melanie"]),
+        ("Caroline And Melanie", ["Caroline", "Melanie"]),
+        ("Caroline's Mom said hi", ["Caroline", "Mom"]),
+        ("She quoted 'Mel' and “Émile Zola”", ["Mel", "Émile Zola"]),
+        ("Dr. Smith met Mr Jones", ["Dr. Smith", "Mr Jones"]),
+        ("Hi Kim. Jon will know", ["Kim", "Jon"]),
+        ("COVID-19 hit Paris", ["COVID", "Paris"]),
+    ],
+)
+def test_proper_names(text, expected):
+    assert [m.name for m in extract(text) if m.type is P] == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I",
+        "The end. This is it. What now? Why not. Yes! No. Oh wow. So. But. And.",
+        "I'm sure It's fine, Let's go, That's it",
+        "May is nice, Monday too, and Sunday",
+        "I LOVE THIS",
+        "OMG I LOVE IT SO MUCH",
+        "AMAZING",
+        "New Study Shows Coffee Helps Memory Today",
+        "U.S. or x",
+        "all lowercase text with no names at all",
+    ],
+)
+def test_no_stopwords_months_shouting_or_headlines_as_names(text):
+    assert [m for m in extract(text) if m.type is P] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "key"),
+    [
+        ("on 2023-05-08.", "2023-05-08", "2023-05-08"),
+        ("on 8 May 2023", "8 May 2023", "2023-05-08"),
+        ("1:56 pm on 8 May, 2023", "8 May, 2023", "2023-05-08"),
+        ("the 8th of May 2023", "8th of May 2023", "2023-05-08"),
+        ("May 8, 2023 it was", "May 8, 2023", "2023-05-08"),
+        ("Sept. 3, 2021", "Sept. 3, 2021", "2021-09-03"),
+        ("in May 2023", "May 2023", "2023-05"),
+        ("in december 2022", "december 2022", "2022-12"),
+        ("on 8 May", "8 May", "8 may"),
+        ("on May 8", "May 8", "may 8"),
+    ],
+)
+def test_dates_and_their_iso_keys(text, name, key):
+    assert pairs(text) == [(name, key, EntityType.DATE)]
+
+
+def test_not_dates():
+    assert pairs("2023-13-40 and 12345 and you may 2 go, 20230508") == []
+
+
+def test_a_date_written_twice_is_one_entity():
+    assert pairs("2023-05-08, i.e. May 8, 2023 or 8 May 2023") == [
+        ("2023-05-08", "2023-05-08", EntityType.DATE)
+    ]
+
+
+def test_a_name_beside_a_date_keeps_the_month_out():
+    assert pairs("Caroline May 2023") == [
+        ("Caroline", "caroline", P),
+        ("May 2023", "2023-05", EntityType.DATE),
+    ]
+
+
+def test_emails_urls_handles_and_hashtags():
+    text = (
+        "Mail Alice.Smith@Example.com, ping @bob_1 or @Carol; see https://Example.com/Path?q=1. "
+        "and www.hive.org/#faq #Travel #1 #1st"
+    )
+    assert pairs(text) == [
+        ("Mail", "mail", P),
+        ("Alice.Smith@Example.com", "alice.smith@example.com", EntityType.EMAIL),
+        ("@bob_1", "bob_1", EntityType.MENTION),
+        ("@Carol", "carol", EntityType.MENTION),
+        ("https://Example.com/Path?q=1", "https://example.com/path?q=1", EntityType.URL),
+        ("www.hive.org/#faq", "www.hive.org/#faq", EntityType.URL),
+        ("#Travel", "travel", EntityType.HASHTAG),
+        ("#1st", "1st", EntityType.HASHTAG),
+    ]
+
+
+def test_an_at_sign_inside_an_email_or_url_is_not_a_handle():
+    assert pairs("bob@example.org https://user@host.com/x") == [
+        ("bob@example.org", "bob@example.org", EntityType.EMAIL),
+        ("https://user@host.com/x", "https://user@host.com/x", EntityType.URL),
+    ]
+
+
+def test_the_same_key_in_two_types_is_two_mentions():
+    assert pairs("Alice met @alice and #Alice") == [
+        ("Alice", "alice", P),
+        ("@alice", "alice", EntityType.MENTION),
+        ("#Alice", "alice", EntityType.HASHTAG),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "key"),
+    [
+        ("Caroline", "caroline"),
+        ("  New   York ", "new york"),
+        ("Caroline's", "caroline"),
+        ("Caroline’s", "caroline"),
+        ("O’Neil", "o'neil"),
+        ("James'", "james"),
+        ("Dr. Smith", "smith"),
+        ("mrs  Jones", "jones"),
+        ("Dr", "dr"),
+        ("@Alice", "alice"),
+        ("#Travel", "travel"),
+        ("STRASSE", "strasse"),
+        ("Straße", "strasse"),
+        ("e\u0301mile", "émile"),
+        ("", ""),
+    ],
+)
+def test_canonical(name, key):
+    assert canonical(name) == key
+
+
+def test_max_mentions_keeps_the_first_ones():
+    text = " ".join(f"Name{letter}x met" for letter in "ABCDEFGHIJ")
+    names = [m.name for m in extract(text)]
+    assert names == [f"Name{letter}x" for letter in "ABCDEFGHIJ"]
+    assert [m.name for m in extract(text, max_mentions=3)] == names[:3]
+    assert extract(text, max_mentions=0) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        " ",
+        "\ud800",
+        "\ud800Caroline\udfff met @\ud800 #\udc00",
+        "🎉🔥 Caroline 🎉 #🎉 @🎉",
+        "\x00\n\t" * 100,
+        "@" * 5000 + "a" * 5000,
+        "a" * 10_000 + "@x.com",
+        "Word " * 2000,
+        ("Caroline met Melanie on 8 May 2023 at https://x.io #tag @me. " * 200)[:10_000],
+    ],
+)
+def test_hostile_text_never_raises_and_respects_the_cap(text):
+    mentions = extract(text)
+    assert len(mentions) <= 32
+    assert len({(m.canonical, m.type) for m in mentions}) == len(mentions)
+    assert isinstance(query_names(text), list)
+    speaker_prefix(text)
+
+
+def test_ten_kilobytes_of_turns_yield_each_entity_once():
+    text = ("Caroline met Melanie on 8 May 2023 at https://x.io #tag @me. " * 200)[:10_000]
+    assert pairs(text) == [
+        ("Caroline", "caroline", P),
+        ("Melanie", "melanie", P),
+        ("8 May 2023", "2023-05-08", EntityType.DATE),
+        ("https://x.io", "https://x.io", EntityType.URL),
+        ("#tag", "tag", EntityType.HASHTAG),
+        ("@me", "me", EntityType.MENTION),
+    ]
+
+
+def test_query_names_work_on_lowercase_questions():
+    assert query_names("what did caroline do in may") == [
+        "what did caroline",
+        "did caroline",
+        "did caroline do",
+        "caroline",
+        "caroline do",
+        "caroline do in",
+    ]
+
+
+def test_query_names_put_extracted_keys_first_and_stay_within_clauses():
+    assert query_names("When did Melanie visit New York, Paris?", max_ngram=2) == [
+        "melanie",
+        "new york",
+        "paris",
+        "did melanie",
+        "melanie visit",
+        "visit",
+        "visit new",
+        "new",
+        "york",
+    ]
+
+
+def test_query_names_include_dates_and_handles():
+    names = query_names("what did @alice post on 8 may 2023")
+    assert names[:2] == ["alice", "2023-05-08"]
+    assert "post" in names and "may" not in names
+
+
+def test_query_names_of_stopwords_only_is_empty():
+    assert query_names("what did you do, and why?") == []
+    assert query_names("") == []
+
+
+@pytest.mark.parametrize(
+    ("line", "speaker"),
+    [
+        ("Caroline: hi", "Caroline"),
+        ("  Caroline: hi", "Caroline"),
+        ("Jean Luc Picard: engage", "Jean Luc Picard"),
+        ("One Two Three Four: no", None),
+        ("caroline: hi", None),
+        ("Caroline said: hi", None),
+        ("Caroline hi", None),
+        ("https://x.io", None),
+        ("", None),
+    ],
+)
+def test_speaker_prefix(line, speaker):
+    assert speaker_prefix(line) == speaker
+
+
+def test_query_names_are_canonical_keys():
+    names = query_names("Ask Dr Smith’s team about it")
+    assert names == [
+        "ask",  # extracted names first: "Ask" and "Dr Smith"
+        "smith",
+        "ask dr",
+        "ask dr smith",
+        "dr",
+        "smith's team",
+        "smith's team about",
+        "team",
+        "team about",
+        "team about it",
+    ]
+    assert [canonical(name) for name in names] == names

@@ -1,0 +1,79 @@
+"""The fused pipeline on its own terms: dialogue context, fusion modes, thresholds."""
+
+from __future__ import annotations
+
+import pytest
+
+import hivemem
+from hivemem import Settings
+
+
+@pytest.fixture
+def chat(tmp_path, clock):
+    settings = Settings(decay_weight=0, mmr_lambda=1.0)
+    with hivemem.open(tmp_path / "c.db", clock=clock, settings=settings, embedder="hash") as s:
+        mem = s.scope("a")
+        turns = mem.add_episodes(
+            [
+                {
+                    "content": "Did you go to the Radiohead concert?",
+                    "session_id": "s1",
+                    "role": "b",
+                },
+                {
+                    "content": "Yes, it was amazing, we danced all night",
+                    "session_id": "s1",
+                    "role": "a",
+                },
+                {"content": "Lunch was pasta today", "session_id": "s2", "role": "a"},
+                {
+                    "content": "What did you think of the Radiohead concert?",
+                    "session_id": "s3",
+                    "role": "b",
+                },
+            ],
+            wait=True,
+        )
+        yield mem, turns
+
+
+def test_the_reply_to_a_matching_turn_is_found_as_its_context(chat):
+    mem, turns = chat
+    hits = mem.search("radiohead concert")
+    by_id = {h.memory.id: h for h in hits}
+    reply = by_id[turns[1].id]
+    anchor = by_id[turns[0].id]
+    assert reply.explain.lanes["context"]["of"] >= 1
+    assert reply.score == pytest.approx(0.4 * anchor.explain.fused, abs=1e-6)
+    # the neighbour of s3's question is nothing (last turn of its session); s2 is unrelated
+    assert turns[2].id not in by_id
+
+
+def test_context_never_crosses_sessions_or_brings_back_deleted_turns(chat):
+    mem, turns = chat
+    mem.delete(turns[1].id)
+    ids = [h.memory.id for h in mem.search("radiohead concert")]
+    assert turns[1].id not in ids and turns[2].id not in ids
+
+
+def test_context_can_be_turned_off(tmp_path, clock):
+    settings = Settings(neighbour_weight=0)
+    with hivemem.open(tmp_path / "c.db", clock=clock, settings=settings, embedder="none") as s:
+        mem = s.scope("a")
+        mem.add_episode("Did you go to the Radiohead concert?", session_id="s1", role="b")
+        mem.add_episode("Yes, it was amazing", session_id="s1", role="a")
+        assert len(mem.search("radiohead concert")) == 1
+
+
+@pytest.mark.parametrize("fusion", ["minmax", "weighted", "rrf"])
+def test_every_fusion_gives_sorted_scores_in_the_unit_interval(tmp_path, clock, fusion):
+    settings = Settings(fusion=fusion)
+    with hivemem.open(tmp_path / "f.db", clock=clock, settings=settings, embedder="hash") as s:
+        mem = s.scope("a")
+        for text in ["deploy on friday", "deploy rules", "friday lunch", "berlin office", "x y"]:
+            mem.save(text, wait=True)
+        hits = mem.search("deploy friday")
+        scores = [h.score for h in hits]
+        assert scores == sorted(scores, reverse=True) and all(0 < x <= 1 for x in scores)
+        assert hits[0].memory.content == "deploy on friday"
+        assert {"keyword", "vector"} <= set(hits[0].explain.lanes)
