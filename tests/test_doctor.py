@@ -155,7 +155,7 @@ def test_repair_rebuilds_a_damaged_keyword_index(store, mem, db_path):
 
 def test_a_corrupted_file_gives_a_store_error_not_a_traceback(tmp_path):
     path = tmp_path / "c.db"
-    with hivemem.open(path) as s:
+    with hivemem.open(path, embedder="hash") as s:
         m = s.scope("a")
         for i in range(300):
             m.save(f"memory number {i} " + "padding text " * 40)

@@ -1,7 +1,7 @@
 """The keyword lane: recall of natural questions, filters, scores, explanations.
 
-The store here has no embedder and no decay, so a hit's score is exactly its keyword
-coverage (the fused pipeline has tests of its own in test_vectors.py)."""
+The store here has no embedder, entity lane, dialogue context or decay, so a hit's score
+is exactly its keyword coverage (the fused pipeline has tests of its own in test_vectors.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from hivemem.search import coverage, idf
 
 @pytest.fixture
 def store(db_path, clock):
-    s = hivemem.open(db_path, clock=clock, embedder="none", settings=Settings(decay_weight=0))
+    settings = Settings(decay_weight=0, entity_weight=0, neighbour_weight=0)
+    s = hivemem.open(db_path, clock=clock, embedder="none", settings=settings)
     yield s
     s.close()
 

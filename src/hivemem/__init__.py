@@ -7,10 +7,12 @@ mem.save("Never deploy on Fridays", key="deploy-lesson", type="warning")
 hits = mem.search("when can we deploy?")
 """
 
-from .core import ScopedMemory, Store, default_path, open
+from .core import ScopedMemory
+from .database import Store, default_path, open
 from .errors import Conflict, HiveMemError, InvalidInput, MissingDependency, NotFound, StoreError
 from .settings import Settings
 from .types import (
+    Entity,
     Explanation,
     Hit,
     Kind,
@@ -25,6 +27,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Conflict",
+    "Entity",
     "Explanation",
     "Hit",
     "HiveMemError",

@@ -39,7 +39,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from .core import open as open_store
+from .database import open as open_store
 
 Progress = Callable[[str, int, int], None]
 """``progress(stage, done, total)``: called as work advances (e.g. to drive a bar)."""

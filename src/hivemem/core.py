@@ -1,5 +1,5 @@
-"""The public facade: ``Store`` (one database) and ``ScopedMemory`` (a handle bound to
-one scope, with read access to shared scopes).
+"""The public facade: ``ScopedMemory``, a handle bound to one scope, with read access to
+shared scopes (``hivemem.database`` opens the ``Store`` that hands them out).
 
 Write rules (DESIGN §1) live here, once, for every front end:
 
@@ -18,25 +18,18 @@ Write rules (DESIGN §1) live here, once, for every front end:
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
-from pathlib import Path
-from typing import Any
-
-import platformdirs
+from typing import TYPE_CHECKING, Any
 
 from . import retrieval, rules
 from . import text as textmod
-from .clock import Clock, system_clock
-from .embed import Embedder, get_embedder
+from .entities import Mention, extract
+from .entities import canonical as canonical_name
 from .errors import Conflict, InvalidInput, NotFound
-from .indexer import Indexer
-from .settings import Settings
-from .store.base import Backend
-from .store.sqlite import SQLiteBackend
 from .types import (
+    Entity,
     Hit,
     Kind,
     ListFilter,
@@ -50,120 +43,10 @@ from .types import (
     resolve_type,
 )
 
+if TYPE_CHECKING:  # pragma: no cover
+    from .database import Store
+
 _DEFAULT = rules.DEFAULT
-
-
-def default_path() -> Path:
-    """``$HIVEMEM_DB`` if set, else ``memory.db`` in the user's data folder."""
-    env = os.environ.get("HIVEMEM_DB")
-    if env:
-        return Path(env).expanduser()
-    return Path(platformdirs.user_data_dir("hivemem", appauthor=False)) / "memory.db"
-
-
-def open(  # noqa: A001 - the library's entry point reads best as hivemem.open()
-    path: str | Path | None = None,
-    *,
-    settings: Settings | None = None,
-    clock: Clock = system_clock,
-    embedder: Embedder | str | None = None,
-) -> Store:
-    """Open (creating if needed) the store at ``path`` — a file, or ``":memory:"``.
-
-    With no path: ``$HIVEMEM_DB``, else ``memory.db`` in the user data folder. Pending
-    schema migrations are applied on open. ``embedder`` is an ``Embedder`` or the name of
-    a registered one (default: the ``embedder`` setting, the bundled offline model;
-    ``"none"`` for keyword search only). The model loads on first use, not here.
-    """
-    settings = settings or Settings()
-    if path is None:
-        path = default_path()
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-    model = resolve_embedder(settings.embedder if embedder is None else embedder)
-    backend = SQLiteBackend(path, busy_timeout_ms=settings.busy_timeout_ms)
-    try:
-        return Store(backend, settings=settings, clock=clock, embedder=model)
-    except BaseException:
-        backend.close()
-        raise
-
-
-def resolve_embedder(embedder: Embedder | str | None) -> Embedder | None:
-    """An embedder from a name (``"none"`` and None mean no embedder) or an instance."""
-    if embedder is None or embedder == "none":
-        return None
-    if isinstance(embedder, str):
-        return get_embedder(embedder)
-    if not isinstance(embedder, Embedder):
-        raise InvalidInput("embedder", "expected an Embedder or the name of a registered one")
-    return embedder
-
-
-class Store:
-    """One database. Get a handle with ``store.scope(name)``; close when done (or use
-    ``with``)."""
-
-    def __init__(
-        self,
-        backend: Backend,
-        *,
-        settings: Settings | None = None,
-        clock: Clock = system_clock,
-        embedder: Embedder | None = None,
-    ) -> None:
-        self.backend = backend
-        self.settings = settings or Settings()
-        self.clock = clock
-        self.indexer = Indexer(
-            backend.vectors,
-            embedder,
-            batch_size=self.settings.embed_batch_size,
-            background=self.settings.embed_in_background,
-        )
-        if self.indexer.enabled and backend.vectors.has_pending():
-            self.indexer.notify()  # work left by an earlier run (a crash, a short CLI call)
-
-    def flush(self) -> int:
-        """Block until every queued chunk has its vector; returns how many were embedded.
-        Raises if the embedder fails (the chunks stay queued)."""
-        return self.indexer.flush()
-
-    def reindex(self, progress: Any = None) -> int:
-        """Re-embed every chunk with this store's embedder (after a model change);
-        ``progress(done, total)`` is called per batch. Returns the chunks embedded."""
-        return self.indexer.reindex(progress)
-
-    @property
-    def location(self) -> str:
-        return self.backend.location
-
-    def scope(self, name: str, *, shared: Sequence[str] = ()) -> ScopedMemory:
-        """A handle that reads and writes scope ``name`` and may read ``shared`` scopes."""
-        return ScopedMemory(self, name, shared=shared)
-
-    def scopes(self) -> list[str]:
-        return self.backend.scopes()
-
-    def stats(self) -> dict[str, Any]:
-        """Counts over every scope."""
-        return self.backend.stats(None, self.clock())
-
-    def iter_memories(self, scopes: Sequence[str] | None = None) -> Iterator[Memory]:
-        """Every row of the given scopes (all scopes when ``None``), any status."""
-        return self.backend.iter_all(scopes)
-
-    def close(self) -> None:
-        self.indexer.close()
-        self.backend.close()
-
-    def __enter__(self) -> Store:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"<hivemem.Store {self.location}>"
 
 
 class ScopedMemory:
@@ -229,7 +112,6 @@ class ScopedMemory:
         (``None`` = never). The memory is keyword-searchable when this returns; its vector
         follows from the background worker, or before returning with ``wait=True``.
         """
-        s = self.settings
         record = self._build(
             content=content,
             key=key,
@@ -251,7 +133,7 @@ class ScopedMemory:
         reason = rules.name(supersede_reason, "supersede_reason", 1000, optional=True)
         if not isinstance(minor, bool):
             raise InvalidInput("minor", "expected true or false")
-        pieces = textmod.chunk(record.content, s.chunk_tokens, s.chunk_overlap_tokens)
+        pieces = self._derive(record.content)
         explicit = type is not None
         stored, inserted = self._save_row(record, pieces, reason, minor, explicit, expires_at)
         if inserted:
@@ -261,7 +143,7 @@ class ScopedMemory:
     def _save_row(
         self,
         record: Memory,
-        pieces: list[str],
+        pieces: tuple[list[str], list[Mention]],
         reason: str | None,
         minor: bool,
         explicit_type: bool,
@@ -290,18 +172,18 @@ class ScopedMemory:
                     )
                     if duplicate is not None:
                         return duplicate, False
-                self._backend.insert(record, pieces)
+                self._backend.insert(record, *pieces)
                 return record, True
             current = self._backend.by_key([self.name], record.key)
             if current is None:
-                self._backend.insert(record, pieces)
+                self._backend.insert(record, *pieces)
                 return record, True
             record = self._supersede_or_refuse(
                 current, record, reason, minor, explicit_type=explicit_type
             )
             if record is current:
                 return current, False
-            self._backend.insert(record, pieces)
+            self._backend.insert(record, *pieces)
             return record, True
 
     def _indexed(self, wait: bool) -> None:
@@ -402,7 +284,7 @@ class ScopedMemory:
         ``source``). ``wait=True`` returns only once their vectors are stored.
         """
         s = self.settings
-        records: list[tuple[Memory, list[str]]] = []
+        records: list[tuple[Memory, tuple[list[str], list[Mention]]]] = []
         allowed = {
             "content",
             "session_id",
@@ -439,8 +321,7 @@ class ScopedMemory:
                 if index == 0 and not records:
                     raise
                 raise InvalidInput(f"items[{index}].{exc.field}", exc.message) from None
-            pieces = textmod.chunk(record.content, s.chunk_tokens, s.chunk_overlap_tokens)
-            records.append((record, pieces))
+            records.append((record, self._derive(record.content)))
         if not records:
             return []
         sessions: dict[str, tuple[datetime, int]] = {}
@@ -451,11 +332,18 @@ class ScopedMemory:
             sessions[record.session_id] = (min(first, when), count + 1)
         with self._backend.atomic():
             for record, pieces in records:
-                self._backend.insert(record, pieces)
+                self._backend.insert(record, *pieces)
             for session_id, (when, count) in sessions.items():
                 self._backend.note_session(self.name, session_id, when, count)
         self._indexed(wait)
         return [record for record, _ in records]
+
+    def _derive(self, content: str) -> tuple[list[str], list[Mention]]:
+        """What a memory's row brings along, computed before the write lock: its chunks
+        (keyword index) and its entity mentions (regex, tens of microseconds)."""
+        s = self.settings
+        chunks = textmod.chunk(content, s.chunk_tokens, s.chunk_overlap_tokens)
+        return chunks, extract(content)
 
     def _build(self, **fields: Any) -> Memory:
         """Validate every field and build the row to insert (nothing is written)."""
@@ -498,10 +386,7 @@ class ScopedMemory:
                 return current
             why = None if minor else (reason or "corrected")
             record = self._supersede_or_refuse(current, record, why, minor, explicit_type=True)
-            s = self.settings
-            self._backend.insert(
-                record, textmod.chunk(record.content, s.chunk_tokens, s.chunk_overlap_tokens)
-            )
+            self._backend.insert(record, *self._derive(record.content))
         self._indexed(False)
         return record
 
@@ -759,6 +644,39 @@ class ScopedMemory:
         if hits and self.settings.track_access:
             self._touch([h.memory.id for h in hits])
         return hits
+
+    def entity(self, name: str, *, limit: int = 100) -> tuple[Entity, list[Memory]]:
+        """Everything about ``name``: the entity it names (by canonical name or alias,
+        own scope first) and the active memories that mention it, newest first."""
+        found = self._find_entity(name)
+        links = self._backend.entities.linked(
+            self.visible,
+            [found.id],
+            ListFilter(statuses=(Status.ACTIVE,)),
+            self._now(),
+            rules.limit(limit),
+        )
+        return found, self._backend.get_many(self.visible, [m for m, _ in links])
+
+    def alias(self, name: str, alias: str) -> Entity:
+        """Let ``alias`` (say "Mel") name the entity ``name`` names ("Melanie"), so
+        queries and new mentions under either reach the same memories. Own scope only."""
+        clean = canonical_name(rules.name(alias, "alias", 200) or "")
+        if not any(ch.isalnum() for ch in clean):
+            raise InvalidInput("alias", "expected a name with letters or digits")
+        found = self._find_entity(name, own_only=True)
+        self._backend.entities.add_alias(self.name, found.id, clean)
+        return self._find_entity(name, own_only=True)
+
+    def _find_entity(self, name: str, *, own_only: bool = False) -> Entity:
+        if not isinstance(name, str) or not name.strip():
+            raise InvalidInput("name", "expected an entity name")
+        scopes = [self.name] if own_only else list(self.visible)
+        matches = self._backend.entities.lookup(scopes, [canonical_name(name)])
+        if not matches:
+            raise NotFound(f"no entity {name!r} visible from scope {self.name!r}")
+        matches.sort(key=lambda e: (e.scope != self.name, -e.mention_count, e.id))
+        return matches[0]
 
     def stats(self) -> dict[str, Any]:
         """Counts for the own scope, and per shared scope."""

@@ -18,7 +18,7 @@ from .errors import StoreError
 from .store import migrations
 
 if TYPE_CHECKING:
-    from .core import Store
+    from .database import Store
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .core import open as open_store
+from .database import open as open_store
 from .errors import InvalidInput
 from .settings import Settings
 

@@ -45,7 +45,7 @@ from .settings import Settings
 from .types import Kind, Memory, Status, resolve_enum, resolve_type
 
 if TYPE_CHECKING:
-    from .core import Store
+    from .database import Store
 
 FORMAT_VERSION = 1
 MAX_PROBLEMS = 100  # problems listed in one report; validation stops after that many

@@ -26,10 +26,11 @@ from typing import Any
 
 import numpy as np
 
+from . import entities as entitymod
 from . import ranking
 from . import text as textmod
 from .indexer import Indexer
-from .search import KeywordCandidate, keyword_lane
+from .search import KeywordCandidate, idf, keyword_lane
 from .settings import Settings
 from .store.base import Backend
 from .types import Explanation, Hit, Memory, MemoryType, Query, Status
@@ -96,6 +97,13 @@ def search(
             vector_ran = True
             if backend.vectors.has_pending():
                 notes.append("some memories are still being embedded: found by keyword only")
+    focus = textmod.query_focus(query.text)
+    if (
+        not query.fts_syntax
+        and settings.entity_weight > 0
+        and _entity_lane(backend, scopes, query, now, fetch, focus, candidates)
+    ):
+        lanes_run.append("entity")
     if not candidates:
         return []
 
@@ -133,6 +141,39 @@ def search(
         snippet = textmod.snippet(c.chunk_text or memory.content, terms)
         hits.append(Hit(memory=memory, score=round(score, 6), explain=explain, snippet=snippet))
     return hits
+
+
+def _entity_lane(
+    backend: Backend,
+    scopes: Sequence[str],
+    query: Query,
+    now: datetime,
+    fetch: int,
+    text: str,
+    candidates: dict[str, _Candidate],
+) -> bool:
+    """Memories linked to the entities the query names. A memory scores the IDF of
+    the entities it mentions over the IDF a never-seen-before entity would have, one per
+    entity named: mentioning every named entity, each rare, scores near 1; a name on
+    every turn (a chat's speaker) weighs little. Returns whether the lane ran (the query
+    named a known entity)."""
+    found = backend.entities.lookup(scopes, entitymod.query_names(text))
+    if not found:
+        return False
+    total = backend.entities.total_memories(scopes)
+    weights = {e.id: idf(total, e.mention_count) for e in found}
+    mass = idf(total, 1) * len({e.canonical for e in found})
+    scores: dict[str, float] = {}
+    for memory_id, entity_id in backend.entities.linked(
+        scopes, list(weights), query, now, fetch * 20
+    ):
+        scores[memory_id] = scores.get(memory_id, 0.0) + weights[entity_id] / mass
+    ranked = sorted(scores.items(), key=lambda item: -item[1])[:fetch]
+    for rank, (memory_id, score) in enumerate(ranked, start=1):
+        c = candidates.setdefault(memory_id, _Candidate(memory_id))
+        c.lanes["entity"] = {"rank": rank, "score": round(min(1.0, score), 6)}
+        c.lane_scores["entity"] = min(1.0, score)
+    return True
 
 
 def _add_neighbours(
@@ -225,8 +266,10 @@ def _minmax(scores: dict[str, float]) -> dict[str, float]:
         if value <= 0:
             out[key] = 0.0
         else:
-            relative = (value - low) / span if span > 0 else 1.0
-            out[key] = _MINMAX_FLOOR + (1.0 - _MINMAX_FLOOR) * relative
+            if span > 0:
+                out[key] = _MINMAX_FLOOR + (1.0 - _MINMAX_FLOOR) * (value - low) / span
+            else:  # one score for all: nothing to stretch, keep what it means
+                out[key] = value
     return out
 
 

@@ -111,7 +111,9 @@ class Settings:
     )
     keyword_weight: float = _setting(0.6, "Weight of the keyword lane in weighted fusion.")
     vector_weight: float = _setting(0.4, "Weight of the vector lane in weighted fusion.")
-    entity_weight: float = _setting(0.2, "Weight of the entity lane in weighted fusion.")
+    entity_weight: float = _setting(
+        0.1, "Weight of the entity lane in weighted fusion (0 turns the lane off)."
+    )
     neighbour_weight: float = _setting(
         0.4,
         "A dialogue turn next to a strong episode hit (same session) scores this share of "

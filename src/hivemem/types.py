@@ -214,6 +214,35 @@ class Explanation:
 
 
 @dataclass(frozen=True, slots=True)
+class Entity:
+    """A named thing memories mention (a person, place, @handle, #tag, email, URL,
+    date), canonical within its scope, with the other names it goes by."""
+
+    id: int
+    scope: str
+    name: str  # as first written
+    canonical: str  # the lookup key (hivemem.entities.canonical)
+    type: str
+    mention_count: int  # memories that mention it
+    first_seen: datetime
+    last_seen: datetime
+    aliases: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "scope": self.scope,
+            "name": self.name,
+            "canonical": self.canonical,
+            "type": self.type,
+            "mention_count": self.mention_count,
+            "first_seen": self.first_seen.isoformat(),
+            "last_seen": self.last_seen.isoformat(),
+            "aliases": list(self.aliases),
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class Hit:
     """A search result: the memory, a score in [0, 1] comparable across queries, and why."""
 

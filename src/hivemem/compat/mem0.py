@@ -28,8 +28,9 @@ from typing import Any
 
 from uuid6 import uuid7
 
-from ..core import ScopedMemory, Store
-from ..core import open as open_store
+from ..core import ScopedMemory
+from ..database import Store
+from ..database import open as open_store
 from ..errors import InvalidInput, NotFound
 from ..types import Memory as Record
 from ..types import Status

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from ..types import ListFilter, Memory, Query, Status
+from ..entities import Mention
+from ..types import Entity, ListFilter, Memory, Query, Status
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,11 +90,35 @@ class VectorIndex(Protocol):
     def count(self) -> int: ...
 
 
+class EntityIndex(Protocol):
+    """Entities per scope, their aliases, and which memories mention them."""
+
+    def lookup(self, scopes: Sequence[str], names: Sequence[str]) -> list[Entity]:
+        """Entities whose canonical name or an alias is among ``names``."""
+        ...
+
+    def linked(
+        self,
+        scopes: Sequence[str],
+        entity_ids: Sequence[int],
+        query: Query | ListFilter | None,
+        now: datetime,
+        limit: int,
+    ) -> list[tuple[str, int]]:
+        """(memory id, entity id) links among memories passing the filters, newest first."""
+        ...
+
+    def add_alias(self, scope: str, entity_id: int, alias: str) -> None: ...
+
+    def total_memories(self, scopes: Sequence[str]) -> int: ...
+
+
 class Backend(Protocol):
     """Persistence of memories and their derived keyword index."""
 
     location: str
     vectors: VectorIndex
+    entities: EntityIndex
 
     def atomic(self) -> AbstractContextManager[None]:
         """A write transaction (``BEGIN IMMEDIATE``); nested calls are savepoints."""
@@ -164,7 +189,11 @@ class Backend(Protocol):
     def scopes(self) -> list[str]: ...
 
     # --- writes: ``scope`` is the one scope the caller may write
-    def insert(self, memory: Memory, chunks: Sequence[str]) -> None: ...
+    def insert(
+        self, memory: Memory, chunks: Sequence[str], mentions: Sequence[Mention] = ()
+    ) -> None:
+        """Write the row, its chunks (keyword index, vector queue) and its entity links."""
+        ...
 
     def set_status(
         self,

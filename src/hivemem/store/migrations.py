@@ -236,6 +236,47 @@ def _vector_queue(conn: Connection) -> None:
         conn.execute(sql)
 
 
+@migration("0006_entities")
+def _entities(conn: Connection) -> None:
+    # Entities are per scope (isolation holds for names too). Every entity has its
+    # canonical name among its aliases, so one alias lookup resolves canonical names
+    # and aliases alike.
+    for sql in (
+        """CREATE TABLE entities (
+            id INTEGER PRIMARY KEY,
+            scope TEXT NOT NULL,
+            canonical TEXT NOT NULL,
+            type TEXT NOT NULL,
+            name TEXT NOT NULL,
+            mention_count INTEGER NOT NULL DEFAULT 0,
+            first_seen TEXT NOT NULL,
+            last_seen TEXT NOT NULL,
+            UNIQUE (scope, canonical, type)
+        )""",
+        """CREATE TABLE entity_aliases (
+            scope TEXT NOT NULL,
+            alias TEXT NOT NULL,
+            entity_id INTEGER NOT NULL REFERENCES entities (id) ON DELETE CASCADE,
+            PRIMARY KEY (scope, alias, entity_id)
+        ) WITHOUT ROWID""",
+        """CREATE TABLE memory_entities (
+            memory_id TEXT NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+            entity_id INTEGER NOT NULL REFERENCES entities (id) ON DELETE CASCADE,
+            PRIMARY KEY (memory_id, entity_id)
+        ) WITHOUT ROWID""",
+        "CREATE INDEX memory_entities_entity ON memory_entities (entity_id, memory_id)",
+    ):
+        conn.execute(sql)
+    from .. import entities as entitymod
+    from .entities import link_mentions
+
+    rows = conn.execute(
+        "SELECT id, scope, content, created_at FROM memories ORDER BY rowid"
+    ).fetchall()
+    for memory_id, scope, content, created_at in rows:
+        link_mentions(conn, scope, memory_id, entitymod.extract(content), created_at)
+
+
 def insert_chunks(conn: Connection, memory_id: str, pieces: list[str]) -> None:
     conn.executemany(
         "INSERT INTO chunks (memory_id, seq, text, text_hash) VALUES (?, ?, ?, ?)",

@@ -24,10 +24,12 @@ from typing import Any
 
 from .. import text as textmod
 from ..clock import from_text, to_text
+from ..entities import Mention
 from ..errors import Conflict, StoreError
 from ..types import ListFilter, Memory, Query, Status
 from . import migrations, scratch
 from .base import ChunkMatch, SessionInfo, TermStats
+from .entities import SQLiteEntityIndex, link_mentions
 from .rows import (
     INSERT,
     JSON_FIELDS,
@@ -78,10 +80,14 @@ class SQLiteBackend:
             self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             self._conn.execute("PRAGMA foreign_keys = ON")
             self.vectors = SQLiteVectorIndex(self, load_extension(self._conn))
+            self.entities = SQLiteEntityIndex(self)
             self.journal_mode = self._prepare_file(busy_timeout_ms)
-        except sqlite_driver.DatabaseError as exc:
+        except (sqlite_driver.DatabaseError, MemoryError) as exc:
+            # MemoryError: SQLite answers SQLITE_NOMEM on some damaged pages.
             self._conn.close()
-            raise StoreError(f"cannot open {self.location} as a HiveMem store: {exc}") from exc
+            raise StoreError(
+                f"cannot open {self.location} as a HiveMem store: {exc or 'damaged file'}"
+            ) from exc
         except BaseException:
             self._conn.close()  # a refused file (newer schema, failed migration) stays closed
             raise
@@ -188,10 +194,10 @@ class SQLiteBackend:
         with self._lock:
             try:
                 return self._conn.execute(sql, params).fetchall()
-            except sqlite_driver.DatabaseError as exc:
-                if raw:
+            except (sqlite_driver.DatabaseError, MemoryError) as exc:
+                if raw and not isinstance(exc, MemoryError):
                     raise
-                raise StoreError(f"cannot read {self.location}: {exc}") from exc
+                raise StoreError(f"cannot read {self.location}: {exc or 'damaged file'}") from exc
 
     def _write(self, sql: str, params: Sequence[Any] = ()) -> Any:
         if self._depth == 0:
@@ -582,7 +588,9 @@ class SQLiteBackend:
 
     # ------------------------------------------------------------------ writes
 
-    def insert(self, memory: Memory, chunks: Sequence[str]) -> None:
+    def insert(
+        self, memory: Memory, chunks: Sequence[str], mentions: Sequence[Mention] = ()
+    ) -> None:
         try:
             self._write(INSERT, memory_to_row(memory))
         except IntegrityError as exc:
@@ -595,6 +603,8 @@ class SQLiteBackend:
                 raise Conflict(f"a memory with id {memory.id} already exists") from None
             raise
         migrations.insert_chunks(self._conn, memory.id, list(chunks))
+        if mentions:
+            link_mentions(self._conn, memory.scope, memory.id, mentions, to_text(memory.created_at))
 
     def set_status(
         self,

@@ -1,0 +1,135 @@
+"""The database handle: ``hivemem.open()`` and ``Store`` (one database, its embedder and
+its embedding worker). ``store.scope(name)`` gives the ``ScopedMemory`` handle through
+which every read and write goes (``hivemem.core``)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from .clock import Clock, system_clock
+from .core import ScopedMemory
+from .embed import Embedder, get_embedder
+from .errors import InvalidInput
+from .indexer import Indexer
+from .settings import Settings
+from .store.base import Backend
+from .store.sqlite import SQLiteBackend
+from .types import Memory
+
+
+def default_path() -> Path:
+    """``$HIVEMEM_DB`` if set, else ``memory.db`` in the user's data folder."""
+    env = os.environ.get("HIVEMEM_DB")
+    if env:
+        return Path(env).expanduser()
+    return Path(platformdirs.user_data_dir("hivemem", appauthor=False)) / "memory.db"
+
+
+def open(  # noqa: A001 - the library's entry point reads best as hivemem.open()
+    path: str | Path | None = None,
+    *,
+    settings: Settings | None = None,
+    clock: Clock = system_clock,
+    embedder: Embedder | str | None = None,
+) -> Store:
+    """Open (creating if needed) the store at ``path`` — a file, or ``":memory:"``.
+
+    With no path: ``$HIVEMEM_DB``, else ``memory.db`` in the user data folder. Pending
+    schema migrations are applied on open. ``embedder`` is an ``Embedder`` or the name of
+    a registered one (default: the ``embedder`` setting, the bundled offline model;
+    ``"none"`` for keyword search only). The model loads on first use, not here.
+    """
+    settings = settings or Settings()
+    if path is None:
+        path = default_path()
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    model = resolve_embedder(settings.embedder if embedder is None else embedder)
+    backend = SQLiteBackend(path, busy_timeout_ms=settings.busy_timeout_ms)
+    try:
+        return Store(backend, settings=settings, clock=clock, embedder=model)
+    except BaseException:
+        backend.close()
+        raise
+
+
+def resolve_embedder(embedder: Embedder | str | None) -> Embedder | None:
+    """An embedder from a name (``"none"`` and None mean no embedder) or an instance."""
+    if embedder is None or embedder == "none":
+        return None
+    if isinstance(embedder, str):
+        return get_embedder(embedder)
+    if not isinstance(embedder, Embedder):
+        raise InvalidInput("embedder", "expected an Embedder or the name of a registered one")
+    return embedder
+
+
+class Store:
+    """One database. Get a handle with ``store.scope(name)``; close when done (or use
+    ``with``)."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        settings: Settings | None = None,
+        clock: Clock = system_clock,
+        embedder: Embedder | None = None,
+    ) -> None:
+        self.backend = backend
+        self.settings = settings or Settings()
+        self.clock = clock
+        self.indexer = Indexer(
+            backend.vectors,
+            embedder,
+            batch_size=self.settings.embed_batch_size,
+            background=self.settings.embed_in_background,
+        )
+        if self.indexer.enabled and backend.vectors.has_pending():
+            self.indexer.notify()  # work left by an earlier run (a crash, a short CLI call)
+
+    def flush(self) -> int:
+        """Block until every queued chunk has its vector; returns how many were embedded.
+        Raises if the embedder fails (the chunks stay queued)."""
+        return self.indexer.flush()
+
+    def reindex(self, progress: Any = None) -> int:
+        """Re-embed every chunk with this store's embedder (after a model change);
+        ``progress(done, total)`` is called per batch. Returns the chunks embedded."""
+        return self.indexer.reindex(progress)
+
+    @property
+    def location(self) -> str:
+        return self.backend.location
+
+    def scope(self, name: str, *, shared: Sequence[str] = ()) -> ScopedMemory:
+        """A handle that reads and writes scope ``name`` and may read ``shared`` scopes."""
+        return ScopedMemory(self, name, shared=shared)
+
+    def scopes(self) -> list[str]:
+        return self.backend.scopes()
+
+    def stats(self) -> dict[str, Any]:
+        """Counts over every scope."""
+        return self.backend.stats(None, self.clock())
+
+    def iter_memories(self, scopes: Sequence[str] | None = None) -> Iterator[Memory]:
+        """Every row of the given scopes (all scopes when ``None``), any status."""
+        return self.backend.iter_all(scopes)
+
+    def close(self) -> None:
+        self.indexer.close()
+        self.backend.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<hivemem.Store {self.location}>"

@@ -1,0 +1,145 @@
+"""Entities of the SQLite store: ``entities``, ``entity_aliases``, ``memory_entities``.
+
+``link_mentions`` runs inside the write transaction of a memory (and in the migration
+that backfills older rows): each mention resolves to an entity of the memory's scope by
+canonical name and type first, then by alias (so ``@alice`` joins the person
+``Alice``), else becomes a new entity; the entity's mention count grows by one per
+memory, and the memory is linked to it. A handful of indexed statements per mention:
+tens of microseconds on the write path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from ..clock import from_text, to_text
+from ..types import Entity, ListFilter, Query
+from .rows import placeholders
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..entities import Mention
+    from .sqlite import SQLiteBackend
+
+
+def link_mentions(
+    conn: Any, scope: str, memory_id: str, mentions: Sequence[Mention], when: str
+) -> None:
+    """Inside a write: resolve or create each mention's entity and link the memory."""
+    for mention in mentions:
+        kind = mention.type.value
+        row = conn.execute(
+            "SELECT id FROM entities WHERE scope = ? AND canonical = ? AND type = ?",
+            (scope, mention.canonical, kind),
+        ).fetchone()
+        if row is None:
+            row = conn.execute(
+                "SELECT entity_id FROM entity_aliases WHERE scope = ? AND alias = ? "
+                "ORDER BY entity_id LIMIT 1",
+                (scope, mention.canonical),
+            ).fetchone()
+        if row is None:
+            row = conn.execute(
+                "INSERT INTO entities (scope, canonical, type, name, first_seen, last_seen) "
+                "VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+                (scope, mention.canonical, kind, mention.name, when, when),
+            ).fetchone()
+            conn.execute(
+                "INSERT OR IGNORE INTO entity_aliases (scope, alias, entity_id) VALUES (?, ?, ?)",
+                (scope, mention.canonical, row[0]),
+            )
+        linked = conn.execute(
+            "INSERT OR IGNORE INTO memory_entities (memory_id, entity_id) VALUES (?, ?)",
+            (memory_id, row[0]),
+        )
+        if linked.rowcount:
+            conn.execute(
+                "UPDATE entities SET mention_count = mention_count + 1, "
+                "last_seen = MAX(last_seen, ?) WHERE id = ?",
+                (when, row[0]),
+            )
+
+
+class SQLiteEntityIndex:
+    """Reads of the entity tables, and aliases (the backend's connection and lock)."""
+
+    def __init__(self, backend: SQLiteBackend) -> None:
+        self._db = backend
+
+    def _entities(self, where: str, params: Sequence[Any]) -> list[Entity]:
+        rows = self._db._read(
+            "SELECT e.id, e.scope, e.name, e.canonical, e.type, e.mention_count, "
+            "e.first_seen, e.last_seen, (SELECT json_group_array(a.alias) FROM entity_aliases a "
+            "WHERE a.entity_id = e.id) FROM entities e WHERE " + where,
+            params,
+        )
+        import json
+
+        return [
+            Entity(
+                id=r[0],
+                scope=r[1],
+                name=r[2],
+                canonical=r[3],
+                type=r[4],
+                mention_count=r[5],
+                first_seen=from_text(r[6]),  # type: ignore[arg-type]
+                last_seen=from_text(r[7]),  # type: ignore[arg-type]
+                aliases=tuple(sorted(a for a in json.loads(r[8]) if a != r[3])),
+            )
+            for r in rows
+        ]
+
+    def lookup(self, scopes: Sequence[str], names: Sequence[str]) -> list[Entity]:
+        """Entities of the scopes whose canonical name or an alias is among ``names``."""
+        if not names:
+            return []
+        unique = list(dict.fromkeys(names))[:200]
+        return self._entities(
+            "e.id IN (SELECT entity_id FROM entity_aliases "
+            f"WHERE scope IN ({placeholders(scopes)}) AND alias IN ({placeholders(unique)}))",
+            [*scopes, *unique],
+        )
+
+    def linked(
+        self,
+        scopes: Sequence[str],
+        entity_ids: Sequence[int],
+        query: Query | ListFilter | None,
+        now: datetime,
+        limit: int,
+    ) -> list[tuple[str, int]]:
+        """(memory id, entity id) links of the given entities among memories that pass
+        the scope and filters, newest memories first, at most ``limit``."""
+        if not entity_ids:
+            return []
+        clause, params = self._db._scope_clause(scopes)
+        where, extra = self._db._filter_sql(query, now) if query is not None else ([], [])
+        filters = " AND ".join([clause, *where])
+        return [
+            (r[0], r[1])
+            for r in self._db._read(
+                "SELECT me.memory_id, me.entity_id FROM memory_entities me "
+                "CROSS JOIN memories m ON m.id = me.memory_id "
+                f"WHERE me.entity_id IN ({placeholders(entity_ids)}) AND {filters} "
+                "ORDER BY m.created_at DESC, m.id DESC LIMIT ?",
+                [*entity_ids, *params, *extra, limit],
+            )
+        ]
+
+    def add_alias(self, scope: str, entity_id: int, alias: str) -> None:
+        with self._db.atomic():
+            self._db._write(
+                "INSERT OR IGNORE INTO entity_aliases (scope, alias, entity_id) VALUES (?, ?, ?)",
+                [scope, alias, entity_id],
+            )
+
+    def total_memories(self, scopes: Sequence[str]) -> int:
+        """Memories of the scopes (any status): the N of the entity lane's IDF. Read
+        from the sessions-independent max rowid, which is cheap and close enough."""
+        return int(self._db._read("SELECT COALESCE(MAX(rowid), 0) FROM memories")[0][0])
+
+
+def stamp(when: datetime) -> str:
+    return to_text(when)
