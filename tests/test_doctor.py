@@ -22,6 +22,7 @@ NAMES = [
     "chunks",
     "supersede_links",
     "active_keys",
+    "vectors",
     "journal_mode",
     "sessions",
     "driver",
@@ -166,3 +167,20 @@ def test_a_corrupted_file_gives_a_store_error_not_a_traceback(tmp_path):
     with pytest.raises(hivemem.StoreError), hivemem.open(path) as s:
         s.scope("a").search("memory number")
         s.scope("a").list()
+
+
+def test_doctor_reports_the_vector_lane_and_a_model_change(tmp_path):
+    path = tmp_path / "v.db"
+    with hivemem.open(path, embedder="hash") as store:
+        store.scope("a").save("the build server is hopper", wait=True)
+        check = {c.name: c for c in doctor.diagnose(store).checks}["vectors"]
+        assert check.ok and check.detail == "1 chunk vectors by hash-bow:256; 0 queued"
+    with hivemem.open(path, embedder=hivemem.embed.HashEmbedder(dimension=32)) as store:
+        check = {c.name: c for c in doctor.diagnose(store).checks}["vectors"]
+        assert not check.ok and "hash-bow:256" in check.detail
+        assert check.fix == "run `hivemem reindex`"
+        assert store.reindex() == 1
+        assert {c.name: c for c in doctor.diagnose(store).checks}["vectors"].ok
+    with hivemem.open(path, embedder="none") as store:
+        check = {c.name: c for c in doctor.diagnose(store).checks}["vectors"]
+        assert check.ok and "keyword and entity lanes only" in check.detail

@@ -93,6 +93,31 @@ def diagnose(store: Store) -> Report:
     return Report(store.location, tuple(checks))
 
 
+def _vectors(store: Store, health: dict[str, Any]) -> Check:
+    """The vector lane: on, with this store's model, and how much is still queued.
+    Off by choice (no embedder) is fine; off because the store's vectors are another
+    model's, or sqlite-vec cannot load, is a finding."""
+    indexer = store.indexer
+    pending = health["chunks_awaiting_vectors"]
+    if indexer.embedder is None:
+        return Check("vectors", True, "no embedder configured: keyword and entity lanes only")
+    if health["vector_index_unavailable"]:
+        return Check(
+            "vectors", False, str(health["vector_index_unavailable"]), "pip install sqlite-vec"
+        )
+    if not indexer.enabled:
+        return Check("vectors", False, str(indexer.disabled), "run `hivemem reindex`")
+    detail = f"{health['vectors']} chunk vectors by {indexer.identity}; {pending} queued"
+    if indexer.last_error:
+        return Check(
+            "vectors",
+            False,
+            f"{detail}; the embedder failed: {indexer.last_error}",
+            "check the embedder (endpoint, model); queued chunks are embedded once it works",
+        )
+    return Check("vectors", True, detail)
+
+
 def _checks(store: Store) -> list[Check]:
     health = store.backend.health()
     checks: list[Check] = []
@@ -145,6 +170,7 @@ def _checks(store: Store) -> list[Check]:
             else "",
         )
     )
+    checks.append(_vectors(store, health))
     checks.append(_journal(store, health["journal_mode"]))
     pending = health["sessions_not_consolidated"]
     checks.append(Check("sessions", True, f"{pending} sessions not consolidated yet"))
