@@ -194,8 +194,9 @@ def _add_neighbours(
     """
     anchors = sorted(fused, key=lambda k: -fused[k])[: query.limit]
     for anchor, neighbours in backend.session_neighbours(scopes, anchors, query, now).items():
-        for neighbour in neighbours:
-            value = settings.neighbour_weight * fused[anchor]
+        for neighbour, after in neighbours:
+            weight = settings.neighbour_weight if after else settings.previous_weight
+            value = weight * fused[anchor]
             if value > fused.get(neighbour, 0.0):
                 fused[neighbour] = value
                 c = candidates.setdefault(neighbour, _Candidate(neighbour))

@@ -119,6 +119,11 @@ class Settings:
         "A dialogue turn next to a strong episode hit (same session) scores this share of "
         "that hit's score, if it scored less on its own; 0 turns it off.",
     )
+    previous_weight: float = _setting(
+        0.4,
+        "As neighbour_weight, for the turn just BEFORE a strong episode hit (the question "
+        "it answers); neighbour_weight is for the turn just after (its reply).",
+    )
     rrf_k: float = _setting(60.0, "The k of reciprocal rank fusion.")
     decay_profile: str = _setting(
         "exponential",

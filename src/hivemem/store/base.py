@@ -179,9 +179,10 @@ class Backend(Protocol):
 
     def session_neighbours(
         self, scopes: Sequence[str], memory_ids: Sequence[str], query: Query, now: datetime
-    ) -> dict[str, list[str]]:
+    ) -> dict[str, list[tuple[str, bool]]]:
         """For each episode among ``memory_ids``, the episodes just before and after it
-        in its session (insertion order) that pass the query's filters."""
+        in its session (insertion order) that pass the query's filters, as (id, whether
+        it comes after)."""
         ...
 
     def sessions(self, scope: str) -> list[SessionInfo]: ...

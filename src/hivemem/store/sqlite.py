@@ -457,16 +457,18 @@ class SQLiteBackend:
 
     def session_neighbours(
         self, scopes: Sequence[str], memory_ids: Sequence[str], query: Query, now: datetime
-    ) -> dict[str, list[str]]:
+    ) -> dict[str, list[tuple[str, bool]]]:
         """For each episode among ``memory_ids``: the episodes written just before and
-        just after it in its session (insertion order), those that pass the filters."""
+        just after it in its session (insertion order), those that pass the filters, as
+        (id, whether it comes after)."""
         clause, params = self._scope_clause(scopes)
         where, extra = self._filter_sql(query, now)
         filters = " AND ".join([clause, *where])
         out: dict[str, list[str]] = {}
         for memory_id in memory_ids:
             rows = self._read(
-                "SELECT m.id FROM memories m WHERE m.id IN ("
+                "SELECT m.id, m.rowid > (SELECT rowid FROM memories WHERE id = ?) "
+                "FROM memories m WHERE m.id IN ("
                 " SELECT * FROM (SELECT n.id FROM memories a JOIN memories n"
                 "  ON n.scope = a.scope AND n.session_id = a.session_id"
                 "  WHERE a.id = ? AND a.kind = 'episode' AND n.kind = 'episode'"
@@ -477,10 +479,10 @@ class SQLiteBackend:
                 "  WHERE a.id = ? AND a.kind = 'episode' AND n.kind = 'episode'"
                 "  AND n.rowid > a.rowid ORDER BY n.rowid ASC LIMIT 1))"
                 f" AND {filters}",
-                [memory_id, memory_id, *params, *extra],
+                [memory_id, memory_id, memory_id, *params, *extra],
             )
             if rows:
-                out[memory_id] = [r[0] for r in rows]
+                out[memory_id] = [(r[0], bool(r[1])) for r in rows]
         return out
 
     def _stems(self, terms: Sequence[str]) -> dict[str, list[str]]:
