@@ -77,3 +77,58 @@ def test_every_fusion_gives_sorted_scores_in_the_unit_interval(tmp_path, clock, 
         assert scores == sorted(scores, reverse=True) and all(0 < x <= 1 for x in scores)
         assert hits[0].memory.content == "deploy on friday"
         assert {"keyword", "vector"} <= set(hits[0].explain.lanes)
+
+
+class _LengthReranker:
+    """Prefers shorter texts: an order no lane would give, so its effect is visible."""
+
+    name = "by-length"
+
+    def score(self, query, texts):
+        return [-len(t) for t in texts]
+
+
+class _BrokenReranker:
+    name = "broken"
+
+    def score(self, query, texts):
+        raise RuntimeError("model exploded")
+
+
+def _ranked_store(tmp_path, clock, reranker):
+    settings = Settings(decay_weight=0, neighbour_weight=0, previous_weight=0, track_access=False)
+    return hivemem.open(
+        tmp_path / "r.db", clock=clock, settings=settings, embedder="none", reranker=reranker
+    )
+
+
+def test_a_reranker_reorders_the_head_and_explains_itself(tmp_path, clock):
+    with _ranked_store(tmp_path, clock, _LengthReranker()) as s:
+        mem = s.scope("a")
+        long = mem.save("deploy friday rules for the whole platform team, written long ago")
+        short = mem.save("deploy friday")
+        mem.save("deploy")
+        hits = mem.search("deploy friday rules")
+        assert hits[0].memory.id == short.id and hits[1].memory.id != long.id
+        assert hits[0].explain.lanes["rerank"]["score"] == -13.0  # len("deploy friday")
+        assert sorted(h.explain.lanes["rerank"]["rank"] for h in hits) == [1, 2, 3]
+        scores = [h.score for h in hits]
+        assert scores == sorted(scores, reverse=True) and all(0 <= x <= 1 for x in scores)
+
+
+def test_a_failing_reranker_keeps_the_fused_order(tmp_path, clock, caplog):
+    with _ranked_store(tmp_path, clock, None) as s:
+        mem = s.scope("a")
+        mem.save("deploy friday rules for the whole platform team")
+        mem.save("deploy friday")
+        plain = [(h.memory.id, h.score) for h in mem.search("deploy friday rules")]
+    with _ranked_store(tmp_path, clock, _BrokenReranker()) as s:
+        hits = s.scope("a").search("deploy friday rules")
+        assert [(h.memory.id, h.score) for h in hits] == plain
+        assert "re-rank failed, fused order kept: model exploded" in hits[0].explain.notes
+        assert "model exploded" in caplog.text
+
+
+def test_an_unknown_reranker_is_a_clear_error(tmp_path):
+    with pytest.raises(hivemem.InvalidInput, match="unknown re-ranker 'nope'"):
+        hivemem.open(tmp_path / "x.db", embedder="none", reranker="nope")

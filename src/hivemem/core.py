@@ -638,8 +638,15 @@ class ScopedMemory:
                 raise InvalidInput(
                     "query", f"not valid UTF-8 (unpaired surrogate at character {exc.start})"
                 ) from None
+        store = self._store
         hits = retrieval.search(
-            self._backend, self._store.indexer, self.visible, q, self.settings, self._now()
+            self._backend,
+            store.indexer,
+            self.visible,
+            q,
+            self.settings,
+            self._now(),
+            store.reranker,
         )
         if hits and self.settings.track_access:
             self._touch([h.memory.id for h in hits])

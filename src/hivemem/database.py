@@ -16,6 +16,7 @@ from .core import ScopedMemory
 from .embed import Embedder, get_embedder
 from .errors import InvalidInput
 from .indexer import Indexer
+from .rerank import Reranker, resolve_reranker
 from .settings import Settings
 from .store.base import Backend
 from .store.sqlite import SQLiteBackend
@@ -36,6 +37,7 @@ def open(  # noqa: A001 - the library's entry point reads best as hivemem.open()
     settings: Settings | None = None,
     clock: Clock = system_clock,
     embedder: Embedder | str | None = None,
+    reranker: Reranker | str | None = None,
 ) -> Store:
     """Open (creating if needed) the store at ``path`` — a file, or ``":memory:"``.
 
@@ -43,15 +45,17 @@ def open(  # noqa: A001 - the library's entry point reads best as hivemem.open()
     schema migrations are applied on open. ``embedder`` is an ``Embedder`` or the name of
     a registered one (default: the ``embedder`` setting, the bundled offline model;
     ``"none"`` for keyword search only). The model loads on first use, not here.
+    ``reranker`` likewise (default: the ``reranker`` setting, none).
     """
     settings = settings or Settings()
     if path is None:
         path = default_path()
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     model = resolve_embedder(settings.embedder if embedder is None else embedder)
+    ranker = resolve_reranker(settings.reranker if reranker is None else reranker)
     backend = SQLiteBackend(path, busy_timeout_ms=settings.busy_timeout_ms)
     try:
-        return Store(backend, settings=settings, clock=clock, embedder=model)
+        return Store(backend, settings=settings, clock=clock, embedder=model, reranker=ranker)
     except BaseException:
         backend.close()
         raise
@@ -79,8 +83,10 @@ class Store:
         settings: Settings | None = None,
         clock: Clock = system_clock,
         embedder: Embedder | None = None,
+        reranker: Reranker | None = None,
     ) -> None:
         self.backend = backend
+        self.reranker = reranker
         self.settings = settings or Settings()
         self.clock = clock
         self.indexer = Indexer(

@@ -170,15 +170,27 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+# What agents paste before a question (LESSONS 10): a system prompt of ~2 kB.
+SYSTEM_PROMPT_PREAMBLE = (
+    "You are a helpful assistant with long-term memory. Always answer truthfully, cite "
+    "the memories you use, and keep answers short. The user is a software engineer who "
+    "works on distributed systems and likes concise explanations. Follow the company "
+    "style guide: no emojis, British spelling, numbered steps for procedures. " * 6
+)[:2000] + "\n\nUser question: "
+
+
 def eval_locomo(
     path: str | Path,
     *,
     limit: int = 10,
     settings: Settings | None = None,
     progress: Callable[[int, int], None] | None = None,
+    preamble: str = "",
 ) -> EvalReport:
     """Load every conversation into its own scope of a fresh store, query every QA item,
-    and score the ranked turns against the evidence."""
+    and score the ranked turns against the evidence. ``preamble`` is put before every
+    question (e.g. ``SYSTEM_PROMPT_PREAMBLE``: what recall costs when an agent sends its
+    system prompt along)."""
     conversations = load_locomo(path)
     settings = (settings or Settings()).replace(track_access=False)
     tallies = {c: _Tally() for c in LOCOMO_CATEGORIES}
@@ -219,7 +231,7 @@ def eval_locomo(
                     skipped += 1
                     continue
                 started = time.perf_counter()
-                hits = mem.search(question.text, limit=limit)
+                hits = mem.search(preamble + question.text, limit=limit)
                 latencies.append((time.perf_counter() - started) * 1000)
                 ranked = [h.memory.attributes.get("dia_id", "") for h in hits]
                 tallies[question.category].add(ranked, evidence)

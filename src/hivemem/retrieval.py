@@ -13,12 +13,14 @@ order and records what each did in the hit's explanation:
    others down; the explanation says why it did not run.
 3. Adjustments: superseded factor, temporal decay (identity and lesson exempt),
    access boost, confidence. Scores stay in [0, 1].
-4. MMR on chunk vectors (``mmr_lambda``; 1 keeps the order), then ``min_score`` and the
-   limit.
+4. MMR on chunk vectors (``mmr_lambda``; 1 keeps the order).
+5. Optional re-rank of the best ``rerank_depth`` (``hivemem.rerank``); a failure keeps
+   the fused order. Then ``min_score`` and the limit.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -28,14 +30,17 @@ import numpy as np
 
 from . import entities as entitymod
 from . import ranking
+from . import rerank as rerankmod
 from . import text as textmod
 from .indexer import Indexer
+from .rerank import Reranker
 from .search import KeywordCandidate, idf, keyword_lane
 from .settings import Settings
 from .store.base import Backend
 from .types import Explanation, Hit, Memory, MemoryType, Query, Status
 
 _DECAY_EXEMPT = (MemoryType.IDENTITY, MemoryType.LESSON)
+log = logging.getLogger("hivemem.retrieval")
 
 
 @dataclass(slots=True)
@@ -58,6 +63,7 @@ def search(
     query: Query,
     settings: Settings,
     now: datetime,
+    reranker: Reranker | None = None,
 ) -> list[Hit]:
     """Hits for ``query`` in ``scopes``, best first (see the module docstring)."""
     fetch = query.limit * settings.candidate_multiplier
@@ -124,6 +130,8 @@ def search(
     scored.sort(key=lambda s: (-s[0], -s[1], s[3].id))
     if vector_ran and settings.mmr_lambda < 1.0 and len(scored) > 1:
         scored = _diversify(backend, indexer, scored, query.limit, settings.mmr_lambda)
+    if reranker is not None and len(scored) > 1:
+        scored = _rerank(reranker, focus, scored, settings, notes)
     scored = [s for s in scored if s[0] >= query.min_score]
     hits = []
     for score, base, c, memory, factors in scored[: query.limit]:
@@ -301,6 +309,34 @@ def adjustments(memory: Memory, settings: Settings, now: datetime) -> dict[str, 
     if memory.confidence < 1.0:
         factors["confidence"] = memory.confidence
     return factors
+
+
+def _rerank(
+    reranker: Reranker, text: str, scored: list[Any], settings: Settings, notes: list[str]
+) -> list[Any]:
+    """Re-score the best ``rerank_depth``; on any failure keep the order and say why."""
+    head, tail = scored[: settings.rerank_depth], scored[settings.rerank_depth :]
+    try:
+        raw = reranker.score(text, [s[2].chunk_text or s[3].content for s in head])
+        if len(raw) != len(head):
+            raise ValueError(f"{len(raw)} scores for {len(head)} texts")
+        blended = rerankmod.blend(
+            [s[0] for s in head], [float(x) for x in raw], settings.rerank_weight
+        )
+    except Exception as exc:  # a re-ranker may fail in any way: the fused order stands
+        log.warning("re-ranker %s failed, fused order kept: %s", reranker.name, exc)
+        notes.append(f"re-rank failed, fused order kept: {exc}")
+        return scored
+    order = sorted(range(len(head)), key=lambda i: -raw[i])
+    rank = {i: r for r, i in enumerate(order, start=1)}
+    out = []
+    for i, (_, base, candidate, memory, factors) in enumerate(head):
+        candidate.lanes["rerank"] = {"rank": rank[i], "score": round(float(raw[i]), 6)}
+        out.append((min(1.0, blended[i]), base, candidate, memory, factors))
+    out.sort(key=lambda s: (-s[0], -s[1], s[3].id))
+    floor = out[-1][0] if out else 0.0
+    # The tail was not re-scored: it stays below the re-scored head.
+    return out + [(min(s[0], floor), *s[1:]) for s in tail]
 
 
 def _diversify(

@@ -144,6 +144,16 @@ class Settings:
         0.7, "MMR trade-off between relevance (1.0) and diversity; 1 keeps the fused order."
     )
 
+    # Re-ranking.
+    reranker: str = _setting(
+        "none",
+        "Re-ranker for the best hits (a registered name, e.g. from a plugin), or `none`.",
+    )
+    rerank_depth: int = _setting(30, "How many of the best hits the re-ranker re-scores.")
+    rerank_weight: float = _setting(
+        0.5, "Share of a re-scored hit's score that comes from the re-ranker."
+    )
+
     # Store.
     busy_timeout_ms: int = _setting(
         10_000, "How long a write waits for another writer before failing."
