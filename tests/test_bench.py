@@ -11,6 +11,7 @@ import json
 import pytest
 
 import hivemem
+from hivemem import Settings
 from hivemem.bench import (
     BenchReport,
     CorpusGenerator,
@@ -18,6 +19,7 @@ from hivemem.bench import (
     format_table,
     run_bench,
 )
+from hivemem.embed import HashEmbedder
 
 
 def test_bench_runs_end_to_end_on_a_real_file(tmp_path):
@@ -29,44 +31,146 @@ def test_bench_runs_end_to_end_on_a_real_file(tmp_path):
         batch=10,
         path=tmp_path,
         progress=lambda stage, done, total: seen.append((stage, done, total)),
+        model=False,
     )
     assert isinstance(report, BenchReport)
+    assert report.model is None and report.vector_embedder == "hash-bow:384"
     [result] = report.results
     assert result.size == 300
     assert result.load_seconds > 0 and result.load_episodes_per_s > 0
+
+    # Every loaded turn got its vector, by the worker during the load or by the flush.
+    assert result.vectors == 300
+    assert result.vectors_embedded_during_load + result.vectors_embedded_during_flush == 300
+    assert result.vector_flush_seconds >= 0
+    if result.vectors_embedded_during_flush:
+        assert result.vector_indexing_per_s > 0
+    assert result.load_incl_vectors_seconds >= result.load_seconds
+    assert 0 < result.load_incl_vectors_episodes_per_s <= result.load_episodes_per_s
+
     assert result.add_episode.count == 50
     assert result.add_episodes_batch.count == 5 and result.batch_size == 10
-    assert result.search.count == 20
-    for stats in (result.add_episode, result.add_episodes_batch, result.search):
+    modes = (result.search_keyword_only, result.search_hybrid, result.vector_lane)
+    assert [mode.latency.count for mode in modes] == [20, 20, 20]
+    writes = (
+        result.add_episode,
+        result.add_episodes_batch,
+        result.add_episode_keyword_only,
+        result.add_episodes_batch_keyword_only,
+    )
+    for stats in (*writes, *(m.latency for m in modes)):
         assert 0 < stats.p50_ms <= stats.p95_ms <= stats.p99_ms <= stats.max_ms
     assert result.add_episodes_per_episode_ms > 0
-    assert 0 < result.search_mean_hits <= 10 and 0 <= result.search_empty < 20
+    assert result.add_episode_keyword_only.count == 50
+    assert result.add_episodes_batch_keyword_only.count == 5
+    assert result.keyword_only_load_seconds > 0 and result.keyword_only_load_episodes_per_s > 0
+    assert 0 < result.keyword_only_db_bytes < result.db_bytes  # no vectors in that one
+    for mode in (result.search_keyword_only, result.search_hybrid):
+        assert 0 < mode.mean_results <= 10 and 0 <= mode.no_result < 20
+    # The vector lane returns its fetch (limit x candidate_multiplier) of the memories.
+    assert result.vector_lane.mean_results == 30 and result.vector_lane.no_result == 0
+    # Hybrid search runs the keyword lane too: it finds at least what keyword search finds.
+    assert result.search_hybrid.no_result <= result.search_keyword_only.no_result
     assert result.db_bytes > 0 and result.bytes_per_memory > 0
 
-    # The store is a real, kept file holding the corpus and every measured write.
+    # The store is a real, kept file holding the corpus and every measured write (both
+    # handles), each with its vector (the queue drained before the searches); the
+    # keyword-only store of the load is gone.
+    assert sorted(p.name for p in tmp_path.glob("*.db")) == ["bench-300.db"]
     db = tmp_path / "bench-300.db"
-    with hivemem.open(db) as store:
-        assert store.stats()["total"] == 300 + 20 + 50 + 5 * 10  # load, warm-up, writes
-    assert {stage for stage, _, _ in seen} >= {"load 300", "add_episode", "search"}
+    total = 300 + 2 * (20 + 50 + 5 * 10)  # load, then warm-up and writes on both handles
+    with hivemem.open(db, embedder=HashEmbedder(384)) as store:
+        assert store.stats()["total"] == total
+        assert store.backend.vectors.count() == total
+    stages = {stage for stage, _, _ in seen}
+    assert stages >= {
+        "load 300 keyword only",
+        "load 300",
+        "vectors 300",
+        "add_episode",
+        "add_episodes",
+        "add_episode keyword only",
+        "add_episodes keyword only",
+        "search keyword only",
+        "search hybrid",
+        "vector lane",
+    }
+    assert "model" not in stages
     assert ("load 300", 300, 300) in seen
 
     data = report.to_dict()
     assert json.loads(json.dumps(data)) == data
-    assert data["results"][0]["search"]["count"] == 20
+    assert data["model"] is None
+    assert data["results"][0]["search_hybrid"]["latency"]["count"] == 20
+    assert data["results"][0]["vector_indexing_per_s"] == result.vector_indexing_per_s
 
     table = format_table(report)
-    assert "N=300" in table and "search p95 (ms)" in table and "add_episode p50 (ms)" in table
+    for row in (
+        "N=300",
+        "add_episode p50 (ms)",
+        "add_episode keyword only p99 (ms)",
+        "load keyword only (episodes/s)",
+        "bytes per memory keyword only",
+        "load incl. vectors (s)",
+        "vector indexing (hash) vectors/s",
+        "search keyword only p95 (ms)",
+        "search hybrid (hash) p95 (ms)",
+        "vector lane p99 (ms)",
+    ):
+        assert row in table
+    assert "embedding model" not in table
+
+
+def test_bench_measures_the_embedding_model_once_per_run():
+    seen: list[str] = []
+    report = run_bench(
+        sizes=(30, 40),
+        queries=3,
+        writes=3,
+        batch=3,
+        progress=lambda stage, done, total: seen.append(stage),
+        model_sentences=20,
+        model_queries=5,
+    )
+    model = report.model
+    assert model is not None and model.model == "paraphrase-MiniLM-L3-v2:384"
+    assert model.first_call_seconds > 0 and model.threads >= 1
+    assert model.sentences == 20 and model.batch_size == 32  # the worker's batch setting
+    assert model.sentences_per_s > 0 and model.sentences_seconds > 0
+    assert model.embed_batch.count == 1  # 20 sentences fit one batch
+    assert model.query_embedding.count == 5
+    assert 0 < model.query_embedding.p50_ms <= model.query_embedding.p95_ms
+    assert seen[0] == "model" and seen.count("model") >= 2  # first, before any load
+    table = format_table(report)
+    assert table.count("embedding model paraphrase-MiniLM-L3-v2:384") == 1
+    assert "query embedding p95 (ms)" in table and "20 sentences" in table
+    assert report.to_dict()["model"]["query_embedding"]["count"] == 5
 
 
 def test_bench_uses_a_temporary_folder_by_default():
-    report = run_bench(sizes=(50, 80), queries=5, writes=5, batch=5)
+    report = run_bench(sizes=(50, 80), queries=5, writes=5, batch=5, model=False)
     assert [r.size for r in report.results] == [50, 80]
     assert "N=50" in format_table(report) and "N=80" in format_table(report)
 
 
+def test_bench_reports_the_settings_it_was_given():
+    settings = Settings().replace(vector_pool=50, embedder="local")
+    report = run_bench(sizes=(40,), queries=3, writes=3, batch=3, settings=settings, model=False)
+    assert report.settings_changed == {"vector_pool": 50}  # the bench picks the embedders
+    assert "settings changed: vector_pool=50" in format_table(report)
+
+
 @pytest.mark.parametrize(
     "kwargs",
-    [{"sizes": ()}, {"sizes": (0,)}, {"queries": 0}, {"writes": -1}, {"batch": True}],
+    [
+        {"sizes": ()},
+        {"sizes": (0,)},
+        {"queries": 0},
+        {"writes": -1},
+        {"batch": True},
+        {"model_sentences": 0},
+        {"model_queries": 1.5},
+    ],
 )
 def test_bench_rejects_bad_arguments(kwargs):
     with pytest.raises(ValueError):

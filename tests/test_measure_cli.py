@@ -9,15 +9,58 @@ from click.testing import CliRunner
 from hivemem.cli import main
 
 
-def test_bench_command_prints_json_figures():
+def test_bench_command_prints_json_figures(monkeypatch):
+    monkeypatch.setenv("HIVEMEM_VECTOR_POOL", "64")
     result = CliRunner().invoke(
         main,
-        ["bench", "--sizes", "200", "--queries", "5", "--writes", "5", "--batch", "5", "--json"],
+        [
+            "bench",
+            "--sizes",
+            "200",
+            "--queries",
+            "5",
+            "--writes",
+            "5",
+            "--batch",
+            "5",
+            "--no-model",
+            "--json",
+        ],
     )
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
     [size] = report["results"]
-    assert size["size"] == 200
+    assert size["size"] == 200 and size["vectors"] == 200
+    for mode in ("search_keyword_only", "search_hybrid", "vector_lane"):
+        assert size[mode]["latency"]["count"] == 5
+    assert report["model"] is None
+    assert report["settings_changed"] == {"vector_pool": 64}  # HIVEMEM_* settings apply
+
+
+def test_bench_command_prints_a_table():
+    result = CliRunner().invoke(
+        main,
+        [
+            "bench",
+            "--sizes",
+            "100",
+            "--queries",
+            "3",
+            "--writes",
+            "3",
+            "--batch",
+            "3",
+            "--no-model",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "N=100" in result.output and "search hybrid (hash) p50 (ms)" in result.output
+    assert "vector indexing (hash) vectors/s" in result.output
+
+
+def test_bench_rejects_bad_counts():
+    result = CliRunner().invoke(main, ["bench", "--sizes", "10", "--queries", "0", "--no-model"])
+    assert result.exit_code != 0 and "queries must be a whole number" in result.output
 
 
 def test_bench_rejects_bad_sizes():

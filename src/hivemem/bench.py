@@ -1,16 +1,39 @@
 """Latency and throughput of a real store at 10k–1M memories (``hivemem bench``).
 
-For each corpus size N the bench creates a store on a real file, loads N generated
-dialogue turns with ``add_episodes``, closes and reopens it (as a store in use is met:
-a process that did not create it, the planner statistics in place), then measures what
-an agent waits for:
+For each corpus size N the bench first loads N generated dialogue turns into a store
+without an embedder (the plain-FTS load time and file size; that file is removed). Then
+it creates a store on a real file, opened with a vector lane, loads the same turns with
+``add_episodes`` while the embedding worker runs beside it (as it does in use), and
+``flush()``es the vectors still queued. It reports the load alone, the vectors embedded
+by the worker during the load and during the flush, the flush's rate ("vector
+indexing", chunks embedded and stored per second, by either thread) and
+the load including vectors (load + flush: every turn searchable both ways).
+
+Then the store is closed and reopened (as a store in use is met: a process that did not
+create it, the planner statistics in place) and the bench measures what an agent waits
+for:
 
 - ``add_episode``: one turn per call, its own transaction (the hot path; DESIGN §2
-  targets well under 1 ms);
+  targets well under 1 ms), with the worker embedding the new turns in the background;
 - ``add_episodes``: batches of ``batch`` turns, per batch and per episode;
-- ``search``: ``mem.search(q, limit=10)`` over natural-language questions (the keyword
-  lane, access tracking included, exactly as a caller gets it);
-- the file size and the load throughput.
+- the same writes again on a handle without an embedder, the worker idle (plain FTS);
+- searches, the same questions in each mode, each mode warmed up first:
+  ``keyword only`` is ``mem.search(q, limit=10)`` on a second handle of the same file
+  opened with ``embedder="none"`` (the plain-FTS figure); ``hybrid`` is the same call on
+  the handle with the vector lane (keyword, vector and entity lanes, fusion, MMR; access
+  tracking included, exactly as a caller gets it); ``vector lane`` times the vector
+  index's search alone (binary KNN + exact re-scoring) with the query vector computed
+  beforehand;
+- the file size, vectors included.
+
+The vectors are made by ``HashEmbedder(384)``: the default model's dimension, so the KNN,
+the re-scoring, the index size and the worker's SQL cost what they cost with the model,
+which they do not depend on the vectors' quality. The real model would take many
+minutes per 100k turns on two cores (five to fifteen where this was written), and its
+cost is a property of the model, not of the store: it is measured once per run instead
+(``LocalEmbedder``; skip with ``model=False``): a cold first call (model load), sentences
+per second in batches as the worker sends them, and single-question embedding latency,
+which is what hybrid search adds to the ``hybrid`` figure with the real model.
 
 The corpus and the questions come from a seeded generator — no data is downloaded and
 the same seed gives the same text on every machine. Words follow a Zipf–Mandelbrot law
@@ -29,7 +52,6 @@ import dataclasses
 import itertools
 import math
 import os
-import platform
 import random
 import tempfile
 import time
@@ -39,7 +61,34 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from . import text as textmod
+from .bench_report import (
+    BenchReport,
+    LatencyStats,
+    ModelResult,
+    SearchStats,
+    SizeResult,
+    environment,
+    format_table,
+)
+from .database import Store
 from .database import open as open_store
+from .embed import HashEmbedder
+from .errors import HiveMemError
+from .settings import Settings
+from .types import Query
+
+__all__ = [
+    "BenchReport",
+    "CorpusGenerator",
+    "LatencyStats",
+    "ModelResult",
+    "SearchStats",
+    "SizeResult",
+    "Vocabulary",
+    "format_table",
+    "run_bench",
+]
 
 Progress = Callable[[str, int, int], None]
 """``progress(stage, done, total)``: called as work advances (e.g. to drive a bar)."""
@@ -262,77 +311,9 @@ def _rare_rank(rng: random.Random, head: int, size: int) -> int:
     return min(size - 1, int(math.exp(rng.uniform(math.log(head), math.log(size)))))
 
 
-# ----------------------------------------------------------------------------- results
-
-
-@dataclass(frozen=True)
-class LatencyStats:
-    """Latency of ``count`` timed calls, in milliseconds (nearest-rank percentiles)."""
-
-    count: int
-    mean_ms: float
-    p50_ms: float
-    p95_ms: float
-    p99_ms: float
-    max_ms: float
-
-    @classmethod
-    def of(cls, samples_ns: Sequence[int]) -> LatencyStats:
-        if not samples_ns:
-            return cls(0, 0.0, 0.0, 0.0, 0.0, 0.0)
-        ordered = sorted(samples_ns)
-
-        def pct(p: float) -> float:
-            index = max(0, math.ceil(p / 100 * len(ordered)) - 1)
-            return ordered[index] / 1e6
-
-        return cls(
-            count=len(ordered),
-            mean_ms=sum(ordered) / len(ordered) / 1e6,
-            p50_ms=pct(50),
-            p95_ms=pct(95),
-            p99_ms=pct(99),
-            max_ms=ordered[-1] / 1e6,
-        )
-
-
-@dataclass(frozen=True)
-class SizeResult:
-    """Everything measured on one store of ``size`` loaded episodes."""
-
-    size: int
-    load_seconds: float
-    load_episodes_per_s: float
-    add_episode: LatencyStats  # one call, one transaction
-    add_episodes_batch: LatencyStats  # one call of ``batch_size`` episodes
-    batch_size: int
-    add_episodes_per_episode_ms: float  # total batched time / episodes
-    search: LatencyStats  # mem.search(q, limit=10)
-    search_mean_hits: float
-    search_empty: int  # questions that found nothing
-    db_bytes: int  # the database file after close (WAL checkpointed)
-    bytes_per_memory: float
-
-
-@dataclass(frozen=True)
-class BenchReport:
-    """The results per corpus size, with what is needed to compare runs."""
-
-    results: tuple[SizeResult, ...]
-    queries: int
-    writes: int
-    batch: int
-    seed: int
-    environment: dict[str, str]
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready data (``hivemem bench --json``): dicts, lists, numbers, text."""
-        data = dataclasses.asdict(self)
-        data["results"] = list(data["results"])
-        return data
-
-
 # ----------------------------------------------------------------------------- running
+
+VECTOR_DIMENSION = 384  # the default model's (LocalEmbedder.DIMENSION): same KNN cost
 
 
 def run_bench(
@@ -344,6 +325,10 @@ def run_bench(
     progress: Progress | None = None,
     *,
     seed: int = DEFAULT_SEED,
+    settings: Settings | None = None,
+    model: bool = True,
+    model_sentences: int = 1000,
+    model_queries: int = 100,
 ) -> BenchReport:
     """Benchmark a fresh store per size in ``sizes`` (see the module docstring).
 
@@ -352,36 +337,75 @@ def run_bench(
     temporary folder that is removed afterwards. ``writes`` single-episode writes and
     about as many batched ones (``writes // batch`` batches, at least one) are measured
     after the load, so the store holds a little more than ``size`` memories by the time
-    ``queries`` searches run. ``progress`` gets ``(stage, done, total)`` as work
+    ``queries`` searches per mode run. ``settings`` apply to every handle (the
+    ``embedder`` setting aside: the bench chooses its embedders). With ``model`` the real
+    embedding model is measured once, on ``model_sentences`` corpus turns and
+    ``model_queries`` questions. ``progress`` gets ``(stage, done, total)`` as work
     advances.
     """
-    for name, value in (("queries", queries), ("writes", writes), ("batch", batch)):
+    counts = (
+        ("queries", queries),
+        ("writes", writes),
+        ("batch", batch),
+        ("model_sentences", model_sentences),
+        ("model_queries", model_queries),
+    )
+    for name, value in counts:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
     if not sizes or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in sizes):
         raise ValueError(f"sizes must be whole numbers >= 1, got {sizes!r}")
+    settings = settings or Settings()
+    notify = progress or _quiet
     generator = CorpusGenerator(seed)
+    # The model first: a missing model fails the run before minutes of loading.
+    model_result = (
+        _bench_model(generator, model_sentences, model_queries, settings.embed_batch_size, notify)
+        if model
+        else None
+    )
     questions = generator.questions(queries + _WARMUP)  # the last ones only warm up
     results = []
-    if path is None:
-        with tempfile.TemporaryDirectory(prefix="hivemem-bench-") as folder:
-            for size in sizes:
-                results.append(
-                    _bench_one(Path(folder), size, generator, questions, writes, batch, progress)
-                )
-    else:
-        folder = Path(path).expanduser()
+    with tempfile.TemporaryDirectory(prefix="hivemem-bench-") as scratch:
+        folder = Path(scratch) if path is None else Path(path).expanduser()
         folder.mkdir(parents=True, exist_ok=True)
         for size in sizes:
-            results.append(_bench_one(folder, size, generator, questions, writes, batch, progress))
+            results.append(
+                _bench_one(folder, size, generator, questions, writes, batch, settings, notify)
+            )
     return BenchReport(
         results=tuple(results),
+        model=model_result,
+        vector_embedder=HashEmbedder(VECTOR_DIMENSION).identity,
         queries=queries,
         writes=writes,
         batch=batch,
         seed=seed,
-        environment=_environment(),
+        settings_changed=_settings_changed(settings),
+        environment=environment(),
     )
+
+
+def _quiet(stage: str, done: int, total: int) -> None:
+    return None
+
+
+def _settings_changed(settings: Settings) -> dict[str, Any]:
+    defaults = Settings()
+    return {
+        f.name: getattr(settings, f.name)
+        for f in dataclasses.fields(Settings)
+        if f.name != "embedder" and getattr(settings, f.name) != getattr(defaults, f.name)
+    }
+
+
+def _open_with_vectors(db: Path, settings: Settings) -> Store:
+    store = open_store(db, settings=settings, embedder=HashEmbedder(VECTOR_DIMENSION))
+    if not store.indexer.enabled:
+        reason = store.indexer.disabled
+        store.close()
+        raise HiveMemError(f"hivemem bench measures the vector lane, which is off: {reason}")
+    return store
 
 
 def _bench_one(
@@ -391,153 +415,287 @@ def _bench_one(
     questions: Sequence[str],
     writes: int,
     batch: int,
-    progress: Progress | None,
+    settings: Settings,
+    notify: Progress,
 ) -> SizeResult:
     db = folder / f"bench-{size}.db"
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{db}{suffix}").unlink(missing_ok=True)
-    notify = progress or (lambda stage, done, total: None)
-    store = open_store(db)
-    try:
-        mem = store.scope(_SCOPE)
-        stage = f"load {size:,}"
-        notify(stage, 0, size)
-        items = generator.episodes(size)
-        started = time.perf_counter_ns()
-        done = 0
-        while done < size:
-            chunk = list(itertools.islice(items, min(LOAD_BATCH, size - done)))
-            mem.add_episodes(chunk)
-            done += len(chunk)
-            notify(stage, done, size)
-        load_ns = time.perf_counter_ns() - started
-    finally:
-        store.close()
+    _remove(db)
+    plain = _load_keyword_only(folder, size, generator, settings, notify)
+    load = _load(db, size, generator, settings, notify)
 
     # Measured on the reopened store (see the module docstring): the close above runs
     # PRAGMA optimize, which leaves the planner statistics a store in use has.
-    store = open_store(db)
+    store = _open_with_vectors(db, settings)
+    keyword_store: Store | None = None
     try:
         mem = store.scope(_SCOPE)
-        fresh = generator.episodes(writes + _WARMUP + max(1, writes // batch) * batch, size)
-        for item in itertools.islice(fresh, _WARMUP):
-            mem.add_episode(item["content"], item["session_id"], item["role"])
-        single = []
-        stage = "add_episode"
-        for n, item in enumerate(itertools.islice(fresh, writes), start=1):
-            content, session_id, role = item["content"], item["session_id"], item["role"]
-            t0 = time.perf_counter_ns()
-            mem.add_episode(content, session_id, role)
-            single.append(time.perf_counter_ns() - t0)
-            if n % 100 == 0 or n == writes:
-                notify(stage, n, writes)
-
-        batches = max(1, writes // batch)
-        batched = []
-        stage = "add_episodes"
-        for n in range(1, batches + 1):
-            items_batch = list(itertools.islice(fresh, batch))
-            t0 = time.perf_counter_ns()
-            mem.add_episodes(items_batch)
-            batched.append(time.perf_counter_ns() - t0)
-            notify(stage, n, batches)
-
+        single, batched = _time_writes(mem, generator, size, writes, batch, "", notify)
+        store.flush()  # the worker is idle from here: the keyword-only writes meet none
+        keyword_store = open_store(db, settings=settings, embedder="none")
+        written = size + _WARMUP + writes + len(batched) * batch
+        plain_single, plain_batched = _time_writes(
+            keyword_store.scope(_SCOPE), generator, written, writes, batch, " keyword only", notify
+        )
+        store.flush()  # the searches meet an index holding every vector
         measured, warmup = questions[:-_WARMUP], questions[-_WARMUP:]
-        for question in warmup:
-            mem.search(question, limit=10)
-        timings, hit_counts = [], []
-        stage = "search"
-        for n, question in enumerate(measured, start=1):
-            t0 = time.perf_counter_ns()
-            hits = mem.search(question, limit=10)
-            timings.append(time.perf_counter_ns() - t0)
-            hit_counts.append(len(hits))
-            if n % 20 == 0 or n == len(measured):
-                notify(stage, n, len(measured))
-        total_memories = size + _WARMUP + writes + batches * batch
+        keyword_mem = keyword_store.scope(_SCOPE)
+        keyword = _time_calls(
+            "search keyword only",
+            lambda q: len(keyword_mem.search(q, limit=10)),
+            measured,
+            warmup,
+            notify,
+        )
+        hybrid = _time_calls(
+            "search hybrid", lambda q: len(mem.search(q, limit=10)), measured, warmup, notify
+        )
+        lane = _time_vector_lane(store, settings, measured, warmup, notify)
     finally:
+        if keyword_store is not None:
+            keyword_store.close()
         store.close()
-    db_bytes = sum(
-        os.path.getsize(f"{db}{suffix}")
-        for suffix in ("", "-wal")
-        if os.path.exists(f"{db}{suffix}")
-    )
-    load_s = load_ns / 1e9
+    batches = len(batched)
+    total_memories = size + 2 * (_WARMUP + writes + batches * batch)
+    db_bytes = _file_bytes(db)
+    load_s, flush_s = load["load_ns"] / 1e9, load["flush_ns"] / 1e9
     return SizeResult(
         size=size,
         load_seconds=round(load_s, 3),
-        load_episodes_per_s=round(size / load_s, 1) if load_s > 0 else 0.0,
+        load_episodes_per_s=_rate(size, load_s),
+        keyword_only_load_seconds=round(plain["load_ns"] / 1e9, 3),
+        keyword_only_load_episodes_per_s=_rate(size, plain["load_ns"] / 1e9),
+        keyword_only_db_bytes=plain["db_bytes"],
+        vectors_embedded_during_load=load["before_flush"],
+        vector_flush_seconds=round(flush_s, 3),
+        vectors_embedded_during_flush=load["vectors"] - load["before_flush"],
+        vector_indexing_per_s=_rate(load["vectors"] - load["before_flush"], flush_s),
+        load_incl_vectors_seconds=round(load_s + flush_s, 3),
+        load_incl_vectors_episodes_per_s=_rate(size, load_s + flush_s),
+        vectors=load["vectors"],
         add_episode=LatencyStats.of(single),
         add_episodes_batch=LatencyStats.of(batched),
         batch_size=batch,
         add_episodes_per_episode_ms=sum(batched) / (batches * batch) / 1e6,
-        search=LatencyStats.of(timings),
-        search_mean_hits=sum(hit_counts) / len(hit_counts),
-        search_empty=sum(1 for c in hit_counts if c == 0),
+        add_episode_keyword_only=LatencyStats.of(plain_single),
+        add_episodes_batch_keyword_only=LatencyStats.of(plain_batched),
+        search_keyword_only=keyword,
+        search_hybrid=hybrid,
+        vector_lane=lane,
         db_bytes=db_bytes,
         bytes_per_memory=round(db_bytes / total_memories, 1),
     )
 
 
-def _environment() -> dict[str, str]:
-    from .store.sqlite import DRIVER_NAME, sqlite_driver
-
-    return {
-        "python": platform.python_version(),
-        "sqlite": sqlite_driver.sqlite_version,
-        "driver": DRIVER_NAME,
-        "platform": platform.platform(terse=True),
-        "machine": platform.machine(),
-        "cpus": str(os.cpu_count() or 0),
-    }
-
-
-# ----------------------------------------------------------------------------- output
-
-
-def format_table(report: BenchReport) -> str:
-    """The report as a fixed-width text table, one column per corpus size."""
-    results = report.results
-
-    def ms(value: float) -> str:
-        return f"{value:.3f}" if value < 10 else f"{value:.1f}"
-
-    rows: list[tuple[str, list[str]]] = [
-        ("memories loaded", [f"{r.size:,}" for r in results]),
-        ("load throughput (episodes/s)", [f"{r.load_episodes_per_s:,.0f}" for r in results]),
-        ("load time (s)", [f"{r.load_seconds:.1f}" for r in results]),
-        ("add_episode p50 (ms)", [ms(r.add_episode.p50_ms) for r in results]),
-        ("add_episode p95 (ms)", [ms(r.add_episode.p95_ms) for r in results]),
-        ("add_episode p99 (ms)", [ms(r.add_episode.p99_ms) for r in results]),
-        (
-            f"add_episodes x{report.batch} p50 (ms)",
-            [ms(r.add_episodes_batch.p50_ms) for r in results],
-        ),
-        (
-            f"add_episodes x{report.batch} p95 (ms)",
-            [ms(r.add_episodes_batch.p95_ms) for r in results],
-        ),
-        ("add_episodes per episode (ms)", [ms(r.add_episodes_per_episode_ms) for r in results]),
-        ("search p50 (ms)", [ms(r.search.p50_ms) for r in results]),
-        ("search p95 (ms)", [ms(r.search.p95_ms) for r in results]),
-        ("search p99 (ms)", [ms(r.search.p99_ms) for r in results]),
-        ("search mean hits", [f"{r.search_mean_hits:.1f}" for r in results]),
-        ("searches with no hit", [str(r.search_empty) for r in results]),
-        ("db file (MB)", [f"{r.db_bytes / 1e6:.1f}" for r in results]),
-        ("bytes per memory", [f"{r.bytes_per_memory:,.0f}" for r in results]),
-    ]
-    header = ("", [f"N={r.size:,}" for r in results])
-    label_width = max(len(label) for label, _ in [header, *rows])
-    widths = [max(len(values[i]) for _, values in [header, *rows]) + 2 for i in range(len(results))]
-    lines = [
-        label.ljust(label_width) + "".join(f"{v:>{w}}" for v, w in zip(values, widths, strict=True))
-        for label, values in [header, *rows]
-    ]
-    env = report.environment
-    lines.append(
-        f"\n{report.writes} single writes, {report.writes // report.batch or 1} batches of "
-        f"{report.batch}, {report.queries} searches (limit 10); seed {report.seed}; "
-        f"Python {env.get('python')}, SQLite {env.get('sqlite')} ({env.get('driver')}), "
-        f"{env.get('cpus')} CPUs, {env.get('platform')}"
+def _file_bytes(db: Path) -> int:
+    return sum(
+        os.path.getsize(f"{db}{suffix}")
+        for suffix in ("", "-wal")
+        if os.path.exists(f"{db}{suffix}")
     )
-    return "\n".join(lines)
+
+
+def _remove(db: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+
+
+def _load_keyword_only(
+    folder: Path, size: int, generator: CorpusGenerator, settings: Settings, notify: Progress
+) -> dict[str, int]:
+    """The same load into a store without an embedder (the plain-FTS figures): its
+    time and its file size after close; the file is removed."""
+    db = folder / f"bench-{size}-keyword-only.db"
+    _remove(db)
+    store = open_store(db, settings=settings, embedder="none")
+    try:
+        load_ns = _add_corpus(store, size, generator, f"load {size:,} keyword only", notify)
+    finally:
+        store.close()
+    db_bytes = _file_bytes(db)
+    _remove(db)
+    return {"load_ns": load_ns, "db_bytes": db_bytes}
+
+
+def _add_corpus(
+    store: Store, size: int, generator: CorpusGenerator, stage: str, notify: Progress
+) -> int:
+    """``size`` corpus turns by ``add_episodes`` of ``LOAD_BATCH``; the time in ns."""
+    mem = store.scope(_SCOPE)
+    notify(stage, 0, size)
+    items = generator.episodes(size)
+    started = time.perf_counter_ns()
+    done = 0
+    while done < size:
+        chunk = list(itertools.islice(items, min(LOAD_BATCH, size - done)))
+        mem.add_episodes(chunk)
+        done += len(chunk)
+        notify(stage, done, size)
+    return time.perf_counter_ns() - started
+
+
+def _rate(count: int, seconds: float) -> float:
+    return round(count / seconds, 1) if seconds > 0 else 0.0
+
+
+def _load(
+    db: Path, size: int, generator: CorpusGenerator, settings: Settings, notify: Progress
+) -> dict[str, int]:
+    """Load the corpus with the worker embedding beside it, then flush the rest.
+    Returns the load and flush times (ns) and the vector counts before and after the
+    flush: the split tells what the worker did during the load, whichever thread
+    embedded during the flush."""
+    store = _open_with_vectors(db, settings)
+    try:
+        load_ns = _add_corpus(store, size, generator, f"load {size:,}", notify)
+        vectors = store.backend.vectors
+        before_flush = vectors.count()
+        pending = vectors.pending_count()
+        stage = f"vectors {size:,}"
+        notify(stage, 0, pending)
+        started = time.perf_counter_ns()
+        store.flush()
+        flush_ns = time.perf_counter_ns() - started
+        notify(stage, pending, pending)
+        return {
+            "load_ns": load_ns,
+            "flush_ns": flush_ns,
+            "before_flush": before_flush,
+            "vectors": vectors.count(),
+        }
+    finally:
+        store.close()
+
+
+def _time_writes(
+    mem: Any,
+    generator: CorpusGenerator,
+    start: int,
+    writes: int,
+    batch: int,
+    label: str,
+    notify: Progress,
+) -> tuple[list[int], list[int]]:
+    """Single and batched writes (ns each), after a warm-up; new turns numbered on from
+    ``start``."""
+    batches = max(1, writes // batch)
+    fresh = generator.episodes(writes + _WARMUP + batches * batch, start)
+    for item in itertools.islice(fresh, _WARMUP):
+        mem.add_episode(item["content"], item["session_id"], item["role"])
+    single = []
+    for n, item in enumerate(itertools.islice(fresh, writes), start=1):
+        content, session_id, role = item["content"], item["session_id"], item["role"]
+        t0 = time.perf_counter_ns()
+        mem.add_episode(content, session_id, role)
+        single.append(time.perf_counter_ns() - t0)
+        if n % 100 == 0 or n == writes:
+            notify(f"add_episode{label}", n, writes)
+    batched = []
+    for n in range(1, batches + 1):
+        items_batch = list(itertools.islice(fresh, batch))
+        t0 = time.perf_counter_ns()
+        mem.add_episodes(items_batch)
+        batched.append(time.perf_counter_ns() - t0)
+        notify(f"add_episodes{label}", n, batches)
+    return single, batched
+
+
+def _time_calls(
+    stage: str,
+    call: Callable[[Any], int],
+    measured: Sequence[Any],
+    warmup: Sequence[Any],
+    notify: Progress,
+) -> SearchStats:
+    """``call(item)`` (returning how many results) over ``warmup``, then timed over
+    ``measured``."""
+    for item in warmup:
+        call(item)
+    timings, counts = [], []
+    for n, item in enumerate(measured, start=1):
+        t0 = time.perf_counter_ns()
+        counts.append(call(item))
+        timings.append(time.perf_counter_ns() - t0)
+        if n % 20 == 0 or n == len(measured):
+            notify(stage, n, len(measured))
+    return SearchStats.of(timings, counts)
+
+
+def _time_vector_lane(
+    store: Store,
+    settings: Settings,
+    measured: Sequence[str],
+    warmup: Sequence[str],
+    notify: Progress,
+) -> SearchStats:
+    """The vector index's search as the pipeline calls it (same fetch and pool), the
+    query vectors computed beforehand. A question whose vector is empty (no content
+    word) is left out, as the pipeline leaves the lane out for it."""
+    indexer, index = store.indexer, store.backend.vectors
+    assert indexer.identity is not None
+    identity = indexer.identity
+    fetch = 10 * settings.candidate_multiplier
+    now = store.clock()
+
+    def prepare(questions: Sequence[str]) -> list[tuple[Query, Any]]:
+        prepared = [
+            (Query(text=q, limit=10), indexer.embed_query(textmod.query_focus(q)))
+            for q in questions
+        ]
+        return [(query, vector) for query, vector in prepared if vector is not None]
+
+    def call(item: tuple[Query, Any]) -> int:
+        query, vector = item
+        return len(
+            index.search([_SCOPE], vector, query, fetch, now, identity, settings.vector_pool)
+        )
+
+    return _time_calls("vector lane", call, prepare(measured), prepare(warmup), notify)
+
+
+def _bench_model(
+    generator: CorpusGenerator,
+    sentences: int,
+    queries: int,
+    batch_size: int,
+    notify: Progress,
+) -> ModelResult:
+    """The bundled model (``LocalEmbedder``): a cold first call, corpus turns in
+    batches of ``batch_size`` (as the worker sends them), single questions."""
+    from .embed import LocalEmbedder
+
+    embedder = LocalEmbedder()
+    texts = [item["content"] for item in generator.episodes(sentences)]
+    questions = generator.questions(queries)
+    notify("model", 0, sentences + queries)
+    t0 = time.perf_counter_ns()
+    embedder.embed_batch([questions[0]])
+    first_ns = time.perf_counter_ns() - t0
+    embedder.embed_batch(texts[:batch_size])  # warm-up
+    for question in questions[:5]:
+        embedder.embed_batch([question])
+    batch_timings = []
+    for start in range(0, len(texts), batch_size):
+        part = texts[start : start + batch_size]
+        t0 = time.perf_counter_ns()
+        embedder.embed_batch(part)
+        batch_timings.append(time.perf_counter_ns() - t0)
+        notify("model", start + len(part), sentences + queries)
+    query_timings = []
+    for n, question in enumerate(questions, start=1):
+        t0 = time.perf_counter_ns()
+        embedder.embed_batch([question])
+        query_timings.append(time.perf_counter_ns() - t0)
+        if n % 20 == 0 or n == queries:
+            notify("model", sentences + n, sentences + queries)
+    seconds = sum(batch_timings) / 1e9
+    return ModelResult(
+        model=embedder.identity,
+        threads=embedder.threads,
+        first_call_seconds=round(first_ns / 1e9, 3),
+        sentences=sentences,
+        batch_size=batch_size,
+        sentences_seconds=round(seconds, 3),
+        sentences_per_s=_rate(sentences, seconds),
+        embed_batch=LatencyStats.of(batch_timings),
+        query_embedding=LatencyStats.of(query_timings),
+    )

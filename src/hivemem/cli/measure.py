@@ -46,9 +46,15 @@ def _stage_printer() -> Any:
     callback=_sizes,
     help="Corpus sizes (memories), comma-separated; e.g. 1000000 for 1M.",
 )
-@click.option("--queries", default=200, show_default=True, help="Searches per size.")
+@click.option("--queries", default=200, show_default=True, help="Searches per size and mode.")
 @click.option("--writes", default=2000, show_default=True, help="Single writes measured per size.")
 @click.option("--batch", default=100, show_default=True, help="Episodes per batched write.")
+@click.option(
+    "--no-model",
+    "skip_model",
+    is_flag=True,
+    help="Skip the embedding model's figures (load, sentences/s, query latency).",
+)
 @click.option(
     "--keep",
     "keep_folder",
@@ -56,22 +62,36 @@ def _stage_printer() -> Any:
     help="Keep the generated stores in this folder (default: a temporary folder).",
 )
 @json_option
+@pass_env
 def bench(
+    env: Env,
     sizes: tuple[int, ...],
     queries: int,
     writes: int,
     batch: int,
+    skip_model: bool,
     keep_folder: str | None,
     as_json: bool,
 ) -> None:
-    """Time writes and searches on a generated corpus.
+    """Time writes, vector indexing and searches on generated data.
 
-    For each size, a fresh store is filled with generated episodes; then single and
-    batched writes and natural-language searches are timed (p50/p95/p99).
+    For each size, a fresh store is filled with generated episodes while the embedding
+    worker runs, and the vectors still queued are flushed; then single and batched
+    writes and the same natural-language questions are timed (p50/p95/p99) keyword only,
+    hybrid, and in the vector lane alone. The vectors come from the hash embedder at the
+    default model's dimension (the index costs the same); the real model is timed once
+    per run: load, sentences/s, query embedding. HIVEMEM_* settings apply.
     """
     try:
         report = run_bench(
-            sizes, queries, writes, batch, path=keep_folder, progress=_stage_printer()
+            sizes,
+            queries,
+            writes,
+            batch,
+            path=keep_folder,
+            progress=_stage_printer(),
+            settings=env.settings,
+            model=not skip_model,
         )
     except ValueError as exc:
         raise InvalidInput("bench", str(exc)) from None
