@@ -10,7 +10,7 @@ from hivemem.cli import main
 
 
 def test_bench_command_prints_json_figures(monkeypatch):
-    monkeypatch.setenv("HIVEMEM_VECTOR_POOL", "64")
+    monkeypatch.setenv("HIVEMEM_VECTOR_POOL", "80")
     result = CliRunner().invoke(
         main,
         [
@@ -34,7 +34,7 @@ def test_bench_command_prints_json_figures(monkeypatch):
     for mode in ("search_keyword_only", "search_hybrid", "vector_lane"):
         assert size[mode]["latency"]["count"] == 5
     assert report["model"] is None
-    assert report["settings_changed"] == {"vector_pool": 64}  # HIVEMEM_* settings apply
+    assert report["settings_changed"] == {"vector_pool": 80}  # HIVEMEM_* settings apply
 
 
 def test_bench_command_prints_a_table():

@@ -90,3 +90,51 @@ def test_mmr_trades_relevance_for_diversity():
     assert mmr(candidates, similarity, limit=2, lambda_=0.7) == ["a", "b"]
     assert mmr(candidates, similarity, limit=5) == ["a", "b", "a2"]
     assert mmr([], similarity, limit=3) == []
+
+
+def _similarity_of(vectors):
+    def similarity(x, y):
+        return max(0.0, cosine(vectors[x], vectors[y]))
+
+    return similarity
+
+
+def test_diversity_factors_keep_values_non_increasing_and_penalise_near_duplicates():
+    from hivemem.ranking import diversity_factors
+
+    vectors = {"a": (1.0, 0.0), "a2": (0.99, 0.05), "b": (0.0, 1.0), "c": (0.6, 0.8)}
+    scores = {"a": 1.0, "a2": 0.95, "b": 0.7, "c": 0.65}
+    candidates = list(scores.items())
+    taken = diversity_factors(candidates, _similarity_of(vectors), limit=4, lambda_=0.7)
+
+    assert [item for item, _ in taken][:2] == ["a", "b"]  # the near-duplicate waits
+    values = [scores[item] * factor for item, factor in taken]
+    assert values == sorted(values, reverse=True)
+    factors = dict(taken)
+    assert factors["a"] == 1.0 and factors["b"] == 1.0  # b is orthogonal to a
+    redundancy = cosine(vectors["a2"], vectors["a"])
+    assert factors["a2"] == pytest.approx(1 - 0.3 * redundancy)
+    assert factors["a2"] < 0.71
+    assert {item for item, _ in taken} == set(scores)
+
+
+def test_diversity_factors_with_lambda_one_keep_the_order_and_factors_of_one():
+    from hivemem.ranking import diversity_factors
+
+    vectors = {"a": (1.0, 0.0), "a2": (1.0, 0.0), "b": (0.0, 1.0)}
+    candidates = [("a", 0.9), ("a2", 0.8), ("b", 0.3)]
+    taken = diversity_factors(candidates, _similarity_of(vectors), limit=3, lambda_=1.0)
+    assert taken == [("a", 1.0), ("a2", 1.0), ("b", 1.0)]
+
+
+def test_diversity_factors_respect_the_limit_and_empty_input():
+    from hivemem.ranking import diversity_factors
+
+    def same(x, y):
+        return 1.0
+
+    candidates = [("a", 0.9), ("b", 0.8), ("c", 0.7)]
+    taken = diversity_factors(candidates, same, limit=2, lambda_=0.5)
+    assert taken == [("a", 1.0), ("b", 0.5)]  # identical texts: half the score at λ = 0.5
+    assert diversity_factors([], same, limit=5) == []
+    assert diversity_factors(candidates, same, limit=0) == []

@@ -71,3 +71,29 @@ def test_snippet_centres_on_a_term():
     body = "intro " * 100 + "the Berlin office opened " + "outro " * 100
     snip = text.snippet(body, ["berlin"], width=80)
     assert "Berlin" in snip and snip.startswith("…") and snip.endswith("…")
+
+
+def test_query_focus_leaves_a_short_query_unchanged():
+    for query in ("Where does the user live?", "  spaced   out  ", "", "x " * 64):
+        assert text.query_focus(query) == query
+
+
+def test_query_focus_keeps_the_final_question_after_a_long_preamble():
+    preamble = "You are a helpful assistant. Answer concisely and truthfully. " * 30
+    question = "Which city does the user live in?"
+    assert text.query_focus(preamble + question) == question
+    assert text.query_focus(preamble + "\n\n" + question + "\n") == question
+    # The last question wins over an earlier one.
+    earlier = "Is this an earlier question? "
+    assert text.query_focus(earlier + preamble + question) == question
+
+
+def test_query_focus_without_a_question_keeps_the_last_words():
+    words = [f"w{i}" for i in range(200)]
+    assert text.query_focus(" ".join(words)) == " ".join(words[-64:])
+    assert text.query_focus(" ".join(words), max_words=10) == " ".join(words[-10:])
+
+
+def test_query_focus_skips_a_question_too_long_to_be_the_focus():
+    long_question = " ".join(f"q{i}" for i in range(100)) + "?"
+    assert text.query_focus(long_question) == " ".join(long_question.split()[-64:])

@@ -161,15 +161,19 @@ def diversity_factors(
     penalty shows in the explanation as one factor.
     """
     remaining = list(candidates)
+    redundancy = [0.0] * len(remaining)  # max similarity to those taken, kept up to date
     chosen: list[tuple[str, float]] = []
     while remaining and len(chosen) < limit:
         best_index, best_value, best_factor = 0, -math.inf, 1.0
-        for index, (item, score) in enumerate(remaining):
-            redundancy = max((similarity(item, other) for other, _ in chosen), default=0.0)
-            factor = 1.0 - (1.0 - lambda_) * max(0.0, min(1.0, redundancy))
+        for index, (_, score) in enumerate(remaining):
+            factor = 1.0 - (1.0 - lambda_) * max(0.0, min(1.0, redundancy[index]))
             if score * factor > best_value:
                 best_index, best_value, best_factor = index, score * factor, factor
-        chosen.append((remaining.pop(best_index)[0], best_factor))
+        taken = remaining.pop(best_index)[0]
+        redundancy.pop(best_index)
+        chosen.append((taken, best_factor))
+        for index, (item, _) in enumerate(remaining):
+            redundancy[index] = max(redundancy[index], similarity(item, taken))
     return chosen
 
 

@@ -80,7 +80,12 @@ def search(
     elif not indexer.enabled:
         notes.append(f"vector lane off: {indexer.disabled}")
     else:
-        vector = indexer.embed_query(textmod.query_focus(query.text))
+        try:
+            vector = indexer.embed_query(textmod.query_focus(query.text))
+        except Exception as exc:  # reads fail open: an embedder down leaves keyword search
+            log.warning("query embedding failed, vector lane skipped: %s", exc)
+            notes.append(f"vector lane skipped: the query could not be embedded ({exc})")
+            vector = None
         if vector is not None:
             assert indexer.identity is not None
             matches = backend.vectors.search(
@@ -173,7 +178,7 @@ def _entity_lane(
     mass = idf(total, 1) * len({e.canonical for e in found})
     scores: dict[str, float] = {}
     for memory_id, entity_id in backend.entities.linked(
-        scopes, list(weights), query, now, fetch * 20
+        scopes, list(weights), query, now, fetch * 4
     ):
         scores[memory_id] = scores.get(memory_id, 0.0) + weights[entity_id] / mass
     ranked = sorted(scores.items(), key=lambda item: -item[1])[:fetch]
@@ -251,13 +256,15 @@ def _fuse(
     if settings.fusion != "minmax" or not absolute:
         return absolute
     # Min-max per lane orders best (measured), but its numbers mean "relative to this
-    # query's best": scaled by the best absolute fused score, a threshold still reads
-    # as "how well this matches", and the order stays the min-max order.
+    # query's best": rescaled so the top hit scores the best absolute fused score, a
+    # threshold still reads as "how well this matches", and the order stays min-max's.
     relative = ranking.weighted(
         {lane: _minmax(scores) for lane, scores in lane_scores.items()}, weights
     )
-    scale = max(absolute.values())
-    return {k: v * scale for k, v in relative.items()}
+    best, scale = max(relative.values()), max(absolute.values())
+    if best <= 0:
+        return absolute
+    return {k: v / best * scale for k, v in relative.items()}
 
 
 _MINMAX_FLOOR = 0.05  # the lane's weakest match still counts a little: it did match
@@ -351,20 +358,23 @@ def _diversify(
     assert indexer.identity is not None
     chunk_ids = [s[2].chunk_id for s in scored if s[2].chunk_id is not None]
     vectors = backend.vectors.vectors(indexer.identity, chunk_ids)
-    by_id = {s[3].id: s for s in scored}
+    index = {s[3].id: i for i, s in enumerate(scored)}
+    dimension = next((len(v) for v in vectors.values()), 0)
+    matrix = np.zeros((len(scored), dimension), dtype=np.float32)
+    for i, s in enumerate(scored):
+        vector = vectors.get(s[2].chunk_id)
+        if vector is not None:
+            matrix[i] = vector
+    similarities = matrix @ matrix.T  # one product instead of a call per pair
 
     def similarity(a: str, b: str) -> float:
-        va = vectors.get(by_id[a][2].chunk_id)
-        vb = vectors.get(by_id[b][2].chunk_id)
-        if va is None or vb is None:
-            return 0.0
-        return float(np.dot(va, vb))
+        return float(similarities[index[a], index[b]])
 
     out = []
     for memory_id, factor in ranking.diversity_factors(
         [(s[3].id, s[0]) for s in scored], similarity, limit, lambda_
     ):
-        score, base, candidate, memory, factors = by_id[memory_id]
+        score, base, candidate, memory, factors = scored[index[memory_id]]
         if factor < 1.0:
             factors = {**factors, "diversity": factor}
         out.append((score * factor, base, candidate, memory, factors))

@@ -82,7 +82,7 @@ class VectorIndex(Protocol):
         fetch: int,
         now: datetime,
         model: str,
-        pool: int = 200,
+        pool: int = 64,
     ) -> list[Any]: ...
 
     def vectors(self, model: str, chunk_ids: Sequence[int]) -> dict[int, Any]: ...

@@ -111,22 +111,24 @@ class SQLiteEntityIndex:
         limit: int,
     ) -> list[tuple[str, int]]:
         """(memory id, entity id) links of the given entities among memories that pass
-        the scope and filters, newest memories first, at most ``limit``."""
-        if not entity_ids:
-            return []
+        the scope and filters: per entity its newest ``limit`` memories (ids are time
+        ordered, so the junction's index gives them without a sort)."""
         clause, params = self._db._scope_clause(scopes)
         where, extra = self._db._filter_sql(query, now) if query is not None else ([], [])
         filters = " AND ".join([clause, *where])
-        return [
-            (r[0], r[1])
-            for r in self._db._read(
-                "SELECT me.memory_id, me.entity_id FROM memory_entities me "
-                "CROSS JOIN memories m ON m.id = me.memory_id "
-                f"WHERE me.entity_id IN ({placeholders(entity_ids)}) AND {filters} "
-                "ORDER BY m.created_at DESC, m.id DESC LIMIT ?",
-                [*entity_ids, *params, *extra, limit],
+        out: list[tuple[str, int]] = []
+        for entity_id in dict.fromkeys(entity_ids):
+            out.extend(
+                (r[0], entity_id)
+                for r in self._db._read(
+                    "SELECT me.memory_id FROM memory_entities me "
+                    "CROSS JOIN memories m ON m.id = me.memory_id "
+                    f"WHERE me.entity_id = ? AND {filters} "
+                    "ORDER BY me.memory_id DESC LIMIT ?",
+                    [entity_id, *params, *extra, limit],
+                )
             )
-        ]
+        return out
 
     def add_alias(self, scope: str, entity_id: int, alias: str) -> None:
         with self._db.atomic():
