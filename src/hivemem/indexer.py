@@ -43,7 +43,7 @@ class Indexer:
         index: VectorIndex,
         embedder: Embedder | None,
         *,
-        batch_size: int = 32,
+        batch_size: int = 256,
         background: bool = True,
     ) -> None:
         self._index = index

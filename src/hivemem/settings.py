@@ -91,7 +91,11 @@ class Settings:
     embed_in_background: bool = _setting(
         True, "Embed new chunks in a background thread right after each write."
     )
-    embed_batch_size: int = _setting(32, "Chunks embedded per batch by the embedding worker.")
+    embed_batch_size: int = _setting(
+        256,
+        "Chunks embedded per batch by the embedding worker (texts are sorted by length "
+        "within a batch, so larger batches pad less: 336 vs ~130-216 sentences/s for 32).",
+    )
     vector_pool: int = _setting(
         64,
         "Binary-KNN candidates per scope re-scored by exact cosine in the vector lane "
