@@ -95,3 +95,7 @@ def test_eval_locomo_command(tmp_path):
     assert json.loads(result.output)["overall_cat1_4"]["hit@1"] == 1.0
     text = CliRunner().invoke(main, ["eval", "locomo", str(path)])
     assert "overall 1-4" in text.output
+    # The question behind a 2 kB system prompt still finds its turn (query focus).
+    prompted = CliRunner().invoke(main, ["eval", "locomo", str(path), "--system-prompt", "--json"])
+    assert prompted.exit_code == 0, prompted.output
+    assert json.loads(prompted.output)["overall_cat1_4"]["hit@1"] == 1.0

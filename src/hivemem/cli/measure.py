@@ -11,7 +11,7 @@ import click
 
 from hivemem.bench import format_table, run_bench
 from hivemem.errors import InvalidInput
-from hivemem.evaluation import eval_locomo, format_report
+from hivemem.evaluation import SYSTEM_PROMPT_PREAMBLE, eval_locomo, format_report
 from hivemem.longmemeval import eval_longmemeval, format_lme_report
 
 from .common import Env, echo_json, json_option, pass_env
@@ -109,16 +109,22 @@ def eval_() -> None:
 @eval_.command()
 @click.argument("path", type=click.Path(exists=True, dir_okay=False))
 @click.option("--limit", default=10, show_default=True, help="Hits fetched per question.")
+@click.option(
+    "--system-prompt",
+    is_flag=True,
+    help="Put a 2 kB system prompt before every question (what agents often send).",
+)
 @json_option
 @pass_env
-def locomo(env: Env, path: str, limit: int, as_json: bool) -> None:
+def locomo(env: Env, path: str, limit: int, system_prompt: bool, as_json: bool) -> None:
     """Score retrieval on LoCoMo (hit@k, recall@k by category).
 
     Each conversation goes into its own scope of a temporary store, every turn an
     episode with its session and date; every question is searched and its hits are
     scored against the annotated evidence turns. Categories 1-4 make the headline.
     """
-    report = eval_locomo(path, limit=limit, settings=env.settings)
+    preamble = SYSTEM_PROMPT_PREAMBLE if system_prompt else ""
+    report = eval_locomo(path, limit=limit, settings=env.settings, preamble=preamble)
     if as_json:
         echo_json(report.to_dict())
     else:
