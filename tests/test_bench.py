@@ -135,7 +135,8 @@ def test_bench_measures_the_embedding_model_once_per_run():
     model = report.model
     assert model is not None and model.model == "paraphrase-MiniLM-L3-v2:384"
     assert model.first_call_seconds > 0 and model.threads >= 1
-    assert model.sentences == 20 and model.batch_size == 32  # the worker's batch setting
+    batch = Settings().embed_batch_size  # the worker's batch setting
+    assert model.sentences == 20 and model.batch_size == batch
     assert model.sentences_per_s > 0 and model.sentences_seconds > 0
     assert model.embed_batch.count == 1  # 20 sentences fit one batch
     assert model.query_embedding.count == 5
