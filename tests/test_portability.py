@@ -265,3 +265,21 @@ def test_a_repeated_id_with_another_record_conflicts(store, tmp_path):
             assert _rows(copy) == []
         report = import_jsonl(copy, io.StringIO(f"{header}\n{row}\n{row}\n"))
         assert (report.ok, report.imported, report.skipped_identical) == (True, 1, 1)
+
+
+def test_an_import_links_entities_and_embeds_like_a_write(tmp_path):
+    import io
+
+    import hivemem
+    from hivemem.portability import export_jsonl, import_jsonl
+
+    with hivemem.open(tmp_path / "a.db", embedder="hash") as source:
+        source.scope("a").save("Zoltan runs the night shift", wait=True)
+        buffer = io.StringIO()
+        export_jsonl(source, buffer)
+    with hivemem.open(tmp_path / "b.db", embedder="hash") as target:
+        assert import_jsonl(target, io.StringIO(buffer.getvalue())).ok
+        target.flush()
+        entity, memories = target.scope("a").entity("Zoltan")
+        assert entity.mention_count == 1 and len(memories) == 1
+        assert target.backend.vectors.count() == 1

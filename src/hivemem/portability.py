@@ -40,6 +40,7 @@ from typing import IO, TYPE_CHECKING, Any
 from . import rules
 from . import text as textmod
 from .clock import to_text
+from .entities import extract
 from .errors import Conflict, HiveMemError, InvalidInput
 from .settings import Settings
 from .types import Kind, Memory, Status, resolve_enum, resolve_type
@@ -195,6 +196,8 @@ def import_jsonl(
                 raise _Rollback
     except _Rollback:
         pass
+    else:
+        store.indexer.notify()  # the imported chunks are queued for vectors
     return run.report()
 
 
@@ -354,7 +357,7 @@ class _Import:
                 memory.content, self.settings.chunk_tokens, self.settings.chunk_overlap_tokens
             )
             try:
-                self.backend.insert(memory, pieces)
+                self.backend.insert(memory, pieces, extract(memory.content))
             except Conflict as exc:  # pre-checks make this unreachable; report, not crash
                 self.problem(self.conflicts, line_no, str(exc), memory.id)
                 continue
