@@ -254,6 +254,14 @@ def eval_locomo(
     )
 
 
+def text_table(rows: Sequence[Sequence[str]]) -> list[str]:
+    """Left-aligned columns, a rule under the first row (the header)."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return lines
+
+
 def format_report(report: EvalReport) -> str:
     rows = [("category", *[f"hit@{k}" for k in KS], *[f"R@{k}" for k in KS], "n")]
     for name, values in [
@@ -269,9 +277,7 @@ def format_report(report: EvalReport) -> str:
                 str(values["questions"]),
             )
         )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines = text_table(rows)
     lines.append("")
     lines.append(
         f"{report.memories} memories ingested in {report.ingest_seconds:.2f} s, "

@@ -23,7 +23,7 @@ from typing import Any
 
 from .database import open as open_store
 from .errors import InvalidInput
-from .evaluation import _percentile
+from .evaluation import _percentile, text_table
 from .settings import Settings
 
 KS = (5, 10)
@@ -309,9 +309,7 @@ def format_lme_report(report: LmeReport) -> str:
                 str(values["turn_questions"]),
             )
         )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines = text_table(rows)
     lines.append("")
     lines.append(
         f"{report.turns} turns ingested at {report.turns_per_second:.0f} turns/s "
