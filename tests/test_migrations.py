@@ -264,7 +264,7 @@ def test_upgrade_from_the_first_schema_keeps_every_row_and_backfills(tmp_path):
 
     # No access tracking: the reads below leave every row exactly as it was written.
     # No embedder: the searches below are about the backfilled keyword index.
-    settings = hivemem.Settings(track_access=False, neighbour_weight=0)
+    settings = hivemem.Settings(track_access=False, neighbour_weight=0, window_weight=0)
     with hivemem.open(path, settings=settings, embedder="none") as store:
         assert store.backend.schema_version() == migrations.known_names()
         health = store.backend.health()

@@ -6,6 +6,7 @@ import pytest
 
 import hivemem
 from hivemem import Settings
+from hivemem.search import window_coverage
 
 
 @pytest.fixture
@@ -57,12 +58,71 @@ def test_context_never_crosses_sessions_or_brings_back_deleted_turns(chat):
 
 
 def test_context_can_be_turned_off(tmp_path, clock):
-    settings = Settings(neighbour_weight=0)
+    settings = Settings(neighbour_weight=0, window_weight=0)
     with hivemem.open(tmp_path / "c.db", clock=clock, settings=settings, embedder="none") as s:
         mem = s.scope("a")
         mem.add_episode("Did you go to the Radiohead concert?", session_id="s1", role="b")
         mem.add_episode("Yes, it was amazing", session_id="s1", role="a")
         assert len(mem.search("radiohead concert")) == 1
+
+
+def test_window_coverage_adds_a_share_of_what_the_neighbours_hold():
+    weights = {"puppy": 1.0, "shelter": 1.0, "name": 2.0}
+    own = {"q": ("puppy", "shelter"), "reply": ("name",), "far": ("name",)}
+    windows = {"q": {"reply"}, "reply": {"q"}}
+    full = window_coverage(own, windows, weights, 1.0)
+    assert full == {"q": 1.0, "reply": 1.0, "far": 0.5}
+    half = window_coverage(own, windows, weights, 0.5)
+    assert half == {"q": 0.5 + 0.5 * 0.5, "reply": 0.5 + 0.5 * 0.5, "far": 0.5}
+    assert window_coverage(own, windows, weights, 0.0) == {"q": 0.5, "reply": 0.5, "far": 0.5}
+
+
+def _puppy_chat(path, clock, window_weight):
+    settings = Settings(window_weight=window_weight, neighbour_weight=0, decay_weight=0)
+    store = hivemem.open(path, clock=clock, settings=settings, embedder="none")
+    mem = store.scope("a")
+    q, reply = mem.add_episodes(
+        [
+            {
+                "content": "Did you adopt the puppy from the shelter?",
+                "session_id": "s1",
+                "role": "b",
+            },
+            {"content": "Yes! We named him Biscuit.", "session_id": "s1", "role": "a"},
+        ]
+    )
+    decoy = mem.add_episode("I named my new plant Fern.", session_id="s2", role="a")
+    mem.add_episode("The shelter was closed on Monday.", session_id="s3", role="a")
+    return store, mem, reply, decoy
+
+
+def test_a_reply_that_completes_the_question_outranks_a_turn_with_one_word(tmp_path, clock):
+    query = "what name did the shelter puppy get"
+    store, mem, reply, decoy = _puppy_chat(tmp_path / "w.db", clock, 0.6)
+    with store:
+        hits = mem.search(query)
+        ids = [h.memory.id for h in hits]
+        assert ids.index(reply.id) < ids.index(decoy.id)
+        lane = hits[ids.index(reply.id)].explain.lanes["keyword"]
+        assert lane["window"] > 0 and lane["coverage"] > lane["window"]
+    store, mem, reply, decoy = _puppy_chat(tmp_path / "off.db", clock, 0.0)
+    with store:
+        hits = mem.search(query)
+        scores = {h.memory.id: h.score for h in hits}
+        assert scores[reply.id] == scores[decoy.id]  # alone, the two hold the same word
+        assert all("window" not in h.explain.lanes.get("keyword", {}) for h in hits)
+
+
+def test_the_window_never_reaches_across_sessions_or_to_deleted_turns(tmp_path, clock):
+    store, mem, reply, decoy = _puppy_chat(tmp_path / "w.db", clock, 1.0)
+    with store:
+        question = mem.search("adopt puppy")[0]
+        mem.delete(question.memory.id)
+        hits = mem.search("shelter puppy named")
+        by_id = {h.memory.id: h for h in hits}
+        assert question.memory.id not in by_id
+        assert "window" not in by_id[reply.id].explain.lanes["keyword"]
+        assert "window" not in by_id[decoy.id].explain.lanes["keyword"]
 
 
 @pytest.mark.parametrize("fusion", ["minmax", "weighted", "rrf"])

@@ -224,6 +224,8 @@ def _add_keyword(candidates: dict[str, _Candidate], keyword: list[KeywordCandida
             "bm25": round(k.match.bm25, 6),
             "coverage": round(k.coverage, 6),
         }
+        if k.window > 0:
+            c.lanes["keyword"]["window"] = round(k.window, 6)
         c.lane_scores["keyword"] = k.coverage
         c.chunk_id, c.chunk_seq, c.chunk_text = k.match.chunk_id, k.match.seq, k.match.text
         c.matched = k.matched

@@ -72,15 +72,41 @@ def selective_terms(terms: Sequence[str], doc_freq: Mapping[str, int], budget: i
     return [t for i, t in enumerate(terms) if i in chosen]
 
 
+def window_coverage(
+    own: Mapping[str, Iterable[str]],
+    windows: Mapping[str, Iterable[str]],
+    weights: Mapping[str, float],
+    share: float,
+) -> dict[str, float]:
+    """Each memory's coverage of the query, plus ``share`` of what the memories in its
+    window (``windows[memory]``: the turns beside it) add to it.
+
+    A question is often answered across two turns ("Where did you go?" / "Paris, with
+    Anna"): neither holds every query term, the pair does. ``share`` 1 scores the pair's
+    union; 0 scores the turn alone.
+    """
+    out = {}
+    for memory_id, terms in own.items():
+        alone = set(terms)
+        together = set(alone)
+        for other in windows.get(memory_id, ()):
+            together |= set(own.get(other, ()))
+        base = coverage(weights, alone)
+        out[memory_id] = base + share * (coverage(weights, together) - base)
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class KeywordCandidate:
     """A memory found by the keyword lane: its best chunk, that chunk's BM25 rank, its
-    coverage of the query, and the query terms it holds."""
+    coverage of the query, and the query terms it holds. ``window`` is the part of the
+    coverage that its dialogue neighbours added (``window_coverage``)."""
 
     match: ChunkMatch
     rank: int
     coverage: float
     matched: tuple[str, ...]
+    window: float = 0.0
 
 
 def keyword_lane(
@@ -130,4 +156,54 @@ def keyword_lane(
         best = {c.match.memory_id: c for c in extra}
         best.update({c.match.memory_id: c for c in candidates})
         candidates = sorted(best.values(), key=lambda c: (-c.coverage, c.rank))
+    if settings.window_weight > 0 and candidates:
+        candidates = _windowed(backend, scopes, query, now, terms, weights, candidates, settings)
     return terms, candidates
+
+
+def _windowed(
+    backend: Backend,
+    scopes: Sequence[str],
+    query: Query,
+    now: datetime,
+    terms: Sequence[str],
+    weights: Mapping[str, float],
+    candidates: list[KeywordCandidate],
+    settings: Settings,
+) -> list[KeywordCandidate]:
+    """``candidates`` re-scored by ``window_coverage`` over their dialogue neighbours;
+    a neighbour that was not a candidate joins when its window covers the query."""
+    found = {c.match.memory_id: c for c in candidates}
+    neighbours = backend.session_neighbours(scopes, list(found), query, now)
+    windows: dict[str, set[str]] = {}
+    for anchor, sides in neighbours.items():
+        for other, _after in sides:
+            windows.setdefault(anchor, set()).add(other)
+            windows.setdefault(other, set()).add(anchor)
+    if not windows:
+        return candidates
+    own: dict[str, tuple[str, ...]] = {m: c.matched for m, c in found.items()}
+    joining = [m for m in windows if m not in found]
+    chunks: dict[str, ChunkMatch] = {}
+    if joining:
+        new_chunks = backend.memory_chunks(joining)
+        held = backend.matched_terms([c.chunk_id for c in new_chunks], terms)
+        terms_of: dict[str, set[str]] = {}
+        for chunk in new_chunks:
+            terms_of.setdefault(chunk.memory_id, set()).update(held.get(chunk.chunk_id, ()))
+            chunks.setdefault(chunk.memory_id, chunk)
+        for memory_id in joining:
+            own[memory_id] = tuple(t for t in terms if t in terms_of.get(memory_id, ()))
+    scores = window_coverage(own, windows, weights, settings.window_weight)
+    out = [replace(c, coverage=scores[m], window=scores[m] - c.coverage) for m, c in found.items()]
+    last = len(candidates)
+    for memory_id in joining:
+        score = scores[memory_id]
+        if memory_id in chunks and score > 0:
+            last += 1
+            alone = coverage(weights, own[memory_id])
+            out.append(
+                KeywordCandidate(chunks[memory_id], last, score, own[memory_id], score - alone)
+            )
+    out.sort(key=lambda c: (-c.coverage, c.rank))
+    return out

@@ -131,6 +131,12 @@ class Settings:
         "As neighbour_weight, for the turn just BEFORE a strong episode hit (the question "
         "it answers); neighbour_weight is for the turn just after (its reply).",
     )
+    window_weight: float = _setting(
+        0.6,
+        "Keyword scoring over a dialogue window: an episode also gets this share of the "
+        "query coverage that the turns just before and after it add to its own (0 turns "
+        "it off).",
+    )
     rrf_k: float = _setting(60.0, "The k of reciprocal rank fusion.")
     decay_profile: str = _setting(
         "exponential",

@@ -175,6 +175,10 @@ class Backend(Protocol):
         self, chunk_ids: Sequence[int], terms: Sequence[str]
     ) -> dict[int, set[str]]: ...
 
+    def memory_chunks(self, memory_ids: Sequence[str]) -> list[ChunkMatch]:
+        """Every chunk of these memories (``bm25`` 0), in memory and chunk order."""
+        ...
+
     def stats(self, scopes: Sequence[str] | None, now: datetime) -> dict[str, Any]: ...
 
     def session_neighbours(

@@ -461,28 +461,40 @@ class SQLiteBackend:
         """For each episode among ``memory_ids``: the episodes written just before and
         just after it in its session (insertion order), those that pass the filters, as
         (id, whether it comes after)."""
+        if not memory_ids:
+            return {}
+        ids = list(dict.fromkeys(memory_ids))
+        side = (
+            "(SELECT n.id FROM memories n WHERE n.scope = a.scope"
+            " AND n.session_id = a.session_id AND n.kind = 'episode'"
+            " AND n.rowid {op} a.rowid ORDER BY n.rowid {order} LIMIT 1)"
+        )
+        pairs = self._read(
+            f"SELECT a.id, {side.format(op='<', order='DESC')}, "
+            f"{side.format(op='>', order='ASC')} FROM memories a "
+            f"WHERE a.id IN ({placeholders(ids)}) AND a.kind = 'episode' "
+            "AND a.session_id IS NOT NULL",
+            ids,
+        )
+        found = {n for row in pairs for n in row[1:] if n is not None}
+        if not found:
+            return {}
         clause, params = self._scope_clause(scopes)
         where, extra = self._filter_sql(query, now)
         filters = " AND ".join([clause, *where])
-        out: dict[str, list[str]] = {}
-        for memory_id in memory_ids:
-            rows = self._read(
-                "SELECT m.id, m.rowid > (SELECT rowid FROM memories WHERE id = ?) "
-                "FROM memories m WHERE m.id IN ("
-                " SELECT * FROM (SELECT n.id FROM memories a JOIN memories n"
-                "  ON n.scope = a.scope AND n.session_id = a.session_id"
-                "  WHERE a.id = ? AND a.kind = 'episode' AND n.kind = 'episode'"
-                "  AND n.rowid < a.rowid ORDER BY n.rowid DESC LIMIT 1)"
-                " UNION ALL"
-                " SELECT * FROM (SELECT n.id FROM memories a JOIN memories n"
-                "  ON n.scope = a.scope AND n.session_id = a.session_id"
-                "  WHERE a.id = ? AND a.kind = 'episode' AND n.kind = 'episode'"
-                "  AND n.rowid > a.rowid ORDER BY n.rowid ASC LIMIT 1))"
-                f" AND {filters}",
-                [memory_id, memory_id, memory_id, *params, *extra],
+        listed = list(found)
+        passing = {
+            r[0]
+            for r in self._read(
+                f"SELECT m.id FROM memories m WHERE m.id IN ({placeholders(listed)}) AND {filters}",
+                [*listed, *params, *extra],
             )
-            if rows:
-                out[memory_id] = [(r[0], bool(r[1])) for r in rows]
+        }
+        out: dict[str, list[tuple[str, bool]]] = {}
+        for anchor, before, after in pairs:
+            sides = [(n, later) for n, later in ((before, False), (after, True)) if n in passing]
+            if sides:
+                out[anchor] = sides
         return out
 
     def _stems(self, terms: Sequence[str]) -> dict[str, list[str]]:
@@ -537,6 +549,17 @@ class SQLiteBackend:
         for cid, found in scratch.matches(texts, terms).items():
             out[cid] |= found
         return out
+
+    def memory_chunks(self, memory_ids: Sequence[str]) -> list[ChunkMatch]:
+        if not memory_ids:
+            return []
+        ids = list(memory_ids)
+        rows = self._read(
+            f"SELECT id, memory_id, seq, text FROM chunks WHERE memory_id IN ({placeholders(ids)})"
+            " ORDER BY memory_id, seq",
+            ids,
+        )
+        return [ChunkMatch(r[0], r[1], r[2], r[3], 0.0) for r in rows]
 
     def stats(self, scopes: Sequence[str] | None, now: datetime) -> dict[str, Any]:
         if scopes is None:
