@@ -13,7 +13,7 @@ from hivemem.cli import main
 from hivemem.longmemeval import eval_longmemeval, format_lme_report, parse_lme_date
 
 # Keyword-designed outcomes: no dialogue-context spreading, so each rank is by the turn itself.
-SETTINGS = Settings(embedder="hash", neighbour_weight=0)
+SETTINGS = Settings(embedder="hash", neighbour_weight=0, window_weight=0, session_weight=0)
 FILLER = [
     "We cooked pasta with tomato sauce and basil",
     "The hiking trail near the lake was muddy",

@@ -12,6 +12,7 @@ from hivemem.ranking import (
     age_days,
     calibrate_cosine,
     cosine,
+    group_prior,
     mmr,
     rrf,
     temporal_decay,
@@ -138,3 +139,17 @@ def test_diversity_factors_respect_the_limit_and_empty_input():
     assert taken == [("a", 1.0), ("b", 0.5)]  # identical texts: half the score at λ = 0.5
     assert diversity_factors([], same, limit=5) == []
     assert diversity_factors(candidates, same, limit=0) == []
+
+
+def test_group_prior_favours_the_session_where_most_matched():
+    scores = {"a1": 0.5, "a2": 0.5, "b1": 0.6, "fact": 0.4}
+    groups = {"a1": "A", "a2": "A", "b1": "B"}
+    factors = group_prior(scores, groups, 0.5)
+    # A's mass 1.0 is the best; B's 0.6; the fact (no session) is a group of its own
+    assert factors == pytest.approx({"a1": 1.0, "a2": 1.0, "b1": 0.8, "fact": 0.7})
+
+
+def test_group_prior_off_or_empty_changes_nothing():
+    assert group_prior({"a": 0.3}, {"a": "A"}, 0.0) == {"a": 1.0}
+    assert group_prior({}, {}, 0.7) == {}
+    assert group_prior({"a": 0.0, "b": 0.0}, {}, 0.7) == {"a": 1.0, "b": 1.0}

@@ -78,7 +78,9 @@ def test_window_coverage_adds_a_share_of_what_the_neighbours_hold():
 
 
 def _puppy_chat(path, clock, window_weight):
-    settings = Settings(window_weight=window_weight, neighbour_weight=0, decay_weight=0)
+    settings = Settings(
+        window_weight=window_weight, neighbour_weight=0, decay_weight=0, session_weight=0
+    )
     store = hivemem.open(path, clock=clock, settings=settings, embedder="none")
     mem = store.scope("a")
     q, reply = mem.add_episodes(
@@ -123,6 +125,30 @@ def test_the_window_never_reaches_across_sessions_or_to_deleted_turns(tmp_path, 
         assert question.memory.id not in by_id
         assert "window" not in by_id[reply.id].explain.lanes["keyword"]
         assert "window" not in by_id[decoy.id].explain.lanes["keyword"]
+
+
+def test_a_turn_of_the_session_about_the_topic_outranks_a_lone_match(tmp_path, clock):
+    settings = Settings(neighbour_weight=0, window_weight=0, decay_weight=0)
+    with hivemem.open(tmp_path / "s.db", clock=clock, settings=settings, embedder="none") as s:
+        mem = s.scope("a")
+        lone = mem.add_episode("The garden gate needs oil.", session_id="chores", role="a")
+        topic = mem.add_episodes(
+            [
+                {"content": "We planted tomatoes in the garden.", "session_id": "g", "role": "a"},
+                {"content": "Mine got blight, sadly.", "session_id": "g", "role": "b"},
+                {"content": "Garden beds need compost first.", "session_id": "g", "role": "a"},
+            ]
+        )
+        hits = mem.search("garden")
+        order = [h.memory.id for h in hits]
+        assert order.index(topic[2].id) < order.index(lone.id)
+        assert order.index(topic[0].id) < order.index(lone.id)
+        assert hits[order.index(lone.id)].explain.factors["session"] < 1.0
+        assert "session" not in hits[0].explain.factors
+    off = Settings(neighbour_weight=0, window_weight=0, decay_weight=0, session_weight=0)
+    with hivemem.open(tmp_path / "s.db", clock=clock, settings=off, embedder="none") as s:
+        hits = s.scope("a").search("garden")
+        assert all("session" not in h.explain.factors for h in hits)
 
 
 @pytest.mark.parametrize("fusion", ["minmax", "weighted", "rrf"])

@@ -15,7 +15,7 @@ ranked first by every lane scores 1.0.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from datetime import datetime
 from enum import StrEnum
 
@@ -116,6 +116,31 @@ def access_boost(access_count: int, max_boost: float = 1.5, saturation: float = 
     if access_count <= 0 or max_boost <= 1.0:
         return 1.0
     return 1.0 + (max_boost - 1.0) * (1.0 - math.exp(-access_count / saturation))
+
+
+def group_prior(
+    scores: Mapping[str, float], groups: Mapping[str, Hashable], weight: float
+) -> dict[str, float]:
+    """A factor per memory from the score mass of its group (a dialogue session):
+    ``1 − weight + weight × mass(group) / mass(best group)``, where a group's mass is the
+    sum of its members' scores. Memories missing from ``groups`` are a group of their own.
+
+    Why: a session in which many turns match the query is about the query's topic, so
+    its turns are likelier answers than a lone match in an unrelated session — the
+    passage-in-document prior of passage retrieval.
+    """
+    if weight <= 0 or not scores:
+        return {key: 1.0 for key in scores}
+    mass: dict[Hashable, float] = {}
+    for key, score in scores.items():
+        group = groups.get(key, ("memory", key))
+        mass[group] = mass.get(group, 0.0) + max(0.0, score)
+    best = max(mass.values())
+    if best <= 0:
+        return {key: 1.0 for key in scores}
+    return {
+        key: 1.0 - weight + weight * mass[groups.get(key, ("memory", key))] / best for key in scores
+    }
 
 
 # ----------------------------------------------------------------------------- diversity

@@ -11,8 +11,9 @@ order and records what each did in the hit's explanation:
    (default), or normalised RRF. A lane that did not run — no embedder, a store embedded by
    another model, no entity named in the query — takes no weight, so it never drags the
    others down; the explanation says why it did not run.
-3. Adjustments: superseded factor, temporal decay (identity and lesson exempt),
-   access boost, confidence. Scores stay in [0, 1].
+3. Adjustments: session prior (``ranking.group_prior``: a hit in a session where much
+   matched beats a lone match elsewhere), superseded factor, temporal decay (identity
+   and lesson exempt), access boost, confidence. Scores stay in [0, 1].
 4. MMR on chunk vectors (``mmr_lambda``; 1 keeps the order).
 5. Optional re-rank of the best ``rerank_depth`` (``hivemem.rerank``); a failure keeps
    the fused order. Then ``min_score`` and the limit.
@@ -122,12 +123,18 @@ def search(
     if settings.neighbour_weight > 0:
         _add_neighbours(backend, scopes, query, now, settings, fused, candidates)
     memories = {m.id: m for m in backend.get_many(scopes, list(candidates))}
+    sessions = {
+        m.id: (m.scope, m.session_id) for m in memories.values() if m.session_id is not None
+    }
+    prior = ranking.group_prior(fused, sessions, settings.session_weight)
     scored: list[tuple[float, float, _Candidate, Memory, dict[str, float]]] = []
     for memory_id, base in fused.items():
         memory = memories.get(memory_id)
         if memory is None or base <= 0:  # deleted between the reads; or no lane scored it
             continue
         factors = adjustments(memory, settings, now)
+        if prior[memory_id] < 1.0:
+            factors["session"] = prior[memory_id]
         score = base
         for value in factors.values():
             score *= value

@@ -137,6 +137,12 @@ class Settings:
         "query coverage that the turns just before and after it add to its own (0 turns "
         "it off).",
     )
+    session_weight: float = _setting(
+        0.7,
+        "Session prior: a hit's score is multiplied by 1 - w + w x (its session's share of "
+        "the fused score mass, relative to the best session); memories outside sessions "
+        "are their own group. 0 turns it off.",
+    )
     rrf_k: float = _setting(60.0, "The k of reciprocal rank fusion.")
     decay_profile: str = _setting(
         "exponential",
