@@ -7,6 +7,7 @@ mem.save("Never deploy on Fridays", key="deploy-lesson", type="warning")
 hits = mem.search("when can we deploy?")
 """
 
+from .context import ContextProvider
 from .core import ScopedMemory
 from .database import Store, default_path, open
 from .errors import Conflict, HiveMemError, InvalidInput, MissingDependency, NotFound, StoreError
@@ -27,6 +28,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Conflict",
+    "ContextProvider",
     "Entity",
     "Explanation",
     "Hit",

@@ -698,12 +698,25 @@ class ScopedMemory:
         return self._backend.sessions(self.name)
 
     def context(
-        self, query: str | None = None, session_id: str | None = None, max_entries: int = 50
+        self,
+        query: str | None = None,
+        session_id: str | None = None,
+        max_entries: int = 50,
+        max_tokens: int | None = None,
     ) -> str:
-        """The memory block for a system prompt (see ``hivemem.context``)."""
+        """The memory block for a system prompt: pinned memories by priority, then those
+        of earlier sessions relevant to ``query`` (``session_id`` is the current session,
+        excluded), then the latest reflection, within ``max_entries`` and ``max_tokens``
+        (tiktoken where available offline, else an estimate). See ``hivemem.context``."""
         from .context import build_context
 
-        return build_context(self, query=query, session_id=session_id, max_entries=max_entries)
+        return build_context(
+            self,
+            query=query,
+            session_id=session_id,
+            max_entries=max_entries,
+            max_tokens=max_tokens,
+        )
 
     def _touch(self, ids: list[str]) -> None:
         self._backend.touch(self.visible, ids, self._now())
