@@ -18,8 +18,8 @@ demo: install
 	$(BIN)/python -m hivemem.demo
 
 test: install
-	$(BIN)/ruff check src tests
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests examples
+	$(BIN)/ruff format --check src tests examples
 	$(BIN)/python -m pytest -q
 
 bench: install
