@@ -122,7 +122,12 @@ def search(
     fused = _fuse(candidates, lanes_run, settings)
     if settings.neighbour_weight > 0:
         _add_neighbours(backend, scopes, query, now, settings, fused, candidates)
-    memories = {m.id: m for m in backend.get_many(scopes, list(candidates))}
+    # Only the best ``2 × fetch`` go on: the adjustments move scores by a bounded factor,
+    # and reading, re-scoring and diversifying every candidate the windows and neighbours
+    # brought in cost more than the lanes themselves at 100k memories.
+    if len(fused) > 2 * fetch:
+        fused = dict(sorted(fused.items(), key=lambda item: -item[1])[: 2 * fetch])
+    memories = {m.id: m for m in backend.get_many(scopes, list(fused))}
     sessions = {
         m.id: (m.scope, m.session_id) for m in memories.values() if m.session_id is not None
     }
