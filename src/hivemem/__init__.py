@@ -11,6 +11,8 @@ from .context import ContextProvider
 from .core import ScopedMemory
 from .database import Store, default_path, open
 from .errors import Conflict, HiveMemError, InvalidInput, MissingDependency, NotFound, StoreError
+from .maintenance import JobResult, run_job
+from .maintenance.crossrefs import Related
 from .settings import Settings
 from .types import (
     Entity,
@@ -34,12 +36,14 @@ __all__ = [
     "Hit",
     "HiveMemError",
     "InvalidInput",
+    "JobResult",
     "Kind",
     "Memory",
     "MemoryType",
     "MissingDependency",
     "NotFound",
     "Query",
+    "Related",
     "ScopedMemory",
     "Settings",
     "Source",
@@ -49,4 +53,5 @@ __all__ = [
     "__version__",
     "default_path",
     "open",
+    "run_job",
 ]

@@ -28,6 +28,8 @@ from . import text as textmod
 from .entities import Mention, extract
 from .entities import canonical as canonical_name
 from .errors import Conflict, InvalidInput, NotFound
+from .maintenance.categorize import categorize
+from .maintenance.crossrefs import Related
 from .types import (
     Entity,
     Hit,
@@ -45,6 +47,7 @@ from .types import (
 
 if TYPE_CHECKING:  # pragma: no cover
     from .database import Store
+    from .maintenance import JobResult
 
 _DEFAULT = rules.DEFAULT
 
@@ -135,7 +138,11 @@ class ScopedMemory:
             raise InvalidInput("minor", "expected true or false")
         pieces = self._derive(record.content)
         explicit = type is not None
-        stored, inserted = self._save_row(record, pieces, reason, minor, explicit, expires_at)
+        record, sure = _categorized(record, given=category is not None)
+        with self._backend.atomic():
+            stored, inserted = self._save_row(record, pieces, reason, minor, explicit, expires_at)
+            if inserted:
+                self._backend.maintenance.note_categories([(stored.id, sure)])
         if inserted:
             self._indexed(wait)
         return stored
@@ -285,6 +292,7 @@ class ScopedMemory:
         """
         s = self.settings
         records: list[tuple[Memory, tuple[list[str], list[Mention]]]] = []
+        categories: list[tuple[str, float]] = []
         allowed = {
             "content",
             "session_id",
@@ -321,7 +329,9 @@ class ScopedMemory:
                 if index == 0 and not records:
                     raise
                 raise InvalidInput(f"items[{index}].{exc.field}", exc.message) from None
+            record, sure = _categorized(record, given=False)
             records.append((record, self._derive(record.content)))
+            categories.append((record.id, sure))
         if not records:
             return []
         sessions: dict[str, tuple[datetime, int]] = {}
@@ -333,6 +343,7 @@ class ScopedMemory:
         with self._backend.atomic():
             for record, pieces in records:
                 self._backend.insert(record, *pieces)
+            self._backend.maintenance.note_categories(categories)
             for session_id, (when, count) in sessions.items():
                 self._backend.note_session(self.name, session_id, when, count)
         self._indexed(wait)
@@ -697,6 +708,31 @@ class ScopedMemory:
     def sessions(self) -> list[Any]:
         return self._backend.sessions(self.name)
 
+    def consolidate(self, session_id: str | None = None) -> JobResult:
+        """Consolidate now: the episodes of this scope's ended sessions (or of
+        ``session_id``, ended or not) become facts, as the scheduled job does (see
+        ``hivemem.maintenance.consolidate``; the store's LLM, or extractive without one).
+        Returns what the run did (also in the run log); a failure (an unreachable LLM)
+        is logged and raised, and a rerun resumes where it stopped."""
+        from .maintenance import run_job
+
+        options = {}
+        if session_id is not None:
+            options["session_id"] = rules.name(session_id, "session_id", 200)
+        return run_job(self._store, "consolidate", self.name, raise_errors=True, **options)[0]
+
+    def related(self, memory_id: str, *, limit: int = 10) -> list[Related]:
+        """Memories related to ``memory_id`` by the ``crossrefs`` job (links either way),
+        best first; empty until the job has seen it. Raises ``NotFound``."""
+        if not isinstance(memory_id, str) or not memory_id:
+            raise InvalidInput("id", "expected a memory id")
+        if self._backend.get(self.visible, memory_id) is None:
+            raise NotFound(f"no memory {memory_id!r} visible from scope {self.name!r}")
+        pairs = self._backend.maintenance.related(
+            self.visible, memory_id, rules.limit(limit, maximum=100)
+        )
+        return [Related(memory, score) for memory, score in pairs]
+
     def context(
         self,
         query: str | None = None,
@@ -720,6 +756,15 @@ class ScopedMemory:
 
     def _touch(self, ids: list[str]) -> None:
         self._backend.touch(self.visible, ids, self._now())
+
+
+def _categorized(record: Memory, *, given: bool) -> tuple[Memory, float]:
+    """The record with its automatic category (keyword rules, microseconds; a category
+    the caller gave is kept, with confidence 1.0), and the categorizer's confidence."""
+    if given:
+        return record, 1.0
+    category, confidence = categorize(record.content, record.kind)
+    return replace(record, category=category), confidence
 
 
 def _statuses(value: object) -> tuple[Status, ...]:

@@ -16,6 +16,7 @@ from .core import ScopedMemory
 from .embed import Embedder, get_embedder
 from .errors import InvalidInput
 from .indexer import Indexer
+from .llm import LLM, get_llm
 from .rerank import Reranker, resolve_reranker
 from .settings import Settings
 from .store.base import Backend
@@ -38,6 +39,8 @@ def open(  # noqa: A001 - the library's entry point reads best as hivemem.open()
     clock: Clock = system_clock,
     embedder: Embedder | str | None = None,
     reranker: Reranker | str | None = None,
+    llm: LLM | str | None = None,
+    llm_api_key: str | None = None,
 ) -> Store:
     """Open (creating if needed) the store at ``path`` — a file, or ``":memory:"``.
 
@@ -45,7 +48,9 @@ def open(  # noqa: A001 - the library's entry point reads best as hivemem.open()
     schema migrations are applied on open. ``embedder`` is an ``Embedder`` or the name of
     a registered one (default: the ``embedder`` setting, the bundled offline model;
     ``"none"`` for keyword search only). The model loads on first use, not here.
-    ``reranker`` likewise (default: the ``reranker`` setting, none).
+    ``reranker`` likewise (default: the ``reranker`` setting, none). ``llm`` is an
+    ``LLM`` or a provider name (default: the ``llm`` setting, none), used by maintenance
+    jobs only; ``llm_api_key`` is its key (the CLI reads ``HIVEMEM_LLM_API_KEY``).
     """
     settings = settings or Settings()
     if path is None:
@@ -53,9 +58,12 @@ def open(  # noqa: A001 - the library's entry point reads best as hivemem.open()
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     model = resolve_embedder(settings.embedder if embedder is None else embedder)
     ranker = resolve_reranker(settings.reranker if reranker is None else reranker)
+    chat = resolve_llm(settings.llm if llm is None else llm, settings, llm_api_key)
     backend = SQLiteBackend(path, busy_timeout_ms=settings.busy_timeout_ms)
     try:
-        return Store(backend, settings=settings, clock=clock, embedder=model, reranker=ranker)
+        return Store(
+            backend, settings=settings, clock=clock, embedder=model, reranker=ranker, llm=chat
+        )
     except BaseException:
         backend.close()
         raise
@@ -72,6 +80,29 @@ def resolve_embedder(embedder: Embedder | str | None) -> Embedder | None:
     return embedder
 
 
+def resolve_llm(
+    llm: LLM | str | None, settings: Settings, api_key: str | None = None
+) -> LLM | None:
+    """An LLM from a provider name (``"none"`` and None mean no LLM), configured by the
+    ``llm_*`` settings, or an instance. Cheap: no connection is opened here."""
+    if llm is None or llm == "none" or llm == "":
+        return None
+    if isinstance(llm, str):
+        if not settings.llm_model:
+            raise InvalidInput("llm_model", f"the LLM {llm!r} needs a model name")
+        return get_llm(
+            llm,
+            model=settings.llm_model,
+            base_url=settings.llm_base_url or None,
+            api_key=api_key,
+            timeout=settings.llm_timeout,
+            max_retries=settings.llm_max_retries,
+        )
+    if not isinstance(llm, LLM):
+        raise InvalidInput("llm", "expected an LLM or the name of a registered provider")
+    return llm
+
+
 class Store:
     """One database. Get a handle with ``store.scope(name)``; close when done (or use
     ``with``)."""
@@ -84,9 +115,11 @@ class Store:
         clock: Clock = system_clock,
         embedder: Embedder | None = None,
         reranker: Reranker | None = None,
+        llm: LLM | None = None,
     ) -> None:
         self.backend = backend
         self.reranker = reranker
+        self.llm = llm  # maintenance jobs only; never called on the write path
         self.settings = settings or Settings()
         self.clock = clock
         self.indexer = Indexer(

@@ -178,6 +178,114 @@ class Settings:
         10_000, "How long a write waits for another writer before failing."
     )
 
+    # LLM (maintenance jobs only: the write path never calls a model; docs/llm.md).
+    llm: str = _setting(
+        "none",
+        "Chat model for maintenance jobs: `openai` (any OpenAI-compatible endpoint), "
+        "`anthropic`, a plugin's name, or `none` (jobs use their no-LLM fallbacks). The "
+        "API key comes from HIVEMEM_LLM_API_KEY, read by the CLI and servers only.",
+    )
+    llm_model: str = _setting("", "Model name for `llm`, e.g. `qwen2.5:7b` or `gpt-4o-mini`.")
+    llm_base_url: str = _setting("", "Endpoint of the `llm` (empty: the provider's default API).")
+    llm_timeout: float = _setting(30.0, "Seconds per LLM request before it fails.")
+    llm_max_retries: int = _setting(
+        2, "Retries of an LLM request after a timeout, connection error or 5xx."
+    )
+
+    # Maintenance jobs (docs/maintenance.md).
+    maintenance_schedule: dict[str, str | None] = _setting(
+        {
+            "categorize": "0 1 * * *",
+            "enrich": "0 2 * * *",
+            "crossrefs": "30 2 * * *",
+            "consolidate": "0 3 * * *",
+            "reflect": "0 3 * * 0",
+            "decay": "0 4 * * *",
+            "expire": "30 4 * * *",
+            "summarize": "0 5 * * 0",
+        },
+        "Cron expression (UTC) of each job for `hivemem maintain --daemon`; an empty "
+        "value turns a job's schedule off. Given as JSON in HIVEMEM_MAINTENANCE_SCHEDULE; "
+        "merged over the defaults.",
+    )
+    maintenance_batch_size: int = _setting(
+        200, "Memories a job reads and writes per transaction (readers wait at most one)."
+    )
+    consolidate_batch_size: int = _setting(
+        30, "Episodes of a session turned into facts per batch (one LLM call, one commit)."
+    )
+    consolidate_idle_minutes: float = _setting(
+        30.0,
+        "A session has ended, and is consolidated, when a later session of its scope has "
+        "started or nothing was added to it for this long.",
+    )
+    consolidate_fact_type: str = _setting(
+        "reference",
+        "Type of consolidated facts: `reference` keeps them out of the pinned part of "
+        "context() (they come back by relevance); reflections are `lesson`, summaries "
+        "`historical`.",
+    )
+    consolidate_min_words: int = _setting(
+        4, "Extractive consolidation (no LLM): shortest user statement kept as a fact."
+    )
+    consolidate_max_failures: int = _setting(
+        3,
+        "LLM failures on the same batch before consolidation uses the extractive "
+        "fallback for it (a batch the model cannot handle must not block its session).",
+    )
+    dedup_jaccard: float = _setting(
+        0.75, "A new fact this similar (word Jaccard) to an active fact is a duplicate."
+    )
+    conflict_overlap: float = _setting(
+        0.5,
+        "Facts naming the same entities, this similar apart from negations, with "
+        "opposite polarity (one negated) are a conflict.",
+    )
+    conflict_confidence: float = _setting(
+        0.3, "Confidence an older fact drops to when a new fact contradicts it."
+    )
+    decay_formula: str = _setting(
+        "exponential",
+        "Confidence decay of facts: `exponential` (confidence × exp(−rate × days)) or "
+        "`power` (the ADR's confidence × exp(−rate × days^decay_exponent)).",
+    )
+    decay_exponent: float = _setting(0.8, "Exponent of days in the `power` decay formula.")
+    decay_prune_below: float = _setting(
+        0.05, "Facts whose decayed confidence falls below this are soft-deleted."
+    )
+    reflect_min_facts: int = _setting(
+        3, "New facts needed in the reflection window before a reflection is written."
+    )
+    reflect_window_days: float = _setting(7.0, "Days of new facts a reflection looks back on.")
+    reflect_min_interval_days: float = _setting(
+        6.0, "Days that must pass after a reflection before the next one."
+    )
+    summarize_after_days: float = _setting(
+        30.0, "Memories older than this are grouped into summaries."
+    )
+    summarize_min_group: int = _setting(
+        2, "Smallest group (same key prefix or category) archived into a summary."
+    )
+    summarize_max_group: int = _setting(50, "Most memories archived into one summary.")
+    crossref_min_jaccard: float = _setting(
+        0.05, "Word Jaccard above which two memories are related (cross-refs job)."
+    )
+    crossref_max: int = _setting(10, "Most related memories kept per memory.")
+    enrich_below_entities: int = _setting(
+        2, "The enrich job re-extracts entities of memories linked to fewer than this many."
+    )
+    enrich_spacy_model: str = _setting(
+        "en_core_web_sm", "spaCy pipeline the enrich job loads when spaCy is installed."
+    )
+    expire_grace_days: float = _setting(
+        30.0,
+        "Days past expires_at after which the expire job archives a row (until then it "
+        "is only hidden from search).",
+    )
+    daemon_poll_seconds: float = _setting(
+        60.0, "Longest sleep of `hivemem maintain --daemon` between checks for due jobs."
+    )
+
     @classmethod
     def fields_help(cls) -> list[tuple[str, Any, str]]:
         """(name, default, help) for every setting, in declaration order."""

@@ -17,7 +17,7 @@ import click
 import hivemem
 from hivemem import HiveMemError, Settings
 
-from . import admin, measure, memories
+from . import admin, maintain, measure, memories
 from .common import Env, tolerate_any_terminal
 
 
@@ -75,5 +75,6 @@ def main(ctx: click.Context, db: str | None, scope: str, shared: tuple[str, ...]
 
 for _command in (admin.init, *memories.COMMANDS, *admin.COMMANDS, *measure.COMMANDS):
     main.add_command(_command)
+main.add_command(maintain.maintain)
 
 __all__ = ["main"]

@@ -285,3 +285,60 @@ def insert_chunks(conn: Connection, memory_id: str, pieces: list[str]) -> None:
         "INSERT INTO chunks (memory_id, seq, text, text_hash) VALUES (?, ?, ?, ?)",
         [(memory_id, i, p, textmod.content_hash(p)) for i, p in enumerate(pieces)],
     )
+
+
+@migration("0007_maintenance")
+def _maintenance(conn: Connection) -> None:
+    # State of the maintenance jobs (``hivemem.maintenance``), all derived or
+    # bookkeeping: nothing here is needed to read a memory. ``memories`` itself is left
+    # as it is (its columns are the record of DESIGN §1; exports and upgrades compare it
+    # column by column).
+    for sql in (
+        # The run log: what each run of each job did, when, and how it ended. A row left
+        # 'running' belongs to a process that died mid-run.
+        """CREATE TABLE maintenance_runs (
+            id INTEGER PRIMARY KEY,
+            job TEXT NOT NULL,
+            scope TEXT,
+            trigger TEXT NOT NULL,
+            started_at TEXT NOT NULL,
+            finished_at TEXT,
+            status TEXT NOT NULL
+                CHECK (status IN ('running', 'ok', 'skipped', 'failed')),
+            counts TEXT NOT NULL DEFAULT '{}',
+            error TEXT
+        )""",
+        "CREATE INDEX maintenance_runs_job ON maintenance_runs (job, scope, started_at)",
+        # Which memories a per-memory job (cross-refs, enrich, categorize) has seen.
+        """CREATE TABLE memory_jobs (
+            job TEXT NOT NULL,
+            memory_id TEXT NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+            done_at TEXT NOT NULL,
+            PRIMARY KEY (job, memory_id)
+        ) WITHOUT ROWID""",
+        "CREATE INDEX memory_jobs_memory ON memory_jobs (memory_id)",
+        # Related memories (the cross-refs job), best first per memory.
+        """CREATE TABLE cross_refs (
+            memory_id TEXT NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+            related_id TEXT NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+            score REAL NOT NULL,
+            PRIMARY KEY (memory_id, related_id)
+        ) WITHOUT ROWID""",
+        "CREATE INDEX cross_refs_related ON cross_refs (related_id, memory_id)",
+        # Ebbinghaus state: confidence = base x f(rate, days since anchor); ``applied``
+        # is the value the decay job last wrote, so a change by anyone else (confirm,
+        # a conflict) is noticed and becomes the new base.
+        """CREATE TABLE decay_state (
+            memory_id TEXT PRIMARY KEY REFERENCES memories (id) ON DELETE CASCADE,
+            base REAL NOT NULL,
+            anchor TEXT NOT NULL,
+            applied REAL NOT NULL
+        )""",
+        # How sure the automatic categorizer was of ``memories.category`` (1.0 when the
+        # caller gave the category).
+        """CREATE TABLE memory_categories (
+            memory_id TEXT PRIMARY KEY REFERENCES memories (id) ON DELETE CASCADE,
+            confidence REAL NOT NULL CHECK (confidence BETWEEN 0 AND 1)
+        )""",
+    ):
+        conn.execute(sql)

@@ -30,6 +30,7 @@ from ..types import ListFilter, Memory, Query, Status
 from . import migrations, scratch
 from .base import ChunkMatch, SessionInfo, TermStats
 from .entities import SQLiteEntityIndex, link_mentions
+from .maintenance import SQLiteMaintenance
 from .rows import (
     INSERT,
     JSON_FIELDS,
@@ -791,3 +792,7 @@ class SQLiteBackend:
                 "(SELECT 1 FROM chunks c WHERE c.memory_id = m.id)"
             )
         ]
+
+    @property
+    def maintenance(self) -> SQLiteMaintenance:  # the maintenance jobs' SQL (stateless)
+        return SQLiteMaintenance(self)
