@@ -17,12 +17,14 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import hivemem
 from hivemem import HiveMemError, Settings
 from hivemem.embed import HashEmbedder, OpenAIEmbedder
 from hivemem.ranking import cosine
+from hivemem.store.vectors import hamming_nearest
 from hivemem.text import STOPWORDS
 from test_embed_openai import _Server
 
@@ -525,3 +527,36 @@ def test_minmax_reports_the_best_absolute_fused_score_for_the_top_hit(cstore):
     s = cstore.settings
     absolute = s.vector_weight / (s.keyword_weight + s.vector_weight) * vector
     assert hit.explain.fused == pytest.approx(absolute, abs=1e-5)
+
+
+# ----------------------------------------------------------------------------- KNN cache
+
+
+@pytest.mark.parametrize("width", [4, 8, 16])
+def test_hamming_nearest_ranks_rows_by_differing_bits(width):
+    rng = np.random.default_rng(7)
+    bits = rng.integers(0, 256, size=(200, width), dtype=np.uint8)
+    query = rng.integers(0, 256, size=width, dtype=np.uint8)
+    expected = sorted(
+        range(len(bits)), key=lambda i: (int(np.unpackbits(bits[i] ^ query).sum()), i)
+    )
+    assert hamming_nearest(bits, query, 10).tolist() == expected[:10]
+    assert hamming_nearest(bits, query, 500).tolist() == expected
+    assert hamming_nearest(bits[:0], query, 5).tolist() == []
+
+
+def test_vectors_written_after_a_search_are_found_by_that_handle_and_by_others(db_path, clock):
+    with (
+        hivemem.open(db_path, clock=clock, embedder=ConceptEmbedder()) as a,
+        hivemem.open(db_path, clock=clock, embedder=ConceptEmbedder()) as b,
+    ):
+        first = a.scope("alice").save(DOG, wait=True)
+        assert ids(a.scope("alice").search("hound")) == [first.id]  # the scope is now cached
+        car = a.scope("alice").save(CAR, wait=True)  # written by the same handle
+        home = b.scope("alice").save("Painted the house blue", wait=True)  # by another one
+        (hit,) = a.scope("alice").search("automobile")
+        assert hit.memory.id == car.id and set(hit.explain.lanes) == {"vector"}
+        assert ids(a.scope("alice").search("dwelling")) == [home.id]
+        a.scope("alice").delete(car.id)
+        assert a.scope("alice").search("automobile") == []
+        assert ids(b.scope("bob").search("dwelling")) == []  # scopes stay apart

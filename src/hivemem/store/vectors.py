@@ -16,12 +16,23 @@ the new one (``hivemem reindex``). Vectors of two embedders never share the tabl
 ``upsert`` re-checks the identity inside its transaction, so a worker that embedded with
 an old model while another process re-indexed writes nothing.
 
+KNN. sqlite-vec's own KNN over bit vectors costs 6 ms for k = 10 and 15 ms for k = 64 at
+100k vectors in one scope (its cost grows with k); the same Hamming scan in numpy over
+an in-memory copy of a scope's bit vectors costs ~4 ms whatever k is. So each scope's
+bit vectors are read once into memory (``_BitCache``) and kept current through
+``vector_log``, an append-only list of the chunks each ``upsert`` stored: a search reads
+the log's newest sequence number (one indexed lookup) and loads only what is newer.
+``reset`` bumps ``meta.vector_epoch``, which drops every cached scope. A deleted chunk
+lingers in the cache until the scope is reloaded, but never in results: every candidate
+is re-read with its chunk and filters before it is scored.
+
 Pending work is the ``vector_queue`` table, filled by a trigger in the transaction that
 writes a chunk: a crash between a write and its embedding leaves the chunk queued.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -36,7 +47,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from .sqlite import SQLiteBackend
 
 IDENTITY_KEY = "embedding_identity"
+EPOCH_KEY = "vector_epoch"
 TABLE = "chunk_vectors"
+LOG = "vector_log"
 _KNN_MAX = 4096  # widest KNN page per scope before the lane settles for what passed
 
 
@@ -80,12 +93,37 @@ def to_blob(vector: Sequence[float] | np.ndarray) -> bytes:
     return np.asarray(vector, dtype=np.float32).tobytes()
 
 
+@dataclass(slots=True)
+class _ScopeBits:
+    """One scope's bit vectors in memory: ``ids[i]`` is the chunk of row ``i``."""
+
+    ids: np.ndarray  # int64
+    bits: np.ndarray  # uint8, one row of dimension / 8 bytes per chunk
+    seq: int  # the vector_log sequence number this copy is current through
+
+
+def hamming_nearest(bits: np.ndarray, query: np.ndarray, k: int) -> np.ndarray:
+    """Row indices of the ``k`` rows of ``bits`` nearest ``query`` by Hamming distance,
+    nearest first (ties: lower row first)."""
+    if len(bits) == 0:
+        return np.zeros(0, dtype=np.int64)
+    if bits.shape[1] % 8 == 0:  # 64 bits per popcount instead of 8: ~3x faster
+        bits, query = bits.view(np.uint64), query.view(np.uint64)
+    distance = np.bitwise_count(np.bitwise_xor(bits, query)).sum(axis=1, dtype=np.int64)
+    key = distance * len(bits) + np.arange(len(bits))  # ties: lower row first, always
+    top = np.argpartition(key, k)[:k] if k < len(bits) else np.arange(len(bits))
+    return top[np.argsort(key[top])]
+
+
 class SQLiteVectorIndex:
     """Vector storage and KNN of one SQLite store (the backend's connection and lock)."""
 
     def __init__(self, backend: SQLiteBackend, unavailable: str | None) -> None:
         self._db = backend
         self.unavailable = unavailable  # why vectors cannot be used here, or None
+        self._bits: dict[str, _ScopeBits] = {}
+        self._epoch: str | None = None
+        self._cache_lock = threading.Lock()
 
     # ------------------------------------------------------------------ identity
 
@@ -110,7 +148,10 @@ class SQLiteVectorIndex:
         how many chunks are queued. The embedding cache is kept (it is keyed by model)."""
         with self._db.atomic():
             self._db._write(f"DROP TABLE IF EXISTS {TABLE}")
+            self._db._write(f"DROP TABLE IF EXISTS {LOG}")
             self._create(dimension)
+            epoch = int(self._db.meta().get(EPOCH_KEY, "0")) + 1
+            self._db.set_meta(EPOCH_KEY, str(epoch))
             self._db._write("INSERT OR IGNORE INTO vector_queue (chunk_id) SELECT id FROM chunks")
             self._db.set_meta(IDENTITY_KEY, identity)
         return self.pending_count()
@@ -121,6 +162,12 @@ class SQLiteVectorIndex:
             " chunk_id INTEGER PRIMARY KEY, scope TEXT PARTITION KEY,"
             f" embedding bit[{int(dimension)}])"
         )
+        self._db._write(
+            f"CREATE TABLE IF NOT EXISTS {LOG} ("
+            " seq INTEGER PRIMARY KEY AUTOINCREMENT, scope TEXT NOT NULL,"
+            " chunk_id INTEGER NOT NULL)"
+        )
+        self._db._write(f"CREATE INDEX IF NOT EXISTS {LOG}_scope ON {LOG} (scope, seq)")
 
     def _table_exists(self) -> bool:
         return bool(
@@ -192,6 +239,10 @@ class SQLiteVectorIndex:
                     "VALUES (?, ?, vec_quantize_binary(?))",
                     [chunk.chunk_id, chunk.scope, blob],
                 )
+                self._db._write(
+                    f"INSERT INTO {LOG} (scope, chunk_id) VALUES (?, ?)",
+                    [chunk.scope, chunk.chunk_id],
+                )
                 stored += 1
         return stored
 
@@ -233,17 +284,15 @@ class SQLiteVectorIndex:
         where, extra = self._db._filter_sql(query, now)
         filters = " AND ".join(["m.scope = ?", *where]) if where else "m.scope = ?"
         rows: list[Any] = []
+        query_bits = np.frombuffer(
+            self._db._read("SELECT vec_quantize_binary(?)", [blob])[0][0], dtype=np.uint8
+        )
         for scope in scopes:
+            cached = self._scope_bits(scope)
             k = max(pool, fetch * 2)
             while True:
-                ids = [
-                    r[0]
-                    for r in self._db._read(
-                        f"SELECT chunk_id FROM {TABLE} WHERE embedding MATCH "
-                        "vec_quantize_binary(?) AND k = ? AND scope = ?",
-                        [blob, k, scope],
-                    )
-                ]
+                nearest = hamming_nearest(cached.bits, query_bits, k)
+                ids = list(dict.fromkeys(cached.ids[nearest].tolist()))
                 if not ids:
                     break
                 passed = self._db._read(
@@ -271,6 +320,35 @@ class SQLiteVectorIndex:
         ranked = sorted(best.values(), key=lambda m: (-m.similarity, m.chunk_id))
         return ranked[:fetch]
 
+    def _scope_bits(self, scope: str) -> _ScopeBits:
+        """``scope``'s bit vectors, loaded on first use and brought up to date from
+        ``vector_log`` on each call (see the module docstring)."""
+        with self._cache_lock, self._db.snapshot():
+            epoch = self._db.meta().get(EPOCH_KEY)
+            if epoch != self._epoch:
+                self._bits.clear()
+                self._epoch = epoch
+            newest = self._db._read(f"SELECT COALESCE(MAX(seq), 0) FROM {LOG}")[0][0]
+            cached = self._bits.get(scope)
+            if cached is None:
+                rows = self._db._read(
+                    f"SELECT chunk_id, embedding FROM {TABLE} WHERE scope = ?", [scope]
+                )
+                cached = self._bits[scope] = _ScopeBits(*_to_arrays(rows), newest)
+            elif newest > cached.seq:
+                rows = self._db._read(
+                    f"SELECT v.chunk_id, v.embedding FROM {LOG} l "
+                    f"CROSS JOIN {TABLE} v ON v.chunk_id = l.chunk_id "
+                    "WHERE l.scope = ? AND l.seq > ? AND l.seq <= ?",
+                    [scope, cached.seq, newest],
+                )
+                ids, bits = _to_arrays(rows)
+                if len(ids):
+                    cached.ids = np.concatenate([cached.ids, ids])
+                    cached.bits = np.concatenate([cached.bits, bits]) if len(cached.bits) else bits
+                cached.seq = newest
+            return cached
+
     def vectors(self, model: str, chunk_ids: Sequence[int]) -> dict[int, np.ndarray]:
         """The float vectors of the given chunks (those embedded), for diversification."""
         if not chunk_ids:
@@ -282,3 +360,11 @@ class SQLiteVectorIndex:
             [model, *chunk_ids],
         )
         return {r[0]: np.frombuffer(r[1], dtype=np.float32) for r in rows}
+
+
+def _to_arrays(rows: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
+    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    if not rows:
+        return ids, np.zeros((0, 0), dtype=np.uint8)
+    bits = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.uint8).reshape(len(rows), -1)
+    return ids, bits
