@@ -19,7 +19,7 @@ an old model while another process re-indexed writes nothing.
 KNN. sqlite-vec's own KNN over bit vectors costs 6 ms for k = 10 and 15 ms for k = 64 at
 100k vectors in one scope (its cost grows with k); the same Hamming scan in numpy over
 an in-memory copy of a scope's bit vectors costs ~4 ms whatever k is. So each scope's
-bit vectors are read once into memory (``_BitCache``) and kept current through
+bit vectors are read once into memory (``_ScopeBits``) and kept current through
 ``vector_log``, an append-only list of the chunks each ``upsert`` stored: a search reads
 the log's newest sequence number (one indexed lookup) and loads only what is newer.
 ``reset`` bumps ``meta.vector_epoch``, which drops every cached scope. A deleted chunk
