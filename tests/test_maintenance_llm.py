@@ -196,3 +196,29 @@ def test_llm_enrichment_links_entities_the_regexes_missed(llm_store, server):
     assert named.id  # checked, not sent
     [again] = run_job(llm_store, "enrich", "team-a")
     assert dict(again.counts) == {} and len(server.requests) == 1
+
+
+def test_the_cli_gives_the_llm_its_key_from_the_environment(db_path, server):
+    from click.testing import CliRunner
+
+    from hivemem.cli import main
+
+    with hivemem.open(db_path, embedder="none") as store:
+        store.scope("default").add_episodes(
+            [{"content": "I moved to lisbon last month", "session_id": "s1", "role": "user"}]
+        )
+    server.script(_facts({"content": "The user moved to Lisbon.", "turns": [1]}))
+    env = {
+        "HIVEMEM_LLM": "openai",
+        "HIVEMEM_LLM_MODEL": "qwen2.5:7b",
+        "HIVEMEM_LLM_BASE_URL": server.url,
+        "HIVEMEM_LLM_API_KEY": "sk-test-key-123",
+        "HIVEMEM_EMBEDDER": "none",
+        "HIVEMEM_CONSOLIDATE_IDLE_MINUTES": "0",  # the session has ended
+    }
+    result = CliRunner().invoke(
+        main, ["--db", str(db_path), "maintain", "consolidate", "--json"], env=env
+    )
+    assert result.exit_code == 0, result.output
+    assert [r["auth"] for r in server.requests] == ["Bearer sk-test-key-123"]
+    assert "sk-test-key-123" not in result.output

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
 import sys
 from collections.abc import Callable, Mapping
@@ -23,6 +24,7 @@ import hivemem
 from hivemem import Hit, Memory, ScopedMemory, Settings, Store
 
 F = TypeVar("F", bound=Callable[..., Any])
+LLM_API_KEY_ENV = "HIVEMEM_LLM_API_KEY"
 
 
 @dataclass
@@ -39,7 +41,9 @@ class Env:
         if self._store is None:
             if create_folder and self.db and self.db != ":memory:":
                 Path(self.db).expanduser().parent.mkdir(parents=True, exist_ok=True)
-            self._store = hivemem.open(self.db, settings=self.settings)
+            # The LLM's key is read here, at the edge, and never printed (settings.llm).
+            key = os.environ.get(LLM_API_KEY_ENV) or None
+            self._store = hivemem.open(self.db, settings=self.settings, llm_api_key=key)
         return self._store
 
     def memory(self) -> ScopedMemory:

@@ -4,7 +4,6 @@ show the run log. A thin layer over ``hivemem.maintenance``."""
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import sys
 import threading
@@ -13,22 +12,13 @@ from typing import Any
 
 import click
 
-from hivemem.database import resolve_llm
 from hivemem.maintenance import JobResult, get_job, job_names, run_job, run_log, scheduler
 
 from .common import Env, echo_json, json_option, pass_env
 
-API_KEY_ENV = "HIVEMEM_LLM_API_KEY"
-
 
 def _store(env: Env) -> Any:
-    """The store, with its LLM given the API key from the environment (read here, at the
-    edge, and never printed)."""
-    store = env.store()
-    key = os.environ.get(API_KEY_ENV)
-    if key and env.settings.llm != "none":
-        store.llm = resolve_llm(env.settings.llm, env.settings, key)
-    return store
+    return env.store()  # with the LLM and its key from HIVEMEM_LLM_API_KEY (common.Env)
 
 
 @contextlib.contextmanager
