@@ -24,7 +24,7 @@ import hivemem
 from hivemem import HiveMemError, Settings
 from hivemem.embed import HashEmbedder, OpenAIEmbedder
 from hivemem.ranking import cosine
-from hivemem.store.vectors import hamming_nearest
+from hivemem.store.vectors import hamming_nearest, to_words
 from hivemem.text import STOPWORDS
 from test_embed_openai import _Server
 
@@ -537,12 +537,14 @@ def test_hamming_nearest_ranks_rows_by_differing_bits(width):
     rng = np.random.default_rng(7)
     bits = rng.integers(0, 256, size=(200, width), dtype=np.uint8)
     query = rng.integers(0, 256, size=width, dtype=np.uint8)
-    expected = sorted(
-        range(len(bits)), key=lambda i: (int(np.unpackbits(bits[i] ^ query).sum()), i)
-    )
-    assert hamming_nearest(bits, query, 10).tolist() == expected[:10]
-    assert hamming_nearest(bits, query, 500).tolist() == expected
-    assert hamming_nearest(bits[:0], query, 5).tolist() == []
+    distance = [int(np.unpackbits(row ^ query).sum()) for row in bits]
+    expected = sorted(range(len(bits)), key=lambda i: (distance[i], i))
+    words, asked = to_words(bits), to_words(query)
+    top = hamming_nearest(words, asked, 10).tolist()
+    assert [distance[i] for i in top] == [distance[i] for i in expected[:10]]
+    assert top == sorted(top, key=lambda i: (distance[i], i))
+    assert hamming_nearest(words, asked, 500).tolist() == expected
+    assert hamming_nearest(to_words(bits[:0]), asked, 5).tolist() == []
 
 
 def test_vectors_written_after_a_search_are_found_by_that_handle_and_by_others(db_path, clock):

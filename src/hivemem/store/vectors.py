@@ -95,24 +95,40 @@ def to_blob(vector: Sequence[float] | np.ndarray) -> bytes:
 
 @dataclass(slots=True)
 class _ScopeBits:
-    """One scope's bit vectors in memory: ``ids[i]`` is the chunk of row ``i``."""
+    """One scope's bit vectors in memory: ``ids[i]`` is the chunk of column ``i`` of
+    ``words``, which holds the vectors as 64-bit words, one row per word position
+    (column-major: the Hamming scan then runs over long contiguous rows, ~6x faster at
+    100k than row-major)."""
 
-    ids: np.ndarray  # int64
-    bits: np.ndarray  # uint8, one row of dimension / 8 bytes per chunk
+    ids: np.ndarray  # int64, (n,)
+    words: np.ndarray  # uint64, (dimension / 64, n)
     seq: int  # the vector_log sequence number this copy is current through
 
 
-def hamming_nearest(bits: np.ndarray, query: np.ndarray, k: int) -> np.ndarray:
-    """Row indices of the ``k`` rows of ``bits`` nearest ``query`` by Hamming distance,
-    nearest first (ties: lower row first)."""
-    if len(bits) == 0:
+def to_words(rows: np.ndarray) -> np.ndarray:
+    """Bit vectors, one per row of bytes, as 64-bit words, one row per word position.
+    Rows are zero-padded to a multiple of 8 bytes (zeros add no distance)."""
+    rows = np.asarray(rows, dtype=np.uint8)
+    if rows.ndim == 1:
+        rows = rows[None, :]
+    pad = (-rows.shape[1]) % 8
+    if pad:
+        rows = np.pad(rows, ((0, 0), (0, pad)))
+    return np.ascontiguousarray(np.ascontiguousarray(rows).view(np.uint64).T)
+
+
+def hamming_nearest(words: np.ndarray, query: np.ndarray, k: int) -> np.ndarray:
+    """Column indices of the ``k`` columns of ``words`` (``to_words``) nearest the query
+    (``to_words`` of one vector) by Hamming distance, nearest first; ties in index order,
+    except that which of several tied at the k-th distance make the cut is unspecified."""
+    n = words.shape[1] if words.ndim == 2 else 0
+    if n == 0:
         return np.zeros(0, dtype=np.int64)
-    if bits.shape[1] % 8 == 0:  # 64 bits per popcount instead of 8: ~3x faster
-        bits, query = bits.view(np.uint64), query.view(np.uint64)
-    distance = np.bitwise_count(np.bitwise_xor(bits, query)).sum(axis=1, dtype=np.int64)
-    key = distance * len(bits) + np.arange(len(bits))  # ties: lower row first, always
-    top = np.argpartition(key, k)[:k] if k < len(bits) else np.arange(len(bits))
-    return top[np.argsort(key[top])]
+    distance = np.bitwise_count(words[0] ^ query[0, 0]).astype(np.uint16)
+    for row in range(1, words.shape[0]):
+        distance += np.bitwise_count(words[row] ^ query[row, 0])
+    top = np.argpartition(distance, k)[:k] if k < n else np.arange(n)
+    return top[np.lexsort((top, distance[top]))]
 
 
 class SQLiteVectorIndex:
@@ -284,14 +300,16 @@ class SQLiteVectorIndex:
         where, extra = self._db._filter_sql(query, now)
         filters = " AND ".join(["m.scope = ?", *where]) if where else "m.scope = ?"
         rows: list[Any] = []
-        query_bits = np.frombuffer(
-            self._db._read("SELECT vec_quantize_binary(?)", [blob])[0][0], dtype=np.uint8
+        query_bits = to_words(
+            np.frombuffer(
+                self._db._read("SELECT vec_quantize_binary(?)", [blob])[0][0], dtype=np.uint8
+            )
         )
         for scope in scopes:
             cached = self._scope_bits(scope)
             k = max(pool, fetch * 2)
             while True:
-                nearest = hamming_nearest(cached.bits, query_bits, k)
+                nearest = hamming_nearest(cached.words, query_bits, k)
                 ids = list(dict.fromkeys(cached.ids[nearest].tolist()))
                 if not ids:
                     break
@@ -342,10 +360,14 @@ class SQLiteVectorIndex:
                     "WHERE l.scope = ? AND l.seq > ? AND l.seq <= ?",
                     [scope, cached.seq, newest],
                 )
-                ids, bits = _to_arrays(rows)
+                ids, words = _to_arrays(rows)
                 if len(ids):
                     cached.ids = np.concatenate([cached.ids, ids])
-                    cached.bits = np.concatenate([cached.bits, bits]) if len(cached.bits) else bits
+                    cached.words = (
+                        np.concatenate([cached.words, words], axis=1)
+                        if cached.words.size
+                        else words
+                    )
                 cached.seq = newest
             return cached
 
@@ -365,6 +387,6 @@ class SQLiteVectorIndex:
 def _to_arrays(rows: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
     ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
     if not rows:
-        return ids, np.zeros((0, 0), dtype=np.uint8)
+        return ids, np.zeros((0, 0), dtype=np.uint64)
     bits = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.uint8).reshape(len(rows), -1)
-    return ids, bits
+    return ids, to_words(bits)
