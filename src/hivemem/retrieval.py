@@ -182,7 +182,7 @@ def _entity_lane(
     entity named: mentioning every named entity, each rare, scores near 1; a name on
     every turn (a chat's speaker) weighs little. Returns whether the lane ran (the query
     named a known entity)."""
-    found = backend.entities.lookup(scopes, entitymod.query_names(text))
+    found = backend.entities.lookup(scopes, entitymod.query_names(text), aliases=False)
     if not found:
         return False
     total = backend.entities.total_memories(scopes)

@@ -93,8 +93,11 @@ class VectorIndex(Protocol):
 class EntityIndex(Protocol):
     """Entities per scope, their aliases, and which memories mention them."""
 
-    def lookup(self, scopes: Sequence[str], names: Sequence[str]) -> list[Entity]:
-        """Entities whose canonical name or an alias is among ``names``."""
+    def lookup(
+        self, scopes: Sequence[str], names: Sequence[str], *, aliases: bool = True
+    ) -> list[Entity]:
+        """Entities whose canonical name or an alias is among ``names``; with
+        ``aliases=False`` their ``aliases`` are left empty (search needs none)."""
         ...
 
     def linked(
