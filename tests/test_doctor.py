@@ -25,6 +25,7 @@ NAMES = [
     "vectors",
     "journal_mode",
     "sessions",
+    "maintenance",
     "driver",
     "file_size",
     "memories",
@@ -184,3 +185,26 @@ def test_doctor_reports_the_vector_lane_and_a_model_change(tmp_path):
     with hivemem.open(path, embedder="none") as store:
         check = {c.name: c for c in doctor.diagnose(store).checks}["vectors"]
         assert check.ok and "keyword and entity lanes only" in check.detail
+
+
+def test_a_failed_maintenance_run_is_reported_with_its_error(db_path, clock):
+    from hivemem.llm import OpenAIChatLLM
+
+    unreachable = OpenAIChatLLM("m", base_url="http://127.0.0.1:9/v1", max_retries=0, timeout=1)
+    with hivemem.open(db_path, clock=clock, embedder="none", llm=unreachable) as store:
+        check = {c.name: c for c in doctor.diagnose(store).checks}["maintenance"]
+        assert check.ok and check.detail.startswith("no job has run yet")
+        store.scope("a").add_episodes(
+            [{"content": "I moved to Lisbon last month", "session_id": "s1", "role": "user"}]
+        )
+        hivemem.run_job(store, "decay", "a")
+        hivemem.run_job(store, "consolidate", "a", session_id="s1")
+        check = {c.name: c for c in doctor.diagnose(store).checks}["maintenance"]
+        assert not check.ok
+        assert (
+            check.detail.startswith("consolidate failed at")
+            and "could not be reached" in check.detail
+        )
+        assert "hivemem maintain consolidate" in check.fix
+        hivemem.run_job(store, "consolidate", "a")  # no ended session: a clean run
+        assert {c.name: c for c in doctor.diagnose(store).checks}["maintenance"].ok

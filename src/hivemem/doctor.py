@@ -174,6 +174,7 @@ def _checks(store: Store) -> list[Check]:
     checks.append(_journal(store, health["journal_mode"]))
     pending = health["sessions_not_consolidated"]
     checks.append(Check("sessions", True, f"{pending} sessions not consolidated yet"))
+    checks.append(_maintenance(store))
     checks.append(
         Check(
             "driver",
@@ -184,6 +185,33 @@ def _checks(store: Store) -> list[Check]:
     checks.append(_size(store, health))
     checks.append(_counts(store))
     return checks
+
+
+def _maintenance(store: Store) -> Check:
+    """The newest run of each maintenance job: a job whose last run failed is a problem
+    (its error is shown); jobs never run are only listed."""
+    from .maintenance import job_names, run_log
+
+    latest: dict[str, Any] = {}
+    for run in run_log(store, limit=500):  # newest first
+        latest.setdefault(run.job, run)
+    failed = [r for r in latest.values() if r.status == "failed"]
+    if failed:
+        detail = "; ".join(
+            f"{r.job} failed at {r.started_at:%Y-%m-%d %H:%M}: {r.error}" for r in failed
+        )
+        jobs = " ".join(sorted(r.job for r in failed))
+        return Check(
+            "maintenance",
+            False,
+            detail,
+            f"see `hivemem maintain --log`, then `hivemem maintain {jobs}`",
+        )
+    never = [name for name in job_names() if name not in latest]
+    detail = f"last runs of {len(latest)} jobs ok" if latest else "no job has run yet"
+    if never:
+        detail += f"; never run: {', '.join(never)}"
+    return Check("maintenance", True, detail)
 
 
 def _integrity(results: list[str]) -> Check:
