@@ -486,3 +486,18 @@ def test_kind_fact_is_the_default_of_consolidated_facts(store, clock):
     mem.consolidate()
     assert {f.kind for f in mem.list(kind="fact")} == {Kind.FACT}
     assert {f.type.value for f in mem.list(kind="fact")} == {"reference"}
+
+
+def test_caseless_rules_hold_no_capital_letter_and_match_any_case():
+    import importlib
+    import re
+
+    rules = importlib.import_module("hivemem.maintenance.categorize")._RULES
+    for patterns in rules.values():
+        for pattern, _weight in patterns:
+            if pattern.flags & re.IGNORECASE:  # run on lowercased text: a capital never matches
+                assert not re.search(r"(?<!\\)[A-Z]", pattern.pattern), pattern.pattern
+    from hivemem.maintenance.categorize import categorize
+
+    assert categorize("MY PASSWORD IS HUNTER2")[0] == "credential"
+    assert categorize("My Password is hunter2") == categorize("my password is hunter2")

@@ -126,12 +126,33 @@ _RULES: dict[str, list[tuple[re.Pattern[str], float]]] = {
 _FALLBACK = {Kind.EPISODE: "conversation", Kind.FACT: "fact"}
 
 
+def _caseless(rules: dict[str, list[tuple[re.Pattern[str], float]]]) -> list[tuple[str, list]]:
+    """The rules with every IGNORECASE pattern recompiled case-sensitive, to run on the
+    lowercased text (Python's IGNORECASE matching is ~3x slower): (category, [(pattern,
+    weight, on_lowercase)])."""
+    out = []
+    for category, patterns in rules.items():
+        compiled = []
+        for pattern, weight in patterns:
+            if pattern.flags & re.IGNORECASE:
+                flags = pattern.flags & ~re.IGNORECASE
+                compiled.append((re.compile(pattern.pattern, flags), weight, True))
+            else:
+                compiled.append((pattern, weight, False))
+        out.append((category, compiled))
+    return out
+
+
+_COMPILED = _caseless(_RULES)
+
+
 def categorize(text: str, kind: Kind | str | None = None) -> tuple[str, float]:
     """The category of ``text`` and a confidence in [0, 1] (see the module docstring)."""
     best, best_score = "", 0.0
     sample = text[:4000]  # the opening says what a long memory is about; keeps it fast
-    for category, rules in _RULES.items():
-        score = sum(weight for pattern, weight in rules if pattern.search(sample))
+    lower = sample.lower()
+    for category, rules in _COMPILED:
+        score = sum(w for pattern, w, low in rules if pattern.search(lower if low else sample))
         if score > best_score:
             best, best_score = category, score
     if not best:
