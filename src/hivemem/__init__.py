@@ -13,6 +13,7 @@ from .database import Store, default_path, open
 from .errors import Conflict, HiveMemError, InvalidInput, MissingDependency, NotFound, StoreError
 from .maintenance import JobResult, run_job
 from .maintenance.crossrefs import Related
+from .notes import IndexReport, index_folder, watch_folder
 from .settings import Settings
 from .types import (
     Entity,
@@ -25,6 +26,7 @@ from .types import (
     Source,
     Status,
 )
+from .vault import Vault, VaultEntry
 
 __version__ = "0.1.0"
 
@@ -35,6 +37,7 @@ __all__ = [
     "Explanation",
     "Hit",
     "HiveMemError",
+    "IndexReport",
     "InvalidInput",
     "JobResult",
     "Kind",
@@ -50,8 +53,12 @@ __all__ = [
     "Status",
     "Store",
     "StoreError",
+    "Vault",
+    "VaultEntry",
     "__version__",
     "default_path",
+    "index_folder",
     "open",
     "run_job",
+    "watch_folder",
 ]

@@ -223,11 +223,12 @@ class ScopedMemory:
         ):
             return current
         else:
+            shown = self._store.scrubbed(current)  # the error is output too: no secrets
             raise Conflict(
                 f"key {current.key!r} already holds an active memory in scope {self.name!r} "
-                f"({current.id}, type {current.type.value}): {current.content!r}. "
+                f"({current.id}, type {current.type.value}): {shown.content!r}. "
                 "Give a supersede reason to replace it, or mark a small correction minor.",
-                current=current,
+                current=shown,
             )
         inherited: dict[str, Any] = {"supersedes_id": current.id, "supersede_reason": reason}
         inherited["supersede_kind"] = kind
@@ -357,7 +358,9 @@ class ScopedMemory:
         return chunks, extract(content)
 
     def _build(self, **fields: Any) -> Memory:
-        """Validate every field and build the row to insert (nothing is written)."""
+        """Validate every field and build the row to insert (nothing is written).
+        Credentials in the content follow ``credential_policy`` (``hivemem.redact``)."""
+        fields["content"] = self._store.guard(fields.get("content"))
         return rules.build_memory(self.name, self.settings, self._now(), **fields)
 
     def correct(
@@ -522,7 +525,7 @@ class ScopedMemory:
             raise NotFound(f"no memory {id_or_key!r} visible from scope {self.name!r}")
         if self.settings.track_access:
             self._touch([found.id])
-        return found
+        return self._store.scrubbed(found)
 
     def list(
         self,
@@ -551,7 +554,8 @@ class ScopedMemory:
         )
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise InvalidInput("offset", f"expected a whole number >= 0, got {offset!r}")
-        return self._backend.list(self.visible, flt, rules.limit(limit), offset, self._now())
+        found = self._backend.list(self.visible, flt, rules.limit(limit), offset, self._now())
+        return self._store.scrubbed(found)
 
     def _filters(
         self,
@@ -597,7 +601,7 @@ class ScopedMemory:
                 if parent is not None:
                     todo.append(parent)
             todo.extend(self._backend.successors(self.visible, memory.id))
-        return sorted(chain.values(), key=lambda m: (m.created_at, m.id))
+        return self._store.scrubbed(sorted(chain.values(), key=lambda m: (m.created_at, m.id)))
 
     def search(
         self,
@@ -661,7 +665,7 @@ class ScopedMemory:
         )
         if hits and self.settings.track_access:
             self._touch([h.memory.id for h in hits])
-        return hits
+        return self._store.scrubbed(hits)
 
     def entity(self, name: str, *, limit: int = 100) -> tuple[Entity, list[Memory]]:
         """Everything about ``name``: the entity it names (by canonical name or alias,
@@ -674,7 +678,8 @@ class ScopedMemory:
             self._now(),
             rules.limit(limit),
         )
-        return found, self._backend.get_many(self.visible, [m for m, _ in links])
+        linked = self._backend.get_many(self.visible, [m for m, _ in links])
+        return found, self._store.scrubbed(linked)
 
     def alias(self, name: str, alias: str) -> Entity:
         """Let ``alias`` (say "Mel") name the entity ``name`` names ("Melanie"), so
@@ -731,7 +736,7 @@ class ScopedMemory:
         pairs = self._backend.maintenance.related(
             self.visible, memory_id, rules.limit(limit, maximum=100)
         )
-        return [Related(memory, score) for memory, score in pairs]
+        return [Related(self._store.scrubbed(memory), score) for memory, score in pairs]
 
     def context(
         self,
@@ -746,13 +751,14 @@ class ScopedMemory:
         (tiktoken where available offline, else an estimate). See ``hivemem.context``."""
         from .context import build_context
 
-        return build_context(
+        block = build_context(
             self,
             query=query,
             session_id=session_id,
             max_entries=max_entries,
             max_tokens=max_tokens,
         )
+        return self._store.scrub(block)
 
     def _touch(self, ids: list[str]) -> None:
         self._backend.touch(self.visible, ids, self._now())

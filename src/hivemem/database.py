@@ -4,8 +4,10 @@ which every read and write goes (``hivemem.core``)."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +19,14 @@ from .embed import Embedder, get_embedder
 from .errors import InvalidInput
 from .indexer import Indexer
 from .llm import LLM, get_llm
+from .redact import Scrubber, guard
 from .rerank import Reranker, resolve_reranker
 from .settings import Settings
 from .store.base import Backend
 from .store.sqlite import SQLiteBackend
-from .types import Memory
+from .store.vault import SQLiteVault
+from .types import Hit, Memory
+from .vault import Vault
 
 
 def default_path() -> Path:
@@ -130,6 +135,43 @@ class Store:
         )
         if self.indexer.enabled and backend.vectors.has_pending():
             self.indexer.notify()  # work left by an earlier run (a crash, a short CLI call)
+        self.vault_rows = SQLiteVault(backend)  # type: ignore[arg-type]
+        self.scrubber = Scrubber(
+            lambda: [json.loads(v) for v in self.vault_rows.secret_values()],
+            self.vault_rows.changed_elsewhere,
+        )
+
+    # ------------------------------------------------------------------ vault, redaction
+
+    def vault(self, scope: str) -> Vault:
+        """The key/value vault of ``scope`` (machine state and secrets; ``hivemem.vault``)."""
+        return Vault(self, scope)
+
+    def scrub(self, text: str) -> str:
+        """``text`` with every secret value of the vault (any scope) redacted."""
+        return self.scrubber.scrub(text)
+
+    def scrubbed(self, value: Any) -> Any:
+        """A ``Memory``, ``Hit``, list of them or text with the vault's secrets redacted
+        from its content and snippet (the same object when there is nothing to redact)."""
+        if isinstance(value, str):
+            return self.scrubber.scrub(value)
+        if isinstance(value, list):
+            return [self.scrubbed(v) for v in value]
+        if isinstance(value, Memory):
+            clean = self.scrubber.scrub(value.content)
+            return value if clean == value.content else replace(value, content=clean)
+        if isinstance(value, Hit):
+            memory, snippet = self.scrubbed(value.memory), self.scrubber.scrub(value.snippet)
+            if memory is value.memory and snippet == value.snippet:
+                return value
+            return replace(value, memory=memory, snippet=snippet)
+        return value
+
+    def guard(self, content: object) -> object:
+        """Memory content about to be written, with the ``credential_policy`` applied:
+        credentials and vault secrets redacted (default), refused, or allowed."""
+        return guard(content, self.settings.credential_policy, self.scrubber)
 
     def flush(self) -> int:
         """Block until every queued chunk has its vector; returns how many were embedded.
@@ -161,6 +203,7 @@ class Store:
         return self.backend.iter_all(scopes)
 
     def close(self) -> None:
+        self.scrubber.close()
         self.indexer.close()
         self.backend.close()
 

@@ -77,11 +77,14 @@ def export_jsonl(
     fp: IO[str],
     scopes: Iterable[str] | None = None,
     progress: Progress | None = None,
+    *,
+    include_secrets: bool = False,
 ) -> int:
     """Write the memories of ``scopes`` (every scope when ``None``) to ``fp`` as JSON
     Lines: a header line, then one line per memory of any status. Returns the number of
     memories written. The export reads one consistent snapshot of the store, so the
-    header's count is exact even while other processes write."""
+    header's count is exact even while other processes write. Secret values of the vault
+    are redacted from every line unless ``include_secrets``."""
     chosen = _scope_list(scopes, store.settings)
     backend = store.backend
     with backend.snapshot():
@@ -95,7 +98,10 @@ def export_jsonl(
         fp.write(json.dumps(header) + "\n")
         written = 0
         for memory in backend.iter_all(chosen):
-            fp.write(json.dumps(memory.to_dict(), ensure_ascii=False, allow_nan=False) + "\n")
+            if not include_secrets:
+                memory = store.scrubbed(memory)
+            line = json.dumps(memory.to_dict(), ensure_ascii=False, allow_nan=False)
+            fp.write((line if include_secrets else store.scrub(line)) + "\n")
             written += 1
             if progress is not None and written % 100 == 0:
                 progress(100)

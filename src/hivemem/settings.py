@@ -285,6 +285,43 @@ class Settings:
         60.0, "Longest sleep of `hivemem maintain --daemon` between checks for due jobs."
     )
 
+    # Vault, redaction and the notes folder (docs/vault.md, docs/notes.md).
+    credential_policy: str = _setting(
+        "redact",
+        "What a save does with a well-known credential shape in memory content (API keys, "
+        "tokens, private keys, JWTs, bearer tokens): `redact` (stored as [REDACTED:kind], "
+        "with a warning), `reject` (InvalidInput, nothing stored) or `allow`.",
+    )
+    notes_max_file_bytes: int = _setting(
+        256 * 1024,
+        "Largest file `hivemem index` reads, in bytes; larger files are skipped with a "
+        "warning (and must also fit max_content_bytes).",
+    )
+    notes_extensions: str = _setting(
+        ".md,.markdown,.txt,.rst,.org",
+        "Comma-separated file extensions `hivemem index` treats as notes.",
+    )
+
+    # HTTP API (`hivemem serve-http`, hivemem/http/).
+    http_host: str = _setting(
+        "127.0.0.1", "Address `hivemem serve-http` listens on (0.0.0.0: every interface)."
+    )
+    http_port: int = _setting(8765, "Port `hivemem serve-http` listens on.")
+    http_max_body_bytes: int = _setting(
+        1024 * 1024,
+        "Largest HTTP request body accepted, in bytes; a larger one is refused with 413 "
+        "before it reaches the library.",
+    )
+
+    # Tools and the MCP server (`hivemem serve-mcp`, hivemem/tools.py, docs/tools.md).
+    learning_scope: str = _setting(
+        "",
+        "Shared scope the inject_learning tool writes a lead's learnings to (it must be "
+        "one of the session's scopes; empty: inject_learning is refused).",
+    )
+    mcp_host: str = _setting("127.0.0.1", "Address `hivemem serve-mcp --transport http` uses.")
+    mcp_port: int = _setting(8766, "Port `hivemem serve-mcp --transport http` listens on.")
+
     @classmethod
     def fields_help(cls) -> list[tuple[str, Any, str]]:
         """(name, default, help) for every setting, in declaration order."""

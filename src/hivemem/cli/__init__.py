@@ -18,6 +18,10 @@ import hivemem
 from hivemem import HiveMemError, Settings
 
 from . import admin, maintain, measure, memories
+from . import http as http_commands
+from . import notes as notes_commands
+from . import serve as serve_commands
+from . import vault as vault_commands
 from .common import Env, tolerate_any_terminal
 
 
@@ -76,5 +80,10 @@ def main(ctx: click.Context, db: str | None, scope: str, shared: tuple[str, ...]
 for _command in (admin.init, *memories.COMMANDS, *admin.COMMANDS, *measure.COMMANDS):
     main.add_command(_command)
 main.add_command(maintain.maintain)
+for _command in http_commands.COMMANDS:
+    main.add_command(_command)
+main.add_command(serve_commands.serve_mcp)
+for _command in (*notes_commands.COMMANDS, *vault_commands.COMMANDS):
+    main.add_command(_command)
 
 __all__ = ["main"]

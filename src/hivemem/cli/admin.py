@@ -54,13 +54,19 @@ def _progress(label: str, total: int) -> Iterator[Any]:
 @click.command("export")
 @click.argument("file", default="-", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--scope-only", is_flag=True, help="Only the current scope (default: every scope).")
+@click.option(
+    "--include-secrets",
+    is_flag=True,
+    help="Keep secret values of the vault where memories contain them (default: redacted).",
+)
 @pass_env
-def export_(env: Env, file: str, scope_only: bool) -> None:
+def export_(env: Env, file: str, scope_only: bool, include_secrets: bool) -> None:
     """Write memories to a JSON Lines file.
 
     Every memory of every scope (or --scope-only), any status, history included, goes to
     FILE (- for standard output, the default). The file is written whole or not at all:
-    it is built next to FILE and renamed.
+    it is built next to FILE and renamed. Secret values of the vault are redacted from
+    it unless --include-secrets.
     """
     store = env.store()
     scopes = [env.scope] if scope_only else None
@@ -68,9 +74,11 @@ def export_(env: Env, file: str, scope_only: bool) -> None:
     with _progress("exporting", total) as bar:
         if file == "-":
             with _utf8(sys.stdout.buffer, "w") as out:
-                count = export_jsonl(store, out, scopes, bar.update)
+                count = export_jsonl(
+                    store, out, scopes, bar.update, include_secrets=include_secrets
+                )
         else:
-            count = _export_to_file(store, Path(file), scopes, bar.update)
+            count = _export_to_file(store, Path(file), scopes, bar.update, include_secrets)
     where = "standard output" if file == "-" else file
     click.echo(f"exported {count} memories to {where}", err=True)
 
@@ -90,12 +98,16 @@ def _utf8(binary: IO[bytes], mode: str) -> Iterator[IO[str]]:
 
 
 def _export_to_file(
-    store: Store, path: Path, scopes: list[str] | None, progress: Callable[[int], None]
+    store: Store,
+    path: Path,
+    scopes: list[str] | None,
+    progress: Callable[[int], None],
+    include_secrets: bool = False,
 ) -> int:
     partial = path.with_name(path.name + ".partial")
     try:
         with partial.open("w", encoding="utf-8", newline="\n") as fp:
-            count = export_jsonl(store, fp, scopes, progress)
+            count = export_jsonl(store, fp, scopes, progress, include_secrets=include_secrets)
         os.replace(partial, path)
     except OSError as exc:
         raise click.FileError(str(path), hint=exc.strerror or str(exc)) from None

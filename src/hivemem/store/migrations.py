@@ -342,3 +342,40 @@ def _maintenance(conn: Connection) -> None:
         )""",
     ):
         conn.execute(sql)
+
+
+@migration("0008_vault")
+def _vault(conn: Connection) -> None:
+    # Key/value machine state and secrets per scope (``hivemem.vault``). Never chunked,
+    # never embedded, never searched: nothing here reaches ``chunks`` or a vector. A
+    # secret's value is also registered with the scrubber, which redacts it from every
+    # output (search, context, tool results, logs, exports).
+    conn.execute(
+        """CREATE TABLE vault (
+            scope TEXT NOT NULL,
+            key TEXT NOT NULL,
+            value TEXT NOT NULL,
+            is_secret INTEGER NOT NULL DEFAULT 0 CHECK (is_secret IN (0, 1)),
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            PRIMARY KEY (scope, key)
+        ) WITHOUT ROWID"""
+    )
+    conn.execute("CREATE INDEX vault_secret ON vault (is_secret) WHERE is_secret = 1")
+
+
+@migration("0009_api_tokens")
+def _api_tokens(conn: Connection) -> None:
+    # Tokens of the HTTP API (``store/tokens.py``): only a token's sha256 is kept.
+    # ``scopes`` is a JSON object scope -> "read" | "write".
+    conn.execute(
+        """CREATE TABLE api_tokens (
+            id TEXT PRIMARY KEY,
+            name TEXT NOT NULL,
+            token_hash TEXT NOT NULL UNIQUE,
+            scopes TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            revoked_at TEXT,
+            last_used_at TEXT
+        )"""
+    )

@@ -1,0 +1,70 @@
+"""``hivemem serve-mcp``: the MCP server (``hivemem.mcp_server``) bound to one scope."""
+
+from __future__ import annotations
+
+import click
+
+from .common import Env, pass_env
+
+
+@click.command("serve-mcp")
+@click.option(
+    "--transport",
+    type=click.Choice(["stdio", "http"]),
+    default="stdio",
+    show_default=True,
+    help="stdio for a client that starts the server; http for streamable HTTP at /mcp.",
+)
+@click.option("--scope", "scope", default=None, help="The scope to serve (default: --scope).")
+@click.option(
+    "--shared",
+    "shared",
+    multiple=True,
+    metavar="NAME",
+    help="A shared scope the tools read as well (never written). Repeatable.",
+)
+@click.option(
+    "--learning-scope",
+    default=None,
+    metavar="NAME",
+    help="Shared scope inject_learning writes a lead's learnings to "
+    "(default: setting learning_scope).",
+)
+@click.option("--host", default=None, help="Address for --transport http (default: mcp_host).")
+@click.option(
+    "--port", type=int, default=None, help="Port for --transport http (default: mcp_port)."
+)
+@pass_env
+def serve_mcp(
+    env: Env,
+    transport: str,
+    scope: str | None,
+    shared: tuple[str, ...],
+    learning_scope: str | None,
+    host: str | None,
+    port: int | None,
+) -> None:
+    """Serve the memory tools to MCP clients.
+
+    Needs `pip install 'hivemem[mcp]'`. The server is bound to one scope: the model
+    cannot name another. Several servers may share one database file. Example client
+    config: {"command": "hivemem", "args": ["--db", "team.db", "serve-mcp", "--scope",
+    "agent-1", "--shared", "team"]}. See docs/tools.md.
+    """
+    from hivemem import mcp_server
+
+    mcp_server._sdk()  # a missing extra fails here, before the store is opened
+    if learning_scope is not None:
+        env.settings = env.settings.replace(learning_scope=learning_scope)
+    store = env.store(create_folder=True)
+    mem = mcp_server.bind(store, scope or env.scope, shared or env.shared)
+    if transport == "stdio":
+        mcp_server.serve_stdio(mem)
+    else:
+        settings = env.settings
+        mcp_server.serve_http(
+            mem, host or settings.mcp_host, settings.mcp_port if port is None else port
+        )
+
+
+COMMANDS = (serve_mcp,)

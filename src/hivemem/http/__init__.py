@@ -1,0 +1,49 @@
+"""The HTTP API (``hivemem serve-http``; needs the ``hivemem[http]`` extra).
+
+``create_app(store)`` builds the ASGI app; ``serve(store, host, port)`` runs it with
+uvicorn. The web framework is imported only here, when asked for, so the library and
+the CLI work without the extra; without it both raise ``MissingDependency`` with the
+install command. See ``docs/http.md``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..errors import HiveMemError, MissingDependency
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..database import Store
+    from ..settings import Settings
+
+INSTALL = "pip install 'hivemem[http]'"
+
+
+def create_app(store: Store, settings: Settings | None = None) -> Any:
+    """The FastAPI app over ``store`` (see ``hivemem.http.app``)."""
+    try:
+        from .app import create_app as build
+    except ImportError as exc:
+        if exc.name and exc.name.split(".")[0] in {"fastapi", "starlette", "pydantic"}:
+            raise MissingDependency("the HTTP API", INSTALL) from exc
+        raise
+    return build(store, settings)
+
+
+def serve(store: Store, host: str, port: int, settings: Settings | None = None) -> None:
+    """Serve the API until interrupted (uvicorn, one process: the writer thread is the
+    process's one writer)."""
+    try:
+        import uvicorn
+    except ImportError as exc:
+        raise MissingDependency("hivemem serve-http", INSTALL) from exc
+    app = create_app(store, settings)
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="info", proxy_headers=False)
+    except SystemExit as exc:  # uvicorn exits when it cannot bind; say it our way
+        if exc.code:
+            raise HiveMemError(f"the HTTP API could not start on {host}:{port}") from None
+        raise
+
+
+__all__ = ["INSTALL", "create_app", "serve"]

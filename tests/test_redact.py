@@ -1,0 +1,181 @@
+"""Credential shapes in memory content: redacted (default), refused or allowed on every
+write path; the scrubber and the log filter."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+
+import pytest
+
+import hivemem
+from hivemem import InvalidInput, Settings
+from hivemem.redact import (
+    REDACTED,
+    Scrubber,
+    find_credentials,
+    install_log_filter,
+    redact_credentials,
+)
+
+# Fakes of the right shape (none of them is a real credential).
+CREDENTIALS = {
+    "openai-key": "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z",
+    "github-token": "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "aws-access-key": "AKIAIOSFODNN7EXAMPLE",
+    "slack-token": "xoxb-123456789012-abcdefABCDEF",
+    "stripe-key": "sk_live_4eC39HqLyjWDarjtT1zdp7dc",
+    "google-api-key": "AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q",
+    "jwt": (
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0."
+        "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+    ),
+    "private-key": (
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7\nabc==\n-----END RSA PRIVATE KEY-----"
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(CREDENTIALS))
+def test_each_credential_shape_is_found_and_redacted_whole(kind):
+    value = CREDENTIALS[kind]
+    text = f"config: {value} (rotate monthly)"
+    found = find_credentials(text)
+    assert [(f.kind, text[f.start : f.end]) for f in found] == [(kind, value)]
+    clean, _ = redact_credentials(text)
+    assert clean == f"config: [REDACTED:{kind}] (rotate monthly)"
+
+
+def test_bearer_token_keeps_the_word_and_loses_the_token():
+    text = "curl -H 'Authorization: Bearer abcdef0123456789ABCDEFghij.kl' https://x"
+    clean, found = redact_credentials(text)
+    assert [f.kind for f in found] == ["bearer-token"]
+    assert clean == "curl -H 'Authorization: Bearer [REDACTED:bearer-token]' https://x"
+
+
+def test_private_key_without_end_line_is_redacted_to_the_end():
+    clean, _ = redact_credentials("key:\n-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0")
+    assert clean == "key:\n[REDACTED:private-key]"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Never deploy on Fridays",
+        "the task-assessment runs at 9; ask-me-anything about risk-management",
+        "AKIA is a prefix of AWS keys; sk- prefixes OpenAI keys",
+        "a bearer of bad news",
+        "eyJ alone is not a token",
+        "-----BEGIN PUBLIC KEY----- is public",
+    ],
+)
+def test_ordinary_text_has_no_credentials(text):
+    assert find_credentials(text) == []
+
+
+def _count_rows(path) -> int:
+    with sqlite3.connect(path) as conn:
+        return conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
+
+
+def test_default_policy_redacts_on_save_with_a_warning(mem, db_path, caplog):
+    key = CREDENTIALS["openai-key"]
+    with caplog.at_level(logging.WARNING, logger="hivemem"):
+        saved = mem.save(f"the staging key is {key}", key="staging")
+    assert saved.content == "the staging key is [REDACTED:openai-key]"
+    assert any("openai-key" in r.getMessage() for r in caplog.records)
+    assert all(key not in r.getMessage() for r in caplog.records)
+    # Never stored, so never indexed: the raw file does not hold it anywhere.
+    mem._store.flush()
+    assert key.encode() not in db_path.read_bytes()
+    assert all(key not in h.memory.content + h.snippet for h in mem.search(key))
+
+
+def test_reject_policy_refuses_and_writes_nothing(db_path, clock):
+    settings = Settings().replace(credential_policy="reject")
+    with hivemem.open(db_path, settings=settings, clock=clock, embedder="hash") as store:
+        mem = store.scope("a")
+        with pytest.raises(InvalidInput) as err:
+            mem.save(f"aws {CREDENTIALS['aws-access-key']}")
+        assert err.value.field == "content"
+        assert "aws-access-key" in str(err.value)
+        assert CREDENTIALS["aws-access-key"] not in str(err.value)
+        with pytest.raises(InvalidInput):  # a batch is all or nothing
+            mem.add_episodes(
+                [
+                    {"content": "hello", "session_id": "s", "role": "user"},
+                    {"content": CREDENTIALS["jwt"], "session_id": "s", "role": "user"},
+                ]
+            )
+        ok = mem.save("no secrets here", key="k")
+        with pytest.raises(InvalidInput):
+            mem.correct(ok.id, f"now with {CREDENTIALS['github-token']}")
+        assert mem.get("k").content == "no secrets here"
+    assert _count_rows(db_path) == 1
+
+
+def test_allow_policy_stores_content_as_given(db_path, clock):
+    settings = Settings().replace(credential_policy="allow")
+    with hivemem.open(db_path, settings=settings, clock=clock, embedder="hash") as store:
+        saved = store.scope("a").save(f"token {CREDENTIALS['slack-token']}")
+    assert saved.content == f"token {CREDENTIALS['slack-token']}"
+
+
+def test_unknown_policy_is_a_clear_error(db_path, clock):
+    settings = Settings().replace(credential_policy="shred")
+    with (
+        hivemem.open(db_path, settings=settings, clock=clock, embedder="hash") as store,
+        pytest.raises(InvalidInput) as err,
+    ):
+        store.scope("a").save("anything")
+    assert err.value.field == "credential_policy"
+    assert "redact, reject, allow" in str(err.value)
+
+
+def test_episodes_and_corrections_are_redacted_too(mem):
+    turn = mem.add_episode(f"my key: {CREDENTIALS['stripe-key']}", "s1", "user")
+    assert turn.content == "my key: [REDACTED:stripe-key]"
+    fact = mem.save("plain", key="k")
+    fixed = mem.correct(fact.id, f"use {CREDENTIALS['google-api-key']}")
+    assert fixed.content == "use [REDACTED:google-api-key]"
+
+
+def test_scrubber_redacts_longest_secret_first_and_ignores_short_values():
+    scrubber = Scrubber()
+    scrubber.add("hunter2-long")
+    scrubber.add("hunter2-long-and-longer")
+    scrubber.add("abc")  # too short to redact safely: ignored (the vault refuses it)
+    text = "a hunter2-long-and-longer b hunter2-long c abc"
+    assert scrubber.scrub(text) == f"a {REDACTED} b {REDACTED} c abc"
+    assert scrubber.count == 2
+    scrubber.discard("hunter2-long")
+    assert scrubber.scrub("hunter2-long") == "hunter2-long"
+    scrubber.close()
+
+
+def test_log_filter_scrubs_hivemem_records_of_any_child_logger(store, caplog):
+    store.vault("a").set("pw", "correct-horse-battery", secret=True)
+    install_log_filter()
+    with caplog.at_level(logging.INFO, logger="hivemem"):
+        logging.getLogger("hivemem.retrieval").warning("failed with %s", "correct-horse-battery")
+        logging.getLogger("hivemem").info("plain correct-horse-battery")
+        late = logging.getLogger("hivemem.created-after-open")
+        store.vault("a").set("pw2", "another-secret-value", secret=True)
+        late.error("oops another-secret-value and correct-horse-battery")
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages == [
+        f"failed with {REDACTED}",
+        f"plain {REDACTED}",
+        f"oops {REDACTED} and {REDACTED}",
+    ]
+
+
+def test_log_filter_scrubs_exception_text(store, caplog):
+    store.vault("a").set("pw", "exception-secret-1", secret=True)
+    with caplog.at_level(logging.ERROR, logger="hivemem"):
+        try:
+            raise RuntimeError("boom exception-secret-1")
+        except RuntimeError:
+            logging.getLogger("hivemem.indexer").exception("failed")
+    assert "exception-secret-1" not in caplog.text
+    assert REDACTED in caplog.text
