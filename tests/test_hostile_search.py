@@ -288,3 +288,21 @@ def test_hostile_queries_with_fts_syntax_raise_only_invalid_input(filled):
             _check_hits(hits, 5, deleted_id)
             outcomes["hits"] += 1
     assert outcomes["hits"] > 0 and outcomes["invalid"] > 0
+
+
+def test_unpaired_surrogates_in_lookups_are_clear_errors(store):
+    mem = store.scope("a")
+    saved = mem.save("hello world", key="greeting")
+    bad = "x\ud800y"
+    calls = {
+        "id": [lambda: mem.get(bad), lambda: mem.history(bad)],
+        "name": [lambda: mem.entity(bad)],
+        "session_id": [lambda: mem.search("hello", session_id=bad)],
+        "exclude_sessions": [lambda: mem.search("hello", exclude_sessions=[bad])],
+    }
+    for field, fns in calls.items():
+        for fn in fns:
+            with pytest.raises(InvalidInput) as info:
+                fn()
+            assert info.value.field == field
+    assert mem.get("greeting").id == saved.id  # nothing else was disturbed

@@ -517,6 +517,7 @@ class ScopedMemory:
         the one valid at ``as_of``). Raises ``NotFound``."""
         if not isinstance(id_or_key, str) or not id_or_key:
             raise InvalidInput("id", "expected a memory id or key")
+        rules.utf8(id_or_key, "id")
         when = rules.optional_time(as_of, "as_of")
         found = None if when is not None else self._backend.get(self.visible, id_or_key)
         if found is None:
@@ -573,8 +574,10 @@ class ScopedMemory:
             "kinds": tuple(resolve_enum(Kind, k, "kind") for k in as_tuple(kind)),
             "types": tuple(resolve_type(t) for t in as_tuple(type)),
             "tags": rules.valid_tags(as_tuple(tags), self.settings),
-            "sessions": tuple(as_tuple(session_id)),
-            "exclude_sessions": tuple(as_tuple(exclude_sessions)),
+            "sessions": tuple(rules.name(x, "session_id", 200) for x in as_tuple(session_id)),
+            "exclude_sessions": tuple(
+                rules.name(x, "exclude_sessions", 200) for x in as_tuple(exclude_sessions)
+            ),
             "since": rules.optional_time(since, "since"),
             "until": rules.optional_time(until, "until"),
             "as_of": rules.optional_time(as_of, "as_of"),
@@ -585,6 +588,7 @@ class ScopedMemory:
         under that key, or every ancestor and descendant of that id."""
         if not isinstance(id_or_key, str) or not id_or_key:
             raise InvalidInput("id", "expected a memory id or key")
+        rules.utf8(id_or_key, "id")
         start = self._backend.get(self.visible, id_or_key)
         seeds = [start] if start else self._backend.versions_of_key(self.visible, id_or_key)
         if not seeds:
@@ -694,6 +698,7 @@ class ScopedMemory:
     def _find_entity(self, name: str, *, own_only: bool = False) -> Entity:
         if not isinstance(name, str) or not name.strip():
             raise InvalidInput("name", "expected an entity name")
+        rules.utf8(name, "name")
         scopes = [self.name] if own_only else list(self.visible)
         matches = self._backend.entities.lookup(scopes, [canonical_name(name)])
         if not matches:

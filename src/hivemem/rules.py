@@ -67,6 +67,17 @@ def valid_content(value: object, settings: Settings, field: str = "content") -> 
     return value
 
 
+def utf8(value: str, field: str) -> str:
+    """``value`` unchanged if SQLite can store it (valid UTF-8: no unpaired surrogate)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(
+            field, f"not valid UTF-8 (unpaired surrogate at character {exc.start})"
+        ) from None
+    return value
+
+
 def name(value: object, field: str, max_chars: int, *, optional: bool = False) -> str | None:
     """A short identifier (scope, key, session id, role, …): text, trimmed, not blank,
     no control characters, at most ``max_chars``."""
