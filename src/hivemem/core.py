@@ -79,6 +79,11 @@ class ScopedMemory:
         shared = f", shared={list(self.shared)}" if self.shared else ""
         return f"<hivemem.ScopedMemory {self.name!r}{shared}>"
 
+    @property
+    def store(self) -> Store:
+        """The store this handle reads and writes (its vault, scrubber, LLM, indexer)."""
+        return self._store
+
     def _now(self) -> datetime:
         return self._store.clock()
 

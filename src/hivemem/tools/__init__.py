@@ -249,15 +249,14 @@ def call(mem: ScopedMemory, name: str, arguments: Mapping[str, Any] | None) -> d
     tool = _lookup(name)
     args = resolve_aliases(tool.parameters, arguments)
     validate(args, tool.parameters, "")
-    scrub = getattr(store_of(mem), "scrub", None)
+    scrub = store_of(mem).scrub
     try:
         result = tool.handler(mem, args)
     except HiveMemError as exc:
-        if scrub is not None:
-            exc.message = scrub(exc.message)
-            exc.args = (exc.message,)
+        exc.message = scrub(exc.message)
+        exc.args = (exc.message,)
         raise
-    return _scrubbed(result, scrub) if scrub is not None else result
+    return _scrubbed(result, scrub)
 
 
 def _scrubbed(value: Any, scrub: Callable[[str], str]) -> Any:

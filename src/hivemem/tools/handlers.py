@@ -46,7 +46,7 @@ def brief(memory: Memory) -> dict[str, Any]:
 
 
 def store_of(mem: ScopedMemory) -> Any:
-    return getattr(mem, "store", None) or getattr(mem, "_store", None)
+    return mem.store
 
 
 # ---------------------------------------------------------------------------- handlers
@@ -78,8 +78,7 @@ def memory_search(mem: ScopedMemory, a: dict[str, Any]) -> dict[str, Any]:
         status=None if f.get("include_superseded", True) else "active",
         min_score=f.get("min_score", 0.0),
     )
-    indexer = getattr(store_of(mem), "indexer", None)
-    reason = getattr(indexer, "disabled", None)
+    reason = mem.store.indexer.disabled
     skipped = [n for h in hits for n in h.explain.notes if n.startswith("vector lane skipped")]
     reason = reason or (skipped[0] if skipped else None)
     results = []
