@@ -55,3 +55,26 @@ def test_both_plans_agree(store, monkeypatch, scopes):
             one_statement = backend.keyword_search(scopes, query, terms, limit, now)
         assert fast == one_statement, (scopes, question, template)
         assert all(backend.get(scopes, m.memory_id) is not None for m in fast)
+
+
+def test_terms_past_the_budget_are_searched_newest_first_and_still_ranked(tmp_path, clock):
+    settings = hivemem.Settings(
+        keyword_match_budget=3, window_weight=0, session_weight=0, neighbour_weight=0
+    )
+    with hivemem.open(tmp_path / "n.db", clock=clock, settings=settings, embedder="none") as s:
+        mem = s.scope("a")
+        old = [mem.save(f"the weekly report number {i}") for i in range(100)]
+        both = mem.save("the weekly report on the budget")
+        mem.save("another weekly note")
+        backend, now = s.backend, clock()
+        query = Query(text="weekly", limit=10)
+        found = backend.keyword_search(["a"], query, ["weekly"], 10, now, newest_first=True)
+        assert len(found) == 10
+        # the best 10 by BM25 among the newest 4 x 10 matches: none of the 62 older ones
+        older = {m.id for m in old[:62]}
+        assert not {m.memory_id for m in found} & older
+        assert [m.bm25 for m in found] == sorted((m.bm25 for m in found), reverse=True)
+        ranked = backend.keyword_search(["a"], query, ["weekly"], 10, now)
+        assert [m.bm25 for m in ranked][0] >= [m.bm25 for m in found][0]
+        hits = mem.search("weekly report budget")  # 'weekly' and 'report' exceed the budget
+        assert hits[0].memory.id == both.id

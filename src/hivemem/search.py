@@ -133,8 +133,12 @@ def keyword_lane(
     stats = backend.term_stats(terms)
     weights = {t: idf(stats.total_chunks, stats.doc_freq.get(t, 0)) for t in terms}
 
-    def run(match: Query) -> list[KeywordCandidate]:
-        found = backend.keyword_search(scopes, match, terms, fetch, now)
+    def run(match: Query, used: Sequence[str] = ()) -> list[KeywordCandidate]:
+        # Terms so common that scoring every match would cost more than the budget are
+        # searched newest first (FTS5 then scores only the rows it returns).
+        postings = sum(stats.doc_freq.get(t, 0) for t in used)
+        newest_first = postings > settings.keyword_match_budget
+        found = backend.keyword_search(scopes, match, terms, fetch, now, newest_first=newest_first)
         matches = best_chunk_per_memory(found)
         matched = backend.matched_terms([m.chunk_id for m in matches], terms)
         out = []
@@ -147,12 +151,12 @@ def keyword_lane(
     if query.fts_syntax:
         return terms, run(query)
     chosen = selective_terms(terms, stats.doc_freq, settings.keyword_match_budget)
-    candidates = run(replace(query, text=textmod.fts_or_query(chosen), fts_syntax=True))
+    candidates = run(replace(query, text=textmod.fts_or_query(chosen), fts_syntax=True), chosen)
     excluded = [t for t in terms if t not in chosen]
     if excluded and len(candidates) < query.limit:
         # Trigger: the selective terms found too few memories. Why: the common terms may
         # still find something. Outcome: merge their matches, ranked by coverage.
-        extra = run(replace(query, text=textmod.fts_or_query(excluded), fts_syntax=True))
+        extra = run(replace(query, text=textmod.fts_or_query(excluded), fts_syntax=True), excluded)
         best = {c.match.memory_id: c for c in extra}
         best.update({c.match.memory_id: c for c in candidates})
         candidates = sorted(best.values(), key=lambda c: (-c.coverage, c.rank))

@@ -169,8 +169,19 @@ class Backend(Protocol):
         ...
 
     def keyword_search(
-        self, scopes: Sequence[str], query: Query, terms: Sequence[str], limit: int, now: datetime
-    ) -> list[ChunkMatch]: ...
+        self,
+        scopes: Sequence[str],
+        query: Query,
+        terms: Sequence[str],
+        limit: int,
+        now: datetime,
+        *,
+        newest_first: bool = False,
+    ) -> list[ChunkMatch]:
+        """The ``limit`` best chunks by BM25 that pass scope and filters. With
+        ``newest_first`` (terms so common that ranking every match would cost too much)
+        they are the best among the newest matches instead."""
+        ...
 
     def term_stats(self, terms: Sequence[str]) -> TermStats: ...
 

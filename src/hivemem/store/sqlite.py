@@ -31,6 +31,7 @@ from . import migrations, scratch
 from .base import ChunkMatch, SessionInfo, TermStats
 from .entities import SQLiteEntityIndex, link_mentions
 from .maintenance import SQLiteMaintenance
+from .repair import RepairMixin
 from .rows import (
     INSERT,
     JSON_FIELDS,
@@ -53,9 +54,10 @@ OperationalError = sqlite_driver.OperationalError
 IntegrityError = sqlite_driver.IntegrityError
 
 _RANK_PAGE_MAX = 4096  # widest FTS-only page before keyword_search filters in one statement
+_NEWEST_PAGE = 4  # newest-first keyword search reads this many times the rows it returns
 
 
-class SQLiteBackend:
+class SQLiteBackend(RepairMixin):
     """See ``hivemem.store.base.Backend`` for the contract of each method."""
 
     def __init__(self, path: str | Path, *, busy_timeout_ms: int = 10_000) -> None:
@@ -367,7 +369,14 @@ class SQLiteBackend:
             last = page[-1].id
 
     def keyword_search(
-        self, scopes: Sequence[str], query: Query, terms: Sequence[str], limit: int, now: datetime
+        self,
+        scopes: Sequence[str],
+        query: Query,
+        terms: Sequence[str],
+        limit: int,
+        now: datetime,
+        *,
+        newest_first: bool = False,
     ) -> list[ChunkMatch]:
         """The ``limit`` best chunks by BM25 among those that pass scope and filters, best
         first (ties: lower chunk id first).
@@ -397,18 +406,22 @@ class SQLiteBackend:
         try:
             found = None
             if not (query.sessions or query.tags):
-                found = self._rank_then_filter(match, filters, filter_params, limit)
+                found = self._rank_then_filter(match, filters, filter_params, limit, newest_first)
             if found is None:
+                # Newest first: FTS5 walks the doclists by rowid and scores only the rows
+                # it returns; ordered by score, it must score every match first.
+                order = "c.id DESC" if newest_first else "score DESC, c.id"
                 rows = self._read(
                     "SELECT c.id, c.memory_id, c.seq, c.text, -bm25(chunks_fts) AS score "
                     "FROM chunks_fts CROSS JOIN chunks c ON c.id = chunks_fts.rowid "
                     "CROSS JOIN memories m ON m.id = c.memory_id "
                     f"WHERE chunks_fts MATCH ? AND {filters} "
-                    "ORDER BY score DESC, c.id LIMIT ?",
-                    [match, *filter_params, limit],
+                    f"ORDER BY {order} LIMIT ?",
+                    [match, *filter_params, limit * (_NEWEST_PAGE if newest_first else 1)],
                     raw=True,
                 )
-                found = [ChunkMatch(r[0], r[1], r[2], r[3], r[4]) for r in rows]
+                rows.sort(key=lambda r: (-r[4], r[0]))
+                found = [ChunkMatch(r[0], r[1], r[2], r[3], r[4]) for r in rows[:limit]]
         except OperationalError as exc:
             if query.fts_syntax:
                 from ..errors import InvalidInput
@@ -418,18 +431,25 @@ class SQLiteBackend:
         return found
 
     def _rank_then_filter(
-        self, match: str, filters: str, filter_params: Sequence[Any], limit: int
+        self,
+        match: str,
+        filters: str,
+        filter_params: Sequence[Any],
+        limit: int,
+        newest_first: bool = False,
     ) -> list[ChunkMatch] | None:
         """The first plan of ``keyword_search``; ``None`` when the filters keep so few of
         the best-ranked chunks that the one-statement plan is the cheaper way."""
-        page = limit
+        page = limit * (_NEWEST_PAGE if newest_first else 1)
+        order = "rowid DESC" if newest_first else "score DESC, rowid"
         while True:
             ranked = self._read(
                 "SELECT rowid, -bm25(chunks_fts) AS score FROM chunks_fts "
-                "WHERE chunks_fts MATCH ? ORDER BY score DESC, rowid LIMIT ?",
+                f"WHERE chunks_fts MATCH ? ORDER BY {order} LIMIT ?",
                 [match, page],
                 raw=True,
             )
+            ranked.sort(key=lambda r: (-r[1], r[0]))
             if not ranked:
                 return []
             ids = [r[0] for r in ranked]
@@ -718,80 +738,6 @@ class SQLiteBackend:
     def schema_version(self) -> list[str]:
         with self._lock:
             return migrations.applied(self._conn)
-
-    def health(self) -> dict[str, Any]:
-        """Integrity of the file and of the derived index; counts of pending work."""
-        integrity = [r[0] for r in self._read("PRAGMA integrity_check")]
-        try:
-            self._read(
-                "INSERT INTO chunks_fts (chunks_fts, rank) VALUES ('integrity-check', 1)", raw=True
-            )
-            fts_ok, fts_error = True, None
-        except sqlite_driver.DatabaseError as exc:
-            fts_ok, fts_error = False, str(exc)
-        unchunked = self._read(
-            "SELECT COUNT(*) FROM memories m WHERE NOT EXISTS "
-            "(SELECT 1 FROM chunks c WHERE c.memory_id = m.id)"
-        )[0][0]
-        broken_links = self._read(
-            "SELECT COUNT(*) FROM memories m WHERE m.supersedes_id IS NOT NULL AND NOT EXISTS "
-            "(SELECT 1 FROM memories p WHERE p.id = m.supersedes_id)"
-        )[0][0]
-        duplicate_active = self._read(
-            "SELECT COUNT(*) FROM (SELECT scope, key FROM memories WHERE status = 'active' "
-            "AND key IS NOT NULL GROUP BY scope, key HAVING COUNT(*) > 1)"
-        )[0][0]
-        sessions_pending = self._read(
-            "SELECT COUNT(*) FROM sessions WHERE consolidated_at IS NULL"
-        )[0][0]
-        return {
-            "vectors": self.vectors.count(),
-            "chunks_awaiting_vectors": self.vectors.pending_count(),
-            "vector_index_unavailable": self.vectors.unavailable,
-            "integrity": integrity,
-            "fts_ok": fts_ok,
-            "fts_error": fts_error,
-            "memories_without_chunks": unchunked,
-            "broken_supersede_links": broken_links,
-            "keys_with_several_active": duplicate_active,
-            "sessions_not_consolidated": sessions_pending,
-            "journal_mode": self._read("PRAGMA journal_mode")[0][0],
-            "sqlite_version": sqlite_driver.sqlite_version,
-            "driver": DRIVER_NAME,
-            "page_count": self._read("PRAGMA page_count")[0][0],
-            "page_size": self._read("PRAGMA page_size")[0][0],
-        }
-
-    def rebuild_chunks(self, memory_ids: Sequence[str], size: int, overlap: int) -> int:
-        """Re-derive chunks (and so the FTS index) of the given memories."""
-        done = 0
-        with self.atomic():
-            for memory_id in memory_ids:
-                row = self._read("SELECT content FROM memories WHERE id = ?", [memory_id])
-                if not row:
-                    continue
-                old = self._read("SELECT id FROM chunks WHERE memory_id = ?", [memory_id])
-                self.vectors.delete_chunks([r[0] for r in old])
-                self._write("DELETE FROM chunks WHERE memory_id = ?", [memory_id])
-                migrations.insert_chunks(
-                    self._conn, memory_id, textmod.chunk(row[0][0], size, overlap)
-                )
-                done += 1
-        return done
-
-    def rebuild_keyword_index(self) -> None:
-        """Rebuild the FTS5 index from ``chunks`` (its external content)."""
-        with self.atomic():
-            self._write("INSERT INTO chunks_fts (chunks_fts) VALUES ('rebuild')")
-
-    def unchunked_ids(self) -> list[str]:
-        return [
-            r[0]
-            for r in self._read(
-                "SELECT m.id FROM memories m WHERE NOT EXISTS "
-                "(SELECT 1 FROM chunks c WHERE c.memory_id = m.id)"
-            )
-        ]
 
     @property
     def maintenance(self) -> SQLiteMaintenance:  # the maintenance jobs' SQL (stateless)

@@ -1,0 +1,102 @@
+"""Health checks and repairs of the SQLite store (``hivemem doctor``): a mixin of
+``SQLiteBackend``, kept apart so the data-access module stays readable. It issues SQL
+through the backend's own ``_read``/``_write``/``atomic`` and so belongs to the one
+data-access layer."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .. import text as textmod
+from . import migrations
+
+
+class RepairMixin:
+    """``health``, ``rebuild_chunks``, ``rebuild_keyword_index``, ``unchunked_ids``."""
+
+    _read: Any
+    _write: Any
+    atomic: Any
+    vectors: Any
+    _conn: Any
+
+    def health(self) -> dict[str, Any]:
+        """Integrity of the file and of the derived index; counts of pending work."""
+        integrity = [r[0] for r in self._read("PRAGMA integrity_check")]
+        try:
+            self._read(
+                "INSERT INTO chunks_fts (chunks_fts, rank) VALUES ('integrity-check', 1)", raw=True
+            )
+            fts_ok, fts_error = True, None
+        except _driver().DatabaseError as exc:
+            fts_ok, fts_error = False, str(exc)
+        unchunked = self._read(
+            "SELECT COUNT(*) FROM memories m WHERE NOT EXISTS "
+            "(SELECT 1 FROM chunks c WHERE c.memory_id = m.id)"
+        )[0][0]
+        broken_links = self._read(
+            "SELECT COUNT(*) FROM memories m WHERE m.supersedes_id IS NOT NULL AND NOT EXISTS "
+            "(SELECT 1 FROM memories p WHERE p.id = m.supersedes_id)"
+        )[0][0]
+        duplicate_active = self._read(
+            "SELECT COUNT(*) FROM (SELECT scope, key FROM memories WHERE status = 'active' "
+            "AND key IS NOT NULL GROUP BY scope, key HAVING COUNT(*) > 1)"
+        )[0][0]
+        sessions_pending = self._read(
+            "SELECT COUNT(*) FROM sessions WHERE consolidated_at IS NULL"
+        )[0][0]
+        return {
+            "vectors": self.vectors.count(),
+            "chunks_awaiting_vectors": self.vectors.pending_count(),
+            "vector_index_unavailable": self.vectors.unavailable,
+            "integrity": integrity,
+            "fts_ok": fts_ok,
+            "fts_error": fts_error,
+            "memories_without_chunks": unchunked,
+            "broken_supersede_links": broken_links,
+            "keys_with_several_active": duplicate_active,
+            "sessions_not_consolidated": sessions_pending,
+            "journal_mode": self._read("PRAGMA journal_mode")[0][0],
+            "sqlite_version": _driver().sqlite_version,
+            "driver": _driver().__name__,
+            "page_count": self._read("PRAGMA page_count")[0][0],
+            "page_size": self._read("PRAGMA page_size")[0][0],
+        }
+
+    def rebuild_chunks(self, memory_ids: Sequence[str], size: int, overlap: int) -> int:
+        """Re-derive chunks (and so the FTS index) of the given memories."""
+        done = 0
+        with self.atomic():
+            for memory_id in memory_ids:
+                row = self._read("SELECT content FROM memories WHERE id = ?", [memory_id])
+                if not row:
+                    continue
+                old = self._read("SELECT id FROM chunks WHERE memory_id = ?", [memory_id])
+                self.vectors.delete_chunks([r[0] for r in old])
+                self._write("DELETE FROM chunks WHERE memory_id = ?", [memory_id])
+                migrations.insert_chunks(
+                    self._conn, memory_id, textmod.chunk(row[0][0], size, overlap)
+                )
+                done += 1
+        return done
+
+    def rebuild_keyword_index(self) -> None:
+        """Rebuild the FTS5 index from ``chunks`` (its external content)."""
+        with self.atomic():
+            self._write("INSERT INTO chunks_fts (chunks_fts) VALUES ('rebuild')")
+
+    def unchunked_ids(self) -> list[str]:
+        return [
+            r[0]
+            for r in self._read(
+                "SELECT m.id FROM memories m WHERE NOT EXISTS "
+                "(SELECT 1 FROM chunks c WHERE c.memory_id = m.id)"
+            )
+        ]
+
+
+def _driver() -> Any:
+    from .sqlite import sqlite_driver
+
+    return sqlite_driver
