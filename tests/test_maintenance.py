@@ -448,6 +448,28 @@ def test_enrich_without_spacy_or_llm_is_skipped_with_the_reason(store):
     assert run_log(store, "enrich")[0].error == result.reason
 
 
+def test_enrich_with_a_spacy_pipeline_links_names_the_regex_missed(db_path, clock, tmp_path):
+    spacy = pytest.importorskip("spacy")  # installed by requirements.lock for the tests
+    nlp = spacy.blank("en")  # a real pipeline, no downloaded weights: an entity ruler
+    nlp.add_pipe("entity_ruler").add_patterns(
+        [{"label": "PERSON", "pattern": [{"LOWER": "ada"}, {"LOWER": "lovelace"}]}]
+    )
+    model = tmp_path / "pipeline"
+    nlp.to_disk(model)
+    settings = Settings(enrich_spacy_model=str(model))
+    with hivemem.open(db_path, clock=clock, embedder="none", settings=settings) as store:
+        mem = store.scope("team-a")
+        fact = mem.save("met ada lovelace at the analytical engine meetup", kind="fact")
+        with pytest.raises(NotFound):
+            mem.entity("Ada Lovelace")  # lowercase: the regex on the write path misses it
+        result = _one(store, "enrich")
+        assert result.status == "ok", result.reason
+        entity, linked = mem.entity("Ada Lovelace")
+        assert [m.id for m in linked] == [fact.id]
+        assert _one(store, "enrich").status == "ok"  # a rerun adds nothing
+        assert mem.entity("ada lovelace")[0].mention_count == entity.mention_count
+
+
 # ----------------------------------------------------------------------------- write path
 
 
