@@ -57,6 +57,17 @@ _RANK_PAGE_MAX = 4096  # widest FTS-only page before keyword_search filters in o
 _NEWEST_PAGE = 4  # newest-first keyword search reads this many times the rows it returns
 
 
+class _Closed:
+    """The connection of a closed backend: any use is a ``StoreError`` saying so (a handle
+    used after ``store.close()`` raised ``AttributeError`` on ``None``)."""
+
+    def __init__(self, location: str) -> None:
+        self._location = location
+
+    def __getattr__(self, name: str) -> Any:
+        raise StoreError(f"the store {self._location} is closed; open it again to use it")
+
+
 class SQLiteBackend(RepairMixin):
     """See ``hivemem.store.base.Backend`` for the contract of each method."""
 
@@ -207,13 +218,17 @@ class SQLiteBackend(RepairMixin):
             raise RuntimeError("write outside atomic()")  # a bug in HiveMem, not user error
         return self._conn.execute(sql, params)
 
+    @property
+    def closed(self) -> bool:
+        return isinstance(self._conn, _Closed)
+
     def close(self) -> None:
         with self._lock:
-            if self._conn is not None:
+            if not self.closed:
                 with suppress(OperationalError):
                     self._conn.execute("PRAGMA optimize")
                 self._conn.close()
-                self._conn = None  # type: ignore[assignment]
+                self._conn = _Closed(self.location)
 
     # ------------------------------------------------------------------ reads
 
