@@ -10,6 +10,7 @@ before any of them reaches SQLite. Each function returns the clean value or rais
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -97,6 +98,34 @@ def path(value: object, field: str) -> Path:
     if size > MAX_PATH_BYTES:
         raise InvalidInput(field, f"{size} bytes is longer than any path ({MAX_PATH_BYTES})")
     return Path(text)
+
+
+def query(text: str, fts_syntax: bool, max_terms: int, max_chars: int) -> str:
+    """Search text within the bounds that keep a search's cost bounded.
+
+    Any text is a valid natural-language query (at most ``max_chars`` characters; only its
+    focus and ``max_terms`` terms are searched). FTS5 syntax goes to SQLite as it is, and
+    its cost grows with its words (``'deploy ' * 14_300`` ran for minutes), so it must be
+    storable text of at most ``max_terms`` words; its run time is bounded too
+    (``fts_time_limit_ms``, in the backend)."""
+    if len(text) > max_chars:
+        raise InvalidInput(
+            "query", f"{len(text)} characters is longer than the limit of {max_chars}"
+        )
+    if fts_syntax:
+        storable(text, "query")
+        words = [w for w in _FTS_WORD.findall(text) if w not in _FTS_OPERATORS]
+        if len(words) > max_terms:
+            raise InvalidInput(
+                "query",
+                f"an FTS5 query may hold at most {max_terms} words (setting "
+                f"max_query_terms); this one holds {len(words)}",
+            )
+    return text
+
+
+_FTS_WORD = re.compile(r"\w+")
+_FTS_OPERATORS = frozenset({"AND", "OR", "NOT", "NEAR"})
 
 
 def _kind(value: object) -> str:

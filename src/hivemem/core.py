@@ -643,7 +643,8 @@ class ScopedMemory:
         """Find memories: hits best first, each with a score in [0, 1] and an explanation.
 
         ``query`` is natural language (any text is safe); ``fts_syntax=True`` opts in to
-        FTS5 query syntax. Deleted memories never appear; superseded ones do, flagged by
+        FTS5 query syntax, at most ``max_query_terms`` words, stopped past
+        ``fts_time_limit_ms``. Deleted memories never appear; superseded ones do, flagged by
         status and ranked lower; expired ones only with ``include_expired``.
         """
         if isinstance(query, Query):
@@ -665,13 +666,8 @@ class ScopedMemory:
                 include_expired=bool(include_expired),
                 fts_syntax=bool(fts_syntax),
             )
-        if q.fts_syntax:  # the text goes to SQLite as it is: it must be encodable
-            try:
-                q.text.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                raise InvalidInput(
-                    "query", f"not valid UTF-8 (unpaired surrogate at character {exc.start})"
-                ) from None
+        s = self.settings  # bounded cost: a query within these limits (hivemem.arguments)
+        arguments.query(q.text, q.fts_syntax, s.max_query_terms, s.max_content_bytes)
         store = self._store
         hits = retrieval.search(
             self._backend,
@@ -750,11 +746,10 @@ class ScopedMemory:
         """Memories related to ``memory_id`` by the ``crossrefs`` job (links either way),
         best first; empty until the job has seen it. Raises ``NotFound``."""
         memory_id = arguments.ref(memory_id, "id", what="a memory id")
+        limit = rules.limit(limit, maximum=100)
         if self._backend.get(self.visible, memory_id) is None:
             raise NotFound(f"no memory {memory_id!r} visible from scope {self.name!r}")
-        pairs = self._backend.maintenance.related(
-            self.visible, memory_id, rules.limit(limit, maximum=100)
-        )
+        pairs = self._backend.maintenance.related(self.visible, memory_id, limit)
         return [Related(self._store.scrubbed(memory), score) for memory, score in pairs]
 
     def context(
