@@ -61,6 +61,15 @@ def prefix(value: object, field: str = "prefix") -> str | None:
     return storable(value, field) or None
 
 
+def text(value: object, field: str) -> str | None:
+    """Optional free text (instructions, a note): text SQLite can store, or ``None``."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(field, f"expected text, got {_kind(value)}")
+    return storable(value, field)
+
+
 def offset(value: object, field: str = "offset") -> int:
     """How many rows to skip: a whole number from 0 to ``MAX_OFFSET``."""
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_OFFSET:
