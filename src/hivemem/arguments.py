@@ -103,7 +103,10 @@ def path(value: object, field: str) -> Path:
         text = os.fsdecode(text)
     if "\x00" in text:
         raise InvalidInput(field, "contains a NUL character")
-    size = len(os.fsencode(text))
+    try:
+        size = len(os.fsencode(text))
+    except UnicodeEncodeError as exc:
+        raise bad_character(field, exc.start) from None
     if size > MAX_PATH_BYTES:
         raise InvalidInput(field, f"{size} bytes is longer than any path ({MAX_PATH_BYTES})")
     return Path(text)
