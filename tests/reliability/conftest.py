@@ -28,3 +28,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # no
     for surface, outcomes in sorted(TALLY.items()):
         shown = ", ".join(f"{name} {n}" for name, n in outcomes.most_common())
         terminalreporter.write_line(f"{surface}: {sum(outcomes.values())} calls ({shown})")
+    failed = [
+        r.nodeid for r in terminalreporter.stats.get("failed", []) if "/test_fuzz_" in r.nodeid
+    ]
+    terminalreporter.write_line(f"unexpected exceptions (failed fuzz tests): {len(failed)}")

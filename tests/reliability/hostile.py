@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 LONG = os.environ.get("HIVEMEM_RELIABILITY_LONG", "") not in ("", "0")
-EXAMPLES = int(os.environ.get("HIVEMEM_RELIABILITY_EXAMPLES") or (300 if LONG else 12))
+EXAMPLES = int(os.environ.get("HIVEMEM_RELIABILITY_EXAMPLES") or (300 if LONG else 8))
 
 # One settings object for every fuzz test: no deadline (a shared 2-core machine), and
 # the store fixture is shared by the examples of a test on purpose (state accumulates).
