@@ -30,6 +30,7 @@ from .entities import canonical as canonical_name
 from .errors import Conflict, InvalidInput, NotFound
 from .maintenance.categorize import categorize
 from .maintenance.crossrefs import Related
+from .redact import scrubs_output
 from .types import (
     Entity,
     Hit,
@@ -89,6 +90,7 @@ class ScopedMemory:
 
     # ------------------------------------------------------------------ writes
 
+    @scrubs_output
     def save(
         self,
         content: str,
@@ -217,6 +219,7 @@ class ScopedMemory:
         """Inside a transaction: mark ``current`` superseded and return ``record`` linked
         to it, or return ``current`` for a no-op, or raise ``Conflict``."""
         now = record.created_at
+        reason = self._store.guard_fields({"supersede_reason": reason})["supersede_reason"]
         if current.is_expired(now):
             reason, kind = reason or "expired", "hard"
         elif reason is not None:
@@ -287,6 +290,7 @@ class ScopedMemory:
             wait=wait,
         )[0]
 
+    @scrubs_output
     def add_episodes(
         self, items: Iterable[Mapping[str, Any]], *, wait: bool = False
     ) -> list[Memory]:
@@ -364,10 +368,12 @@ class ScopedMemory:
 
     def _build(self, **fields: Any) -> Memory:
         """Validate every field and build the row to insert (nothing is written).
-        Credentials in the content follow ``credential_policy`` (``hivemem.redact``)."""
-        fields["content"] = self._store.guard(fields.get("content"))
+        Credentials and vault secrets in any text field (content, key, tags, attributes,
+        …) follow ``credential_policy`` (``hivemem.redact``)."""
+        fields = self._store.guard_fields(fields)
         return rules.build_memory(self.name, self.settings, self._now(), **fields)
 
+    @scrubs_output
     def correct(
         self,
         memory_id: str,
@@ -409,6 +415,7 @@ class ScopedMemory:
         self._indexed(False)
         return record
 
+    @scrubs_output
     def confirm(self, memory_id: str, *, updated_by: str | None = None) -> Memory:
         """Mark a memory as confirmed: confidence 1.0 and protected from decay."""
         by = rules.name(updated_by, "updated_by", 200, optional=True)
@@ -426,6 +433,7 @@ class ScopedMemory:
                 updated_by=by or current.updated_by,
             )
 
+    @scrubs_output
     def delete(self, id_or_key: str, *, updated_by: str | None = None) -> Memory:
         """Soft-delete a memory (by id, or the active one under a key) of the own scope.
         It disappears from search and lists; ``get`` and ``history`` still show it."""
@@ -466,6 +474,7 @@ class ScopedMemory:
                     )
             count += len(batch)
 
+    @scrubs_output
     def promote(
         self,
         memory_id: str,
@@ -517,6 +526,7 @@ class ScopedMemory:
 
     # ------------------------------------------------------------------ reads
 
+    @scrubs_output
     def get(self, id_or_key: str, *, as_of: datetime | str | None = None) -> Memory:
         """A memory by id (any status, expired included) or by key (the active one, or
         the one valid at ``as_of``). Raises ``NotFound``."""
@@ -531,8 +541,9 @@ class ScopedMemory:
             raise NotFound(f"no memory {id_or_key!r} visible from scope {self.name!r}")
         if self.settings.track_access:
             self._touch([found.id])
-        return self._store.scrubbed(found)
+        return found
 
+    @scrubs_output
     def list(
         self,
         *,
@@ -561,7 +572,7 @@ class ScopedMemory:
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise InvalidInput("offset", f"expected a whole number >= 0, got {offset!r}")
         found = self._backend.list(self.visible, flt, rules.limit(limit), offset, self._now())
-        return self._store.scrubbed(found)
+        return found
 
     def _filters(
         self,
@@ -588,6 +599,7 @@ class ScopedMemory:
             "as_of": rules.optional_time(as_of, "as_of"),
         }
 
+    @scrubs_output
     def history(self, id_or_key: str) -> list[Memory]:
         """The whole supersede chain that holds ``id_or_key``, oldest first: every version
         under that key, or every ancestor and descendant of that id."""
@@ -610,8 +622,9 @@ class ScopedMemory:
                 if parent is not None:
                     todo.append(parent)
             todo.extend(self._backend.successors(self.visible, memory.id))
-        return self._store.scrubbed(sorted(chain.values(), key=lambda m: (m.created_at, m.id)))
+        return sorted(chain.values(), key=lambda m: (m.created_at, m.id))
 
+    @scrubs_output
     def search(
         self,
         query: str | Query,
@@ -674,8 +687,9 @@ class ScopedMemory:
         )
         if hits and self.settings.track_access:
             self._touch([h.memory.id for h in hits])
-        return self._store.scrubbed(hits)
+        return hits
 
+    @scrubs_output
     def entity(self, name: str, *, limit: int = 100) -> tuple[Entity, list[Memory]]:
         """Everything about ``name``: the entity it names (by canonical name or alias,
         own scope first) and the active memories that mention it, newest first."""
@@ -688,8 +702,9 @@ class ScopedMemory:
             rules.limit(limit),
         )
         linked = self._backend.get_many(self.visible, [m for m, _ in links])
-        return found, self._store.scrubbed(linked)
+        return found, linked
 
+    @scrubs_output
     def alias(self, name: str, alias: str) -> Entity:
         """Let ``alias`` (say "Mel") name the entity ``name`` names ("Melanie"), so
         queries and new mentions under either reach the same memories. Own scope only."""
@@ -736,6 +751,7 @@ class ScopedMemory:
             options["session_id"] = rules.name(session_id, "session_id", 200)
         return run_job(self._store, "consolidate", self.name, raise_errors=True, **options)[0]
 
+    @scrubs_output
     def related(self, memory_id: str, *, limit: int = 10) -> list[Related]:
         """Memories related to ``memory_id`` by the ``crossrefs`` job (links either way),
         best first; empty until the job has seen it. Raises ``NotFound``."""
@@ -746,8 +762,9 @@ class ScopedMemory:
         pairs = self._backend.maintenance.related(
             self.visible, memory_id, rules.limit(limit, maximum=100)
         )
-        return [Related(self._store.scrubbed(memory), score) for memory, score in pairs]
+        return [Related(memory, score) for memory, score in pairs]
 
+    @scrubs_output
     def context(
         self,
         query: str | None = None,
@@ -768,7 +785,7 @@ class ScopedMemory:
             max_entries=max_entries,
             max_tokens=max_tokens,
         )
-        return self._store.scrub(block)
+        return block
 
     def _touch(self, ids: list[str]) -> None:
         self._backend.touch(self.visible, ids, self._now())

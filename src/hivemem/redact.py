@@ -17,19 +17,38 @@ Two mechanisms, both compiled regular expressions (microseconds per call):
 
 from __future__ import annotations
 
+import dataclasses
+import enum
+import functools
 import logging
 import re
 import threading
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
-from .errors import InvalidInput
+from .errors import HiveMemError, InvalidInput
 
 log = logging.getLogger("hivemem.redact")
 
 REDACTED = "[REDACTED]"
 POLICIES = ("redact", "reject", "allow")
+# Every field of a write that holds caller text: ``credential_policy`` applies to each.
+WRITTEN_TEXT_FIELDS = frozenset(
+    {
+        "content",
+        "key",
+        "tags",
+        "attributes",
+        "source_ids",
+        "session_id",
+        "role",
+        "updated_by",
+        "source",
+        "supersede_reason",
+    }
+)
 MIN_SECRET_CHARS = 6  # shorter values cannot be redacted without mangling ordinary text
 
 # (kind, literal, pattern, needs a word boundary before it). Every pattern starts with
@@ -180,15 +199,85 @@ class Scrubber:
             return text
         return pattern.sub(lambda _: replacement, text)
 
+    def scrubbed(self, value: Any) -> Any:
+        """``value`` with every registered secret redacted from every text it holds, at
+        any depth: strings, lists, tuples, mappings (keys too) and dataclass values such
+        as ``Memory``, ``Hit``, ``Entity`` (a copy; the same object when nothing
+        changes). Enums, numbers and times are left as they are."""
+        self._refresh()
+        if self._pattern is None:
+            return value
+        return _deep(value, lambda text: self.scrub(text, refresh=False))
+
     def close(self) -> None:
         _LOG_FILTER.detach(self)
 
 
-def guard(content: object, policy: str, scrubber: Scrubber | None = None) -> object:
-    """Apply ``credential_policy`` to memory content about to be written.
+F = TypeVar("F", bound=Callable[..., Any])
 
-    Returns the content to store (unchanged unless redacted). Anything but text is
-    returned as it is, for the write's own validation to refuse.
+
+def scrubs_output(method: F) -> F:
+    """Decorator of the facade's public methods (``self.store.scrubber`` is the store's
+    scrubber): the result, and the message and ``current`` of a ``HiveMemError`` it
+    raises, leave with every registered secret redacted (``Scrubber.scrubbed``). One
+    place for every front end: library, tools, MCP, HTTP and CLI all read through it."""
+
+    @functools.wraps(method)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        scrubber: Scrubber = self.store.scrubber
+        try:
+            result = method(self, *args, **kwargs)
+        except HiveMemError as exc:
+            clean = scrubber.scrubbed(exc.message)
+            if clean != exc.message:
+                exc.message, exc.args = clean, (clean,)
+            current = getattr(exc, "current", None)
+            if current is not None:
+                exc.current = scrubber.scrubbed(current)  # type: ignore[attr-defined]
+            raise
+        return scrubber.scrubbed(result)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _deep(value: Any, scrub: Callable[[str], str]) -> Any:
+    """``value`` with ``scrub`` applied to every string inside it (see ``scrubbed``)."""
+    if isinstance(value, enum.Enum) or value is None or isinstance(value, bool | int | float):
+        return value  # a StrEnum is a str, but its value is a vocabulary word
+    if isinstance(value, str):
+        clean = scrub(value)
+        return value if clean == value else clean
+    if isinstance(value, list | tuple):
+        items = [_deep(v, scrub) for v in value]
+        if all(a is b for a, b in zip(items, value, strict=True)):
+            return value
+        return type(value)(items) if isinstance(value, list) else tuple(items)
+    if isinstance(value, Mapping):
+        pairs = [(_deep(k, scrub), _deep(v, scrub)) for k, v in value.items()]
+        if all(k is a and v is b for (k, v), (a, b) in zip(pairs, value.items(), strict=True)):
+            return value
+        return dict(pairs)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {}
+        for f in dataclasses.fields(value):
+            if not f.init:
+                continue
+            old = getattr(value, f.name)
+            new = _deep(old, scrub)
+            if new is not old:
+                changes[f.name] = new
+        return dataclasses.replace(value, **changes) if changes else value
+    return value
+
+
+def guard(
+    content: object, policy: str, scrubber: Scrubber | None = None, field: str = "content"
+) -> object:
+    """Apply ``credential_policy`` to one text about to be written (``field`` names it
+    in the error and the warning).
+
+    Returns the text to store (unchanged unless redacted). Anything but text is returned
+    as it is, for the write's own validation to refuse.
     """
     if not isinstance(content, str):
         return content
@@ -206,7 +295,7 @@ def guard(content: object, policy: str, scrubber: Scrubber | None = None) -> obj
     if policy == "reject":
         where = f" at character {found[0].start}" if found else ""
         raise InvalidInput(
-            "content",
+            field,
             f"contains a credential ({', '.join(kinds)}{where}); keep secrets in the vault "
             "(`hivemem vault set KEY --secret`), or change the credential_policy setting",
         )
@@ -214,8 +303,27 @@ def guard(content: object, policy: str, scrubber: Scrubber | None = None) -> obj
     if secret:
         assert scrubber is not None
         redacted = scrubber.scrub(redacted, replacement="[REDACTED:vault-secret]")
-    log.warning("credential redacted from memory content before saving: %s", ", ".join(kinds))
+    log.warning("credential redacted from memory %s before saving: %s", field, ", ".join(kinds))
     return redacted
+
+
+def guard_value(
+    value: Any, policy: str, scrubber: Scrubber | None = None, field: str = "content"
+) -> Any:
+    """``guard`` applied to every text inside ``value`` (a string, a list or tuple of
+    them, a JSON object: keys and values at any depth). ``field`` names the top-level
+    field; the error of a ``reject`` names it."""
+    if isinstance(value, str):
+        return guard(value, policy, scrubber, field)
+    if isinstance(value, list | tuple):
+        items = [guard_value(v, policy, scrubber, field) for v in value]
+        return items if isinstance(value, list) else tuple(items)
+    if isinstance(value, Mapping):
+        return {
+            guard_value(k, policy, scrubber, field): guard_value(v, policy, scrubber, field)
+            for k, v in value.items()
+        }
+    return value
 
 
 class _SecretLogFilter(logging.Filter):
