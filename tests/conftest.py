@@ -50,3 +50,15 @@ def store(db_path, clock):
 @pytest.fixture
 def mem(store):
     return store.scope("team-a")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``reliability`` are the long forms of the reliability suite: they run
+    when asked for (``make reliability``, ``pytest -m reliability``), not in ``make test``,
+    which runs their fast forms."""
+    if "reliability" in (config.getoption("-m") or ""):
+        return
+    skip = pytest.mark.skip(reason="long form of the reliability suite: run `make reliability`")
+    for item in items:
+        if "reliability" in item.keywords:
+            item.add_marker(skip)

@@ -202,10 +202,7 @@ class ScopedMemory:
 
     def _indexed(self, wait: bool) -> None:
         """After a committed write: embed its chunks now (``wait``) or in the background."""
-        if wait:
-            self._store.flush()
-        else:
-            self._store.indexer.notify()
+        self._store.index_written(wait)
 
     def _supersede_or_refuse(
         self,

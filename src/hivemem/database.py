@@ -5,6 +5,7 @@ which every read and write goes (``hivemem.core``)."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -15,7 +16,7 @@ import platformdirs
 from .clock import Clock, system_clock
 from .core import ScopedMemory
 from .embed import Embedder, get_embedder
-from .errors import InvalidInput
+from .errors import InvalidInput, StoreError
 from .indexer import Indexer
 from .llm import LLM, get_llm
 from .redact import WRITTEN_TEXT_FIELDS, Scrubber, guard_value
@@ -26,6 +27,8 @@ from .store.sqlite import SQLiteBackend
 from .store.vault import SQLiteVault
 from .types import Memory
 from .vault import Vault
+
+log = logging.getLogger("hivemem.database")
 
 
 def default_path() -> Path:
@@ -178,6 +181,21 @@ class Store:
         """Block until every queued chunk has its vector; returns how many were embedded.
         Raises if the embedder fails (the chunks stay queued)."""
         return self.indexer.flush()
+
+    def index_written(self, wait: bool) -> None:
+        """After a committed write: embed its chunks now (``wait``) or in the background.
+
+        The write is durable before this runs, so a store failure here (a full disk,
+        a lock held too long) does not turn it into an error: the chunks stay queued,
+        are keyword-searchable already, and are embedded by the next flush or start.
+        An embedder failure still raises (the caller asked for the vectors)."""
+        if not wait:
+            self.indexer.notify()
+            return
+        try:
+            self.flush()
+        except StoreError as exc:
+            log.warning("saved; its vectors stay queued until the store can take them: %s", exc)
 
     def reindex(self, progress: Any = None) -> int:
         """Re-embed every chunk with this store's embedder (after a model change);
