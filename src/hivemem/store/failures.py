@@ -38,7 +38,7 @@ def store_error(exc: BaseException, location: str, doing: str) -> StoreError:
     if (
         isinstance(exc, MemoryError)
         or code in (SQLITE_CORRUPT, SQLITE_NOTADB)
-        or ("malformed" in text or "not a database" in text)
+        or ("malformed" in text or "not a database" in text or "could not decode" in text)
     ):
         return StoreError(
             f"{location} is damaged ({text}); the {doing} did not happen. Run "

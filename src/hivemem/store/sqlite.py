@@ -195,11 +195,19 @@ class SQLiteBackend(RepairMixin):
                 yield
                 return
             # WAL: a deferred transaction reads one snapshot and blocks no writer.
-            self._conn.execute("BEGIN DEFERRED")
+            try:
+                self._conn.execute("BEGIN DEFERRED")
+            except (sqlite_driver.DatabaseError, MemoryError) as exc:
+                raise store_error(exc, self.location, "read") from exc
             try:
                 yield
-            finally:
-                self._conn.execute("COMMIT")
+            finally:  # a read transaction: ending it cannot lose anything; on a damaged
+                # file it may fail, and must not hide the error that ended the block
+                with suppress(sqlite_driver.DatabaseError, MemoryError):
+                    self._conn.execute("COMMIT")
+                if self._conn.in_transaction:
+                    with suppress(sqlite_driver.DatabaseError, MemoryError):
+                        self._conn.execute("ROLLBACK")
 
     def _begin(self) -> None:
         # busy_timeout already waits; a few more tries cover the rare case where SQLite
@@ -242,7 +250,7 @@ class SQLiteBackend(RepairMixin):
     def close(self) -> None:
         with self._lock:
             if self._conn is not None:
-                with suppress(OperationalError):
+                with suppress(sqlite_driver.DatabaseError, MemoryError):  # damaged: skip it
                     self._conn.execute("PRAGMA optimize")
                 self._conn.close()
                 self._conn = None  # type: ignore[assignment]
