@@ -147,6 +147,8 @@ def search(
     scored.sort(key=lambda s: (-s[0], -s[1], s[3].id))
     if vector_ran and settings.mmr_lambda < 1.0 and len(scored) > 1:
         scored = _diversify(backend, indexer, scored, query.limit, settings.mmr_lambda)
+    if not query.fts_syntax:
+        scored = _exact_first(scored, terms)
     if reranker is not None and len(scored) > 1:
         scored = _rerank(reranker, focus, scored, settings, notes)
     scored = [s for s in scored if s[0] >= query.min_score]
@@ -226,6 +228,34 @@ def _add_neighbours(
                 fused[neighbour] = value
                 c = candidates.setdefault(neighbour, _Candidate(neighbour))
                 c.lanes["context"] = {"of": anchors.index(anchor) + 1, "score": round(value, 6)}
+
+
+def _exact_first(scored: list[Any], terms: Sequence[str]) -> list[Any]:
+    """Memories whose best chunk holds every term of the query first.
+
+    Trigger: a memory matches the query's words exactly (a unique token, an id, every
+    word of a question). Why: fusion weighs the keyword lane at 0.6, and the session
+    prior, diversity and the access boost of often-returned memories can otherwise push
+    it below loosely related vector hits, out of the results altogether (issue 11: an
+    acknowledged memory not found by its own unique token). Outcome: those memories lead,
+    in their own order; one scoring below the best other hit is lifted to that score by
+    an ``exact`` factor, so scores still fall with rank and the explanation adds up. A
+    re-ranker, asked for explicitly, still has the last word."""
+    wanted = set(terms)
+    if not wanted:
+        return scored
+    exact = [s for s in scored if wanted <= set(s[2].matched)]
+    if not exact or len(exact) == len(scored):
+        return scored
+    rest = [s for s in scored if not wanted <= set(s[2].matched)]
+    ceiling = rest[0][0]
+    lifted = []
+    for score, base, c, memory, factors in exact:
+        if 0 < score < ceiling:
+            factors = {**factors, "exact": ceiling / score}
+            score = ceiling
+        lifted.append((score, base, c, memory, factors))
+    return lifted + rest
 
 
 def _add_keyword(candidates: dict[str, _Candidate], keyword: list[KeywordCandidate]) -> None:

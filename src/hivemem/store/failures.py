@@ -23,32 +23,52 @@ def is_full(exc: BaseException) -> bool:
     return _code(exc) == SQLITE_FULL or "disk is full" in text or "no space left" in text
 
 
+def is_file_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` is about the file or the disk (full, damaged, locked, read-only,
+    I/O) rather than about the statement (say, a user's FTS5 syntax)."""
+    return is_full(exc) or _category(exc) is not None
+
+
+def _category(exc: BaseException) -> str | None:
+    text = (str(exc) or type(exc).__name__).lower()
+    code = _code(exc)
+    if (
+        isinstance(exc, MemoryError)
+        or code in (SQLITE_CORRUPT, SQLITE_NOTADB)
+        or any(word in text for word in ("malformed", "not a database", "could not decode"))
+    ):
+        return "damaged"
+    if code in (SQLITE_BUSY, SQLITE_LOCKED) or "locked" in text or "busy" in text:
+        return "locked"
+    if code == SQLITE_READONLY or "readonly" in text or "read-only" in text:
+        return "readonly"
+    if code == SQLITE_IOERR or "disk i/o error" in text:
+        return "io"
+    return None
+
+
 def store_error(exc: BaseException, location: str, doing: str) -> StoreError:
     """The ``StoreError`` for a driver error met while ``doing`` (``"write"``,
     ``"read"``, ``"commit"``) on the store at ``location``. Raise it ``from exc``."""
     if isinstance(exc, StoreError):
         return exc
     text = str(exc) or type(exc).__name__
-    code = _code(exc)
+    category = _category(exc)
     if is_full(exc):
         return StoreFull(
             f"the disk holding {location} is full: the {doing} was rolled back and nothing "
             "of it was saved (earlier writes are intact); free some space and retry"
         )
-    if (
-        isinstance(exc, MemoryError)
-        or code in (SQLITE_CORRUPT, SQLITE_NOTADB)
-        or ("malformed" in text or "not a database" in text or "could not decode" in text)
-    ):
+    if category == "damaged":
         return StoreError(
             f"{location} is damaged ({text}); the {doing} did not happen. Run "
             "`hivemem doctor`; `hivemem export` saves every memory still readable"
         )
-    if code in (SQLITE_BUSY, SQLITE_LOCKED) or "locked" in text or "busy" in text:
+    if category == "locked":
         return StoreError(f"{location} is locked by another writer ({text}); try again")
-    if code == SQLITE_READONLY or "readonly" in text or "read-only" in text:
+    if category == "readonly":
         return StoreError(f"{location} cannot be written ({text}): check its permissions")
-    if code == SQLITE_IOERR or "disk i/o error" in text:
+    if category == "io":
         return StoreError(
             f"the disk failed while HiveMem was trying to {doing} {location} ({text}); "
             "the write was rolled back"

@@ -30,7 +30,7 @@ from ..types import ListFilter, Memory, Query, Status
 from . import migrations, scratch
 from .base import ChunkMatch, SessionInfo, TermStats
 from .entities import SQLiteEntityIndex, link_mentions
-from .failures import is_full, store_error
+from .failures import is_file_failure, is_full, store_error
 from .maintenance import SQLiteMaintenance
 from .repair import RepairMixin
 from .rows import (
@@ -463,11 +463,11 @@ class SQLiteBackend(RepairMixin):
                 rows.sort(key=lambda r: (-r[4], r[0]))
                 found = [ChunkMatch(r[0], r[1], r[2], r[3], r[4]) for r in rows[:limit]]
         except OperationalError as exc:
-            if query.fts_syntax:
+            if query.fts_syntax and not is_file_failure(exc):
                 from ..errors import InvalidInput
 
                 raise InvalidInput("query", f"not valid FTS5 syntax: {exc}") from None
-            raise
+            raise store_error(exc, self.location, "search") from exc
         return found
 
     def _rank_then_filter(
