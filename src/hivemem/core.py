@@ -228,12 +228,11 @@ class ScopedMemory:
         ):
             return current
         else:
-            shown = self._store.scrubbed(current)  # the error is output too: no secrets
             raise Conflict(
                 f"key {current.key!r} already holds an active memory in scope {self.name!r} "
-                f"({current.id}, type {current.type.value}): {shown.content!r}. "
+                f"({current.id}, type {current.type.value}): {current.content!r}. "
                 "Give a supersede reason to replace it, or mark a small correction minor.",
-                current=shown,
+                current=current,  # scrubbed on the way out (scrubs_output)
             )
         inherited: dict[str, Any] = {"supersedes_id": current.id, "supersede_reason": reason}
         inherited["supersede_kind"] = kind
