@@ -16,7 +16,13 @@ import asyncio
 import io
 import json
 import logging
+import os
+import socket
 import sqlite3
+import subprocess
+import sys
+import time
+import urllib.parse
 
 import anyio
 import httpx
@@ -45,6 +51,7 @@ def forms(secret: str) -> list[str]:
     """The secret as it would appear in any output: raw, JSON-escaped, ASCII-escaped."""
     out = {secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]}
     out.add(secret.encode("unicode_escape").decode("ascii"))
+    out |= {urllib.parse.quote(secret, safe=""), urllib.parse.quote(secret)}
     return sorted(out)
 
 
@@ -280,6 +287,53 @@ def test_a_vault_secret_in_every_field_leaves_through_no_surface(
 @pytest.mark.parametrize("secret", LONG_SECRETS)
 def test_secrets_hunt_long(db_path, clock, tmp_path, secret, caplog):
     hunt_everywhere(db_path, clock, tmp_path, secret, caplog)
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("secret", [FAST_SECRETS[0], LONG_SECRETS[0]])
+def test_the_http_access_log_of_a_real_server_holds_no_secret(db_path, clock, secret):
+    """``hivemem serve-http`` on a real socket: request paths holding a key with the
+    secret, bodies echoing it; the server's whole output (uvicorn's access log, HiveMem's
+    own log) is hunted."""
+    ids = plant(db_path, clock, secret)
+    made = CliRunner().invoke(
+        cli_main, ["--db", str(db_path), "token", "create", "t", "--write", "team-a"]
+    )
+    token = made.output.split("token: ")[1].split()[0]
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-c", "from hivemem.cli import main; main()", "--db", str(db_path)]
+        + ["serve-http", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "HIVEMEM_EMBEDDER": "hash"},
+    )
+    base = f"http://127.0.0.1:{port}/v1/scopes/team-a"
+    auth = {"Authorization": f"Bearer {token}"}
+    answers = []
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=1)
+                break
+            except httpx.TransportError:
+                assert server.poll() is None and time.monotonic() < deadline
+                time.sleep(0.1)
+        quoted = urllib.parse.quote(ids["key"], safe="")
+        answers.append(httpx.get(f"{base}/memories/{quoted}", headers=auth))
+        answers.append(httpx.get(f"{base}/memories/{ids['first']}", headers=auth))
+        answers.append(httpx.post(f"{base}/search", json={"query": secret}, headers=auth))
+        answers.append(httpx.get(f"{base}/entities/{quoted}", headers=auth))
+    finally:
+        server.terminate()
+        output = server.communicate(timeout=30)[0].decode("utf-8", "replace")
+    assert "GET /v1/scopes/team-a/memories/" in output  # the access log was written
+    for answer in answers:
+        assert_clean(answer.text, secret, f"HTTP {answer.request.url.path}")
+    assert_clean(output, secret, "the server's log")
 
 
 # ----------------------------------------------------------------------------- policy on save

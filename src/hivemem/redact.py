@@ -20,9 +20,11 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import json
 import logging
 import re
 import threading
+import urllib.parse
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -173,8 +175,11 @@ class Scrubber:
     def _set(self, values: frozenset[str]) -> None:
         with self._lock:
             self._values = values
-            # Longest first: a secret that contains another is redacted whole.
-            ordered = sorted(values, key=lambda v: (-len(v), v))
+            # Longest first: a secret that contains another is redacted whole. Each value
+            # also in the forms outputs write it in: JSON-escaped (a log line holding a JSON
+            # body) and URL-quoted (a request path in an access log).
+            forms = {form for value in values for form in _forms(value)}
+            ordered = sorted(forms, key=lambda v: (-len(v), v))
             self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
         install_log_filter()  # loggers created since the store opened get the filter too
 
@@ -238,6 +243,14 @@ def scrubs_output(method: F) -> F:
         return scrubber.scrubbed(result)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _forms(value: str) -> set[str]:
+    """``value`` as outputs may write it: as is, JSON-escaped, URL-quoted."""
+    out = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
+    out |= {urllib.parse.quote(value, safe=""), urllib.parse.quote(value)}
+    out.add(urllib.parse.quote_plus(value))
+    return {form for form in out if len(form) >= MIN_SECRET_CHARS}
 
 
 def _deep(value: Any, scrub: Callable[[str], str]) -> Any:
@@ -368,9 +381,11 @@ class _SecretLogFilter(logging.Filter):
 _LOG_FILTER = _SecretLogFilter()
 
 
-def install_log_filter() -> logging.Filter:
-    """Put the secret filter on the ``hivemem`` logger and its existing children."""
-    names = ["hivemem"] + [
+def install_log_filter(others: Iterable[str] = ()) -> logging.Filter:
+    """Put the secret filter on the ``hivemem`` logger and its existing children, and on
+    the loggers named in ``others`` (the web server's access log, where a request path
+    may hold a key)."""
+    names = ["hivemem", *others] + [
         name for name in list(logging.root.manager.loggerDict) if name.startswith("hivemem.")
     ]
     for name in names:
