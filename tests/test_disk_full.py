@@ -223,3 +223,4 @@ def test_full_disk_rounds_with_every_kind_of_write(small_disk, free_left):
         for memory_id, word in acked.items():
             assert word in mem.get(memory_id).content
             assert memory_id in [h.memory.id for h in mem.search(word, limit=5)]
+    print(f"\nRELIABILITY diskfull free={free_left} acked={len(acked)} StoreFull={len(failures)}")

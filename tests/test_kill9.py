@@ -203,7 +203,7 @@ def test_kill_9_of_writers_and_of_a_busy_embedding_worker_loses_no_acknowledged_
 def test_kill_9_rounds_long(tmp_path):
     rounds = int(os.environ.get("HIVEMEM_KILL_ROUNDS", "20"))
     result = run_rounds(tmp_path, rounds=rounds, writers=3, sample=None)
-    print(f"kill -9 rounds: {rounds}, acknowledged writes checked: {result['acked']}, lost: 0")
+    print(f"\nRELIABILITY kill9 rounds={rounds} acked={result['acked']} lost=0")
 
 
 def test_a_unique_token_finds_its_memory_first_among_many_vector_hits(tmp_path):

@@ -286,7 +286,8 @@ def test_a_vault_secret_in_every_field_leaves_through_no_surface(
 @pytest.mark.reliability
 @pytest.mark.parametrize("secret", LONG_SECRETS)
 def test_secrets_hunt_long(db_path, clock, tmp_path, secret, caplog):
-    hunt_everywhere(db_path, clock, tmp_path, secret, caplog)
+    hunt = hunt_everywhere(db_path, clock, tmp_path, secret, caplog)
+    print(f"\nRELIABILITY secrets surfaces={len(hunt.surfaces)} found=0 secret={secret!r}")
 
 
 @pytest.mark.reliability

@@ -45,6 +45,7 @@ class Salvage:
     garbled: list[str] = field(default_factory=list)  # ids of rows read with U+FFFD for bad bytes
     ranges: list[tuple[int, int]] = field(default_factory=list)  # rowid ranges that failed
     highest: int = 0  # the highest rowid read
+    seen: set[int] = field(default_factory=set)  # every rowid read
 
 
 class SalvageReader:
@@ -137,6 +138,13 @@ class SalvageReader:
             yield from self._range(start, stop, report, failed)
             empty = empty + 1 if report.read + len(report.undecodable) == before else 0
             start = stop + 1
+        # A damaged page can also end a range scan early without an error (a bad cell
+        # pointer): every rowid up to the last one known that was neither read nor failed
+        # is sought once more, on its own (none in a store without gaps).
+        known_failed = set(failed)
+        for rowid in range(1, (bound if exact else report.highest) + 1):
+            if rowid not in report.seen and rowid not in known_failed:
+                yield from self._range(rowid, rowid, report, failed)
         # A failed rowid past the last row read is most likely no row at all (the probe
         # bound is an estimate when MAX(rowid) fails): count only those below it.
         report.unreadable = sum(1 for rowid in failed if rowid <= report.highest) or (
@@ -174,6 +182,7 @@ class SalvageReader:
         garbled = list(self._garbled)
         for row in rows:
             report.highest = max(report.highest, row[0])
+            report.seen.add(row[0])
             if garbled and any(v is g for v in row for g in garbled):
                 report.garbled.append(str(row[1]))
             try:
