@@ -42,7 +42,7 @@ LONG_SECRETS = [
     "plainvaultsecret9931",
     "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
     "ключ-секрет-7781",
-    "tab\tand 'quote' 55",
+    "space and 'quote' 55",
 ]
 TEXT_FIELDS = ("content", "key", "tags", "attributes", "source_ids", "session_id", "role")
 
@@ -51,6 +51,7 @@ def forms(secret: str) -> list[str]:
     """The secret as it would appear in any output: raw, JSON-escaped, ASCII-escaped."""
     out = {secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]}
     out.add(secret.encode("unicode_escape").decode("ascii"))
+    out.add(repr(secret)[1:-1])
     out |= {urllib.parse.quote(secret, safe=""), urllib.parse.quote(secret)}
     return sorted(out)
 

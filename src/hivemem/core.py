@@ -151,7 +151,7 @@ class ScopedMemory:
             if inserted:
                 self._backend.maintenance.note_categories([(stored.id, sure)])
         if inserted:
-            self._indexed(wait)
+            self._store.index_written(wait)
         return stored
 
     def _save_row(
@@ -199,10 +199,6 @@ class ScopedMemory:
                 return current, False
             self._backend.insert(record, *pieces)
             return record, True
-
-    def _indexed(self, wait: bool) -> None:
-        """After a committed write: embed its chunks now (``wait``) or in the background."""
-        self._store.index_written(wait)
 
     def _supersede_or_refuse(
         self,
@@ -352,7 +348,7 @@ class ScopedMemory:
             self._backend.maintenance.note_categories(categories)
             for session_id, (when, count) in sessions.items():
                 self._backend.note_session(self.name, session_id, when, count)
-        self._indexed(wait)
+        self._store.index_written(wait)
         return [record for record, _ in records]
 
     def _derive(self, content: str) -> tuple[list[str], list[Mention]]:
@@ -408,7 +404,7 @@ class ScopedMemory:
             why = None if minor else (reason or "corrected")
             record = self._supersede_or_refuse(current, record, why, minor, explicit_type=True)
             self._backend.insert(record, *self._derive(record.content))
-        self._indexed(False)
+        self._store.index_written(False)
         return record
 
     @scrubs_output
@@ -731,6 +727,7 @@ class ScopedMemory:
             out["shared"] = {name: self._backend.stats([name], now) for name in self.shared}
         return out
 
+    @scrubs_output
     def sessions(self) -> list[Any]:
         return self._backend.sessions(self.name)
 
