@@ -3,13 +3,17 @@
 Two mechanisms, both compiled regular expressions (microseconds per call):
 
 - ``Scrubber`` holds every secret value of the vault (``hivemem.vault``, all scopes) and
-  replaces each occurrence with ``[REDACTED]`` in whatever text it is given. The store
-  passes search hits and snippets, ``context()`` blocks, tool results, log records and
-  exports through it. It follows other processes' vault changes (``PRAGMA
-  data_version``), so a secret set elsewhere is redacted here from the next call on.
+  replaces each occurrence (as is, JSON-escaped or URL-quoted) with ``[REDACTED]`` in
+  whatever it is given; ``Scrubber.scrubbed`` reaches every text inside a value
+  (``Memory``, ``Hit``, ``Entity``, lists, mappings). Every public method of the facade
+  returns through ``scrubs_output``, so every field of every result (content, key, tags,
+  attributes, snippets, errors) is clean for every front end; ``context()`` blocks, tool
+  results, log records and exports pass through it too. It follows other processes'
+  vault changes (``PRAGMA data_version``), so a secret set elsewhere is redacted here
+  from the next call on.
 - ``find_credentials`` recognises well-known credential shapes (API keys, tokens, private
-  keys, JWTs, bearer tokens) in memory content; ``guard`` applies the
-  ``credential_policy`` setting on every write: ``redact`` (default: the credential
+  keys, JWTs, bearer tokens); ``guard_value`` applies the ``credential_policy`` setting
+  to every text field of every write (``WRITTEN_TEXT_FIELDS``): ``redact`` (default: the credential
   becomes ``[REDACTED:<kind>]`` and a warning is logged), ``reject`` (``InvalidInput``,
   nothing written) or ``allow``. Registered vault secrets found in content are treated
   the same way, so a secret never reaches the keyword or vector index.

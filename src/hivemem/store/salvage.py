@@ -145,12 +145,11 @@ class SalvageReader:
         for rowid in range(1, (bound if exact else report.highest) + 1):
             if rowid not in report.seen and rowid not in known_failed:
                 yield from self._range(rowid, rowid, report, failed)
-        # A failed rowid past the last row read is most likely no row at all (the probe
-        # bound is an estimate when MAX(rowid) fails): count only those below it.
-        report.unreadable = sum(1 for rowid in failed if rowid <= report.highest) or (
-            1 if failed and report.read == 0 else 0
-        )
-        report.ranges = _ranges([r for r in failed if r <= max(report.highest, 1)])
+        # When MAX(rowid) is unknown the probes ran past the table's end: a failed rowid
+        # past the last row read is most likely no row at all, and is not counted.
+        last = bound if exact else report.highest
+        report.unreadable = sum(1 for rowid in failed if rowid <= last)
+        report.ranges = _ranges([rowid for rowid in failed if rowid <= last])
 
     def _range(self, lo: int, hi: int, report: Salvage, failed: list[int]) -> Iterator[Memory]:
         self._garbled.clear()
