@@ -369,11 +369,24 @@ class _SecretLogFilter(logging.Filter):
             message = record.getMessage()
         except Exception:  # a malformed record is logging's to report, not ours
             return True
-        clean = message
-        for scrubber in scrubbers:
-            clean = scrubber.scrub(clean, refresh=False)
+
+        def scrub(text: str) -> str:
+            for scrubber in scrubbers:
+                text = scrubber.scrub(text, refresh=False)
+            return text
+
+        clean = scrub(message)
         if clean != message:
-            record.msg, record.args = clean, ()
+            # Keep the record's shape where the secret sits in its arguments: some
+            # formatters read ``args`` themselves (uvicorn's access log unpacks a tuple).
+            record.msg = scrub(record.msg) if isinstance(record.msg, str) else record.msg
+            record.args = _deep(record.args, scrub) if record.args else record.args
+            try:
+                reshaped = record.getMessage()
+            except Exception:
+                reshaped = message
+            if reshaped != clean and scrub(reshaped) != reshaped:
+                record.msg, record.args = clean, ()
         if record.exc_info and record.exc_text is None:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
