@@ -1,20 +1,30 @@
-# The two commands of the README: `make demo` and `make test`. Both install first.
+# The two commands of the README: `make demo` and `make test`. Both install first:
+# `make demo` the runtime only (requirements.lock), `make test` the extras and the test
+# tools too (requirements-dev.lock).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+RUNTIME := $(VENV)/.runtime-installed
 STAMP := $(VENV)/.installed
+PIP := $(BIN)/python -m pip install -q --disable-pip-version-check
 
-.PHONY: install demo test lint bench eval clean
+.PHONY: install install-runtime demo test lint bench eval clean
 
-$(STAMP): pyproject.toml requirements.lock
+$(RUNTIME): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.lock
-	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps -e .
+	$(PIP) -r requirements.lock
+	$(PIP) --no-deps -e .
+	touch $(RUNTIME)
+
+$(STAMP): $(RUNTIME) requirements-dev.lock
+	$(PIP) -r requirements-dev.lock
 	touch $(STAMP)
+
+install-runtime: $(RUNTIME)
 
 install: $(STAMP)
 
-demo: install
+demo: install-runtime
 	$(BIN)/python -m hivemem.demo
 
 test: install
@@ -22,7 +32,7 @@ test: install
 	$(BIN)/ruff format --check src tests examples
 	$(BIN)/python -m pytest -q
 
-bench: install
+bench: install-runtime
 	$(BIN)/hivemem bench
 
 clean:
