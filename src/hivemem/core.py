@@ -660,7 +660,9 @@ class ScopedMemory:
                 q.text.encode("utf-8")
             except UnicodeEncodeError as exc:
                 raise InvalidInput(
-                    "query", f"not valid UTF-8 (unpaired surrogate at character {exc.start})"
+                    "query",
+                    f"contains an invalid character at position {exc.start} "
+                    "(not valid UTF-8: an unpaired surrogate)",
                 ) from None
         store = self._store
         hits = retrieval.search(

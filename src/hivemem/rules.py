@@ -52,7 +52,9 @@ def valid_content(value: object, settings: Settings, field: str = "content") -> 
         size = len(value.encode("utf-8"))
     except UnicodeEncodeError as exc:
         raise InvalidInput(
-            field, f"not valid UTF-8 (unpaired surrogate at character {exc.start})"
+            field,
+            f"contains an invalid character at position {exc.start} "
+            "(not valid UTF-8: an unpaired surrogate)",
         ) from None
     if "\x00" in value:
         raise InvalidInput(field, f"contains a NUL character at {value.index(chr(0))}")
@@ -73,7 +75,9 @@ def utf8(value: str, field: str) -> str:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise InvalidInput(
-            field, f"not valid UTF-8 (unpaired surrogate at character {exc.start})"
+            field,
+            f"contains an invalid character at position {exc.start} "
+            "(not valid UTF-8: an unpaired surrogate)",
         ) from None
     return value
 
