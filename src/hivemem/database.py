@@ -173,15 +173,18 @@ class Store:
         credentials and vault secrets redacted (default), refused, or allowed."""
         return guard(content, self.settings.credential_policy, self.scrubber)
 
-    def flush(self) -> int:
-        """Block until every queued chunk has its vector; returns how many were embedded.
-        Raises if the embedder fails (the chunks stay queued)."""
-        return self.indexer.flush()
+    def flush(self, progress: Any = None) -> int:
+        """Block until every queued chunk has its vector; returns how many were embedded
+        (``progress(done, total)`` is called per batch). Raises if the embedder fails
+        (the chunks stay queued)."""
+        return self.indexer.flush(progress)
 
-    def reindex(self, progress: Any = None) -> int:
-        """Re-embed every chunk with this store's embedder (after a model change);
-        ``progress(done, total)`` is called per batch. Returns the chunks embedded."""
-        return self.indexer.reindex(progress)
+    def reindex(self, progress: Any = None, *, force: bool = False) -> int:
+        """Re-embed every chunk with this store's embedder after a model change (or with
+        ``force``); on a store already of this model, embed only the chunks still
+        queued. ``progress(done, total)`` is called per batch. Returns the chunks
+        embedded: 0 when there was nothing to do."""
+        return self.indexer.reindex(progress, force=force)
 
     @property
     def location(self) -> str:

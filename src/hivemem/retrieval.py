@@ -108,7 +108,10 @@ def search(
             lanes_run.append("vector")
             vector_ran = True
             if backend.vectors.has_pending():
-                notes.append("some memories are still being embedded: found by keyword only")
+                notes.append(
+                    "some memories are still being embedded: found by keyword only until "
+                    "then (run `hivemem reindex`, or store.flush(), to finish now)"
+                )
     focus = textmod.query_focus(query.text)
     if (
         not query.fts_syntax
