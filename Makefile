@@ -33,7 +33,7 @@ test: install
 	$(BIN)/python -m pytest -q
 
 bench: install-runtime
-	$(BIN)/hivemem bench
+	$(BIN)/hivemem bench --full
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache
