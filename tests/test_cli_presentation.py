@@ -172,3 +172,32 @@ def test_mcp_config_prints_this_installs_absolute_command(run, tmp_path):
         "--shared",
         "team",
     ]
+
+
+def _json_commands():
+    from hivemem.cli.reference import _walk
+
+    return [
+        " ".join(path)
+        for path, command in _walk(main, ["hivemem"])
+        if any(getattr(p, "name", None) == "as_json" for p in command.params)
+    ]
+
+
+def test_every_json_output_is_documented_with_its_shape(run):
+    page = (Path(__file__).resolve().parent.parent / "docs" / "json.md").read_text()
+    headings = [line for line in page.splitlines() if line.startswith("### ")]
+    for name in _json_commands():
+        assert any(f"`{name}`" in h for h in headings), f"{name} --json is not in docs/json.md"
+    assert run("add", "Deploy before noon", "--key", "deploy").exit_code == 0
+    memory = json.loads(run("show", "deploy", "--json").stdout)
+    hit = json.loads(run("search", "deploy noon", "--json").stdout)[0]
+    for record, keys in (
+        ("Memory", memory),
+        ("Hit", {k: v for k, v in hit.items()}),
+        ("Hit", hit["explain"]),
+    ):
+        section = page.split(f"### {record}\n", 1)[1].split("\n### ", 1)[0]
+        for key in keys:
+            assert f"| `{key}` |" in section, f"{record}.{key} is not documented"
+    assert "docs/json.md" in run("--help").output
