@@ -122,6 +122,7 @@ def test_doctor_names_a_large_queue_and_the_command(cli, db_path, clock):
     line = next(x for x in result.stdout.splitlines() if "vectors" in x)
     assert line.startswith("FAIL") and "1200 queued" in line
     assert "run `hivemem reindex`" in result.stdout
+    assert result.stderr == "error: 1 check(s) failed: vectors\n"
     assert cli("--db", str(db_path), "reindex", env=env).stdout.startswith("embedded 1200")
     assert cli("--db", str(db_path), "doctor", env=env).exit_code == 0
 

@@ -275,8 +275,7 @@ def stats(env: Env, all_scopes: bool, as_json: bool) -> None:
 @click.option("--repair", is_flag=True, help="Rebuild what is missing (never drops a memory).")
 @json_option
 @pass_env
-@click.pass_context
-def doctor_(ctx: click.Context, env: Env, repair: bool, as_json: bool) -> None:
+def doctor_(env: Env, repair: bool, as_json: bool) -> None:
     """Check the store's health.
 
     Checks the file's integrity, the schema, the keyword index and the key and
@@ -301,7 +300,8 @@ def doctor_(ctx: click.Context, env: Env, repair: bool, as_json: bool) -> None:
             if check.fix:
                 click.echo(f"      {'':<16} fix: {check.fix}")
     if not report.ok:
-        ctx.exit(1)
+        failed = ", ".join(check.name for check in report.failed)
+        raise click.ClickException(f"{len(report.failed)} check(s) failed: {failed}")  # exit 1
 
 
 @click.command("settings")

@@ -181,6 +181,8 @@ def locomo(env: Env, path: str, limit: int, system_prompt: bool, as_json: bool) 
     Each conversation goes into its own scope of a temporary store, every turn an
     episode with its session and date; every question is searched and its hits are
     scored against the annotated evidence turns. Categories 1-4 make the headline.
+    PATH is LoCoMo's locomo10.json (not shipped: data/locomo10.json of the
+    snap-research/locomo repository on GitHub, CC BY-NC 4.0; see the README).
     """
     preamble = SYSTEM_PROMPT_PREAMBLE if system_prompt else ""
     report = eval_locomo(path, limit=limit, settings=env.settings, preamble=preamble)
@@ -206,7 +208,9 @@ def longmemeval(env: Env, path: str, limit_questions: int | None, as_json: bool)
     Each question's haystack goes into its own scope of a temporary store, every turn an
     episode with its session and date; the question is searched (top 50) and scored at
     turn level (any has_answer turn in the top k) and session level (any answer session
-    in the top k). Abstention questions are skipped.
+    in the top k). Abstention questions are skipped. PATH is LongMemEval's JSON (not
+    shipped: longmemeval_s_cleaned.json of the xiaowu0162/longmemeval-cleaned dataset
+    on Hugging Face, MIT; see the README).
     """
     report = eval_longmemeval(
         path, limit_questions=limit_questions, settings=env.settings, progress=_progress()
@@ -218,7 +222,7 @@ def longmemeval(env: Env, path: str, limit_questions: int | None, as_json: bool)
 
 
 def _progress() -> Any:
-    """Questions done, on stderr, rewritten in place on a terminal."""
+    """Questions done, on stderr (rewritten in place on a terminal)."""
     printer = _stage_printer()
     if printer is None:
         return None
