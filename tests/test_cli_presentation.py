@@ -201,3 +201,10 @@ def test_every_json_output_is_documented_with_its_shape(run):
         for key in keys:
             assert f"| `{key}` |" in section, f"{record}.{key} is not documented"
     assert "docs/json.md" in run("--help").output
+
+
+def test_a_bare_group_shows_its_help_not_an_error(run):
+    for args in ([], ["token"], ["vault"]):
+        result = CliRunner().invoke(main, args, prog_name="hivemem")
+        assert result.output.startswith("Usage: hivemem"), args
+        assert "error:" not in result.output and "Commands:\n" in result.output

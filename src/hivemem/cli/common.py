@@ -71,6 +71,9 @@ class HiveMemGroup(click.Group):
             result = super().main(*args, standalone_mode=False, **extra)
         except HiveMemError as exc:
             report_error(str(exc), exc.exit_code)
+        except click.exceptions.NoArgsIsHelpError as exc:  # a bare group: its help
+            exc.show()
+            sys.exit(exc.exit_code)
         except click.UsageError as exc:
             see = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
             report_error(_sentence(exc.format_message()) + see, exc.exit_code)
