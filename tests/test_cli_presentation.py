@@ -207,4 +207,4 @@ def test_a_bare_group_shows_its_help_not_an_error(run):
     for args in ([], ["token"], ["vault"]):
         result = CliRunner().invoke(main, args, prog_name="hivemem")
         assert result.output.startswith("Usage: hivemem"), args
-        assert "error:" not in result.output and "Commands:\n" in result.output
+        assert not result.stderr.startswith("error:") and "Commands:\n" in result.output
