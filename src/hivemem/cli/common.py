@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
 
@@ -49,7 +49,7 @@ def no_color() -> bool:
     return bool(os.environ.get("NO_COLOR"))
 
 
-def report_error(message: str, exit_code: int) -> None:
+def report_error(message: str, exit_code: int) -> NoReturn:
     """Print the one error line on stderr and exit: the CLI's single translation point."""
     flat = " ".join(message.split())
     prefix = click.style("error:", fg="red", bold=True)
