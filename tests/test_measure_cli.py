@@ -70,6 +70,21 @@ def test_default_bench_is_quick_and_shows_progress_on_stderr_without_a_terminal(
     assert "\r" not in result.stderr  # no terminal: whole lines, not redraws
 
 
+def test_progress_without_a_terminal_prints_each_tenth_once(capsys):
+    from hivemem.cli.measure import _stage_printer
+
+    report = _stage_printer()
+    for done in (0, 5, 10, 15, 55, 100):
+        report("load", done, 100)
+    assert capsys.readouterr().err.splitlines() == [
+        "load: 0/100",
+        "load: 10/100",
+        "load: 55/100",
+        "load: 100/100",
+    ]
+    assert _stage_printer(quiet=True) is None
+
+
 def test_bench_quiet_and_the_full_warning():
     args = ["bench", "--sizes", "100", "--queries", "3", "--writes", "3", "--no-model"]
     quiet = CliRunner().invoke(main, [*args, "--quiet"])

@@ -52,8 +52,8 @@ def _sizes(
 
 def _stage_printer(quiet: bool = False) -> Any:
     """Progress on stderr, terminal or not (a log file, CI): on a terminal one line per
-    stage rewritten in place; elsewhere a line when a stage starts and when it ends.
-    None when ``quiet``."""
+    stage rewritten in place; elsewhere a line when a stage starts, at each tenth of it,
+    and when it ends. None when ``quiet``."""
     if quiet:
         return None
     if sys.stderr.isatty():
@@ -63,8 +63,12 @@ def _stage_printer(quiet: bool = False) -> Any:
 
         return redraw
 
+    shown: dict[str, int] = {}  # stage -> the last tenth printed
+
     def lines(stage: str, done: int, total: int) -> None:
-        if done == 0 or done >= total:
+        tenth = 10 * done // max(total, 1)
+        if done == 0 or done >= total or tenth > shown.get(stage, 0):
+            shown[stage] = tenth
             click.echo(f"{stage}: {done}/{total}", err=True)
 
     return lines
