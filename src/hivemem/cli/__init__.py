@@ -4,7 +4,8 @@ Each command parses its options, calls one library function and formats the resu
 (text, or JSON with ``--json``). Settings are read here, at the edge, with
 ``Settings.from_env()``. Errors are translated once, in ``HiveMemGroup.invoke``: a
 ``HiveMemError`` prints ``error: <message>`` on stderr and exits with its ``exit_code``
-(2 invalid input, 3 not found, 4 conflict, 5 missing dependency, 6 store error); usage
+(2 invalid input, 3 not found, 4 conflict, 5 missing dependency, 6 store error,
+7 forbidden); usage
 errors exit with 2, as Click does.
 """
 

@@ -155,3 +155,11 @@ class SQLiteEntityIndex:
 
 def stamp(when: datetime) -> str:
     return to_text(when)
+
+
+def link_names(
+    backend: SQLiteBackend, scope: str, memory_id: str, mentions: Sequence[Mention], when: datetime
+) -> None:
+    """Link ``memory_id`` to the entities ``mentions`` name (made if new), in one write."""
+    with backend.atomic():
+        link_mentions(backend._conn, scope, memory_id, mentions, to_text(when))

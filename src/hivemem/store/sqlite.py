@@ -315,6 +315,9 @@ class SQLiteBackend(RepairMixin):
         if flt.types:
             where.append(f"m.type IN ({placeholders(flt.types)})")
             params += [t.value for t in flt.types]
+        if flt.categories:
+            where.append(f"m.category IN ({placeholders(flt.categories)})")
+            params += list(flt.categories)
         if flt.tags:
             where.append(
                 "EXISTS (SELECT 1 FROM json_each(m.tags) j "
@@ -605,10 +608,16 @@ class SQLiteBackend(RepairMixin):
             "AND m.expires_at IS NOT NULL AND m.expires_at <= ?",
             [*params, to_text(now)],
         )[0][0]
-        sessions = self._read(
-            f"SELECT COUNT(*) FROM sessions m WHERE {where}",
+        sessions, consolidated = self._read(
+            f"SELECT COUNT(*), MAX(m.consolidated_at) FROM sessions m WHERE {where}", params
+        )[0]
+        latest = self._read(f"SELECT MAX(m.created_at) FROM memories m WHERE {where}", params)
+        runs = self._read(  # a consolidate run over these scopes, or over every scope
+            "SELECT MAX(m.finished_at) FROM maintenance_runs m WHERE m.job = 'consolidate' "
+            f"AND m.status = 'ok' AND (m.scope IS NULL OR {where})",
             params,
-        )[0][0]
+        )
+        last_run = max((t for t in (consolidated, runs[0][0]) if t), default=None)
         return {
             "total": sum(by_status.values()),
             "by_status": by_status,
@@ -616,6 +625,8 @@ class SQLiteBackend(RepairMixin):
             "active_by_type": by_type,
             "expired": expired,
             "sessions": sessions,
+            "latest_record_at": _iso(latest[0][0]),
+            "last_consolidation_at": _iso(last_run),
         }
 
     def sessions(self, scope: str) -> list[SessionInfo]:
@@ -742,3 +753,8 @@ class SQLiteBackend(RepairMixin):
     @property
     def maintenance(self) -> SQLiteMaintenance:  # the maintenance jobs' SQL (stateless)
         return SQLiteMaintenance(self)
+
+
+def _iso(stamp: str | None) -> str | None:
+    """A stored time as ISO 8601 (the form every result uses), or None."""
+    return from_text(stamp).isoformat() if stamp else None  # type: ignore[union-attr]
