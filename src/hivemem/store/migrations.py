@@ -381,7 +381,7 @@ def _api_tokens(conn: Connection) -> None:
     )
 
 
-@migration("0010_purges")
+@migration("0011_purges")
 def _purges(conn: Connection) -> None:
     # The audit of hard purges (``hivemem.purge``): what was erased, when and by whom,
     # never the content. ``memory_ids`` are the erased rows' ids (time-ordered uuids
