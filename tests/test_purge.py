@@ -187,3 +187,42 @@ def test_purge_tools_need_the_scope_name_to_erase_everything(mem):
     out = tools.call(mem, "memory_purge", {"id": "z"})["purged"]
     assert out["counts"]["memories"] == 1 and not out["dry_run"]
     assert tools.call(mem, "memory_purge_all", {"confirm": "team-a"})["purged"]["target"] == "scope"
+
+
+def test_purge_routes_need_a_write_grant_and_erase_over_http(db_path, clock):
+    import asyncio
+
+    import httpx
+
+    from hivemem.http import create_app
+
+    with hivemem.open(db_path, clock=clock, embedder="hash") as store:
+        mem = store.scope("alice")
+        chain = mem.save("Zorblaxian diary entry", key="diary")
+        tokens = SQLiteTokens(store.backend)
+        reader = tokens.create("reader", {"alice": "read"}, clock())[1]
+        writer = tokens.create("writer", {"alice": "write"}, clock())[1]
+        app = create_app(store)
+
+        async def post(url, token, body=None):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+                headers = {"Authorization": f"Bearer {token}"}
+                return await c.post(url, headers=headers, json=body or {})
+
+        try:
+            url = f"/v1/scopes/alice/memories/{chain.id}/purge"
+            refused = asyncio.run(post(url, reader))
+            assert refused.status_code == 403 and mem.get(chain.id)
+            done = asyncio.run(post(url, writer))
+            assert done.status_code == 200, done.text
+            assert done.json()["purged"]["memory_ids"] == [chain.id]
+            missing = asyncio.run(post(url, writer))
+            assert missing.status_code == 404
+            listed = asyncio.run(
+                post("/v1/scopes/alice/tools/memory_purge_all", writer, {"confirm": "alice"})
+            )
+            assert listed.status_code == 200 and listed.json()["purged"]["counts"]["tokens"] == 2
+        finally:
+            app.state.api.close()
+    assert found(db_path, ["zorblaxian"]) == []

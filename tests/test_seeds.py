@@ -164,6 +164,13 @@ def test_profiles_choose_the_tools_offered(mem):
     assert mem.list() == []
 
 
+def test_http_lists_a_profiles_functions(store, app):
+    token = SQLiteTokens(store.backend).create("r", {"team-a": "read"}, store.clock())[1]
+    listed = http(app, "GET", "/v1/tools?profile=swarm", token)
+    assert [f["function"]["name"] for f in listed.json()["tools"]] == tools.select("swarm")
+    assert http(app, "GET", "/v1/tools?profile=nope", token).status_code == 422
+
+
 def test_serve_mcp_refuses_an_unknown_profile(db_path):
     from click.testing import CliRunner
 
@@ -242,7 +249,7 @@ def test_rights_over_http_come_from_the_tokens_write_grant(store, app):
     tokens = SQLiteTokens(store.backend)
     worker = tokens.create("worker", {"worker": "write", "swarm": "read"}, store.clock())[1]
     lead = tokens.create("lead", {"lead": "write", "swarm": "write"}, store.clock())[1]
-    url = f"/v1/scopes/{{scope}}/tools/memory_delete?shared=swarm"
+    url = "/v1/scopes/{scope}/tools/memory_delete?shared=swarm"
     refused = http(app, "POST", url.format(scope="worker"), worker, json={"id": swarm.id})
     assert refused.status_code == 403 and refused.json()["error"]["code"] == "forbidden"
     done = http(app, "POST", url.format(scope="lead"), lead, json={"id": swarm.id})
