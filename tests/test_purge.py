@@ -226,3 +226,20 @@ def test_purge_routes_need_a_write_grant_and_erase_over_http(db_path, clock):
         finally:
             app.state.api.close()
     assert found(db_path, ["zorblaxian"]) == []
+
+
+def test_what_was_drawn_from_a_purged_episode_goes_with_it(db_path, clock):
+    with hivemem.open(db_path, clock=clock, embedder="hash") as store:
+        mem = store.scope("alice")
+        turn = mem.add_episode("I keep my zorblaxian savings at Quixbank now", "s1", "user")
+        mem.add_episode("Noted, thanks", "s1", "agent")
+        mem.save("Alice likes tea")
+        hivemem.run_job(store, "consolidate", "alice", session_id="s1")
+        facts = [m for m in mem.list(kind="fact") if turn.id in m.source_ids]
+        assert facts and "zorblaxian" in facts[0].content.lower()
+        kept = mem.purge(turn.id, derived=False, dry_run=True)
+        assert kept.memory_ids == (turn.id,)
+        report = mem.purge(turn.id)
+        assert set(report.memory_ids) == {turn.id, *(f.id for f in facts)}
+        assert [m.content for m in mem.list(kind="fact")] == ["Alice likes tea"]
+    assert found(db_path, ["zorblaxian", "quixbank"]) == []

@@ -9,8 +9,10 @@ row without content (table ``purges``). The SQL and the byte-level guarantees ar
 ``hivemem.store.purge``.
 
 ``purge(mem, id_or_key)`` erases the chain that holds the memory (every version under
-its key, every ancestor and descendant): the own scope's, or a led scope's
-(``hivemem.rights``). ``purge_all(mem)`` erases the own scope. ``dry_run=True`` reports
+its key, every ancestor and descendant) and what was drawn from it (facts consolidated
+from an episode, summaries, reflections: their ``source_ids`` lead back to it): the own
+scope's, or a led scope's (``hivemem.rights``). Copies promoted into another scope are
+that scope's to purge. ``purge_all(mem)`` erases the own scope. ``dry_run=True`` reports
 what would go and changes nothing (``hivemem purge`` without ``--yes``).
 """
 
@@ -58,18 +60,26 @@ def purge(
     *,
     dry_run: bool = False,
     vacuum: bool = True,
+    derived: bool = True,
     purged_by: str | None = None,
 ) -> PurgeReport:
-    """Erase the chain holding ``id_or_key`` (own scope, or a scope ``mem`` leads)."""
+    """Erase the chain holding ``id_or_key`` (own scope, or a scope ``mem`` leads), and
+    (``derived``) the memories of that scope drawn from it — consolidated facts, summaries,
+    reflections whose ``source_ids`` lead back to it — with their chains."""
     led = rights.owner(mem, id_or_key, "purge")
     handle, ref = led if led is not None else (mem, id_or_key)
-    chain = []
-    if _exists(handle, ref):
-        chain = [m for m in handle.history(ref) if m.scope == handle.name]
-    if not chain:
+    ids = _chain(handle, ref) if _exists(handle, ref) else []
+    if not ids:
         raise rights.missing(mem, id_or_key)
-    ids = [m.id for m in chain]
+    if derived:  # what was drawn from it may quote it: those chains go too
+        sql = SQLitePurge(handle.store.backend)  # type: ignore[arg-type]
+        for other in sql.derived(handle.name, ids):
+            ids += [i for i in _chain(handle, other) if i not in ids]
     return _run(handle.store, handle.name, ids, "memory", dry_run, vacuum, purged_by or mem.actor)
+
+
+def _chain(handle: ScopedMemory, ref: str) -> list[str]:
+    return [m.id for m in handle.history(ref) if m.scope == handle.name]
 
 
 def purge_all(

@@ -51,6 +51,26 @@ class SQLitePurge:
     def scope_ids(self, scope: str) -> list[str]:
         return [r[0] for r in self._db._read("SELECT id FROM memories WHERE scope = ?", [scope])]
 
+    def derived(self, scope: str, memory_ids: Sequence[str]) -> list[str]:
+        """The scope's memories drawn from ``memory_ids`` (their ``source_ids`` name one),
+        transitively: facts consolidated from an episode, a summary of archived
+        memories, a reflection on facts. They may quote the text, so a purge takes them.
+        One pass over the scope's rows per generation: erasure is rare, not hot."""
+        seen, frontier, out = set(memory_ids), list(memory_ids), []
+        while frontier:
+            found: list[str] = []
+            for part in _batches(frontier):
+                rows = self._db._read(
+                    "SELECT DISTINCT m.id FROM memories m, json_each(m.source_ids) j "
+                    f"WHERE m.scope = ? AND j.value IN ({placeholders(part)})",
+                    [scope, *part],
+                )
+                found += [r[0] for r in rows if r[0] not in seen]
+            seen.update(found)
+            out += found
+            frontier = found
+        return out
+
     def plan(self, scope: str, memory_ids: Sequence[str], whole_scope: bool) -> dict[str, int]:
         """How many rows a purge of ``memory_ids`` (of ``scope``) would erase, by table."""
         counts = {"memories": len(memory_ids), "chunks": 0, "entity_links": 0}
