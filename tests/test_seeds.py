@@ -330,6 +330,24 @@ def test_a_supersede_reason_is_searchable_context(mem):
     assert quiet.supersede_reason == "minor correction"
 
 
+def test_the_reason_stays_searchable_after_an_export_and_a_repair(tmp_path, mem, store):
+    import io
+
+    from hivemem.portability import export_jsonl, import_jsonl
+
+    mem.save("Deploy with blue-green", key="deploy")
+    new = mem.save(
+        "Deploy with canaries", key="deploy", supersede_reason="blue-green doubled costs"
+    )
+    out = io.StringIO()
+    export_jsonl(store, out)
+    with hivemem.open(tmp_path / "copy.db", embedder="hash") as copy:
+        assert import_jsonl(copy, io.StringIO(out.getvalue())).ok
+        assert copy.scope("team-a").search("doubled costs")[0].memory.id == new.id
+    store.backend.rebuild_chunks([new.id], 400, 80)  # what doctor --repair runs
+    assert mem.search("doubled costs")[0].memory.id == new.id
+
+
 def test_a_type_suggestion_is_logged_and_returned_but_never_applied(mem, caplog):
     with caplog.at_level(logging.INFO, logger="hivemem.audit"):
         out = call(mem, "memory_save", content="Never deploy on Fridays", type="context")

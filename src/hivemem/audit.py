@@ -67,11 +67,16 @@ _CUES: list[tuple[MemoryType, re.Pattern[str]]] = [
 
 
 def reason_chunks(record: Memory) -> list[str]:
-    """The extra keyword chunk that makes a hard supersede's reason searchable."""
-    reason = (record.supersede_reason or "").strip()
-    if record.supersede_kind != "hard" or not reason or reason.lower() in _QUIET_REASONS:
+    """The extra keyword chunk that makes a hard supersede's reason searchable (the
+    write path, imports and repairs all derive it the same way)."""
+    return reason_chunk(record.supersede_reason, record.supersede_kind)
+
+
+def reason_chunk(reason: str | None, kind: str | None) -> list[str]:
+    text = (reason or "").strip()
+    if kind != "hard" or not text or text.lower() in _QUIET_REASONS:
         return []
-    return [REASON_PREFIX + reason]
+    return [REASON_PREFIX + text]
 
 
 def suggest_type(content: str) -> MemoryType | None:
