@@ -77,7 +77,14 @@ def test_purge_all_leaves_no_byte_of_the_scope_and_keeps_others(db_path, clock):
         alice, bob, first = fill(store, clock)
         ids = [m.id for m in store.iter_memories(["alice"])]
         cached = vectors_of(store, ids)
-        assert cached and found(db_path)  # the words are there before
+        bits = [  # the binary vectors of sqlite-vec's table
+            r[0]
+            for r in store.backend._read(
+                "SELECT v.embedding FROM chunk_vectors v JOIN chunks c ON c.id = v.chunk_id "
+                "JOIN memories m ON m.id = c.memory_id WHERE m.scope = 'alice'"
+            )
+        ]
+        assert cached and bits and found(db_path)  # the words are there before
         report = alice.purge_all()
         assert report.vacuumed and report.checkpointed
         assert report.counts["memories"] == len(ids) and report.counts["tokens"] == 1
@@ -94,6 +101,10 @@ def test_purge_all_leaves_no_byte_of_the_scope_and_keeps_others(db_path, clock):
     assert found(db_path) == []  # main file, FTS shadow tables, WAL: nothing left
     data = file_bytes(db_path)
     assert all(v.lower() not in data for v in cached)  # nor its cached vectors
+    raw = b"".join(
+        Path(f"{db_path}{x}").read_bytes() for x in ("", "-wal") if Path(f"{db_path}{x}").exists()
+    )
+    assert not any(b in raw for b in bits)  # nor its bit vectors
     assert b"quaxelberry" in data  # Bob's rows are intact
     with hivemem.open(db_path, embedder="hash") as store:
         assert len(store.scope("bob").search("quaxelberry jam")) >= 1

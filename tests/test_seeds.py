@@ -389,3 +389,5 @@ def test_learning_entries_use_openhives_keys_and_confidence_tags(store):
     assert again.supersedes_id == first.id and again.supersede_reason.startswith("re-verified")
     with pytest.raises(InvalidInput, match="confidence"):
         lead.inject_learning("x", "preference", to="research", confidence="sure")
+    # a lead of one named scope teaches it by default, without a learning_scope setting
+    assert lead.inject_learning("Prefer small PRs", "preference").scope == "research"
