@@ -162,6 +162,9 @@ def test_profiles_choose_the_tools_offered(mem):
     assert listed == tools.select("core")
     assert refused.is_error and "unknown tool 'memory_save'" in refused.content[0].text
     assert mem.list() == []
+    mem.save("Tabs, not spaces")
+    _, (other_name,) = mcp_calls(mem, [("memory-search", {"query": "tabs"})])  # default set
+    assert json.loads(other_name.content[0].text)["results"][0]["snippet"] == "Tabs, not spaces"
 
 
 def test_http_lists_a_profiles_functions(store, app):

@@ -78,7 +78,7 @@ def create_server(
 ) -> Server:
     """An MCP ``Server`` serving the tools named in ``tools`` (default: every tool of
     the table; ``hivemem.tools.select`` turns a profile into names) over ``mem``. A
-    call to a tool the server does not offer is a tool error."""
+    call to a tool the server does not offer (under any of its names) is a tool error."""
     server_cls, types, anyio = _sdk()
     writer = anyio.CapacityLimiter(1)
     offered = {n: toolsmod.NAMED[n] for n in (toolsmod.select() if tools is None else tools)}
@@ -100,7 +100,11 @@ def create_server(
         return types.ListToolsResult(tools=listed)
 
     async def on_call_tool(ctx: Any, params: Any) -> Any:
-        tool = offered.get(params.name)
+        # An offered tool answers to its other names too (Agent Swarm's memory-search).
+        other = toolsmod.NAMED.get(params.name)
+        tool = offered.get(params.name) or (
+            other if toolsmod.profiles.NAMES.get(params.name) in offered else None
+        )
         if tool is None:
             return _error(
                 types,
