@@ -177,6 +177,9 @@ def test_cli_purge_needs_yes_and_prints_what_would_go(db_path):
     done = run(main, ["--db", str(db_path), "--scope", "alice", "purge", "--all", "--yes"])
     assert done.exit_code == 0 and "erased scope 'alice'" in done.output
     assert found(db_path, ["zorblaxian"]) == []
+    log = run(main, ["--db", str(db_path), "--scope", "alice", "purge", "--audit", "--json"])
+    [record] = json.loads(log.output)
+    assert record["target"] == "scope" and record["counts"]["memories"] == 1
 
 
 def test_mem0_erases_a_users_data(db_path, clock):

@@ -284,18 +284,40 @@ def confirm(env: Env, memory_id: str, as_json: bool) -> None:
     help="Skip the VACUUM after the erase (faster on a big store; freed pages are still "
     "zeroed by secure_delete, but older free pages may keep stale copies).",
 )
+@click.option("--audit", is_flag=True, help="List the purge records of the scope instead.")
 @json_option
 @pass_env
 def purge(
-    env: Env, id_or_key: str | None, everything: bool, yes: bool, no_vacuum: bool, as_json: bool
+    env: Env,
+    id_or_key: str | None,
+    everything: bool,
+    yes: bool,
+    no_vacuum: bool,
+    audit: bool,
+    as_json: bool,
 ) -> None:
     """Erase a memory (its whole chain) or a whole scope, for good.
 
     Unlike forget, nothing is kept: rows, keyword index entries, vectors, cached
-    embeddings, entity links; with --all also the scope's sessions, vault, run log and
-    the tokens bound to it alone. An audit record without content stays. Without --yes
-    it prints what would be erased and exits with status 1, erasing nothing.
+    embeddings, entity links, and the memories drawn from it (consolidated facts,
+    summaries); with --all also the scope's sessions, vault, run log and the tokens
+    bound to it alone. An audit record without content stays (--audit lists them).
+    Without --yes it prints what would be erased and exits with status 1, erasing
+    nothing.
     """
+    if audit:
+        from hivemem.purge import audit as purge_log
+
+        records = purge_log(env.store(), env.scope)
+        if as_json:
+            echo_json(records)
+            return
+        for r in records:
+            counts = ", ".join(f"{n} {k}" for k, n in r["counts"].items())
+            click.echo(f"{r['purged_at']}  {r['target']:<6}  by {r['purged_by']}  {counts}")
+        if not records:
+            click.echo("no purges in this scope", err=True)
+        return
     if everything == bool(id_or_key):
         raise click.UsageError("give ID_OR_KEY, or --all for the whole scope")
     mem = env.memory()
