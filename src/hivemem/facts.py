@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 from . import rules
 from .entities import EntityType, Mention, canonical, extract
 from .errors import InvalidInput
-from .store.entities import link_names
 from .types import Kind, Memory, as_tuple
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -55,5 +54,5 @@ def remember(
     named = mentions(entity_names)  # checked before anything is written
     memory = mem.save(content, kind=Kind.FACT, confidence=confidence, **save_options)
     if named:
-        link_names(mem.store.backend, memory.scope, memory.id, named, memory.created_at)  # type: ignore[arg-type]
+        mem.store.backend.entities.link(memory.scope, memory.id, named, memory.created_at)
     return memory

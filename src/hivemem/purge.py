@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 
 from . import rights
 from .errors import NotFound
-from .store.purge import SQLitePurge
 
 if TYPE_CHECKING:  # pragma: no cover
     from .core import ScopedMemory
@@ -72,8 +71,7 @@ def purge(
     if not ids:
         raise rights.missing(mem, id_or_key)
     if derived:  # what was drawn from it may quote it: those chains go too
-        sql = SQLitePurge(handle.store.backend)  # type: ignore[arg-type]
-        for other in sql.derived(handle.name, ids):
+        for other in handle.store.backend.purges.derived(handle.name, ids):
             ids += [i for i in _chain(handle, other) if i not in ids]
     return _run(handle.store, handle.name, ids, "memory", dry_run, vacuum, purged_by or mem.actor)
 
@@ -91,13 +89,13 @@ def purge_all(
 ) -> PurgeReport:
     """Erase everything the own scope of ``mem`` holds."""
     store = mem.store
-    ids = SQLitePurge(store.backend).scope_ids(mem.name)  # type: ignore[arg-type]
+    ids = store.backend.purges.scope_ids(mem.name)
     return _run(store, mem.name, ids, "scope", dry_run, vacuum, purged_by or mem.actor)
 
 
 def audit(store: Store, scope: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
     """The purge records, newest first: scope, target, ids, counts, by whom, when."""
-    return SQLitePurge(store.backend).audit(scope, limit)  # type: ignore[arg-type]
+    return store.backend.purges.audit(scope, limit)
 
 
 def _exists(handle: ScopedMemory, ref: str) -> bool:
@@ -114,7 +112,7 @@ def _run(
     vacuum: bool,
     by: str | None,
 ) -> PurgeReport:
-    sql = SQLitePurge(store.backend)  # type: ignore[arg-type]
+    sql = store.backend.purges
     whole = target == "scope"
     if dry_run:
         return PurgeReport(scope, target, tuple(ids), sql.plan(scope, ids, whole), dry_run=True)

@@ -31,6 +31,7 @@ from . import migrations, scratch
 from .base import ChunkMatch, SessionInfo, TermStats
 from .entities import SQLiteEntityIndex, link_mentions
 from .maintenance import SQLiteMaintenance
+from .purge import SQLitePurge
 from .repair import RepairMixin
 from .rows import (
     INSERT,
@@ -753,6 +754,10 @@ class SQLiteBackend(RepairMixin):
     @property
     def maintenance(self) -> SQLiteMaintenance:  # the maintenance jobs' SQL (stateless)
         return SQLiteMaintenance(self)
+
+    @property
+    def purges(self) -> SQLitePurge:  # hard deletes (stateless)
+        return SQLitePurge(self)
 
 
 def _iso(stamp: str | None) -> str | None:
