@@ -257,3 +257,16 @@ def test_what_was_drawn_from_a_purged_episode_goes_with_it(db_path, clock):
         assert set(report.memory_ids) == {turn.id, *(f.id for f in facts)}
         assert [m.content for m in mem.list(kind="fact")] == ["Alice likes tea"]
     assert found(db_path, ["zorblaxian", "quixbank"]) == []
+
+
+def test_a_purge_while_chunks_wait_for_their_vectors(db_path, clock):
+    settings = hivemem.Settings().replace(embed_in_background=False)  # queued, not embedded
+    with hivemem.open(db_path, settings=settings, clock=clock, embedder="hash") as store:
+        mem = store.scope("alice")
+        gone = mem.save("Zorblaxian draft")
+        kept = mem.save("Alice's public note")
+        assert store.backend.vectors.pending_count() == 2
+        mem.purge(gone.id)
+        assert store.flush() == 1  # only the kept memory's chunk is left to embed
+        assert [h.memory.id for h in mem.search("public note")] == [kept.id]
+    assert found(db_path, ["zorblaxian"]) == []
