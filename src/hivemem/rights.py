@@ -53,10 +53,13 @@ def leads(mem: ScopedMemory, scope: str) -> bool:
 
 
 def led_scopes(mem: ScopedMemory) -> list[str]:
-    """The existing scopes, other than its own, that ``mem`` leads."""
-    if not mem.lead_of:
-        return []
-    return [s for s in mem.store.scopes() if s != mem.name and leads(mem, s)]
+    """The scopes, other than its own, that ``mem`` leads: those named, and the existing
+    ones its glob patterns match (listing scopes reads an index: only for patterns)."""
+    named = [p for p in mem.lead_of if not any(ch in p for ch in "*?[")]
+    out = [s for s in named if s != mem.name]
+    if len(named) < len(mem.lead_of):
+        out += [s for s in mem.store.scopes() if s != mem.name and s not in out and leads(mem, s)]
+    return out
 
 
 def owner(mem: ScopedMemory, id_or_key: str, action: str) -> tuple[ScopedMemory, str] | None:
