@@ -395,3 +395,57 @@ def test_learning_entries_use_openhives_keys_and_confidence_tags(store):
         lead.inject_learning("x", "preference", to="research", confidence="sure")
     # a lead of one named scope teaches it by default, without a learning_scope setting
     assert lead.inject_learning("Prefer small PRs", "preference").scope == "research"
+
+
+def test_the_seed_arguments_reach_the_library_over_mcp_and_http(store, app):
+    mem = mcp_server.bind(store, "team-a", lead_of=["research"])
+    _, (fact, stats, learned) = mcp_calls(
+        mem,
+        [
+            (
+                "remember_fact",
+                {
+                    "content": "Project Alpha ships in May",
+                    "confidence": 0.7,
+                    "entity_names": ["Project Alpha"],
+                    "source": "task_completion",
+                },
+            ),
+            ("memory_stats", {}),
+            (
+                "inject_learning",
+                {
+                    "content": "FTS5 optimize merges segments",
+                    "category": "codebase-knowledge",
+                    "target_scope": "research",
+                    "topic": "fts5",
+                    "confidence": "medium",
+                },
+            ),
+        ],
+    )
+    made = json.loads(fact.content[0].text)["memory"]
+    assert (made["confidence"], made["source"]) == (0.7, "task_completion")
+    assert made["expires_at"] is not None  # the task_completion TTL
+    assert json.loads(stats.content[0].text)["latest_record_at"] == made["created_at"]
+    key = json.loads(learned.content[0].text)["memory"]["key"]
+    assert key.startswith("learn:fts5:")
+    token = SQLiteTokens(store.backend).create("t", {"team-a": "write"}, store.clock())[1]
+    saved = http(
+        app,
+        "POST",
+        "/v1/scopes/team-a/facts",
+        token,
+        json={"content": "Berta leads Project Beta", "entity_names": ["Berta"], "confidence": 0.9},
+    ).json()
+    assert saved["memory"]["confidence"] == 0.9 and saved["category_confidence"] >= 0
+    assert [m.id for m in store.scope("team-a").entity("Berta")[1]] == [saved["memory"]["id"]]
+    found = http(
+        app, "POST", "/v1/scopes/team-a/search_memory", token, json={"query": "Berta", "limit": 2}
+    ).json()
+    assert found["results"][0]["id"] == saved["memory"]["id"]
+    shaped = http(app, "POST", "/v1/scopes/team-a/search", token, json={"query": "Alpha"}).json()
+    assert shaped["search_mode"] in {"hybrid", "keyword"}
+    assert {"key", "snippet", "score", "type", "is_active", "source", "origin"} <= set(
+        shaped["results"][0]
+    )
