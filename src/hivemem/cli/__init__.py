@@ -5,8 +5,7 @@ Each command parses its options, calls one library function and formats the resu
 ``Settings.from_env()``. Errors are translated once, in ``HiveMemGroup.invoke``: a
 ``HiveMemError`` prints ``error: <message>`` on stderr and exits with its ``exit_code``
 (2 invalid input, 3 not found, 4 conflict, 5 missing dependency, 6 store error,
-7 forbidden); usage
-errors exit with 2, as Click does.
+7 forbidden); usage errors exit with 2, as Click does.
 """
 
 from __future__ import annotations
