@@ -18,6 +18,7 @@ from .errors import (
     MissingDependency,
     NotFound,
     StoreError,
+    StoreFull,
 )
 from .maintenance import JobResult, run_job
 from .maintenance.crossrefs import Related
@@ -62,6 +63,7 @@ __all__ = [
     "Status",
     "Store",
     "StoreError",
+    "StoreFull",
     "Vault",
     "VaultEntry",
     "__version__",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import rules
+from . import arguments, rules
 from .errors import InvalidInput, NotFound
 from .maintenance.crossrefs import Related
 
@@ -39,15 +39,15 @@ def history(mem: ScopedMemory, id_or_key: str) -> list[Memory]:
             if parent is not None:
                 todo.append(parent)
         todo.extend(backend.successors(visible, memory.id))
-    return mem.store.scrubbed(sorted(chain.values(), key=lambda m: (m.created_at, m.id)))
+    return sorted(chain.values(), key=lambda m: (m.created_at, m.id))  # the facade scrubs
 
 
 def related(mem: ScopedMemory, memory_id: str, limit: int = 10) -> list[Related]:
     """``ScopedMemory.related``: the crossrefs job's links of ``memory_id``, best first."""
-    if not isinstance(memory_id, str) or not memory_id:
-        raise InvalidInput("id", "expected a memory id")
+    memory_id = arguments.ref(memory_id, "id", what="a memory id")
+    limit = rules.limit(limit, maximum=100)
     backend = mem.store.backend
     if backend.get(mem.visible, memory_id) is None:
         raise NotFound(f"no memory {memory_id!r} visible from scope {mem.name!r}")
-    pairs = backend.maintenance.related(mem.visible, memory_id, rules.limit(limit, maximum=100))
-    return [Related(mem.store.scrubbed(memory), score) for memory, score in pairs]
+    pairs = backend.maintenance.related(mem.visible, memory_id, limit)
+    return [Related(memory, score) for memory, score in pairs]  # the facade scrubs

@@ -21,8 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from . import rights
+from . import rights, rules
 from .errors import NotFound
+from .types import ListFilter, Status
 
 if TYPE_CHECKING:  # pragma: no cover
     from .core import ScopedMemory
@@ -91,6 +92,24 @@ def purge_all(
     store = mem.store
     ids = store.backend.purges.scope_ids(mem.name)
     return _run(store, mem.name, ids, "scope", dry_run, vacuum, purged_by or mem.actor)
+
+
+def delete_all(mem: ScopedMemory, updated_by: str | None) -> int:
+    """``ScopedMemory.delete_all``, the soft one: every active memory of the own scope
+    becomes ``deleted`` (still readable by id; nothing erased). Returns how many."""
+    by = rules.name(updated_by, "updated_by", 200, optional=True)
+    backend, count = mem.store.backend, 0
+    while True:
+        batch = backend.list(
+            [mem.name], ListFilter(statuses=(Status.ACTIVE,)), 500, 0, mem.store.clock()
+        )
+        if not batch:
+            return count
+        with backend.atomic():
+            now = mem.store.clock()
+            for memory in batch:
+                backend.set_status(mem.name, memory.id, Status.DELETED, now, now, by)
+        count += len(batch)
 
 
 def audit(store: Store, scope: str | None = None, limit: int = 50) -> list[dict[str, Any]]:

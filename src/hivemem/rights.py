@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING
 
 from . import rules
 from .errors import Forbidden, InvalidInput, NotFound
-from .types import Source
 
 if TYPE_CHECKING:  # pragma: no cover
     from .core import ScopedMemory
@@ -113,37 +112,3 @@ def target(mem: ScopedMemory, scope: str, action: str) -> ScopedMemory:
 
 def missing(mem: ScopedMemory, id_or_key: str) -> NotFound:
     return NotFound(f"no memory {id_or_key!r} in scope {mem.name!r}")
-
-
-def promote(
-    mem: ScopedMemory,
-    memory_id: str,
-    to: str,
-    supersede_reason: str | None,
-    updated_by: str | None,
-) -> Memory:
-    """``ScopedMemory.promote``: copy a visible memory into the shared scope ``to``."""
-    if to not in mem.shared:
-        raise InvalidInput(
-            "to", f"{to!r} is not a shared scope of this handle (shared: {list(mem.shared)})"
-        )
-    original = mem.store.backend.get(mem.visible, memory_id)
-    if original is None:
-        raise NotFound(f"no memory {memory_id!r} visible from scope {mem.name!r}")
-    return mem.store.scope(to).save(
-        original.content,
-        key=original.key,
-        type=original.type,
-        kind=original.kind,
-        source=Source.PROMOTION,
-        supersede_reason=supersede_reason,
-        tags=original.tags,
-        attributes={
-            **original.attributes,
-            "promoted_from": {"scope": original.scope, "id": original.id},
-        },
-        event_time=original.event_time,
-        source_ids=(original.id,),
-        category=original.category,
-        updated_by=updated_by or mem.actor,
-    )

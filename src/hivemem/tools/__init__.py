@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..arguments import MAX_OFFSET
 from ..core import ScopedMemory
 from ..errors import HiveMemError, InvalidInput
 from . import handlers as h
@@ -124,7 +125,13 @@ TOOLS: dict[str, Tool] = {
                 tags=FILTERS["properties"]["tags"],
                 category=FILTERS["properties"]["category"],
                 max_results={**MAX, "default": 20},
-                offset={"type": "integer", "minimum": 0, "default": 0, "description": "Skip."},
+                offset={
+                    "type": "integer",
+                    "minimum": 0,
+                    "maximum": MAX_OFFSET,
+                    "default": 0,
+                    "description": "Skip.",
+                },
             ),
             h.memory_list,
             False,
