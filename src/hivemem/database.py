@@ -210,9 +210,19 @@ class Store:
     def location(self) -> str:
         return self.backend.location
 
-    def scope(self, name: str, *, shared: Sequence[str] = ()) -> ScopedMemory:
-        """A handle that reads and writes scope ``name`` and may read ``shared`` scopes."""
-        return ScopedMemory(self, name, shared=shared)
+    def scope(
+        self,
+        name: str,
+        *,
+        shared: Sequence[str] = (),
+        lead_of: Sequence[str] | str | None = None,
+        actor: str | None = None,
+    ) -> ScopedMemory:
+        """A handle that reads and writes scope ``name`` and may read ``shared`` scopes.
+        ``lead_of`` (scope names or glob patterns) grants the rights of a lead over
+        other scopes (``hivemem.rights``); ``actor`` is who writes through it, recorded
+        as ``updated_by`` (default: the scope's name)."""
+        return ScopedMemory(self, name, shared=shared, lead_of=lead_of, actor=actor)
 
     def scopes(self) -> list[str]:
         return self.backend.scopes()
