@@ -171,6 +171,8 @@ class Store:
     def guard_fields(self, fields: dict[str, Any]) -> dict[str, Any]:
         """The fields of a write with ``guard`` applied to each one that holds caller text
         (``WRITTEN_TEXT_FIELDS``: content, key, tags, attributes, source ids, …)."""
+        if not isinstance(fields, dict):
+            raise InvalidInput("fields", f"expected a mapping of field names, got {fields!r:.60}")
         return {
             name: self.guard(value, name)
             if name in WRITTEN_TEXT_FIELDS and value is not None
