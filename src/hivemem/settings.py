@@ -86,7 +86,24 @@ class Settings:
     embedder: str = _setting(
         "local",
         "Embedder for the vector lane: `local` (bundled offline model), `hash` (tests), "
-        "`openai` (needs hivemem[openai]; set via the library), or `none` (keyword only).",
+        "`openai` (needs hivemem[openai]; configured by the embed_* settings), or `none` "
+        "(keyword only).",
+    )
+    embed_model: str = _setting(
+        "text-embedding-3-small",
+        "Model name for `embedder = openai` (any OpenAI-compatible embeddings endpoint).",
+    )
+    embed_base_url: str = _setting("", "Endpoint of `embedder = openai` (empty: the OpenAI API).")
+    embed_dimensions: int = _setting(
+        512,
+        "Vector size of `embedder = openai`, sent as the request's Matryoshka `dimensions` "
+        "parameter (the seeds: text-embedding-3-small at 512, -3-large at 256); 0 sends "
+        "none and takes the model's full size from embed_full_dimension.",
+    )
+    embed_full_dimension: int = _setting(
+        1536,
+        "Vector size of `embedder = openai` when embed_dimensions is 0 (the model's own). "
+        "The API key comes from HIVEMEM_EMBED_API_KEY, read by the CLI and servers only.",
     )
     embed_in_background: bool = _setting(
         True, "Embed new chunks in a background thread right after each write."

@@ -53,6 +53,7 @@ class VectorIndex(Protocol):
     (``hivemem.store.vectors`` documents the SQLite layout)."""
 
     unavailable: str | None  # why this store cannot hold vectors, or None
+    exact_scan: str | None  # why search scans vectors exactly (no KNN index), or None
 
     def recorded_identity(self) -> str | None: ...
 

@@ -50,6 +50,7 @@ class RepairMixin:
             "vectors": self.vectors.count(),
             "chunks_awaiting_vectors": self.vectors.pending_count(),
             "vector_index_unavailable": self.vectors.unavailable,
+            "vector_exact_scan": getattr(self.vectors, "exact_scan", None),
             "integrity": integrity,
             "fts_ok": fts_ok,
             "fts_error": fts_error,
