@@ -179,8 +179,8 @@ def test_llm_enrichment_links_entities_the_regexes_missed(llm_store, server):
                     {
                         "index": 1,
                         "entities": [
-                            {"name": "acme corp", "type": "name"},
-                            {"name": "berlin", "type": "name"},
+                            {"name": "acme corp", "type": "organization"},
+                            {"name": "berlin", "type": "location", "confidence": 0.95},
                         ],
                     }
                 ]
@@ -190,8 +190,9 @@ def test_llm_enrichment_links_entities_the_regexes_missed(llm_store, server):
     [result] = run_job(llm_store, "enrich", "team-a")
     assert result.status == "ok"
     assert dict(result.counts) == {"checked": 2, "enriched": 1, "mentions": 2}
-    _, linked = mem.entity("Acme Corp")
+    acme, linked = mem.entity("Acme Corp")
     assert [m.id for m in linked] == [quiet.id]
+    assert (acme.type, mem.entity("Berlin")[0].type) == ("organization", "location")
     assert "Ana and Bo" not in server.requests[0]["messages"][-1]["content"]
     assert named.id  # checked, not sent
     [again] = run_job(llm_store, "enrich", "team-a")

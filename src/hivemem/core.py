@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import retrieval, rules
 from . import text as textmod
-from .entities import Mention, extract
+from .entities import EntityType, Mention, extract, lookup_keys
 from .entities import canonical as canonical_name
 from .errors import Conflict, InvalidInput, NotFound
 from .maintenance.categorize import categorize
@@ -700,12 +700,34 @@ class ScopedMemory:
         self._backend.entities.add_alias(self.name, found.id, clean)
         return self._find_entity(name, own_only=True)
 
+    def describe_entity(
+        self,
+        name: str,
+        *,
+        type: str | None = None,  # noqa: A002 - the domain's word
+        summary: str | None = None,
+        protected: bool | None = None,
+    ) -> Entity:
+        """Set the type, summary or protected flag of the entity ``name`` names (own
+        scope). A protected entity's memories do not decay and it is never merged with a
+        namesake of another type, nor retyped by a job."""
+        found = self._find_entity(name, own_only=True)
+        kind = resolve_enum(EntityType, type, "type").value if type is not None else None
+        text = rules.name(summary, "summary", 2000, optional=True)
+        if protected is not None and not isinstance(protected, bool):
+            raise InvalidInput("protected", "expected true or false")
+        if not self._backend.entities.describe(
+            self.name, found.id, type=kind, summary=text, protected=protected
+        ):
+            raise Conflict(f"scope {self.name!r} already has a {kind} named {found.canonical!r}")
+        return self._find_entity(name, own_only=True)
+
     def _find_entity(self, name: str, *, own_only: bool = False) -> Entity:
         if not isinstance(name, str) or not name.strip():
             raise InvalidInput("name", "expected an entity name")
         rules.utf8(name, "name")
         scopes = [self.name] if own_only else list(self.visible)
-        matches = self._backend.entities.lookup(scopes, [canonical_name(name)])
+        matches = self._backend.entities.lookup(scopes, lookup_keys(name))
         if not matches:
             raise NotFound(f"no entity {name!r} visible from scope {self.name!r}")
         matches.sort(key=lambda e: (e.scope != self.name, -e.mention_count, e.id))

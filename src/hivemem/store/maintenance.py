@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..clock import from_text, to_text
 from ..types import Kind, Memory, MemoryType, Status
 from .crossrefs import SQLiteCrossRefs
-from .entities import link_mentions
+from .entities import link_mentions, retype
 from .rows import SELECT, placeholders, row_to_memory
 from .runlog import SQLiteRunLog
 
@@ -292,6 +292,16 @@ class SQLiteMaintenance(SQLiteRunLog, SQLiteCrossRefs):
         if self._db._read("SELECT 1 FROM memories WHERE scope = ? AND id = ?", [scope, memory_id]):
             link_mentions(self._db._conn, scope, memory_id, mentions, to_text(when))
 
+    def retype_guessed(self, scope: str, key: str, kind: str) -> int:
+        """Inside a write: entities of ``scope`` named ``key`` whose type was the regex's
+        guess (``person``/``other``) take ``kind`` (unless protected); returns how many."""
+        rows = self._db._read(
+            "SELECT id FROM entities WHERE scope = ? AND canonical = ? "
+            "AND type IN ('person', 'other') AND type != ? AND protected = 0",
+            [scope, key, kind],
+        )
+        return sum(retype(self._db._conn, r[0], kind) for r in rows)
+
     def set_category(
         self, scope: str, memory_id: str, category: str | None, confidence: float
     ) -> None:
@@ -350,12 +360,15 @@ class SQLiteMaintenance(SQLiteRunLog, SQLiteCrossRefs):
     def decaying(
         self, scope: str, kinds: Sequence[Kind | str], after: str, limit: int
     ) -> list[DecayRow]:
-        """Active, unprotected (decay_rate > 0) memories with their decay state, by id."""
+        """Active, unprotected memories (decay_rate > 0, no protected entity linked) with
+        their decay state, by id."""
         rows = self._db._read(
             f"SELECT {SELECT}, d.base, d.anchor, d.applied FROM memories m "
             "LEFT JOIN decay_state d ON d.memory_id = m.id "
             f"WHERE m.scope = ? AND m.status = 'active' AND m.decay_rate > 0 AND m.id > ? "
-            f"AND m.kind IN ({placeholders(kinds)}) ORDER BY m.id LIMIT ?",
+            f"AND m.kind IN ({placeholders(kinds)}) AND NOT EXISTS (SELECT 1 FROM "
+            "memory_entities me CROSS JOIN entities e ON e.id = me.entity_id "
+            "WHERE me.memory_id = m.id AND e.protected = 1) ORDER BY m.id LIMIT ?",
             [scope, after, *(str(k) for k in kinds), limit],
         )
         return [DecayRow(row_to_memory(r[:-3]), r[-3], from_text(r[-2]), r[-1]) for r in rows]
