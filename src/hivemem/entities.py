@@ -43,15 +43,13 @@ GUESSED_TYPES = frozenset({EntityType.PERSON, EntityType.OTHER})
 # The cues of ``name_type``: legal-form and institution words that end an organisation's
 # name, words that open a project's, a small gazetteer of countries and large cities, and
 # tools an agent's memory often names. Lower case; multi-word entries are canonical names.
-_ORG_SUFFIXES = frozenset(
-    """corp corporation inc incorporated ltd limited llc llp gmbh ag sa sas sarl bv nv plc
+_ORG_SUFFIX_TEXT = """corp corporation inc incorporated ltd limited llc llp gmbh ag sa sas sarl bv nv plc
     co company group holdings labs lab foundation university institute bank partners
     ventures technologies systems software solutions association agency ministry
-    council committee""".split()
-)
+    council committee"""
+_ORG_SUFFIXES = frozenset(_ORG_SUFFIX_TEXT.split())
 _PROJECT_HEADS = frozenset({"project", "operation", "initiative", "programme", "program"})
-_PLACES = frozenset(
-    """afghanistan albania algeria argentina armenia australia austria azerbaijan bangladesh
+_PLACE_TEXT = """afghanistan albania algeria argentina armenia australia austria azerbaijan bangladesh
     belarus belgium bolivia bosnia brazil bulgaria cambodia cameroon canada chile china
     colombia croatia cuba cyprus czechia denmark ecuador egypt england estonia ethiopia
     finland france germany ghana greece hungary iceland india indonesia iran iraq
@@ -71,8 +69,8 @@ _PLACES = frozenset(
     prague riga rome rotterdam santiago seattle seoul shanghai singapore sofia stockholm
     stuttgart sydney taipei tallinn tehran tokyo toronto tunis turin vancouver venice
     vienna vilnius warsaw washington zagreb zurich cologne dresden leipzig bremen hanover
-    nuremberg osaka kyoto mumbai bangalore chennai kolkata karachi lahore""".split()
-) | frozenset(
+    nuremberg osaka kyoto mumbai bangalore chennai kolkata karachi lahore"""
+_PLACES = frozenset(_PLACE_TEXT.split()) | frozenset(
     {
         "new york", "new york city", "los angeles", "san francisco", "san diego", "san jose",
         "hong kong", "new delhi", "buenos aires", "rio de janeiro", "sao paulo", "são paulo",
@@ -83,18 +81,19 @@ _PLACES = frozenset(
         "new jersey", "new mexico", "st petersburg", "saint petersburg", "the hague",
     }
 )  # fmt: skip
-_TOOLS = frozenset(
-    """python javascript typescript java kotlin swift rust golang ruby php perl scala haskell
+_TOOL_TEXT = """python javascript typescript java kotlin rust golang ruby php perl scala haskell
     elixir erlang clojure sql sqlite postgresql postgres mysql mariadb mongodb redis
     elasticsearch opensearch kafka rabbitmq docker kubernetes terraform ansible helm nginx
-    apache linux ubuntu debian fedora windows macos ios android git github gitlab bitbucket
-    jira confluence slack notion figma trello asana jenkins circleci vscode vim emacs
-    pycharm intellij xcode react vue angular svelte django flask fastapi rails spring node
-    nodejs deno npm pip conda pytorch tensorflow numpy pandas jupyter excel sheets
-    chatgpt claude gemini copilot openai ollama vllm grafana prometheus datadog sentry
+    linux ubuntu debian fedora windows macos ios android git github gitlab bitbucket
+    jira confluence slack figma trello asana jenkins circleci vscode vim emacs
+    pycharm intellij xcode react vue angular svelte django flask fastapi
+    nodejs deno npm pip conda pytorch tensorflow numpy pandas jupyter excel
+    chatgpt copilot openai ollama vllm grafana prometheus datadog sentry
     airflow spark hadoop snowflake bigquery redshift tableau looker aws azure gcp heroku
-    vercel netlify cloudflare stripe twilio zoom teams outlook gmail dropbox""".split()
-) | frozenset({"google sheets", "visual studio", "visual studio code", "google cloud"})
+    vercel netlify cloudflare twilio outlook gmail dropbox"""
+_TOOLS = frozenset(_TOOL_TEXT.split()) | frozenset(
+    {"google sheets", "visual studio", "visual studio code", "google cloud"}
+)
 
 
 def name_type(name: str) -> EntityType:
