@@ -43,13 +43,15 @@ GUESSED_TYPES = frozenset({EntityType.PERSON, EntityType.OTHER})
 # The cues of ``name_type``: legal-form and institution words that end an organisation's
 # name, words that open a project's, a small gazetteer of countries and large cities, and
 # tools an agent's memory often names. Lower case; multi-word entries are canonical names.
-_ORG_SUFFIX_TEXT = """corp corporation inc incorporated ltd limited llc llp gmbh ag sa sas sarl bv nv plc
+_ORG_SUFFIX_TEXT = """
+    corp corporation inc incorporated ltd limited llc llp gmbh ag sa sas sarl bv nv plc
     co company group holdings labs lab foundation university institute bank partners
     ventures technologies systems software solutions association agency ministry
     council committee"""
 _ORG_SUFFIXES = frozenset(_ORG_SUFFIX_TEXT.split())
 _PROJECT_HEADS = frozenset({"project", "operation", "initiative", "programme", "program"})
-_PLACE_TEXT = """afghanistan albania algeria argentina armenia australia austria azerbaijan bangladesh
+_PLACE_TEXT = """
+    afghanistan albania algeria argentina armenia australia austria azerbaijan bangladesh
     belarus belgium bolivia bosnia brazil bulgaria cambodia cameroon canada chile china
     colombia croatia cuba cyprus czechia denmark ecuador egypt england estonia ethiopia
     finland france germany ghana greece hungary iceland india indonesia iran iraq
