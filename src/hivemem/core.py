@@ -23,7 +23,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from . import retrieval, rules
+from . import retrieval, rules, sessions
 from . import text as textmod
 from .entities import EntityType, Mention, extract, lookup_keys
 from .entities import canonical as canonical_name
@@ -350,9 +350,13 @@ class ScopedMemory:
             for record, pieces in records:
                 self._backend.insert(record, *pieces)
             self._backend.maintenance.note_categories(categories)
-            for session_id, (when, count) in sessions.items():
-                self._backend.note_session(self.name, session_id, when, count)
+            started = [
+                session_id
+                for session_id, (when, count) in sessions.items()
+                if self._backend.note_session(self.name, session_id, when, count)
+            ]
         self._indexed(wait)
+        self._store.sessions.session_started(self.name, started)  # queued, not run here
         return [record for record, _ in records]
 
     def _derive(self, content: str) -> tuple[list[str], list[Mention]]:
@@ -757,6 +761,17 @@ class ScopedMemory:
         if session_id is not None:
             options["session_id"] = rules.name(session_id, "session_id", 200)
         return run_job(self._store, "consolidate", self.name, raise_errors=True, **options)[0]
+
+    def end_session(self, session_id: str) -> Memory | None:
+        """Consolidate ``session_id`` now; returns its ``session_summary`` memory, or None
+        when nothing was learned (``hivemem.sessions``)."""
+        return sessions.end_session(self, session_id)
+
+    def add_task_result(self, output: str, *, status: str = "completed", **fields: Any) -> Memory:
+        """Index a finished or failed task's output: source ``task_completion`` (TTL 7
+        days); ``task_id``, ``error`` (what went wrong), ``session_id``, ``tags``,
+        ``attributes`` (``hivemem.sessions.add_task_result``)."""
+        return sessions.add_task_result(self, output, status=status, **fields)
 
     def related(self, memory_id: str, *, limit: int = 10) -> list[Related]:
         """Memories related to ``memory_id`` by the ``crossrefs`` job (links either way),

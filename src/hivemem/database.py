@@ -21,6 +21,7 @@ from .indexer import Indexer
 from .llm import LLM, get_llm
 from .redact import Scrubber, guard
 from .rerank import Reranker, resolve_reranker
+from .sessions import SessionWorker
 from .settings import Settings
 from .store.base import Backend
 from .store.sqlite import SQLiteBackend
@@ -156,6 +157,8 @@ class Store:
         )
         if self.indexer.enabled and backend.vectors.has_pending():
             self.indexer.notify()  # work left by an earlier run (a crash, a short CLI call)
+        # Consolidation of earlier sessions when a new one starts (off the write path).
+        self.sessions = SessionWorker(self)
         self.vault_rows = SQLiteVault(backend)  # type: ignore[arg-type]
         self.scrubber = Scrubber(
             lambda: [json.loads(v) for v in self.vault_rows.secret_values()],
@@ -224,6 +227,7 @@ class Store:
         return self.backend.iter_all(scopes)
 
     def close(self) -> None:
+        self.sessions.close()
         self.scrubber.close()
         self.indexer.close()
         self.backend.close()

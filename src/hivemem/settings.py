@@ -235,6 +235,17 @@ class Settings:
         "A session has ended, and is consolidated, when a later session of its scope has "
         "started or nothing was added to it for this long.",
     )
+    session_summaries: bool = _setting(
+        True,
+        "When consolidation finishes a session, what was learned in it becomes a "
+        "`session_summary` memory (LLM, or the session's facts without one; TTL 3 days).",
+    )
+    consolidate_on_session_switch: bool = _setting(
+        True,
+        "When a scope's new session starts (its first episode), consolidate the scope's "
+        "earlier open sessions at once in a background thread (never on the write path), "
+        "as the assistant seed does; the nightly job still runs.",
+    )
     consolidate_fact_type: str = _setting(
         "reference",
         "Type of consolidated facts: `reference` keeps them out of the pinned part of "
@@ -257,6 +268,12 @@ class Settings:
         "Facts naming the same entities, this similar apart from negations, with "
         "opposite polarity (one negated) are a conflict.",
     )
+    llm_conflicts: bool = _setting(
+        True,
+        "With an LLM configured, consolidation asks it which existing facts each new fact "
+        "contradicts (once per batch); off, or when the call fails, the heuristic judges "
+        "(polarity, and a changed residence or employer of the same subject).",
+    )
     conflict_confidence: float = _setting(
         0.3, "Confidence an older fact drops to when a new fact contradicts it."
     )
@@ -275,6 +292,11 @@ class Settings:
     reflect_window_days: float = _setting(7.0, "Days of new facts a reflection looks back on.")
     reflect_min_interval_days: float = _setting(
         6.0, "Days that must pass after a reflection before the next one."
+    )
+    reflect_vault_versions: int = _setting(
+        24,
+        "A key with at least this many versions (supersedes) is flagged by the "
+        "reflection as a counter or cache that belongs in the vault (openhive's anti-pattern).",
     )
     summarize_after_days: float = _setting(
         30.0, "Memories older than this are grouped into summaries."

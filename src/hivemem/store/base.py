@@ -233,8 +233,8 @@ class Backend(Protocol):
         """Count an access of each memory (best effort)."""
         ...
 
-    def note_session(self, scope: str, session_id: str, when: datetime, episodes: int) -> None:
-        """Register a session on first sight; count its episodes."""
+    def note_session(self, scope: str, session_id: str, when: datetime, episodes: int) -> bool:
+        """Register a session on first sight; count its episodes; True when new."""
         ...
 
     # --- meta and health

@@ -73,6 +73,37 @@ class SQLiteMaintenance(SQLiteRunLog, SQLiteCrossRefs):
         )
         return self._pending(rows[0]) if rows else None
 
+    def open_sessions(self, scope: str, before: Sequence[str]) -> list[PendingSession]:
+        """Sessions of ``scope`` not yet consolidated that were first seen before all of
+        the sessions ``before`` (by the order of first sight), oldest first."""
+        rows = self._db._read(
+            "SELECT session_id, started_at, last_event_at, attributes FROM sessions "
+            "WHERE scope = ? AND consolidated_at IS NULL AND rowid < (SELECT MIN(rowid) "
+            f"FROM sessions WHERE scope = ? AND session_id IN ({placeholders(before)})) "
+            "ORDER BY started_at, session_id",
+            [scope, scope, *before],
+        )
+        return [self._pending(r) for r in rows]
+
+    def busy_keys(self, scope: str, versions: int, limit: int = 10) -> list[tuple[str, int]]:
+        """Keys of ``scope`` with at least ``versions`` rows (each supersede adds one),
+        most versions first: the vault anti-pattern the reflection flags."""
+        rows = self._db._read(
+            "SELECT key, COUNT(*) AS n FROM memories WHERE scope = ? AND key IS NOT NULL "
+            "GROUP BY key HAVING n >= ? ORDER BY n DESC, key LIMIT ?",
+            [scope, max(2, versions), limit],
+        )
+        return [(r[0], int(r[1])) for r in rows]
+
+    def session_facts(self, scope: str, session_id: str, limit: int) -> list[Memory]:
+        """Active facts consolidation drew from a session, in the order written."""
+        return self._memories(
+            "m.scope = ? AND m.session_id = ? AND m.kind = 'fact' AND m.status = 'active' "
+            "AND m.source = 'consolidation'",
+            [scope, session_id, limit],
+            "ORDER BY m.rowid LIMIT ?",
+        )
+
     @staticmethod
     def _pending(row: Sequence[Any]) -> PendingSession:
         state = json.loads(row[3]).get("consolidation", {})
