@@ -175,6 +175,14 @@ class Settings:
     max_access_boost: float = _setting(
         1.5, "Highest multiplier for often-used memories (1 = no boost)."
     )
+    access_recency_hours: float = _setting(
+        48.0,
+        "The access boost applies in full to a memory last used within this many hours "
+        "(Agent Swarm's MEMORY_ACCESS_RECENCY_HOURS), then fades.",
+    )
+    access_fade_days: float = _setting(
+        14.0, "Past access_recency_hours, the access boost halves every this many days."
+    )
     mmr_lambda: float = _setting(
         0.7, "MMR trade-off between relevance (1.0) and diversity; 1 keeps the fused order."
     )
@@ -283,6 +291,12 @@ class Settings:
         "`power` (the ADR's confidence × exp(−rate × days^decay_exponent)).",
     )
     decay_exponent: float = _setting(0.8, "Exponent of days in the `power` decay formula.")
+    decay_from: str = _setting(
+        "created",
+        "What a fact's confidence decays from: `created` (its creation, or the last time "
+        "its confidence was set) or `last_access` (the assistant seed: a search or get "
+        "that returns it starts its curve again from its base confidence).",
+    )
     decay_prune_below: float = _setting(
         0.05, "Facts whose decayed confidence falls below this are soft-deleted."
     )
