@@ -60,8 +60,9 @@ def test_decay_from_last_access_refreshes_facts_in_use(db_path, clock):
         assert mem.get(used.id).confidence == pytest.approx(1.0, abs=1e-3)
 
 
-def test_decay_from_created_is_the_default_and_ignores_access(db_path, clock):
-    settings = Settings(default_decay_rate=0.1)
+def test_decay_from_last_access_is_the_default_and_created_ignores_access(db_path, clock):
+    assert Settings().decay_from == "last_access"
+    settings = Settings(default_decay_rate=0.1, decay_from="created")
     with hivemem.open(db_path, clock=clock, embedder="none", settings=settings) as store:
         mem = store.scope("a")
         used = mem.save("Deploys need the vpn profile named corp-east", kind="fact")

@@ -23,10 +23,9 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from . import retrieval, rules, sessions
+from . import entity_profiles, retrieval, rules, sessions
 from . import text as textmod
-from .entities import EntityType, Mention, extract, lookup_keys
-from .entities import canonical as canonical_name
+from .entities import Mention, extract
 from .errors import Conflict, InvalidInput, NotFound
 from .maintenance.categorize import categorize
 from .maintenance.crossrefs import Related
@@ -681,61 +680,21 @@ class ScopedMemory:
         return self._store.scrubbed(hits)
 
     def entity(self, name: str, *, limit: int = 100) -> tuple[Entity, list[Memory]]:
-        """Everything about ``name``: the entity it names (by canonical name or alias,
-        own scope first) and the active memories that mention it, newest first."""
-        found = self._find_entity(name)
-        links = self._backend.entities.linked(
-            self.visible,
-            [found.id],
-            ListFilter(statuses=(Status.ACTIVE,)),
-            self._now(),
-            rules.limit(limit),
-        )
-        linked = self._backend.get_many(self.visible, [m for m, _ in links])
+        """Everything about ``name``: the entity it names (type, aliases, summary; by
+        canonical name, alias or, for a date, any common form; own scope first) and the
+        active memories that mention it, newest first."""
+        found, linked = entity_profiles.profile(self, name, limit)
         return found, self._store.scrubbed(linked)
 
     def alias(self, name: str, alias: str) -> Entity:
         """Let ``alias`` (say "Mel") name the entity ``name`` names ("Melanie"), so
         queries and new mentions under either reach the same memories. Own scope only."""
-        clean = canonical_name(rules.name(alias, "alias", 200) or "")
-        if not any(ch.isalnum() for ch in clean):
-            raise InvalidInput("alias", "expected a name with letters or digits")
-        found = self._find_entity(name, own_only=True)
-        self._backend.entities.add_alias(self.name, found.id, clean)
-        return self._find_entity(name, own_only=True)
+        return entity_profiles.alias(self, name, alias)
 
-    def describe_entity(
-        self,
-        name: str,
-        *,
-        type: str | None = None,  # noqa: A002 - the domain's word
-        summary: str | None = None,
-        protected: bool | None = None,
-    ) -> Entity:
-        """Set the type, summary or protected flag of the entity ``name`` names (own
-        scope). A protected entity's memories do not decay and it is never merged with a
-        namesake of another type, nor retyped by a job."""
-        found = self._find_entity(name, own_only=True)
-        kind = resolve_enum(EntityType, type, "type").value if type is not None else None
-        text = rules.name(summary, "summary", 2000, optional=True)
-        if protected is not None and not isinstance(protected, bool):
-            raise InvalidInput("protected", "expected true or false")
-        if not self._backend.entities.describe(
-            self.name, found.id, type=kind, summary=text, protected=protected
-        ):
-            raise Conflict(f"scope {self.name!r} already has a {kind} named {found.canonical!r}")
-        return self._find_entity(name, own_only=True)
-
-    def _find_entity(self, name: str, *, own_only: bool = False) -> Entity:
-        if not isinstance(name, str) or not name.strip():
-            raise InvalidInput("name", "expected an entity name")
-        rules.utf8(name, "name")
-        scopes = [self.name] if own_only else list(self.visible)
-        matches = self._backend.entities.lookup(scopes, lookup_keys(name))
-        if not matches:
-            raise NotFound(f"no entity {name!r} visible from scope {self.name!r}")
-        matches.sort(key=lambda e: (e.scope != self.name, -e.mention_count, e.id))
-        return matches[0]
+    def describe_entity(self, name: str, **fields: Any) -> Entity:
+        """Set ``type``, ``summary`` or ``protected`` of the entity ``name`` names (own
+        scope; ``hivemem.entity_profiles.describe``)."""
+        return entity_profiles.describe(self, name, **fields)
 
     def stats(self) -> dict[str, Any]:
         """Counts for the own scope, and per shared scope."""
@@ -763,14 +722,12 @@ class ScopedMemory:
         return run_job(self._store, "consolidate", self.name, raise_errors=True, **options)[0]
 
     def end_session(self, session_id: str) -> Memory | None:
-        """Consolidate ``session_id`` now; returns its ``session_summary`` memory, or None
-        when nothing was learned (``hivemem.sessions``)."""
+        """Consolidate ``session_id`` now; its ``session_summary`` memory, or None."""
         return sessions.end_session(self, session_id)
 
     def add_task_result(self, output: str, *, status: str = "completed", **fields: Any) -> Memory:
-        """Index a finished or failed task's output: source ``task_completion`` (TTL 7
-        days); ``task_id``, ``error`` (what went wrong), ``session_id``, ``tags``,
-        ``attributes`` (``hivemem.sessions.add_task_result``)."""
+        """A finished or failed task's output, source ``task_completion`` (TTL 7 days);
+        fields ``task_id``, ``error``, ``session_id``, ``tags``, ``attributes``."""
         return sessions.add_task_result(self, output, status=status, **fields)
 
     def related(self, memory_id: str, *, limit: int = 10) -> list[Related]:

@@ -61,11 +61,11 @@ class Profile:
 
 
 PROFILES = (
-    Profile("exp-0.01-created", "exponential", 0.01, "created", note="HiveMem's default"),
+    Profile("exp-0.01-created", "exponential", 0.01, "created", note="HiveMem's former default"),
     Profile("exp-0.1-access", "exponential", 0.1, "last_access", note="assistant seed"),
     Profile("power-0.1-created", "power", 0.1, "created", note="ADR 005's formula"),
     Profile("power-0.1-access", "power", 0.1, "last_access", note="ADR formula, from access"),
-    Profile("exp-0.01-access", "exponential", 0.01, "last_access"),
+    Profile("exp-0.01-access", "exponential", 0.01, "last_access", note="HiveMem's default"),
     Profile("exp-0.02-access", "exponential", 0.02, "last_access"),
 )
 

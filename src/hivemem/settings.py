@@ -292,10 +292,11 @@ class Settings:
     )
     decay_exponent: float = _setting(0.8, "Exponent of days in the `power` decay formula.")
     decay_from: str = _setting(
-        "created",
-        "What a fact's confidence decays from: `created` (its creation, or the last time "
-        "its confidence was set) or `last_access` (the assistant seed: a search or get "
-        "that returns it starts its curve again from its base confidence).",
+        "last_access",
+        "What a fact's confidence decays from: `last_access` (the assistant seed: a search "
+        "or get that returns it starts its curve again from its base confidence; "
+        "measured in docs/maintenance.md) or `created` (its creation, or the last time its "
+        "confidence was set).",
     )
     decay_prune_below: float = _setting(
         0.05, "Facts whose decayed confidence falls below this are soft-deleted."
