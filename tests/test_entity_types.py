@@ -208,3 +208,36 @@ def test_merge_prefers_the_longest_then_the_most_confident_span():
     )
     assert [(m.name, m.type.value) for m in merged] == [
         ("Acme Industries", "organization"), ("Lyon", "location"), ("June", "date")]  # fmt: skip
+
+
+def test_entity_info_and_session_summaries_over_http(store):
+    """The tool surface over HTTP: get_entity_info answers with the type and summary,
+    memory_consolidate writes the session's summary."""
+    from test_http import Client
+
+    from hivemem.http import create_app
+    from hivemem.store.tokens import SQLiteTokens
+
+    token = SQLiteTokens(store.backend).create("t", {"team-a": "write"}, store.clock())[1]
+    app = create_app(store)
+    try:
+        client = Client(app)
+        route = "/v1/scopes/team-a/tools/"
+        saved = client.post(route + "memory_save", token,
+                            json={"content": "Acme Corp opened an office in Berlin"})  # fmt: skip
+        assert saved.status_code == 200, saved.text
+        info = client.post(route + "get_entity_info", token, json={"name": "Acme Corp"}).json()
+        assert info["entity"]["type"] == "organization" and info["entity"]["summary"] is None
+        assert client.post(route + "get_entity_info", token, json={"name": "berlin"}).json()[
+            "entity"]["type"] == "location"  # fmt: skip
+        store.scope("team-a").add_episodes(
+            [{"content": "The Berlin office opens on 8 May 2023 with twelve people.",
+              "session_id": "s1", "role": "user"}]
+        )  # fmt: skip
+        done = client.post(route + "memory_consolidate", token, json={"session_id": "s1"})
+        assert done.status_code == 200, done.text
+        assert done.json()["result"]["counts"]["summaries"] == 1
+        date = client.post(route + "get_entity_info", token, json={"name": "May 8, 2023"})
+        assert date.json()["entity"]["canonical"] == "2023-05-08"
+    finally:
+        app.state.api.close()

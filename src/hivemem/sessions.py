@@ -164,10 +164,18 @@ class SessionWorker:
         self._queue.join()
 
     def close(self) -> None:
-        """Finish the queued work, then stop the thread."""
+        """Stop the thread: queued consolidations are dropped (the nightly job, or the
+        next session switch, takes those sessions), the one running finishes (its work
+        commits per batch)."""
         with self._lock:
             self._closed = True
             thread = self._thread
+        while True:
+            try:
+                self._queue.get_nowait()
+            except queue.Empty:
+                break
+            self._queue.task_done()
         if thread is not None:
             self._queue.put(None)
             thread.join()
