@@ -105,7 +105,7 @@ def bench(
 
 @click.group(name="eval")
 def eval_() -> None:
-    """Retrieval quality on public long-memory benchmarks, and the decay simulation."""
+    """Retrieval quality benchmarks, and the decay simulation."""
 
 
 @eval_.command()
