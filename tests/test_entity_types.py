@@ -10,7 +10,10 @@ import pytest
 
 import hivemem
 from hivemem import Conflict, InvalidInput, NotFound, run_job, tools
+from hivemem.http import create_app
 from hivemem.store import migrations
+from hivemem.store.tokens import SQLiteTokens
+from test_http import Client
 
 
 def test_organisations_places_projects_and_tools_are_not_people(mem):
@@ -213,11 +216,6 @@ def test_merge_prefers_the_longest_then_the_most_confident_span():
 def test_entity_info_and_session_summaries_over_http(store):
     """The tool surface over HTTP: get_entity_info answers with the type and summary,
     memory_consolidate writes the session's summary."""
-    from test_http import Client
-
-    from hivemem.http import create_app
-    from hivemem.store.tokens import SQLiteTokens
-
     token = SQLiteTokens(store.backend).create("t", {"team-a": "write"}, store.clock())[1]
     app = create_app(store)
     try:
