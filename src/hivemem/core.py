@@ -355,7 +355,7 @@ class ScopedMemory:
                 if self._backend.note_session(self.name, session_id, when, count)
             ]
         self._indexed(wait)
-        self._store.sessions.session_started(self.name, started)  # queued, not run here
+        self._store.session_worker.session_started(self.name, started)  # queued, not run here
         return [record for record, _ in records]
 
     def _derive(self, content: str) -> tuple[list[str], list[Mention]]:

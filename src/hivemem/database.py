@@ -158,7 +158,7 @@ class Store:
         if self.indexer.enabled and backend.vectors.has_pending():
             self.indexer.notify()  # work left by an earlier run (a crash, a short CLI call)
         # Consolidation of earlier sessions when a new one starts (off the write path).
-        self.sessions = SessionWorker(self)
+        self.session_worker = SessionWorker(self)
         self.vault_rows = SQLiteVault(backend)  # type: ignore[arg-type]
         self.scrubber = Scrubber(
             lambda: [json.loads(v) for v in self.vault_rows.secret_values()],
@@ -227,7 +227,7 @@ class Store:
         return self.backend.iter_all(scopes)
 
     def close(self) -> None:
-        self.sessions.close()
+        self.session_worker.close()
         self.scrubber.close()
         self.indexer.close()
         self.backend.close()
