@@ -23,12 +23,13 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from . import entity_profiles, retrieval, rules, sessions
+from . import arguments, entity_profiles, promotion, retrieval, rules, sessions
 from . import text as textmod
 from .entities import Mention, extract
 from .errors import Conflict, InvalidInput, NotFound
 from .maintenance.categorize import categorize
 from .maintenance.crossrefs import Related
+from .redact import scrubs_output
 from .types import (
     Entity,
     Hit,
@@ -88,6 +89,7 @@ class ScopedMemory:
 
     # ------------------------------------------------------------------ writes
 
+    @scrubs_output
     def save(
         self,
         content: str,
@@ -138,8 +140,8 @@ class ScopedMemory:
             updated_by=updated_by,
         )
         reason = rules.name(supersede_reason, "supersede_reason", 1000, optional=True)
-        if not isinstance(minor, bool):
-            raise InvalidInput("minor", "expected true or false")
+        arguments.flag(minor, "minor")
+        arguments.flag(wait, "wait")
         pieces = self._derive(record.content)
         explicit = type is not None
         record, sure = _categorized(record, given=category is not None)
@@ -148,7 +150,7 @@ class ScopedMemory:
             if inserted:
                 self._backend.maintenance.note_categories([(stored.id, sure)])
         if inserted:
-            self._indexed(wait)
+            self._store.index_written(wait)
         return stored
 
     def _save_row(
@@ -197,13 +199,6 @@ class ScopedMemory:
             self._backend.insert(record, *pieces)
             return record, True
 
-    def _indexed(self, wait: bool) -> None:
-        """After a committed write: embed its chunks now (``wait``) or in the background."""
-        if wait:
-            self._store.flush()
-        else:
-            self._store.indexer.notify()
-
     def _supersede_or_refuse(
         self,
         current: Memory,
@@ -216,6 +211,7 @@ class ScopedMemory:
         """Inside a transaction: mark ``current`` superseded and return ``record`` linked
         to it, or return ``current`` for a no-op, or raise ``Conflict``."""
         now = record.created_at
+        reason = self._store.guard_fields({"supersede_reason": reason})["supersede_reason"]
         if current.is_expired(now):
             reason, kind = reason or "expired", "hard"
         elif reason is not None:
@@ -227,12 +223,11 @@ class ScopedMemory:
         ):
             return current
         else:
-            shown = self._store.scrubbed(current)  # the error is output too: no secrets
             raise Conflict(
                 f"key {current.key!r} already holds an active memory in scope {self.name!r} "
-                f"({current.id}, type {current.type.value}): {shown.content!r}. "
+                f"({current.id}, type {current.type.value}): {current.content!r}. "
                 "Give a supersede reason to replace it, or mark a small correction minor.",
-                current=shown,
+                current=current,  # scrubbed on the way out (scrubs_output)
             )
         inherited: dict[str, Any] = {"supersedes_id": current.id, "supersede_reason": reason}
         inherited["supersede_kind"] = kind
@@ -286,6 +281,7 @@ class ScopedMemory:
             wait=wait,
         )[0]
 
+    @scrubs_output
     def add_episodes(
         self, items: Iterable[Mapping[str, Any]], *, wait: bool = False
     ) -> list[Memory]:
@@ -296,6 +292,8 @@ class ScopedMemory:
         ``source``). ``wait=True`` returns only once their vectors are stored.
         """
         s = self.settings
+        items = arguments.batch(items)
+        arguments.flag(wait, "wait")
         records: list[tuple[Memory, tuple[list[str], list[Mention]]]] = []
         categories: list[tuple[str, float]] = []
         allowed = {
@@ -354,7 +352,7 @@ class ScopedMemory:
                 for session_id, (when, count) in sessions.items()
                 if self._backend.note_session(self.name, session_id, when, count)
             ]
-        self._indexed(wait)
+        self._store.index_written(wait)
         self._store.session_worker.session_started(self.name, started)  # queued, not run here
         return [record for record, _ in records]
 
@@ -367,10 +365,12 @@ class ScopedMemory:
 
     def _build(self, **fields: Any) -> Memory:
         """Validate every field and build the row to insert (nothing is written).
-        Credentials in the content follow ``credential_policy`` (``hivemem.redact``)."""
-        fields["content"] = self._store.guard(fields.get("content"))
+        Credentials and vault secrets in any text field (content, key, tags, attributes,
+        …) follow ``credential_policy`` (``hivemem.redact``)."""
+        fields = self._store.guard_fields(fields)
         return rules.build_memory(self.name, self.settings, self._now(), **fields)
 
+    @scrubs_output
     def correct(
         self,
         memory_id: str,
@@ -386,6 +386,9 @@ class ScopedMemory:
         otherwise a hard one with ``reason`` (default "corrected"). Only the current
         (active) version of a memory of the own scope can be corrected.
         """
+        memory_id = arguments.ref(memory_id, "id", what="a memory id")
+        reason = rules.name(reason, "reason", 1000, optional=True)
+        arguments.flag(minor, "minor")
         with self._backend.atomic():
             current = self._own_active(memory_id)
             record = self._build(
@@ -409,12 +412,14 @@ class ScopedMemory:
             why = None if minor else (reason or "corrected")
             record = self._supersede_or_refuse(current, record, why, minor, explicit_type=True)
             self._backend.insert(record, *self._derive(record.content))
-        self._indexed(False)
+        self._store.index_written(False)
         return record
 
+    @scrubs_output
     def confirm(self, memory_id: str, *, updated_by: str | None = None) -> Memory:
         """Mark a memory as confirmed: confidence 1.0 and protected from decay."""
         by = rules.name(updated_by, "updated_by", 200, optional=True)
+        memory_id = arguments.ref(memory_id, "id", what="a memory id")
         with self._backend.atomic():
             current = self._own_active(memory_id)
             now = self._now()
@@ -429,10 +434,12 @@ class ScopedMemory:
                 updated_by=by or current.updated_by,
             )
 
+    @scrubs_output
     def delete(self, id_or_key: str, *, updated_by: str | None = None) -> Memory:
         """Soft-delete a memory (by id, or the active one under a key) of the own scope.
         It disappears from search and lists; ``get`` and ``history`` still show it."""
         by = rules.name(updated_by, "updated_by", 200, optional=True)
+        id_or_key = arguments.ref(id_or_key, "id")
         with self._backend.atomic():
             current = self._backend.get([self.name], id_or_key) or self._backend.by_key(
                 [self.name], id_or_key
@@ -454,6 +461,7 @@ class ScopedMemory:
 
     def delete_all(self, *, updated_by: str | None = None) -> int:
         """Soft-delete every active memory of the own scope; returns how many."""
+        updated_by = rules.name(updated_by, "updated_by", 200, optional=True)
         count = 0
         while True:
             batch = self._backend.list(
@@ -469,6 +477,7 @@ class ScopedMemory:
                     )
             count += len(batch)
 
+    @scrubs_output
     def promote(
         self,
         memory_id: str,
@@ -477,16 +486,19 @@ class ScopedMemory:
         supersede_reason: str | None = None,
         updated_by: str | None = None,
     ) -> Memory:
-        """Copy a visible memory into the shared scope ``to`` (one of this handle's shared
-        scopes), with provenance: ``source="promotion"``, ``source_ids=[original]`` and
-        ``attributes.promoted_from``. The shared scope's key rules apply."""
-        if to not in self.shared:
+        """Copy a current, live memory into the shared scope ``to`` (one of this handle's
+        shared scopes), with provenance: ``source="promotion"``, ``source_ids=[original]``
+        and ``attributes.promoted_from``. The shared scope's key rules apply. A superseded
+        version is refused with ``Conflict`` naming the current one; a deleted or expired
+        memory is refused (``hivemem.promotion``)."""
+        memory_id = arguments.ref(memory_id, "id", what="a memory id")
+        if not isinstance(to, str) or to not in self.shared:
             raise InvalidInput(
                 "to", f"{to!r} is not a shared scope of this handle (shared: {list(self.shared)})"
             )
-        original = self._backend.get(self.visible, memory_id)
-        if original is None:
-            raise NotFound(f"no memory {memory_id!r} visible from scope {self.name!r}")
+        original = promotion.promotable(
+            self._backend, self.visible, memory_id, self._now(), self._store.scrubbed
+        )
         target = ScopedMemory(self._store, to)
         return target.save(
             original.content,
@@ -520,6 +532,7 @@ class ScopedMemory:
 
     # ------------------------------------------------------------------ reads
 
+    @scrubs_output
     def get(self, id_or_key: str, *, as_of: datetime | str | None = None) -> Memory:
         """A memory by id (any status, expired included) or by key (the active one, or
         the one valid at ``as_of``). Raises ``NotFound``."""
@@ -534,8 +547,9 @@ class ScopedMemory:
             raise NotFound(f"no memory {id_or_key!r} visible from scope {self.name!r}")
         if self.settings.track_access:
             self._touch([found.id])
-        return self._store.scrubbed(found)
+        return found
 
+    @scrubs_output
     def list(
         self,
         *,
@@ -561,10 +575,9 @@ class ScopedMemory:
             include_expired=bool(include_expired),
             key=rules.name(key, "key", self.settings.max_key_chars, optional=True),
         )
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise InvalidInput("offset", f"expected a whole number >= 0, got {offset!r}")
+        offset = arguments.offset(offset)
         found = self._backend.list(self.visible, flt, rules.limit(limit), offset, self._now())
-        return self._store.scrubbed(found)
+        return found
 
     def _filters(
         self,
@@ -591,6 +604,7 @@ class ScopedMemory:
             "as_of": rules.optional_time(as_of, "as_of"),
         }
 
+    @scrubs_output
     def history(self, id_or_key: str) -> list[Memory]:
         """The whole supersede chain that holds ``id_or_key``, oldest first: every version
         under that key, or every ancestor and descendant of that id."""
@@ -613,8 +627,9 @@ class ScopedMemory:
                 if parent is not None:
                     todo.append(parent)
             todo.extend(self._backend.successors(self.visible, memory.id))
-        return self._store.scrubbed(sorted(chain.values(), key=lambda m: (m.created_at, m.id)))
+        return sorted(chain.values(), key=lambda m: (m.created_at, m.id))
 
+    @scrubs_output
     def search(
         self,
         query: str | Query,
@@ -636,7 +651,8 @@ class ScopedMemory:
         """Find memories: hits best first, each with a score in [0, 1] and an explanation.
 
         ``query`` is natural language (any text is safe); ``fts_syntax=True`` opts in to
-        FTS5 query syntax. Deleted memories never appear; superseded ones do, flagged by
+        FTS5 query syntax, at most ``max_query_terms`` words, stopped past
+        ``fts_time_limit_ms``. Deleted memories never appear; superseded ones do, flagged by
         status and ranked lower; expired ones only with ``include_expired``.
         """
         if isinstance(query, Query):
@@ -658,13 +674,8 @@ class ScopedMemory:
                 include_expired=bool(include_expired),
                 fts_syntax=bool(fts_syntax),
             )
-        if q.fts_syntax:  # the text goes to SQLite as it is: it must be encodable
-            try:
-                q.text.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                raise InvalidInput(
-                    "query", f"not valid UTF-8 (unpaired surrogate at character {exc.start})"
-                ) from None
+        s = self.settings  # bounded cost: a query within these limits (hivemem.arguments)
+        arguments.query(q.text, q.fts_syntax, s.max_query_terms, s.max_content_bytes)
         store = self._store
         hits = retrieval.search(
             self._backend,
@@ -677,15 +688,16 @@ class ScopedMemory:
         )
         if hits and self.settings.track_access:
             self._touch([h.memory.id for h in hits])
-        return self._store.scrubbed(hits)
+        return hits
 
+    @scrubs_output
     def entity(self, name: str, *, limit: int = 100) -> tuple[Entity, list[Memory]]:
         """Everything about ``name``: the entity it names (type, aliases, summary; by
         canonical name, alias or, for a date, any common form; own scope first) and the
         active memories that mention it, newest first."""
-        found, linked = entity_profiles.profile(self, name, limit)
-        return found, self._store.scrubbed(linked)
+        return entity_profiles.profile(self, name, limit)
 
+    @scrubs_output
     def alias(self, name: str, alias: str) -> Entity:
         """Let ``alias`` (say "Mel") name the entity ``name`` names ("Melanie"), so
         queries and new mentions under either reach the same memories. Own scope only."""
@@ -705,6 +717,7 @@ class ScopedMemory:
             out["shared"] = {name: self._backend.stats([name], now) for name in self.shared}
         return out
 
+    @scrubs_output
     def sessions(self) -> list[Any]:
         return self._backend.sessions(self.name)
 
@@ -730,18 +743,18 @@ class ScopedMemory:
         fields ``task_id``, ``error``, ``session_id``, ``tags``, ``attributes``."""
         return sessions.add_task_result(self, output, status=status, **fields)
 
+    @scrubs_output
     def related(self, memory_id: str, *, limit: int = 10) -> list[Related]:
         """Memories related to ``memory_id`` by the ``crossrefs`` job (links either way),
         best first; empty until the job has seen it. Raises ``NotFound``."""
-        if not isinstance(memory_id, str) or not memory_id:
-            raise InvalidInput("id", "expected a memory id")
+        memory_id = arguments.ref(memory_id, "id", what="a memory id")
+        limit = rules.limit(limit, maximum=100)
         if self._backend.get(self.visible, memory_id) is None:
             raise NotFound(f"no memory {memory_id!r} visible from scope {self.name!r}")
-        pairs = self._backend.maintenance.related(
-            self.visible, memory_id, rules.limit(limit, maximum=100)
-        )
-        return [Related(self._store.scrubbed(memory), score) for memory, score in pairs]
+        pairs = self._backend.maintenance.related(self.visible, memory_id, limit)
+        return [Related(memory, score) for memory, score in pairs]
 
+    @scrubs_output
     def context(
         self,
         query: str | None = None,
@@ -762,7 +775,7 @@ class ScopedMemory:
             max_entries=max_entries,
             max_tokens=max_tokens,
         )
-        return self._store.scrub(block)
+        return block
 
     def _touch(self, ids: list[str]) -> None:
         self._backend.touch(self.visible, ids, self._now())
