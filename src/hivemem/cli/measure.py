@@ -10,6 +10,8 @@ from typing import Any
 import click
 
 from hivemem.bench import format_table, run_bench
+from hivemem.decay_sim import PROFILES, simulate
+from hivemem.decay_sim import format_table as format_decay_table
 from hivemem.errors import InvalidInput
 from hivemem.evaluation import SYSTEM_PROMPT_PREAMBLE, eval_locomo, format_report
 from hivemem.longmemeval import eval_longmemeval, format_lme_report
@@ -169,7 +171,7 @@ def bench(
 
 @click.group(name="eval")
 def eval_() -> None:
-    """Retrieval quality on public long-memory benchmarks."""
+    """Retrieval quality benchmarks, and the decay simulation."""
 
 
 @eval_.command()
@@ -226,6 +228,50 @@ def longmemeval(env: Env, path: str, limit_questions: int | None, as_json: bool)
         echo_json(report.to_dict())
     else:
         click.echo(format_lme_report(report))
+
+
+@eval_.command()
+@click.option("--days", default=365, show_default=True, type=click.IntRange(min=1))
+@click.option("--facts-per-day", default=3, show_default=True, type=click.IntRange(min=1))
+@click.option(
+    "--decay-every", default=7, show_default=True, type=click.IntRange(min=1),
+    help="Days between runs of the decay job.",
+)  # fmt: skip
+@click.option(
+    "--profile", "names", multiple=True, metavar="NAME",
+    help="Only these profiles (repeatable; default: all).",
+)  # fmt: skip
+@json_option
+@pass_env
+def decay(
+    env: Env, days: int, facts_per_day: int, decay_every: int, names: tuple[str, ...], as_json: bool
+) -> None:
+    """Simulate a year of use under each confidence-decay profile: what is pruned and
+    what a search still finds (docs/maintenance.md explains the workload).
+
+    Profiles: the seeds' configurations (rate 0.1 from last access, the ADR's power
+    formula) beside HiveMem's default. Runs in temporary stores; a few minutes.
+    """
+    chosen = tuple(p for p in PROFILES if not names or p.name in names)
+    unknown = set(names) - {p.name for p in PROFILES}
+    if unknown:
+        raise click.BadParameter(
+            f"unknown {sorted(unknown)}; valid: {', '.join(p.name for p in PROFILES)}",
+            param_hint="--profile",
+        )
+    printer = _stage_printer()
+    outcomes = simulate(
+        chosen,
+        days=days,
+        facts_per_day=facts_per_day,
+        decay_every=decay_every,
+        settings=env.settings,
+        progress=(lambda name, done, total: printer(name, done, total)) if printer else None,
+    )
+    if as_json:
+        echo_json([o.to_dict() for o in outcomes])
+    else:
+        click.echo(format_decay_table(outcomes))
 
 
 def _progress() -> Any:

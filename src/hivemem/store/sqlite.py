@@ -735,8 +735,12 @@ class SQLiteBackend(RepairMixin):
         except (StoreError, OperationalError):
             pass  # access counts are a ranking hint: a busy database skips them (reads fail open)
 
-    def note_session(self, scope: str, session_id: str, when: datetime, episodes: int) -> None:
+    def note_session(self, scope: str, session_id: str, when: datetime, episodes: int) -> bool:
+        """Inside a write: count a session's episodes; True when the session is new."""
         stamp = to_text(when)
+        known = self._read(
+            "SELECT 1 FROM sessions WHERE scope = ? AND session_id = ?", [scope, session_id]
+        )
         self._write(
             "INSERT INTO sessions (scope, session_id, started_at, last_event_at, episode_count) "
             "VALUES (?, ?, ?, ?, ?) ON CONFLICT (scope, session_id) DO UPDATE SET "
@@ -745,6 +749,7 @@ class SQLiteBackend(RepairMixin):
             "episode_count = episode_count + excluded.episode_count",
             [scope, session_id, stamp, stamp, episodes],
         )
+        return not known
 
     # ------------------------------------------------------------------ meta and health
 
