@@ -41,7 +41,8 @@ def serve_http(env: Env, host: str | None, port: int | None, learning_scope: str
 
     Every route but /v1/health needs a bearer token from `hivemem token create`; the
     scope comes from the URL (/v1/scopes/SCOPE/...) and must be granted to the token.
-    The OpenAPI schema is at /openapi.json, interactive docs at /docs.
+    The OpenAPI schema is at /openapi.json, interactive docs at /docs, the web
+    inspector at /ui (sign in with a token).
     """
     from hivemem.http import serve
 
@@ -53,6 +54,45 @@ def serve_http(env: Env, host: str | None, port: int | None, learning_scope: str
         host or settings.http_host,
         settings.http_port if port is None else port,
         settings,
+    )
+
+
+@click.command("ui")
+@click.option(
+    "--port", type=int, default=None, help="Port to listen on (default: setting http_port)."
+)
+@click.option("--no-browser", is_flag=True, help="Print the link; do not open a browser.")
+@pass_env
+def ui(env: Env, port: int | None, no_browser: bool) -> None:
+    """Open the web inspector on this machine (needs `pip install 'hivemem[http]'`).
+
+    Serves the HTTP API and the inspector on 127.0.0.1, prints a one-time link that
+    signs this browser in as the local user (every scope, read and write), and opens
+    it. The link works once; API tokens sign in at /ui/login as well. Stop with Ctrl-C.
+    """
+    import secrets
+    import webbrowser
+
+    from hivemem.http import serve
+
+    settings = env.settings
+    chosen = settings.http_port if port is None else port
+    key = secrets.token_urlsafe(32)
+    link = f"http://127.0.0.1:{chosen}/ui/start?key={key}"
+
+    def ready() -> None:
+        click.echo(f"HiveMem inspector: {link}", err=True)
+        click.echo("(the link signs in once; Ctrl-C stops the server)", err=True)
+        if not no_browser:
+            webbrowser.open(link)
+
+    serve(
+        env.store(create_folder=True),
+        "127.0.0.1",
+        chosen,
+        settings,
+        ui_start_key=key,
+        on_ready=ready,
     )
 
 
@@ -127,4 +167,4 @@ def token_revoke(env: Env, id_or_name: str, as_json: bool) -> None:
     click.echo(_line(info))
 
 
-COMMANDS = (serve_http, token)
+COMMANDS = (serve_http, ui, token)

@@ -33,6 +33,7 @@ from ..database import Store
 from ..errors import HiveMemError, InvalidInput
 from ..settings import Settings
 from ..store.tokens import SQLiteTokens, TokenInfo
+from . import ui
 from .errors import ERROR_SCHEMA, STATUSES, error_body, from_library
 from .middleware import BodyTooLarge, Guard, log, render
 from .routes import PREFIX, REST_ROUTES, Route, operations
@@ -211,9 +212,13 @@ def _endpoint(api: Api, route: Route) -> Any:
     return endpoint
 
 
-def create_app(store: Store, settings: Settings | None = None) -> FastAPI:
-    """The ASGI app over ``store``. Settings default to the store's. Call
-    ``app.state.api.close()`` (or run the app's lifespan) to stop the writer thread."""
+def create_app(
+    store: Store, settings: Settings | None = None, *, ui_start_key: str | None = None
+) -> FastAPI:
+    """The ASGI app over ``store``, with the web inspector under ``/ui``
+    (``ui_start_key``: the one-time key of ``hivemem ui``'s link). Settings default to
+    the store's. Call ``app.state.api.close()`` (or run the app's lifespan) to stop the
+    writer thread."""
     settings = settings or store.settings
     api = Api(store, settings)
 
@@ -307,6 +312,7 @@ def create_app(store: Store, settings: Settings | None = None) -> FastAPI:
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+    ui.mount(app, api, ui_start_key)  # the web inspector: /ui (hivemem.http.ui)
     # Inside Starlette's own error middleware: a bug answers in the one error shape.
     app.add_middleware(Guard, max_body_bytes=settings.http_max_body_bytes)
     return app

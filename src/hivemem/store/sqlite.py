@@ -30,6 +30,7 @@ from ..types import ListFilter, Memory, Query, Status
 from . import migrations, scratch
 from .base import ChunkMatch, SessionInfo, TermStats
 from .entities import SQLiteEntityIndex, link_mentions
+from .inspect import SQLiteInspection
 from .maintenance import SQLiteMaintenance
 from .repair import RepairMixin
 from .rows import (
@@ -742,3 +743,7 @@ class SQLiteBackend(RepairMixin):
     @property
     def maintenance(self) -> SQLiteMaintenance:  # the maintenance jobs' SQL (stateless)
         return SQLiteMaintenance(self)
+
+    @property
+    def inspection(self) -> SQLiteInspection:  # the web inspector's reads (stateless)
+        return SQLiteInspection(self)
