@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint bench eval clean
+.PHONY: install browser demo test lint bench eval clean
 
 $(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
@@ -14,10 +14,15 @@ $(STAMP): pyproject.toml requirements.lock
 
 install: $(STAMP)
 
+# Headless Chromium from Debian's packages for the inspector's browser tests; installs
+# only when missing, never fails (the tests skip, saying why, without it).
+browser:
+	sh .ci/install-browser.sh
+
 demo: install
 	$(BIN)/python -m hivemem.demo
 
-test: install
+test: install browser
 	$(BIN)/ruff check src tests examples
 	$(BIN)/ruff format --check src tests examples
 	$(BIN)/python -m pytest -q

@@ -61,6 +61,13 @@ def _stage_printer() -> Any:
     type=click.Path(file_okay=False),
     help="Keep the generated stores in this folder (default: a temporary folder).",
 )
+@click.option(
+    "--ui",
+    "ui_pages",
+    is_flag=True,
+    help="Time the web inspector's pages instead (list, search, memory, overview …; "
+    "--queries requests per page; needs the http extra).",
+)
 @json_option
 @pass_env
 def bench(
@@ -71,6 +78,7 @@ def bench(
     batch: int,
     skip_model: bool,
     keep_folder: str | None,
+    ui_pages: bool,
     as_json: bool,
 ) -> None:
     """Time writes, vector indexing and searches on generated data.
@@ -81,7 +89,24 @@ def bench(
     hybrid, and in the vector lane alone. The vectors come from the hash embedder at the
     default model's dimension (the index costs the same); the real model is timed once
     per run: load, sentences/s, query embedding. HIVEMEM_* settings apply.
+
+    With --ui, the same corpus is loaded and the inspector's pages are timed instead,
+    through the whole HTTP app in process (see docs/inspector.md).
     """
+    if ui_pages:
+        from hivemem.bench_ui import format_ui_table, run_ui_bench
+
+        try:
+            found = run_ui_bench(
+                sizes, queries, keep_folder, _stage_printer(), settings=env.settings
+            )
+        except ValueError as exc:
+            raise InvalidInput("bench", str(exc)) from None
+        if as_json:
+            echo_json([r.to_dict() for r in found])
+        else:
+            click.echo(format_ui_table(found))
+        return
     try:
         report = run_bench(
             sizes,
