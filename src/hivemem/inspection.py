@@ -112,8 +112,12 @@ def page(
     limit: int = PAGE_SIZE,
 ) -> Page:
     """A keyset page of the scope's memories (own and shared), newest first. ``status``
-    defaults to active; the other filters mean what they mean in ``ScopedMemory.list``."""
-    common = mem._filters(kind, type, tags, session_id, None, since, until, None)
+    defaults to active; ``since``/``until`` bound when a memory was stored
+    (``created_at``, the order of the pages; an index range); the other filters mean
+    what they mean in ``ScopedMemory.list``."""
+    stored_since = rules.optional_time(since, "since")
+    stored_until = rules.optional_time(until, "until")
+    common = mem._filters(kind, type, tags, session_id, None, None, None, None)
     statuses = tuple(resolve_enum(Status, s, "status") for s in as_tuple(status))
     categories = tuple(as_tuple(category))
     for name in categories:
@@ -127,6 +131,8 @@ def page(
         mem.store.clock(),
         categories=categories,
         before=parse_cursor(cursor),
+        stored_since=stored_since,
+        stored_until=stored_until,
         limit=size + 1,
     )
     more = len(found) > size
@@ -206,16 +212,18 @@ def entities(
     )
 
 
-def sessions(mem: ScopedMemory) -> list[SessionInfo]:
-    """The own scope's sessions, newest activity first."""
-    return sorted(mem.sessions(), key=lambda s: s.last_event_at, reverse=True)
+def sessions(mem: ScopedMemory, *, limit: int = PAGE_SIZE, offset: int = 0) -> list[SessionInfo]:
+    """The own scope's sessions, latest activity first."""
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise InvalidInput("offset", f"expected a whole number >= 0, got {offset!r}")
+    return mem.store.backend.inspection.sessions(mem.name, rules.limit(limit, maximum=500), offset)
 
 
 def session(mem: ScopedMemory, session_id: str, *, limit: int = 200) -> SessionView:
     """A session's turns (oldest first, at most ``limit``) and the memories consolidated
     from it (facts, summaries: any kind but episode, any status)."""
     sid = rules.name(session_id, "session_id", 200)
-    info = next((s for s in mem.sessions() if s.session_id == sid), None)
+    info = mem.store.backend.inspection.session(mem.name, sid)
     turns = page(mem, session_id=sid, kind=Kind.EPISODE, status=list(Status), limit=limit + 1)
     facts = page(
         mem,

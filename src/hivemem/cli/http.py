@@ -64,11 +64,12 @@ def serve_http(env: Env, host: str | None, port: int | None, learning_scope: str
 @click.option("--no-browser", is_flag=True, help="Print the link; do not open a browser.")
 @pass_env
 def ui(env: Env, port: int | None, no_browser: bool) -> None:
-    """Open the web inspector on this machine (needs `pip install 'hivemem[http]'`).
+    """Open the web inspector in a browser, signed in.
 
-    Serves the HTTP API and the inspector on 127.0.0.1, prints a one-time link that
-    signs this browser in as the local user (every scope, read and write), and opens
-    it. The link works once; API tokens sign in at /ui/login as well. Stop with Ctrl-C.
+    Needs `pip install 'hivemem[http]'`. Serves the HTTP API and the inspector on
+    127.0.0.1, prints a one-time link that signs this browser in as the local user
+    (every scope, read and write), and opens it. The link works once; API tokens sign
+    in at /ui/login as well. Stop with Ctrl-C.
     """
     import secrets
     import webbrowser

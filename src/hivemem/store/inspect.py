@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..clock import to_text
+from ..clock import from_text, to_text
 from ..types import Entity, ListFilter, Memory
+from .base import SessionInfo
 from .rows import placeholders
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -36,15 +38,24 @@ class SQLiteInspection:
         *,
         categories: Sequence[str] = (),
         before: tuple[str, str] | None = None,
+        stored_since: datetime | None = None,
+        stored_until: datetime | None = None,
         limit: int = 50,
     ) -> list[Memory]:
-        """Memories passing ``flt`` (and ``categories``), newest first, strictly older
-        than the keyset ``before`` = (created_at text, id) when given."""
+        """Memories passing ``flt`` (and ``categories``, and a ``created_at`` range: a
+        range of the index, unlike the event-time filters of ``flt``), newest first,
+        strictly older than the keyset ``before`` = (created_at text, id) when given."""
         clause, params = self._db._scope_clause(scopes)
         where, extra = self._db._filter_sql(flt, now)
         if categories:
             where.append(f"m.category IN ({placeholders(categories)})")
             extra += list(categories)
+        if stored_since is not None:
+            where.append("m.created_at >= ?")
+            extra.append(to_text(stored_since))
+        if stored_until is not None:
+            where.append("m.created_at < ?")
+            extra.append(to_text(stored_until))
         if before is not None:
             where.append("(m.created_at < ? OR (m.created_at = ? AND m.id < ?))")
             extra += [before[0], before[0], before[1]]
@@ -79,16 +90,61 @@ class SQLiteInspection:
         self, scopes: Sequence[str], prefix: str | None, limit: int, offset: int
     ) -> list[Entity]:
         """Entities of the scopes, most mentioned first; ``prefix`` filters on the
-        canonical name."""
+        canonical name. Aliases are gathered in one pass for the page (per entity they
+        would scan the scope's aliases once each)."""
         where = f"e.scope IN ({placeholders(scopes)})"
         params: list[Any] = list(scopes)
         if prefix:
             where += " AND e.canonical >= ? AND e.canonical < ?"
             params += [prefix, prefix + "\U0010ffff"]
-        return self._db.entities._entities(
+        found = self._db.entities._entities(
             f"{where} ORDER BY e.mention_count DESC, e.id LIMIT ? OFFSET ?",
             [*params, limit, offset],
+            aliases=False,
         )
+        return self._with_aliases(scopes, found)
+
+    def _with_aliases(self, scopes: Sequence[str], found: list[Entity]) -> list[Entity]:
+        if not found:
+            return found
+        ids = [e.id for e in found]
+        names: dict[int, list[str]] = {}
+        for entity_id, alias in self._db._read(
+            f"SELECT entity_id, alias FROM entity_aliases WHERE scope IN ({placeholders(scopes)})"
+            f" AND entity_id IN ({placeholders(ids)})",
+            [*scopes, *ids],
+        ):
+            names.setdefault(entity_id, []).append(alias)
+        return [
+            replace(e, aliases=tuple(sorted(a for a in names.get(e.id, ()) if a != e.canonical)))
+            for e in found
+        ]
+
+    def sessions(self, scope: str, limit: int, offset: int) -> list[SessionInfo]:
+        """The scope's sessions, latest activity first."""
+        rows = self._db._read(
+            "SELECT scope, session_id, started_at, last_event_at, episode_count, "
+            "consolidated_at FROM sessions WHERE scope = ? "
+            "ORDER BY last_event_at DESC, session_id LIMIT ? OFFSET ?",
+            [scope, limit, offset],
+        )
+        return [
+            SessionInfo(r[0], r[1], from_text(r[2]), from_text(r[3]), r[4], from_text(r[5]))  # type: ignore[arg-type]
+            for r in rows
+        ]
+
+    def session(self, scope: str, session_id: str) -> SessionInfo | None:
+        rows = self._db._read(
+            "SELECT scope, session_id, started_at, last_event_at, episode_count, "
+            "consolidated_at FROM sessions WHERE scope = ? AND session_id = ?",
+            [scope, session_id],
+        )
+        r = rows[0] if rows else None
+        return (
+            SessionInfo(r[0], r[1], from_text(r[2]), from_text(r[3]), r[4], from_text(r[5]))
+            if r
+            else None
+        )  # type: ignore[arg-type]
 
     def entities_of(self, scopes: Sequence[str], memory_id: str) -> list[Entity]:
         """The entities a memory mentions (of the scopes), most mentioned first."""

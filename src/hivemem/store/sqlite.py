@@ -270,8 +270,9 @@ class SQLiteBackend(RepairMixin):
 
     def successors(self, scopes: Sequence[str], memory_id: str) -> list[Memory]:
         clause, params = self._scope_clause(scopes)
+        # "+m.scope": the supersedes_id index, not a walk of the whole scope (70 ms at 100k)
         return self._memories(
-            f"{clause} AND m.supersedes_id = ?", [*params, memory_id], "ORDER BY m.created_at"
+            f"+{clause} AND m.supersedes_id = ?", [*params, memory_id], "ORDER BY m.created_at"
         )
 
     def scopes_of(self, memory_ids: Sequence[str]) -> dict[str, str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 from urllib.parse import parse_qs, quote, urlencode
 
@@ -30,6 +31,7 @@ from .auth import COOKIE, LOGIN_COOKIE, LocalPrincipal, Principal, Session, Sess
 PREFIX = "/ui"
 OVERVIEW_TTL_S = 30.0
 DOCTOR_TTL_S = 300.0
+DOCTOR_AUTO_MAX = 20_000  # memories in the scope up to which the doctor runs by itself
 SEARCH_LIMIT = 20
 ACTIONS = ("correct", "supersede", "confirm", "delete", "promote")
 DONE = {  # ?done=… → the notice shown after a redirect (never the parameter's text)
@@ -61,7 +63,7 @@ class Ui:
         self.sessions = Sessions(api.tokens, start_key)
         self.env = render.environment(self.scrub)
         self._overviews: dict[str, tuple[float, inspection.Overview]] = {}
-        self._doctor: tuple[float, Any] | None = None
+        self._doctor: tuple[float, Any, Any] | None = None  # (when, report, clock time)
 
     def scrub(self, text: str) -> str:
         return self.store.scrub(text)
@@ -160,28 +162,31 @@ class Ui:
             raise UiError(403, "missing or wrong CSRF token: reload the page and try again")
         return fields
 
-    def overview(self, mem: ScopedMemory) -> inspection.Overview:
+    def overview(self, mem: ScopedMemory, run_doctor: bool = False) -> inspection.Overview:
+        """The scope's overview: counts cached for ``OVERVIEW_TTL_S`` (dropped after a
+        write through the inspector); the doctor's findings of the last run. The doctor
+        reads the whole file (seconds at 100k memories), so it runs by itself only on
+        small stores, when its findings are older than ``DOCTOR_TTL_S``, and else when
+        asked (``run_doctor``)."""
         now = time.monotonic()
         cached = self._overviews.get(mem.name)
         if cached and now - cached[0] < OVERVIEW_TTL_S:
-            return cached[1]
-        found = inspection.overview(mem, doctor=False)
-        if self._doctor is None or now - self._doctor[0] > DOCTOR_TTL_S:
+            found = cached[1]
+        else:
+            found = inspection.overview(mem, doctor=False)
+            self._overviews[mem.name] = (now, found)
+        stale = self._doctor is None or now - self._doctor[0] > DOCTOR_TTL_S
+        if run_doctor or (stale and found.total <= DOCTOR_AUTO_MAX):
             from ...doctor import diagnose
 
-            self._doctor = (now, diagnose(self.store))
-        found = _with_doctor(found, self._doctor[1])
-        self._overviews[mem.name] = (now, found)
-        return found
+            self._doctor = (now, diagnose(self.store), self.store.clock())
+        return replace(found, doctor=self._doctor[1] if self._doctor else None)
+
+    def doctor_checked(self) -> Any:
+        return self._doctor[2] if self._doctor else None
 
     def changed(self, scope: str) -> None:
         self._overviews.pop(scope, None)
-
-
-def _with_doctor(found: inspection.Overview, report: Any) -> inspection.Overview:
-    from dataclasses import replace
-
-    return replace(found, doctor=report)
 
 
 def _filters(request: Request) -> dict[str, Any]:
@@ -304,12 +309,14 @@ def mount(app: Any, api: Any, start_key: str | None = None) -> Ui:
     async def overview(request: Request) -> Response:
         principal, session = await ui.who(request)
         mem = ui.bind(principal, request.path_params["scope"], "read")
-        found = await run_in_threadpool(ui.overview, mem)
+        run_doctor = request.query_params.get("doctor") == "run"
+        found = await run_in_threadpool(ui.overview, mem, run_doctor)
         return ui.render(
             request,
             "overview.html",
             **ui.context(request, principal, session, mem.name),
             o=found,
+            doctor_checked=ui.doctor_checked(),
             chart=render.growth_chart(found.growth),
             page_name="overview",
         )
@@ -428,13 +435,18 @@ def mount(app: Any, api: Any, start_key: str | None = None) -> Ui:
     async def sessions(request: Request) -> Response:
         principal, session = await ui.who(request)
         mem = ui.bind(principal, request.path_params["scope"], "read")
-        found = await run_in_threadpool(inspection.sessions, mem)
+        offset = _int(request.query_params.get("offset", "0"), "offset")
+        size = inspection.PAGE_SIZE
+        found = await run_in_threadpool(
+            lambda: inspection.sessions(mem, limit=size + 1, offset=offset)
+        )
         return ui.render(
             request,
             "sessions.html",
             **ui.context(request, principal, session, mem.name),
-            sessions=found[:500],
-            more=len(found) > 500,
+            sessions=found[:size],
+            next_url=f"?offset={offset + size}" if len(found) > size else None,
+            prev_url=f"?offset={max(offset - size, 0)}" if offset else None,
             page_name="sessions",
         )
 
