@@ -5,7 +5,8 @@ as ``hivemem bench``, hash vectors at the default model's dimension), then each 
 requested ``requests`` times through the whole ASGI app in process (token check,
 library read, template, scrubber; no network): the list page (first page, a page 20
 pages deep by its keyset cursor, filtered by session and by time), the search page
-(the bench's questions, hybrid), one memory, entities, sessions, and the overview
+(the bench's questions, hybrid; beside it the library's search alone, so the page's own
+cost shows), one memory, entities, sessions, and the overview
 (cold: counts and the doctor; then cached). Latency per page: p50/p95/max in ms.
 """
 
@@ -171,6 +172,16 @@ async def _measure(
             ("sessions", lambda i: f"{base}/sessions"),
         ]
         out = []
+        # the library call alone, for comparison with the search page
+        mem = store.scope(SCOPE)
+        mem.settings = mem.settings.replace(track_access=False)
+        mem.search(questions[0], 10)
+        timings = []
+        for i in range(requests):
+            t0 = time.perf_counter_ns()
+            mem.search(questions[i], 10)
+            timings.append(time.perf_counter_ns() - t0)
+        out.append(PageTiming("(library search alone, no page)", LatencyStats.of(timings), 0))
         for name, make in plans:
             count = 1 if "cold" in name else requests
             if "cold" in name:

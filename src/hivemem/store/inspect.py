@@ -57,7 +57,9 @@ class SQLiteInspection:
             where.append("m.created_at < ?")
             extra.append(to_text(stored_until))
         if before is not None:
-            where.append("(m.created_at < ? OR (m.created_at = ? AND m.id < ?))")
+            # the first term is an index range, so the page streams from the index; an
+            # OR of the two cases alone made SQLite read and sort every older row
+            where.append("m.created_at <= ? AND (m.created_at < ? OR m.id < ?)")
             extra += [before[0], before[0], before[1]]
         return self._db._memories(
             " AND ".join([clause, *where]),

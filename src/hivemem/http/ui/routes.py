@@ -32,7 +32,7 @@ PREFIX = "/ui"
 OVERVIEW_TTL_S = 30.0
 DOCTOR_TTL_S = 300.0
 DOCTOR_AUTO_MAX = 20_000  # memories in the scope up to which the doctor runs by itself
-SEARCH_LIMIT = 20
+SEARCH_LIMIT = 10  # hits a search page shows unless ?limit= asks for up to 50
 ACTIONS = ("correct", "supersede", "confirm", "delete", "promote")
 DONE = {  # ?done=… → the notice shown after a redirect (never the parameter's text)
     "correct": "Corrected: this is the new version; the old one is superseded.",
@@ -61,7 +61,9 @@ class Ui:
         self.api = api
         self.store = api.store
         self.sessions = Sessions(api.tokens, start_key)
-        self.env = render.environment(self.scrub)
+        # each printed value: the secrets known at the start of the page (refreshed by
+        # the whole-page scrub before, so one store check a page, not one a value)
+        self.env = render.environment(lambda text: self.store.scrubber.scrub(text, refresh=False))
         self._overviews: dict[str, tuple[float, inspection.Overview]] = {}
         self._doctor: tuple[float, Any, Any] | None = None  # (when, report, clock time)
 
@@ -105,6 +107,7 @@ class Ui:
     def render(self, request: Request, name: str, code: int = 200, **context: Any) -> Response:
         context.setdefault("principal", None)
         context.setdefault("session", None)
+        self.scrub("")  # refresh the secret values once, before the values are printed
         return render.page(self.env, self.scrub, name, code, request=request, **context)
 
     def context(
@@ -352,9 +355,10 @@ def mount(app: Any, api: Any, start_key: str | None = None) -> Ui:
         query = request.query_params.get("q", "")
         filters = _filters(request)
         category = filters.pop("category")
+        limit = min(_int(request.query_params.get("limit") or str(SEARCH_LIMIT), "limit"), 50)
         hits: list[Any] = []
         if query.strip():
-            hits = await run_in_threadpool(lambda: mem.search(query, SEARCH_LIMIT, **filters))
+            hits = await run_in_threadpool(lambda: mem.search(query, max(limit, 1), **filters))
             if category:
                 hits = [h for h in hits if h.memory.category == category]
         filters["category"] = category
@@ -364,6 +368,7 @@ def mount(app: Any, api: Any, start_key: str | None = None) -> Ui:
             **ui.context(request, principal, session, mem.name),
             q=query,
             hits=hits,
+            limit=limit,
             f=filters,
             tag=", ".join(filters["tags"] or []),
             choices=_choices(),
