@@ -343,8 +343,11 @@ def test_the_one_time_start_link_signs_in_once(app, store, seeded):
     assert again.status_code == 403
 
 
-def test_bad_bearer_tokens_are_refused(client, seeded):
+def test_bad_bearer_tokens_are_refused(client, seeded, tokens):
     assert client.get("/ui/", "hm_nope").status_code == 401
+    missing = client.get("/ui/no/such/page", tokens["writer"])
+    assert missing.status_code == 404 and missing.headers["content-type"].startswith("text/html")
+    assert client.get("/ui/static/ui.js").status_code == 200
     assert client.get("/ui/", headers={"Authorization": "Basic abc"}).status_code == 401
 
 

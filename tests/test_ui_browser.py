@@ -71,9 +71,7 @@ def _seed(store, clock: StepClock) -> dict:
     for day in range(36):
         clock.now += timedelta(days=1)
         for i in range(day % 5 + 1):
-            a.save(
-                f"Day {day} note {i}: progress on the roadmap item {day * 7 + i}.", type="context"
-            )
+            a.save(f"roadmap item {day * 7 + i}: progress noted on day {day}.", type="context")
         if day < len(facts):
             content, kind, key = facts[day]
             made[key or content[:12]] = a.save(content, type=kind, key=key, tags=["team"])
@@ -177,7 +175,7 @@ def test_sign_in_search_open_correct_see_the_chain_delete_gone(page, served):
     page.click("text=team-a")
     page.wait_for_url("**/ui/scopes/team-a")
     page.click("nav >> text=Search")
-    page.fill("#q", "billing database postgres")
+    page.fill("#q", "PostgreSQL for the billing service")
     page.press("#q", "Enter")
     first = page.locator(".hit", has_text="PostgreSQL over MySQL").first
     first.locator("summary").click()  # the explanation opens
@@ -284,6 +282,9 @@ def test_overview_memories_filters_and_paging(page, served):
     assert "consolidate" in page.inner_text("main") and "crossrefs" in main
     assert "All checks pass" in main or "check(s) failed" in main
     shot(page, "overview")
+    page.click("#run-doctor")
+    page.wait_for_url("**/ui/scopes/team-a?doctor=run")
+    assert "Checked" in page.inner_text("main")
     page.click("nav >> text=Memories")
     page.wait_for_url("**/memories")
     assert page.locator("table.list tbody tr").count() == 50
@@ -313,7 +314,7 @@ def test_overview_memories_filters_and_paging(page, served):
     page.select_option("select[name=kind]", "")
     page.fill("input[name=since]", "1d")
     page.click(".filters button")
-    assert "Day 0 note" not in page.inner_text("main")
+    assert "noted on day 0." not in page.inner_text("main")
     page.fill("input[name=since]", "")
     page.fill("input[name=until]", "2000-01-01")
     page.click(".filters button")

@@ -522,6 +522,11 @@ def mount(app: Any, api: Any, start_key: str | None = None) -> Ui:
         return RedirectResponse(f"{where}?{urlencode({'name': found.name, 'done': 'alias'})}", 303)
 
     app.mount(f"{PREFIX}/static", StaticFiles(directory=str(render.STATIC)), name="ui-static")
+
+    async def unknown(request: Request) -> Response:  # after the mount: never shadows it
+        raise UiError(404, f"no page {request.url.path}")
+
+    add(f"{PREFIX}/{{rest:path}}", ui.guarded(unknown), methods=["GET"], include_in_schema=False)
     return ui
 
 
