@@ -1,5 +1,5 @@
 """The web inspector in a real browser: headless Chromium from Debian's packages
-(``ci/install-browser.sh``; ``make test`` installs it) driven by Playwright, against a
+(``.ci/install-browser.sh``; ``make test`` installs it) driven by Playwright, against a
 real uvicorn server on a local port over a real SQLite file.
 
 With ``HIVEMEM_SCREENSHOTS=docs/img`` the tests also save the screenshots of the main
@@ -30,7 +30,7 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not 
 CHROMIUM = os.environ.get("HIVEMEM_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 if not Path(CHROMIUM).exists():
     pytest.skip(
-        f"no chromium at {CHROMIUM}: run ci/install-browser.sh (make browser)",
+        f"no chromium at {CHROMIUM}: run .ci/install-browser.sh (make browser)",
         allow_module_level=True,
     )
 
