@@ -424,6 +424,8 @@ def test_sign_in_redirects_only_inside_the_inspector():
 
 
 def test_hivemem_ui_serves_on_localhost_with_a_one_time_link(db_path):
+    """With the http_port taken (by serve-http, say), ``hivemem ui`` picks a free port."""
+    import os
     import socket
     import subprocess
     import sys
@@ -431,15 +433,17 @@ def test_hivemem_ui_serves_on_localhost_with_a_one_time_link(db_path):
 
     with hivemem.open(db_path, embedder="hash") as store:
         store.scope("team-a").save("seen through hivemem ui")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    busy = taken.getsockname()[1]
     command = ["-c", "from hivemem.cli import main; main()", "--db", str(db_path)]
     server = subprocess.Popen(
-        [sys.executable, *command, "ui", "--no-browser", "--port", str(port)],
+        [sys.executable, *command, "ui", "--no-browser"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        env={**os.environ, "HIVEMEM_HTTP_PORT": str(busy)},
     )
     try:
         link = None
@@ -449,7 +453,8 @@ def test_hivemem_ui_serves_on_localhost_with_a_one_time_link(db_path):
             line = server.stderr.readline()
             found = re.search(r"(http://127\.0\.0\.1:\d+/ui/start\?key=\S+)", line)
             link = found.group(1) if found else None
-        assert link.startswith(f"http://127.0.0.1:{port}/")
+        port = int(re.search(r":(\d+)/", link).group(1))
+        assert port != busy
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", follow_redirects=True) as browser:
             signed = browser.get(link)  # follows the redirect with the cookie
             assert signed.status_code == 200 and "team-a" in signed.text
@@ -459,6 +464,7 @@ def test_hivemem_ui_serves_on_localhost_with_a_one_time_link(db_path):
     finally:
         server.terminate()
         server.wait(timeout=30)
+        taken.close()
 
 
 def test_the_ui_bench_times_every_page(tmp_path):

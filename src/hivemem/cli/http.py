@@ -59,7 +59,10 @@ def serve_http(env: Env, host: str | None, port: int | None, learning_scope: str
 
 @click.command("ui")
 @click.option(
-    "--port", type=int, default=None, help="Port to listen on (default: setting http_port)."
+    "--port",
+    type=int,
+    default=None,
+    help="Port to listen on (default: setting http_port, or a free one when it is taken).",
 )
 @click.option("--no-browser", is_flag=True, help="Print the link; do not open a browser.")
 @pass_env
@@ -78,6 +81,8 @@ def ui(env: Env, port: int | None, no_browser: bool) -> None:
 
     settings = env.settings
     chosen = settings.http_port if port is None else port
+    if port is None and not _free("127.0.0.1", chosen):
+        chosen = _free_port("127.0.0.1")  # e.g. serve-http already runs on http_port
     key = secrets.token_urlsafe(32)
     link = f"http://127.0.0.1:{chosen}/ui/start?key={key}"
 
@@ -95,6 +100,25 @@ def ui(env: Env, port: int | None, no_browser: bool) -> None:
         ui_start_key=key,
         on_ready=ready,
     )
+
+
+def _free(host: str, port: int) -> bool:
+    import socket
+
+    with socket.socket() as probe:
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def _free_port(host: str) -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
 
 
 @click.group()
