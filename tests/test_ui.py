@@ -533,3 +533,12 @@ def test_a_deep_page_streams_from_the_index(store, clock):
     plan = " ".join(str(r) for r in store.backend._read(f"EXPLAIN QUERY PLAN {sql}"))
     assert "memories_scope_created" in plan and "MULTI-INDEX OR" not in plan, plan
     assert "USE TEMP B-TREE FOR ORDER BY" not in plan, plan
+
+
+def test_pages_record_the_tokens_use_like_the_api(app, client, tokens, store):
+    listed = {t.name: t for t in SQLiteTokens(store.backend).list()}
+    assert listed["reader"].last_used_at is None
+    assert client.get("/ui/scopes/team-a", tokens["reader"]).status_code == 200
+    app.state.api.writer.submit(lambda: None).result()  # the touch is queued on the writer
+    listed = {t.name: t for t in SQLiteTokens(store.backend).list()}
+    assert listed["reader"].last_used_at is not None

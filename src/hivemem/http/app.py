@@ -97,11 +97,15 @@ class Api:
         token = await run_in_threadpool(self.tokens.verify, secret.strip())
         if token is None:
             raise ApiError(401, "unknown or revoked token")
-        now = time.monotonic()
-        if now - self._touched.get(token.id, -math.inf) >= TOUCH_EVERY_S:
-            self._touched[token.id] = now  # fire and forget, on the writer's queue
-            self.writer.submit(self._touch, token.id)
+        self.note_use(token.id)
         return token
+
+    def note_use(self, token_id: str) -> None:
+        """Record that a token was used (its ``last_used_at``), at most once a minute."""
+        now = time.monotonic()
+        if now - self._touched.get(token_id, -math.inf) >= TOUCH_EVERY_S:
+            self._touched[token_id] = now  # fire and forget, on the writer's queue
+            self.writer.submit(self._touch, token_id)
 
     def _touch(self, token_id: str) -> None:
         try:

@@ -45,6 +45,7 @@ class TokenPrincipal:
 
     name: str
     scopes: Mapping[str, str]
+    id: str = ""
 
     def can(self, scope: str, level: str) -> bool:
         granted = self.scopes.get(scope)
@@ -82,7 +83,7 @@ class Sessions:
 
     def verify_token(self, secret: str) -> TokenPrincipal | None:
         info = self.tokens.verify(secret.strip())
-        return TokenPrincipal(info.name, dict(info.scopes)) if info else None
+        return TokenPrincipal(info.name, dict(info.scopes), info.id) if info else None
 
     def principal(self, session_id: str | None) -> tuple[Principal, Session] | None:
         """The principal of a live session, or None (unknown, idle too long, revoked)."""

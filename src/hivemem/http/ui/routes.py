@@ -26,7 +26,16 @@ from ...errors import HiveMemError, InvalidInput
 from ...types import CATEGORIES, Kind, MemoryType, Status
 from ..errors import from_library
 from . import render
-from .auth import COOKIE, LOGIN_COOKIE, LocalPrincipal, Principal, Session, Sessions, same
+from .auth import (
+    COOKIE,
+    LOGIN_COOKIE,
+    LocalPrincipal,
+    Principal,
+    Session,
+    Sessions,
+    TokenPrincipal,
+    same,
+)
 
 PREFIX = "/ui"
 OVERVIEW_TTL_S = 30.0
@@ -81,10 +90,13 @@ class Ui:
                 found = await run_in_threadpool(self.sessions.verify_token, secret)
             if found is None:
                 raise UiError(401, "unknown or revoked token")
+            self.api.note_use(found.id)
             return found, None
         known = await run_in_threadpool(self.sessions.principal, request.cookies.get(COOKIE))
         if known is None:
             raise SignIn
+        if isinstance(known[0], TokenPrincipal):
+            self.api.note_use(known[0].id)
         return known
 
     def bind(
