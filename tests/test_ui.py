@@ -437,13 +437,17 @@ def test_hivemem_ui_serves_on_localhost_with_a_one_time_link(db_path):
     taken.bind(("127.0.0.1", 0))
     taken.listen()
     busy = taken.getsockname()[1]
+    opened = db_path.parent / "opened.txt"  # the "browser": $BROWSER, as webbrowser reads it
+    browser = (
+        f"{sys.executable} -c \"import sys; open({str(opened)!r}, 'w').write(sys.argv[1])\" %s"
+    )
     command = ["-c", "from hivemem.cli import main; main()", "--db", str(db_path)]
     server = subprocess.Popen(
-        [sys.executable, *command, "ui", "--no-browser"],
+        [sys.executable, *command, "ui"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "HIVEMEM_HTTP_PORT": str(busy)},
+        env={**os.environ, "HIVEMEM_HTTP_PORT": str(busy), "BROWSER": browser},
     )
     try:
         link = None
@@ -455,6 +459,10 @@ def test_hivemem_ui_serves_on_localhost_with_a_one_time_link(db_path):
             link = found.group(1) if found else None
         port = int(re.search(r":(\d+)/", link).group(1))
         assert port != busy
+        while not opened.exists() or not opened.read_text():
+            assert time.monotonic() < deadline, "the browser was not opened"
+            time.sleep(0.05)
+        assert opened.read_text() == link
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", follow_redirects=True) as browser:
             signed = browser.get(link)  # follows the redirect with the cookie
             assert signed.status_code == 200 and "team-a" in signed.text
