@@ -372,6 +372,15 @@ def test_the_list_pages_by_keyset_and_filters(client, tokens, store, clock):
         found = re.search(r'href="(\?[^"]+)" rel="next"', page.text)
         url = "/ui/scopes/team-a/memories" + found.group(1).replace("&amp;", "&") if found else None
     assert [int(n) for n in seen] == [i for i in reversed(range(120)) if i % 2]
+    # and back, newer page by newer page, from the last page
+    back = []
+    while url_back := (re.search(r'href="(\?[^"]+)" rel="prev"', page.text)):
+        back = re.findall(r"note number (\d+) about", page.text) + back
+        page = client.get(
+            "/ui/scopes/team-a/memories" + url_back.group(1).replace("&amp;", "&"), token
+        )
+    back = re.findall(r"note number (\d+) about", page.text) + back
+    assert back == seen and 'rel="prev"' not in page.text and "« Newest" not in page.text
     decisions = client.get("/ui/scopes/team-a/memories?type=decision", token).text
     assert "note number 3 about" in decisions and "note number 1 about" not in decisions
     since = (made[100].created_at - timedelta(seconds=1)).isoformat()

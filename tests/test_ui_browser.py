@@ -290,10 +290,15 @@ def test_overview_memories_filters_and_paging(page, served):
     assert page.locator("table.list tbody tr").count() == 50
     shot(page, "memories")
     first_page = page.inner_text("table.list")
-    page.click("text=Older »")
+    page.click("text=Older ›")
     assert page.locator("table.list tbody tr").count() > 0
-    assert page.inner_text("table.list") != first_page
+    second_page = page.inner_text("table.list")
+    assert second_page != first_page
+    page.click("text=Older ›")
+    page.click("text=‹ Newer")
+    assert page.inner_text("table.list") == second_page
     page.click("text=« Newest")
+    assert page.inner_text("table.list") == first_page
     page.select_option("select[name=type]", "decision")
     page.click(".filters button")
     rows = page.locator("table.list tbody tr")

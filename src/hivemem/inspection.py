@@ -34,10 +34,12 @@ CURSOR_SEPARATOR = "~"
 
 @dataclass(frozen=True, slots=True)
 class Page:
-    """One page of memories, newest first; ``next_cursor`` reads the next (None: last)."""
+    """One page of memories, newest first; ``next_cursor`` reads the next, older page
+    (None: this is the last), ``prev_cursor`` the newer one (None: this is the first)."""
 
     memories: list[Memory]
     next_cursor: str | None
+    prev_cursor: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,12 +111,16 @@ def page(
     since: Any = None,
     until: Any = None,
     cursor: str | None = None,
+    newer: str | None = None,
     limit: int = PAGE_SIZE,
 ) -> Page:
     """A keyset page of the scope's memories (own and shared), newest first. ``status``
     defaults to active; ``since``/``until`` bound when a memory was stored
     (``created_at``, the order of the pages; an index range); the other filters mean
-    what they mean in ``ScopedMemory.list``."""
+    what they mean in ``ScopedMemory.list``. ``cursor`` (a ``next_cursor``) reads the
+    page older than it, ``newer`` (a ``prev_cursor``) the page newer than it."""
+    if cursor and newer:
+        raise InvalidInput("newer", "give cursor or newer, not both")
     stored_since = rules.optional_time(since, "since")
     stored_until = rules.optional_time(until, "until")
     common = mem._filters(kind, type, tags, session_id, None, None, None, None)
@@ -131,15 +137,25 @@ def page(
         mem.store.clock(),
         categories=categories,
         before=parse_cursor(cursor),
+        after=parse_cursor(newer),
         stored_since=stored_since,
         stored_until=stored_until,
         limit=size + 1,
     )
     more = len(found) > size
-    found = found[:size]
-    last = found[-1] if found and more else None
-    after = f"{to_text(last.created_at)}{CURSOR_SEPARATOR}{last.id}" if last else None
-    return Page(_scrubbed(mem, found), after)
+    if newer:  # the extra row, if any, is the newest: there is a page before this one
+        found = found[-size:] if more else found
+        older, newer_exists = bool(found), more
+    else:
+        found = found[:size]
+        older, newer_exists = more, bool(cursor) and bool(found)
+    last = found[-1] if found and older else None
+    first = found[0] if found and newer_exists else None
+    return Page(_scrubbed(mem, found), _key(last), _key(first))
+
+
+def _key(memory: Memory | None) -> str | None:
+    return f"{to_text(memory.created_at)}{CURSOR_SEPARATOR}{memory.id}" if memory else None
 
 
 def overview(mem: ScopedMemory, *, doctor: bool = True, runs: int = 10) -> Overview:

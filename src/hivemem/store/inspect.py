@@ -38,13 +38,16 @@ class SQLiteInspection:
         *,
         categories: Sequence[str] = (),
         before: tuple[str, str] | None = None,
+        after: tuple[str, str] | None = None,
         stored_since: datetime | None = None,
         stored_until: datetime | None = None,
         limit: int = 50,
     ) -> list[Memory]:
         """Memories passing ``flt`` (and ``categories``, and a ``created_at`` range: a
         range of the index, unlike the event-time filters of ``flt``), newest first,
-        strictly older than the keyset ``before`` = (created_at text, id) when given."""
+        strictly older than the keyset ``before`` = (created_at text, id) when given;
+        or, with ``after``, the ``limit`` oldest of those strictly newer, still listed
+        newest first (the page before)."""
         clause, params = self._db._scope_clause(scopes)
         where, extra = self._db._filter_sql(flt, now)
         if categories:
@@ -61,11 +64,17 @@ class SQLiteInspection:
             # OR of the two cases alone made SQLite read and sort every older row
             where.append("m.created_at <= ? AND (m.created_at < ? OR m.id < ?)")
             extra += [before[0], before[0], before[1]]
-        return self._db._memories(
+        order = "DESC"
+        if after is not None:
+            where.append("m.created_at >= ? AND (m.created_at > ? OR m.id > ?)")
+            extra += [after[0], after[0], after[1]]
+            order = "ASC"
+        found = self._db._memories(
             " AND ".join([clause, *where]),
             [*params, *extra, limit],
-            "ORDER BY m.created_at DESC, m.id DESC LIMIT ?",
+            f"ORDER BY m.created_at {order}, m.id {order} LIMIT ?",
         )
+        return found if order == "DESC" else found[::-1]
 
     def counts(self, scopes: Sequence[str]) -> list[tuple[str, str, str, str, int]]:
         """(status, kind, type, category, count) over the scopes' memories."""

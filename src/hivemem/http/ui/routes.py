@@ -342,8 +342,15 @@ def mount(app: Any, api: Any, start_key: str | None = None) -> Ui:
         mem = ui.bind(principal, request.path_params["scope"], "read")
         filters = _filters(request)
         cursor = request.query_params.get("cursor") or None
-        found = await run_in_threadpool(lambda: inspection.page(mem, cursor=cursor, **filters))
-        keep = [(k, v) for k, v in request.query_params.multi_items() if k != "cursor" and v]
+        newer = request.query_params.get("newer") or None
+        found = await run_in_threadpool(
+            lambda: inspection.page(mem, cursor=cursor, newer=newer, **filters)
+        )
+        keep = [
+            (k, v)
+            for k, v in request.query_params.multi_items()
+            if k not in {"cursor", "newer"} and v
+        ]
         next_url = (
             f"?{urlencode([*keep, ('cursor', found.next_cursor)])}" if found.next_cursor else None
         )
@@ -355,7 +362,10 @@ def mount(app: Any, api: Any, start_key: str | None = None) -> Ui:
             f=filters,
             tag=", ".join(filters["tags"] or []),
             next_url=next_url,
-            first_url=f"?{urlencode(keep)}" if cursor else None,
+            prev_url=f"?{urlencode([*keep, ('newer', found.prev_cursor)])}"
+            if found.prev_cursor
+            else None,
+            first_url=f"?{urlencode(keep)}" if found.prev_cursor else None,
             choices=_choices(),
             page_name="memories",
         )
