@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install browser demo test lint bench eval clean
+.PHONY: install browser demo test reliability lint bench eval clean
 
 $(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,11 @@ test: install browser
 	$(BIN)/ruff check src tests examples
 	$(BIN)/ruff format --check src tests examples
 	$(BIN)/python -m pytest -q
+
+# The reliability suite in its long form (docs/reliability.md): every test marked
+# `reliability` (all of tests/reliability/), with many more fuzz examples than `make test`.
+reliability: install
+	HIVEMEM_RELIABILITY_LONG=1 $(BIN)/python -m pytest -q -m reliability
 
 bench: install
 	$(BIN)/hivemem bench

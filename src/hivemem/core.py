@@ -23,7 +23,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from . import retrieval, rules
+from . import arguments, promotion, retrieval, rules
 from . import text as textmod
 from .entities import Mention, extract
 from .entities import canonical as canonical_name
@@ -139,8 +139,8 @@ class ScopedMemory:
             updated_by=updated_by,
         )
         reason = rules.name(supersede_reason, "supersede_reason", 1000, optional=True)
-        if not isinstance(minor, bool):
-            raise InvalidInput("minor", "expected true or false")
+        arguments.flag(minor, "minor")
+        arguments.flag(wait, "wait")
         pieces = self._derive(record.content)
         explicit = type is not None
         record, sure = _categorized(record, given=category is not None)
@@ -297,6 +297,8 @@ class ScopedMemory:
         ``source``). ``wait=True`` returns only once their vectors are stored.
         """
         s = self.settings
+        items = arguments.batch(items)
+        arguments.flag(wait, "wait")
         records: list[tuple[Memory, tuple[list[str], list[Mention]]]] = []
         categories: list[tuple[str, float]] = []
         allowed = {
@@ -383,6 +385,9 @@ class ScopedMemory:
         otherwise a hard one with ``reason`` (default "corrected"). Only the current
         (active) version of a memory of the own scope can be corrected.
         """
+        memory_id = arguments.ref(memory_id, "id", what="a memory id")
+        reason = rules.name(reason, "reason", 1000, optional=True)
+        arguments.flag(minor, "minor")
         with self._backend.atomic():
             current = self._own_active(memory_id)
             record = self._build(
@@ -412,6 +417,7 @@ class ScopedMemory:
     def confirm(self, memory_id: str, *, updated_by: str | None = None) -> Memory:
         """Mark a memory as confirmed: confidence 1.0 and protected from decay."""
         by = rules.name(updated_by, "updated_by", 200, optional=True)
+        memory_id = arguments.ref(memory_id, "id", what="a memory id")
         with self._backend.atomic():
             current = self._own_active(memory_id)
             now = self._now()
@@ -430,6 +436,7 @@ class ScopedMemory:
         """Soft-delete a memory (by id, or the active one under a key) of the own scope.
         It disappears from search and lists; ``get`` and ``history`` still show it."""
         by = rules.name(updated_by, "updated_by", 200, optional=True)
+        id_or_key = arguments.ref(id_or_key, "id")
         with self._backend.atomic():
             current = self._backend.get([self.name], id_or_key) or self._backend.by_key(
                 [self.name], id_or_key
@@ -451,6 +458,7 @@ class ScopedMemory:
 
     def delete_all(self, *, updated_by: str | None = None) -> int:
         """Soft-delete every active memory of the own scope; returns how many."""
+        updated_by = rules.name(updated_by, "updated_by", 200, optional=True)
         count = 0
         while True:
             batch = self._backend.list(
@@ -474,16 +482,19 @@ class ScopedMemory:
         supersede_reason: str | None = None,
         updated_by: str | None = None,
     ) -> Memory:
-        """Copy a visible memory into the shared scope ``to`` (one of this handle's shared
-        scopes), with provenance: ``source="promotion"``, ``source_ids=[original]`` and
-        ``attributes.promoted_from``. The shared scope's key rules apply."""
-        if to not in self.shared:
+        """Copy a current, live memory into the shared scope ``to`` (one of this handle's
+        shared scopes), with provenance: ``source="promotion"``, ``source_ids=[original]``
+        and ``attributes.promoted_from``. The shared scope's key rules apply. A superseded
+        version is refused with ``Conflict`` naming the current one; a deleted or expired
+        memory is refused (``hivemem.promotion``)."""
+        memory_id = arguments.ref(memory_id, "id", what="a memory id")
+        if not isinstance(to, str) or to not in self.shared:
             raise InvalidInput(
                 "to", f"{to!r} is not a shared scope of this handle (shared: {list(self.shared)})"
             )
-        original = self._backend.get(self.visible, memory_id)
-        if original is None:
-            raise NotFound(f"no memory {memory_id!r} visible from scope {self.name!r}")
+        original = promotion.promotable(
+            self._backend, self.visible, memory_id, self._now(), self._store.scrubbed
+        )
         target = ScopedMemory(self._store, to)
         return target.save(
             original.content,
@@ -558,8 +569,7 @@ class ScopedMemory:
             include_expired=bool(include_expired),
             key=rules.name(key, "key", self.settings.max_key_chars, optional=True),
         )
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise InvalidInput("offset", f"expected a whole number >= 0, got {offset!r}")
+        offset = arguments.offset(offset)
         found = self._backend.list(self.visible, flt, rules.limit(limit), offset, self._now())
         return self._store.scrubbed(found)
 
@@ -633,7 +643,8 @@ class ScopedMemory:
         """Find memories: hits best first, each with a score in [0, 1] and an explanation.
 
         ``query`` is natural language (any text is safe); ``fts_syntax=True`` opts in to
-        FTS5 query syntax. Deleted memories never appear; superseded ones do, flagged by
+        FTS5 query syntax, at most ``max_query_terms`` words, stopped past
+        ``fts_time_limit_ms``. Deleted memories never appear; superseded ones do, flagged by
         status and ranked lower; expired ones only with ``include_expired``.
         """
         if isinstance(query, Query):
@@ -655,13 +666,8 @@ class ScopedMemory:
                 include_expired=bool(include_expired),
                 fts_syntax=bool(fts_syntax),
             )
-        if q.fts_syntax:  # the text goes to SQLite as it is: it must be encodable
-            try:
-                q.text.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                raise InvalidInput(
-                    "query", f"not valid UTF-8 (unpaired surrogate at character {exc.start})"
-                ) from None
+        s = self.settings  # bounded cost: a query within these limits (hivemem.arguments)
+        arguments.query(q.text, q.fts_syntax, s.max_query_terms, s.max_content_bytes)
         store = self._store
         hits = retrieval.search(
             self._backend,
@@ -739,13 +745,11 @@ class ScopedMemory:
     def related(self, memory_id: str, *, limit: int = 10) -> list[Related]:
         """Memories related to ``memory_id`` by the ``crossrefs`` job (links either way),
         best first; empty until the job has seen it. Raises ``NotFound``."""
-        if not isinstance(memory_id, str) or not memory_id:
-            raise InvalidInput("id", "expected a memory id")
+        memory_id = arguments.ref(memory_id, "id", what="a memory id")
+        limit = rules.limit(limit, maximum=100)
         if self._backend.get(self.visible, memory_id) is None:
             raise NotFound(f"no memory {memory_id!r} visible from scope {self.name!r}")
-        pairs = self._backend.maintenance.related(
-            self.visible, memory_id, rules.limit(limit, maximum=100)
-        )
+        pairs = self._backend.maintenance.related(self.visible, memory_id, limit)
         return [Related(self._store.scrubbed(memory), score) for memory, score in pairs]
 
     def context(

@@ -13,6 +13,7 @@ from typing import Any
 
 import platformdirs
 
+from . import rules
 from .clock import Clock, system_clock
 from .core import ScopedMemory
 from .embed import Embedder, get_embedder
@@ -25,7 +26,7 @@ from .settings import Settings
 from .store.base import Backend
 from .store.sqlite import SQLiteBackend
 from .store.vault import SQLiteVault
-from .types import Hit, Memory
+from .types import Hit, Memory, as_tuple
 from .vault import Vault
 
 
@@ -200,6 +201,11 @@ class Store:
 
     def iter_memories(self, scopes: Sequence[str] | None = None) -> Iterator[Memory]:
         """Every row of the given scopes (all scopes when ``None``), any status."""
+        if scopes is not None:
+            limit = self.settings.max_scope_chars
+            scopes = [str(rules.name(s, "scopes", limit)) for s in as_tuple(scopes)]
+            if not scopes:
+                return iter(())
         return self.backend.iter_all(scopes)
 
     def close(self) -> None:

@@ -15,12 +15,21 @@ doctor`` show; ``reindex()`` switches a store to this embedder.
 
 Embedder failures (an endpoint down) never lose work: the chunks stay queued, the thread
 logs the error and retries with a growing pause.
+
+Exit is clean whatever the worker is doing. A script that ends without ``close()`` used to
+die with SIGABRT ("terminate called without an active exception"): the interpreter shut
+down while the daemon thread was inside onnxruntime. Every running worker is now stopped
+and joined by an ``atexit`` hook; the worker embeds in slices of ``STOP_SLICE`` texts and
+checks for a stop between them, so the wait is one slice, and what it did not store stays
+queued on disk for the next open.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import threading
+import weakref
 from collections.abc import Callable
 
 import numpy as np
@@ -33,6 +42,18 @@ from .store.vectors import to_blob
 log = logging.getLogger("hivemem.indexer")
 
 Progress = Callable[[int, int], None]
+
+STOP_SLICE = 32  # texts per model call of the background worker: the longest wait at exit
+EXIT_JOIN_S = 30.0  # how long exit waits for a worker stuck in one slice (a slow endpoint)
+
+_running: weakref.WeakSet[Indexer] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_workers_at_exit() -> None:
+    """Stop every worker thread before the interpreter (and onnxruntime) shuts down."""
+    for indexer in list(_running):
+        indexer.close(timeout=EXIT_JOIN_S)
 
 
 class Indexer:
@@ -87,6 +108,7 @@ class Indexer:
             return
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="hivemem-embed", daemon=True)
+            _running.add(self)
             self._thread.start()
         self._wake.set()
 
@@ -97,7 +119,7 @@ class Indexer:
             self._wake.clear()
             while not self._stop.is_set():
                 try:
-                    if self._batch() == 0:
+                    if self._batch(stop=self._stop) == 0:
                         pause = 1.0
                         break
                 except Exception as exc:  # never let the thread die; the work stays queued
@@ -106,13 +128,17 @@ class Indexer:
                     self._stop.wait(pause)
                     pause = min(pause * 2, 60.0)
 
-    def close(self) -> None:
-        """Stop the thread after its current batch; queued work stays for the next open."""
+    def close(self, timeout: float | None = None) -> None:
+        """Stop the thread after the slice it is embedding (what it has not stored stays
+        queued for the next open); wait for it at most ``timeout`` seconds."""
         self._stop.set()
         self._wake.set()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+            if not thread.is_alive():
+                self._thread = None
+                _running.discard(self)
 
     # ------------------------------------------------------------------ the work
 
@@ -131,8 +157,11 @@ class Indexer:
             if progress is not None:
                 progress(min(done, total), max(total, done))
 
-    def _batch(self) -> int:
-        """Embed and store one batch of queued chunks; 0 when the queue is empty."""
+    def _batch(self, stop: threading.Event | None = None) -> int:
+        """Embed and store one batch of queued chunks; returns how many were stored (0 when
+        the queue is empty). With ``stop``, texts go to the model in slices and a stop set
+        between two slices ends the batch early: the slices done are stored, the rest
+        stays queued."""
         assert self.embedder is not None
         with self._embed_lock:
             chunks = self._index.pending(self.batch_size)
@@ -141,11 +170,19 @@ class Indexer:
             model = self.embedder.identity
             known = self._index.cached(model, [c.text_hash for c in chunks])
             todo = {c.text_hash: c.text for c in chunks if c.text_hash not in known}
-            if todo:
-                vectors = self.embedder.embed_batch(list(todo.values()))
-                for text_hash, vector in zip(todo, vectors, strict=True):
+            step = STOP_SLICE if stop is not None else max(1, len(todo))
+            hashes = list(todo)
+            for start in range(0, len(hashes), step):
+                if stop is not None and stop.is_set():
+                    break  # exit or close: store the slices done, the rest stays queued
+                part = hashes[start : start + step]
+                vectors = self.embedder.embed_batch([todo[h] for h in part])
+                for text_hash, vector in zip(part, vectors, strict=True):
                     known[text_hash] = to_blob(vector)
-            stored = self._index.upsert(model, [(c, known[c.text_hash]) for c in chunks])
+            ready = [(c, known[c.text_hash]) for c in chunks if c.text_hash in known]
+            if not ready:
+                return 0
+            stored = self._index.upsert(model, ready)
             if stored == 0:
                 # Trigger: nothing stored although chunks were queued. Why: another
                 # process took them, or re-indexed with another model. Outcome: re-check

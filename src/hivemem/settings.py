@@ -76,7 +76,15 @@ class Settings:
         "too few were found.",
     )
     max_query_terms: int = _setting(
-        32, "Most distinct terms kept from a query (the rarest are kept)."
+        32,
+        "Most distinct terms kept from a query (the rarest are kept). An FTS5-syntax "
+        "query (fts_syntax=True) may hold at most this many words, else InvalidInput.",
+    )
+    fts_time_limit_ms: int = _setting(
+        2_000,
+        "Longest an FTS5-syntax search (fts_syntax=True) may run in SQLite; past it the "
+        "search stops with InvalidInput (prefix* terms over a large store cost the most). "
+        "Natural-language searches are bounded by max_query_terms and keyword_match_budget.",
     )
     track_access: bool = _setting(
         True, "Searches and gets bump access_count/last_accessed of what they return."

@@ -104,16 +104,25 @@ def _export_to_file(
     progress: Callable[[int], None],
     include_secrets: bool = False,
 ) -> int:
+    if not path.name or path.name in (".", ".."):
+        raise click.BadParameter(f"{path} is a folder; give a file name", param_hint="FILE")
     partial = path.with_name(path.name + ".partial")
     try:
         with partial.open("w", encoding="utf-8", newline="\n") as fp:
             count = export_jsonl(store, fp, scopes, progress, include_secrets=include_secrets)
         os.replace(partial, path)
-    except OSError as exc:
-        raise click.FileError(str(path), hint=exc.strerror or str(exc)) from None
+    except (OSError, ValueError) as exc:  # ValueError: a name no file system can hold
+        raise click.FileError(str(path), hint=_why(exc)) from None
     finally:
-        partial.unlink(missing_ok=True)
+        with contextlib.suppress(OSError, ValueError):
+            partial.unlink(missing_ok=True)
     return count
+
+
+def _why(exc: Exception) -> str:
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    return "not a file name this system can hold (a NUL or an unpaired surrogate)"
 
 
 @click.command("import")
@@ -158,8 +167,8 @@ def _import(store: Store, fp: IO[str], scope: str | None, total: int) -> ImportR
 def _open(file: str) -> Iterator[IO[str]]:
     try:
         fp = open(file, encoding="utf-8-sig")  # noqa: SIM115 - closed below
-    except OSError as exc:
-        raise click.FileError(file, hint=exc.strerror or str(exc)) from None
+    except (OSError, ValueError) as exc:
+        raise click.FileError(file, hint=_why(exc)) from None
     with fp:
         yield fp
 
@@ -169,8 +178,8 @@ def _count_lines(file: str) -> int:
     try:
         with open(file, "rb") as fp:
             return max(sum(1 for line in fp if line.strip()) - 1, 0)
-    except OSError as exc:
-        raise click.FileError(file, hint=exc.strerror or str(exc)) from None
+    except (OSError, ValueError) as exc:
+        raise click.FileError(file, hint=_why(exc)) from None
 
 
 def _fail_unless_ok(report: ImportReport) -> None:

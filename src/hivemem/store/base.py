@@ -177,10 +177,12 @@ class Backend(Protocol):
         now: datetime,
         *,
         newest_first: bool = False,
+        time_limit_s: float | None = None,
     ) -> list[ChunkMatch]:
         """The ``limit`` best chunks by BM25 that pass scope and filters. With
         ``newest_first`` (terms so common that ranking every match would cost too much)
-        they are the best among the newest matches instead."""
+        they are the best among the newest matches instead. Past ``time_limit_s`` the
+        search stops with ``InvalidInput`` naming the query (a caller's FTS5 syntax)."""
         ...
 
     def term_stats(self, terms: Sequence[str]) -> TermStats: ...

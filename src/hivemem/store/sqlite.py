@@ -25,12 +25,13 @@ from typing import Any
 from .. import text as textmod
 from ..clock import from_text, to_text
 from ..entities import Mention
-from ..errors import Conflict, StoreError
+from ..errors import Conflict, InvalidInput, StoreError
 from ..types import ListFilter, Memory, Query, Status
 from . import migrations, scratch
 from .base import ChunkMatch, SessionInfo, TermStats
 from .entities import SQLiteEntityIndex, link_mentions
 from .inspect import SQLiteInspection
+from .limits import ClosedConnection, time_limit
 from .maintenance import SQLiteMaintenance
 from .repair import RepairMixin
 from .rows import (
@@ -208,13 +209,17 @@ class SQLiteBackend(RepairMixin):
             raise RuntimeError("write outside atomic()")  # a bug in HiveMem, not user error
         return self._conn.execute(sql, params)
 
+    @property
+    def closed(self) -> bool:
+        return isinstance(self._conn, ClosedConnection)
+
     def close(self) -> None:
         with self._lock:
-            if self._conn is not None:
+            if not self.closed:
                 with suppress(OperationalError):
                     self._conn.execute("PRAGMA optimize")
                 self._conn.close()
-                self._conn = None  # type: ignore[assignment]
+                self._conn = ClosedConnection(self.location)
 
     # ------------------------------------------------------------------ reads
 
@@ -379,9 +384,12 @@ class SQLiteBackend(RepairMixin):
         now: datetime,
         *,
         newest_first: bool = False,
+        time_limit_s: float | None = None,
     ) -> list[ChunkMatch]:
         """The ``limit`` best chunks by BM25 among those that pass scope and filters, best
-        first (ties: lower chunk id first).
+        first (ties: lower chunk id first). With ``time_limit_s`` (a caller's FTS5 syntax,
+        whose cost has no other bound) the statements stop once it has passed, and the
+        search raises ``InvalidInput`` naming the query.
 
         Two plans, one result. BM25 has to be computed for every chunk the query matches,
         and joining each of them to ``chunks`` and ``memories`` to filter costs more than
@@ -405,31 +413,51 @@ class SQLiteBackend(RepairMixin):
         where, extra = self._filter_sql(query, now)
         filters = " AND ".join([clause, *where])
         filter_params = [*params, *extra]
+        stopped = [False]
         try:
-            found = None
-            if not (query.sessions or query.tags):
-                found = self._rank_then_filter(match, filters, filter_params, limit, newest_first)
-            if found is None:
-                # Newest first: FTS5 walks the doclists by rowid and scores only the rows
-                # it returns; ordered by score, it must score every match first.
-                order = "c.id DESC" if newest_first else "score DESC, c.id"
-                rows = self._read(
-                    "SELECT c.id, c.memory_id, c.seq, c.text, -bm25(chunks_fts) AS score "
-                    "FROM chunks_fts CROSS JOIN chunks c ON c.id = chunks_fts.rowid "
-                    "CROSS JOIN memories m ON m.id = c.memory_id "
-                    f"WHERE chunks_fts MATCH ? AND {filters} "
-                    f"ORDER BY {order} LIMIT ?",
-                    [match, *filter_params, limit * (_NEWEST_PAGE if newest_first else 1)],
-                    raw=True,
+            with self._lock, time_limit(self._conn, time_limit_s, stopped):
+                return self._keyword_plans(
+                    query, match, filters, filter_params, limit, newest_first
                 )
-                rows.sort(key=lambda r: (-r[4], r[0]))
-                found = [ChunkMatch(r[0], r[1], r[2], r[3], r[4]) for r in rows[:limit]]
-        except OperationalError as exc:
-            if query.fts_syntax:
-                from ..errors import InvalidInput
-
+        except (OperationalError, StoreError) as exc:
+            if stopped[0]:
+                raise InvalidInput(
+                    "query",
+                    f"stopped after {time_limit_s:g} s: this FTS5 query costs too much "
+                    "(setting fts_time_limit_ms); use fewer words or fewer prefix* terms",
+                ) from None
+            if query.fts_syntax and isinstance(exc, OperationalError):
                 raise InvalidInput("query", f"not valid FTS5 syntax: {exc}") from None
             raise
+
+    def _keyword_plans(
+        self,
+        query: Query,
+        match: str,
+        filters: str,
+        filter_params: list[Any],
+        limit: int,
+        newest_first: bool,
+    ) -> list[ChunkMatch]:
+        """The two plans of ``keyword_search`` (see there)."""
+        found = None
+        if not (query.sessions or query.tags):
+            found = self._rank_then_filter(match, filters, filter_params, limit, newest_first)
+        if found is None:
+            # Newest first: FTS5 walks the doclists by rowid and scores only the rows
+            # it returns; ordered by score, it must score every match first.
+            order = "c.id DESC" if newest_first else "score DESC, c.id"
+            rows = self._read(
+                "SELECT c.id, c.memory_id, c.seq, c.text, -bm25(chunks_fts) AS score "
+                "FROM chunks_fts CROSS JOIN chunks c ON c.id = chunks_fts.rowid "
+                "CROSS JOIN memories m ON m.id = c.memory_id "
+                f"WHERE chunks_fts MATCH ? AND {filters} "
+                f"ORDER BY {order} LIMIT ?",
+                [match, *filter_params, limit * (_NEWEST_PAGE if newest_first else 1)],
+                raw=True,
+            )
+            rows.sort(key=lambda r: (-r[4], r[0]))
+            found = [ChunkMatch(r[0], r[1], r[2], r[3], r[4]) for r in rows[:limit]]
         return found
 
     def _rank_then_filter(

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..arguments import MAX_OFFSET
 from ..core import ScopedMemory
 from ..errors import HiveMemError, InvalidInput
 from . import handlers as h
@@ -113,7 +114,13 @@ TOOLS: dict[str, Tool] = {
                 kind=FILTERS["properties"]["kind"],
                 tags=FILTERS["properties"]["tags"],
                 max_results={**MAX, "default": 20},
-                offset={"type": "integer", "minimum": 0, "default": 0, "description": "Skip."},
+                offset={
+                    "type": "integer",
+                    "minimum": 0,
+                    "maximum": MAX_OFFSET,
+                    "default": 0,
+                    "description": "Skip.",
+                },
             ),
             h.memory_list,
             False,
