@@ -28,6 +28,10 @@ from hivemem.store.tokens import SQLiteTokens
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 CHROMIUM = os.environ.get("HIVEMEM_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+if not Path(CHROMIUM).exists() and os.environ.get("CI"):
+    # CI runs `make test` as root on Debian, where .ci/install-browser.sh installs it: a
+    # browser missing there is a broken install step, not a reason to skip.
+    pytest.fail(f"CI: no chromium at {CHROMIUM}; .ci/install-browser.sh did not install it")
 if not Path(CHROMIUM).exists():
     pytest.skip(
         f"no chromium at {CHROMIUM}: run .ci/install-browser.sh (make browser)",
