@@ -21,9 +21,11 @@ logs the error and retries with a growing pause.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -36,6 +38,18 @@ from .store.vectors import to_blob
 log = logging.getLogger("hivemem.indexer")
 
 Progress = Callable[[int, int], None]
+
+# Indexers whose worker thread runs. At interpreter exit each is stopped before Python
+# finalizes: a daemon thread left inside the model (onnxruntime) when the runtime is torn
+# down aborts the process ("terminate called without an active exception", exit 134),
+# which a script that never closes its store would otherwise hit at random.
+_RUNNING: weakref.WeakSet[Indexer] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_workers_at_exit() -> None:
+    for indexer in list(_RUNNING):
+        indexer.close()
 
 
 class Indexer:
@@ -93,6 +107,7 @@ class Indexer:
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="hivemem-embed", daemon=True)
             self._thread.start()
+            _RUNNING.add(self)
         self._wake.set()
 
     def _run(self) -> None:
@@ -118,6 +133,7 @@ class Indexer:
         if self._thread is not None:
             self._thread.join()
             self._thread = None
+        _RUNNING.discard(self)
 
     # ------------------------------------------------------------------ the work
 
