@@ -8,7 +8,7 @@ RUNTIME := $(VENV)/.runtime-installed
 STAMP := $(VENV)/.installed
 PIP := $(BIN)/python -m pip install -q --disable-pip-version-check
 
-.PHONY: install install-runtime demo test lint bench eval clean
+.PHONY: install install-runtime demo test reliability lint bench eval clean
 
 $(RUNTIME): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,11 @@ test: install
 	$(BIN)/ruff check src tests examples
 	$(BIN)/ruff format --check src tests examples
 	$(BIN)/python -m pytest -q
+
+# The reliability suite in its long form (docs/reliability.md): every test marked
+# `reliability` (all of tests/reliability/), with many more fuzz examples than `make test`.
+reliability: install
+	HIVEMEM_RELIABILITY_LONG=1 $(BIN)/python -m pytest -q -m reliability
 
 bench: install-runtime
 	$(BIN)/hivemem bench --full

@@ -137,23 +137,3 @@ def test_search_note_gives_the_remedy(db_path, clock):
 def test_export_of_a_store_is_readable(tmp_path, clock):  # the helper writes a real export
     text = _export(tmp_path, clock, 3).read_text()
     assert io.StringIO(text).readline().startswith('{"hivemem_export"')
-
-
-def test_a_script_that_never_closes_its_store_exits_cleanly(tmp_path):
-    """Found by running the README's Mem0 snippet: the worker was inside the bundled model
-    when Python shut down, and the process aborted (exit 134) about one run in three."""
-    import subprocess
-    import sys
-
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HIVEMEM_")}
-    for run in range(8):
-        script = (  # a new store each time: the worker has a chunk to embed at exit
-            "import hivemem\n"
-            f"store = hivemem.open({str(tmp_path / f'm{run}.db')!r})\n"
-            "store.scope('a').save('I live in Berlin')\n"
-            "store.scope('a').search('where do I live?')\n"
-        )
-        done = subprocess.run(
-            [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120
-        )
-        assert done.returncode == 0, done.stderr

@@ -17,6 +17,13 @@ doctor`` show; ``reindex()`` switches a store to this embedder.
 
 Embedder failures (an endpoint down) never lose work: the chunks stay queued, the thread
 logs the error and retries with a growing pause.
+
+Exit is clean whatever the worker is doing. A script that ends without ``close()`` used to
+die with SIGABRT ("terminate called without an active exception"): the interpreter shut
+down while the daemon thread was inside onnxruntime. Every running worker is now stopped
+and joined by an ``atexit`` hook; the worker embeds in slices of ``STOP_SLICE`` texts and
+checks for a stop between them, so the wait is one slice, and what it did not store stays
+queued on disk for the next open.
 """
 
 from __future__ import annotations
@@ -39,17 +46,17 @@ log = logging.getLogger("hivemem.indexer")
 
 Progress = Callable[[int, int], None]
 
-# Indexers whose worker thread runs. At interpreter exit each is stopped before Python
-# finalizes: a daemon thread left inside the model (onnxruntime) when the runtime is torn
-# down aborts the process ("terminate called without an active exception", exit 134),
-# which a script that never closes its store would otherwise hit at random.
-_RUNNING: weakref.WeakSet[Indexer] = weakref.WeakSet()
+STOP_SLICE = 32  # texts per model call of the background worker: the longest wait at exit
+EXIT_JOIN_S = 30.0  # how long exit waits for a worker stuck in one slice (a slow endpoint)
+
+_running: weakref.WeakSet[Indexer] = weakref.WeakSet()
 
 
 @atexit.register
 def _stop_workers_at_exit() -> None:
-    for indexer in list(_RUNNING):
-        indexer.close()
+    """Stop every worker thread before the interpreter (and onnxruntime) shuts down."""
+    for indexer in list(_running):
+        indexer.close(timeout=EXIT_JOIN_S)
 
 
 class Indexer:
@@ -106,8 +113,8 @@ class Indexer:
             return
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="hivemem-embed", daemon=True)
+            _running.add(self)
             self._thread.start()
-            _RUNNING.add(self)
         self._wake.set()
 
     def _run(self) -> None:
@@ -117,7 +124,7 @@ class Indexer:
             self._wake.clear()
             while not self._stop.is_set():
                 try:
-                    if self._batch(worker=True) == 0:
+                    if self._batch(stop=self._stop) == 0:
                         pause = 1.0
                         break
                 except Exception as exc:  # never let the thread die; the work stays queued
@@ -126,14 +133,17 @@ class Indexer:
                     self._stop.wait(pause)
                     pause = min(pause * 2, 60.0)
 
-    def close(self) -> None:
-        """Stop the thread after its current batch; queued work stays for the next open."""
+    def close(self, timeout: float | None = None) -> None:
+        """Stop the thread after the slice it is embedding (what it has not stored stays
+        queued for the next open); wait for it at most ``timeout`` seconds."""
         self._stop.set()
         self._wake.set()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
-        _RUNNING.discard(self)
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+            if not thread.is_alive():
+                self._thread = None
+                _running.discard(self)
 
     # ------------------------------------------------------------------ the work
 
@@ -172,12 +182,15 @@ class Indexer:
         """Chunks waiting for their vectors."""
         return self._index.pending_count()
 
-    def _batch(self, worker: bool = False) -> int:
-        """Embed and store one batch of queued chunks; 0 when the queue is empty (or,
-        for the worker, when a flush owns the queue: it empties it)."""
+    def _batch(self, stop: threading.Event | None = None) -> int:
+        """Embed and store one batch of queued chunks; returns how many were stored (0 when
+        the queue is empty, or, for the worker, when a flush owns the queue: it empties
+        it). The worker passes ``stop``: texts go to the model in slices and a stop set
+        between two slices ends the batch early: the slices done are stored, the rest
+        stays queued."""
         assert self.embedder is not None
         with self._embed_lock:
-            if worker and self._flushing:
+            if stop is not None and self._flushing:
                 return 0
             chunks = self._index.pending(self.batch_size)
             if not chunks:
@@ -185,11 +198,19 @@ class Indexer:
             model = self.embedder.identity
             known = self._index.cached(model, [c.text_hash for c in chunks])
             todo = {c.text_hash: c.text for c in chunks if c.text_hash not in known}
-            if todo:
-                vectors = self.embedder.embed_batch(list(todo.values()))
-                for text_hash, vector in zip(todo, vectors, strict=True):
+            step = STOP_SLICE if stop is not None else max(1, len(todo))
+            hashes = list(todo)
+            for start in range(0, len(hashes), step):
+                if stop is not None and stop.is_set():
+                    break  # exit or close: store the slices done, the rest stays queued
+                part = hashes[start : start + step]
+                vectors = self.embedder.embed_batch([todo[h] for h in part])
+                for text_hash, vector in zip(part, vectors, strict=True):
                     known[text_hash] = to_blob(vector)
-            stored = self._index.upsert(model, [(c, known[c.text_hash]) for c in chunks])
+            ready = [(c, known[c.text_hash]) for c in chunks if c.text_hash in known]
+            if not ready:
+                return 0
+            stored = self._index.upsert(model, ready)
             if stored == 0:
                 # Trigger: nothing stored although chunks were queued. Why: another
                 # process took them, or re-indexed with another model. Outcome: re-check

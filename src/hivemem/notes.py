@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import arguments
 from .errors import HiveMemError, InvalidInput, MissingDependency
 from .types import Kind, Memory, Source, Status
 
@@ -97,11 +98,13 @@ def note_key(path: Path, max_chars: int) -> str:
 
 def resolve_folder(folder: str | os.PathLike[str]) -> Path:
     """The folder as an absolute path; ``InvalidInput`` when it is not a folder."""
-    if not isinstance(folder, str | os.PathLike) or not str(folder).strip():
-        raise InvalidInput("folder", "expected the path of a folder")
-    root = Path(folder).expanduser()
-    if not root.exists():
-        raise InvalidInput("folder", f"{root} does not exist")
+    root = arguments.path(folder, "folder").expanduser()
+    try:
+        root.stat()
+    except FileNotFoundError:
+        raise InvalidInput("folder", f"{root} does not exist") from None
+    except OSError as exc:  # "File name too long", "Permission denied", a loop of links
+        raise InvalidInput("folder", f"cannot be read: {exc.strerror or exc}") from None
     if not root.is_dir():
         raise InvalidInput("folder", f"{root} is not a folder")
     return root.resolve()
