@@ -10,7 +10,15 @@ hits = mem.search("when can we deploy?")
 from .context import ContextProvider
 from .core import ScopedMemory
 from .database import Store, default_path, open
-from .errors import Conflict, HiveMemError, InvalidInput, MissingDependency, NotFound, StoreError
+from .errors import (
+    Conflict,
+    HiveMemError,
+    InvalidInput,
+    MissingDependency,
+    NotFound,
+    StoreError,
+    StoreFull,
+)
 from .maintenance import JobResult, run_job
 from .maintenance.crossrefs import Related
 from .notes import IndexReport, index_folder, watch_folder
@@ -53,6 +61,7 @@ __all__ = [
     "Status",
     "Store",
     "StoreError",
+    "StoreFull",
     "Vault",
     "VaultEntry",
     "__version__",

@@ -287,7 +287,8 @@ def build_context(
             cost = block.cost(title, text)
             if block.fits(cost):
                 block.add(title, text, latest, cost)
-    return block.trim_to_budget()
+    # The memories came through the facade, already scrubbed; the block is output too.
+    return mem.store.scrub(block.trim_to_budget())
 
 
 def _add_pinned(mem: ScopedMemory, block: _Block) -> int:

@@ -30,6 +30,7 @@ from .entities import canonical as canonical_name
 from .errors import Conflict, InvalidInput, NotFound
 from .maintenance.categorize import categorize
 from .maintenance.crossrefs import Related
+from .redact import scrubs_output
 from .types import (
     Entity,
     Hit,
@@ -89,6 +90,7 @@ class ScopedMemory:
 
     # ------------------------------------------------------------------ writes
 
+    @scrubs_output
     def save(
         self,
         content: str,
@@ -149,7 +151,7 @@ class ScopedMemory:
             if inserted:
                 self._backend.maintenance.note_categories([(stored.id, sure)])
         if inserted:
-            self._indexed(wait)
+            self._store.index_written(wait)
         return stored
 
     def _save_row(
@@ -198,13 +200,6 @@ class ScopedMemory:
             self._backend.insert(record, *pieces)
             return record, True
 
-    def _indexed(self, wait: bool) -> None:
-        """After a committed write: embed its chunks now (``wait``) or in the background."""
-        if wait:
-            self._store.flush()
-        else:
-            self._store.indexer.notify()
-
     def _supersede_or_refuse(
         self,
         current: Memory,
@@ -217,6 +212,7 @@ class ScopedMemory:
         """Inside a transaction: mark ``current`` superseded and return ``record`` linked
         to it, or return ``current`` for a no-op, or raise ``Conflict``."""
         now = record.created_at
+        reason = self._store.guard_fields({"supersede_reason": reason})["supersede_reason"]
         if current.is_expired(now):
             reason, kind = reason or "expired", "hard"
         elif reason is not None:
@@ -228,12 +224,11 @@ class ScopedMemory:
         ):
             return current
         else:
-            shown = self._store.scrubbed(current)  # the error is output too: no secrets
             raise Conflict(
                 f"key {current.key!r} already holds an active memory in scope {self.name!r} "
-                f"({current.id}, type {current.type.value}): {shown.content!r}. "
+                f"({current.id}, type {current.type.value}): {current.content!r}. "
                 "Give a supersede reason to replace it, or mark a small correction minor.",
-                current=shown,
+                current=current,  # scrubbed on the way out (scrubs_output)
             )
         inherited: dict[str, Any] = {"supersedes_id": current.id, "supersede_reason": reason}
         inherited["supersede_kind"] = kind
@@ -287,6 +282,7 @@ class ScopedMemory:
             wait=wait,
         )[0]
 
+    @scrubs_output
     def add_episodes(
         self, items: Iterable[Mapping[str, Any]], *, wait: bool = False
     ) -> list[Memory]:
@@ -354,7 +350,7 @@ class ScopedMemory:
             self._backend.maintenance.note_categories(categories)
             for session_id, (when, count) in sessions.items():
                 self._backend.note_session(self.name, session_id, when, count)
-        self._indexed(wait)
+        self._store.index_written(wait)
         return [record for record, _ in records]
 
     def _derive(self, content: str) -> tuple[list[str], list[Mention]]:
@@ -366,10 +362,12 @@ class ScopedMemory:
 
     def _build(self, **fields: Any) -> Memory:
         """Validate every field and build the row to insert (nothing is written).
-        Credentials in the content follow ``credential_policy`` (``hivemem.redact``)."""
-        fields["content"] = self._store.guard(fields.get("content"))
+        Credentials and vault secrets in any text field (content, key, tags, attributes,
+        …) follow ``credential_policy`` (``hivemem.redact``)."""
+        fields = self._store.guard_fields(fields)
         return rules.build_memory(self.name, self.settings, self._now(), **fields)
 
+    @scrubs_output
     def correct(
         self,
         memory_id: str,
@@ -411,9 +409,10 @@ class ScopedMemory:
             why = None if minor else (reason or "corrected")
             record = self._supersede_or_refuse(current, record, why, minor, explicit_type=True)
             self._backend.insert(record, *self._derive(record.content))
-        self._indexed(False)
+        self._store.index_written(False)
         return record
 
+    @scrubs_output
     def confirm(self, memory_id: str, *, updated_by: str | None = None) -> Memory:
         """Mark a memory as confirmed: confidence 1.0 and protected from decay."""
         by = rules.name(updated_by, "updated_by", 200, optional=True)
@@ -432,6 +431,7 @@ class ScopedMemory:
                 updated_by=by or current.updated_by,
             )
 
+    @scrubs_output
     def delete(self, id_or_key: str, *, updated_by: str | None = None) -> Memory:
         """Soft-delete a memory (by id, or the active one under a key) of the own scope.
         It disappears from search and lists; ``get`` and ``history`` still show it."""
@@ -474,6 +474,7 @@ class ScopedMemory:
                     )
             count += len(batch)
 
+    @scrubs_output
     def promote(
         self,
         memory_id: str,
@@ -528,6 +529,7 @@ class ScopedMemory:
 
     # ------------------------------------------------------------------ reads
 
+    @scrubs_output
     def get(self, id_or_key: str, *, as_of: datetime | str | None = None) -> Memory:
         """A memory by id (any status, expired included) or by key (the active one, or
         the one valid at ``as_of``). Raises ``NotFound``."""
@@ -542,8 +544,9 @@ class ScopedMemory:
             raise NotFound(f"no memory {id_or_key!r} visible from scope {self.name!r}")
         if self.settings.track_access:
             self._touch([found.id])
-        return self._store.scrubbed(found)
+        return found
 
+    @scrubs_output
     def list(
         self,
         *,
@@ -571,7 +574,7 @@ class ScopedMemory:
         )
         offset = arguments.offset(offset)
         found = self._backend.list(self.visible, flt, rules.limit(limit), offset, self._now())
-        return self._store.scrubbed(found)
+        return found
 
     def _filters(
         self,
@@ -598,6 +601,7 @@ class ScopedMemory:
             "as_of": rules.optional_time(as_of, "as_of"),
         }
 
+    @scrubs_output
     def history(self, id_or_key: str) -> list[Memory]:
         """The whole supersede chain that holds ``id_or_key``, oldest first: every version
         under that key, or every ancestor and descendant of that id."""
@@ -620,8 +624,9 @@ class ScopedMemory:
                 if parent is not None:
                     todo.append(parent)
             todo.extend(self._backend.successors(self.visible, memory.id))
-        return self._store.scrubbed(sorted(chain.values(), key=lambda m: (m.created_at, m.id)))
+        return sorted(chain.values(), key=lambda m: (m.created_at, m.id))
 
+    @scrubs_output
     def search(
         self,
         query: str | Query,
@@ -680,8 +685,9 @@ class ScopedMemory:
         )
         if hits and self.settings.track_access:
             self._touch([h.memory.id for h in hits])
-        return self._store.scrubbed(hits)
+        return hits
 
+    @scrubs_output
     def entity(self, name: str, *, limit: int = 100) -> tuple[Entity, list[Memory]]:
         """Everything about ``name``: the entity it names (by canonical name or alias,
         own scope first) and the active memories that mention it, newest first."""
@@ -694,8 +700,9 @@ class ScopedMemory:
             rules.limit(limit),
         )
         linked = self._backend.get_many(self.visible, [m for m, _ in links])
-        return found, self._store.scrubbed(linked)
+        return found, linked
 
+    @scrubs_output
     def alias(self, name: str, alias: str) -> Entity:
         """Let ``alias`` (say "Mel") name the entity ``name`` names ("Melanie"), so
         queries and new mentions under either reach the same memories. Own scope only."""
@@ -726,6 +733,7 @@ class ScopedMemory:
             out["shared"] = {name: self._backend.stats([name], now) for name in self.shared}
         return out
 
+    @scrubs_output
     def sessions(self) -> list[Any]:
         return self._backend.sessions(self.name)
 
@@ -742,6 +750,7 @@ class ScopedMemory:
             options["session_id"] = rules.name(session_id, "session_id", 200)
         return run_job(self._store, "consolidate", self.name, raise_errors=True, **options)[0]
 
+    @scrubs_output
     def related(self, memory_id: str, *, limit: int = 10) -> list[Related]:
         """Memories related to ``memory_id`` by the ``crossrefs`` job (links either way),
         best first; empty until the job has seen it. Raises ``NotFound``."""
@@ -750,8 +759,9 @@ class ScopedMemory:
         if self._backend.get(self.visible, memory_id) is None:
             raise NotFound(f"no memory {memory_id!r} visible from scope {self.name!r}")
         pairs = self._backend.maintenance.related(self.visible, memory_id, limit)
-        return [Related(self._store.scrubbed(memory), score) for memory, score in pairs]
+        return [Related(memory, score) for memory, score in pairs]
 
+    @scrubs_output
     def context(
         self,
         query: str | None = None,
@@ -772,7 +782,7 @@ class ScopedMemory:
             max_entries=max_entries,
             max_tokens=max_tokens,
         )
-        return self._store.scrub(block)
+        return block
 
     def _touch(self, ids: list[str]) -> None:
         self._backend.touch(self.visible, ids, self._now())

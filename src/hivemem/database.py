@@ -5,9 +5,9 @@ which every read and write goes (``hivemem.core``)."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,17 +17,19 @@ from . import rules
 from .clock import Clock, system_clock
 from .core import ScopedMemory
 from .embed import Embedder, get_embedder
-from .errors import InvalidInput
+from .errors import InvalidInput, StoreError
 from .indexer import Indexer
 from .llm import LLM, get_llm
-from .redact import Scrubber, guard
+from .redact import WRITTEN_TEXT_FIELDS, Scrubber, guard_value
 from .rerank import Reranker, resolve_reranker
 from .settings import Settings
 from .store.base import Backend
 from .store.sqlite import SQLiteBackend
 from .store.vault import SQLiteVault
-from .types import Hit, Memory, as_tuple
+from .types import Memory, as_tuple
 from .vault import Vault
+
+log = logging.getLogger("hivemem.database")
 
 
 def default_path() -> Path:
@@ -153,31 +155,48 @@ class Store:
         return self.scrubber.scrub(text)
 
     def scrubbed(self, value: Any) -> Any:
-        """A ``Memory``, ``Hit``, list of them or text with the vault's secrets redacted
-        from its content and snippet (the same object when there is nothing to redact)."""
-        if isinstance(value, str):
-            return self.scrubber.scrub(value)
-        if isinstance(value, list):
-            return [self.scrubbed(v) for v in value]
-        if isinstance(value, Memory):
-            clean = self.scrubber.scrub(value.content)
-            return value if clean == value.content else replace(value, content=clean)
-        if isinstance(value, Hit):
-            memory, snippet = self.scrubbed(value.memory), self.scrubber.scrub(value.snippet)
-            if memory is value.memory and snippet == value.snippet:
-                return value
-            return replace(value, memory=memory, snippet=snippet)
-        return value
+        """``value`` (a ``Memory``, ``Hit``, ``Entity``, any result dataclass, a list,
+        mapping or text) with the vault's secrets redacted from every text it holds, at
+        any depth: content, key, tags, attributes, source ids, snippet, reasons. The
+        facade passes every result through it before it leaves, so every front end gets
+        clean values. The same object when there is nothing to redact."""
+        return self.scrubber.scrubbed(value)
 
-    def guard(self, content: object) -> object:
-        """Memory content about to be written, with the ``credential_policy`` applied:
-        credentials and vault secrets redacted (default), refused, or allowed."""
-        return guard(content, self.settings.credential_policy, self.scrubber)
+    def guard(self, value: object, field: str = "content") -> Any:
+        """A field about to be written (content, key, tags, attributes, …), with the
+        ``credential_policy`` applied to every text in it: credentials and vault secrets
+        redacted (default), refused (``InvalidInput`` naming ``field``), or allowed."""
+        return guard_value(value, self.settings.credential_policy, self.scrubber, field)
+
+    def guard_fields(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """The fields of a write with ``guard`` applied to each one that holds caller text
+        (``WRITTEN_TEXT_FIELDS``: content, key, tags, attributes, source ids, …)."""
+        return {
+            name: self.guard(value, name)
+            if name in WRITTEN_TEXT_FIELDS and value is not None
+            else value
+            for name, value in fields.items()
+        }
 
     def flush(self) -> int:
         """Block until every queued chunk has its vector; returns how many were embedded.
         Raises if the embedder fails (the chunks stay queued)."""
         return self.indexer.flush()
+
+    def index_written(self, wait: bool) -> None:
+        """After a committed write: embed its chunks now (``wait``) or in the background.
+
+        The write is durable before this runs, so a store failure here (a full disk,
+        a lock held too long) does not turn it into an error: the chunks stay queued,
+        are keyword-searchable already, and are embedded by the next flush or start.
+        An embedder failure still raises (the caller asked for the vectors)."""
+        if not wait:
+            self.indexer.notify()
+            return
+        try:
+            self.flush()
+        except StoreError as exc:
+            log.warning("saved; its vectors stay queued until the store can take them: %s", exc)
 
     def reindex(self, progress: Any = None) -> int:
         """Re-embed every chunk with this store's embedder (after a model change);

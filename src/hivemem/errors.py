@@ -68,3 +68,9 @@ class StoreError(HiveMemError):
     """The database cannot be used: wrong file, newer schema, corruption, locked too long."""
 
     exit_code = 6
+
+
+class StoreFull(StoreError):
+    """The disk (or the filesystem quota) holding the store is full: the write was rolled
+    back whole, nothing of it was saved, and everything acknowledged before is intact.
+    Free space and retry. The driver's own error is chained as ``__cause__``."""

@@ -5,15 +5,19 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
 import click
 
-from hivemem import Conflict, InvalidInput, Settings, Store, doctor
+from hivemem import Conflict, InvalidInput, Settings, Store, StoreError, doctor
+from hivemem.database import default_path
 from hivemem.portability import ImportReport, export_jsonl, import_jsonl
+from hivemem.rescue import RescueReport, rescue_jsonl
 
 from .common import Env, echo_json, json_option, pass_env, stats_lines
 
@@ -60,27 +64,70 @@ def _progress(label: str, total: int) -> Iterator[Any]:
     help="Keep secret values of the vault where memories contain them (default: redacted).",
 )
 @pass_env
-def export_(env: Env, file: str, scope_only: bool, include_secrets: bool) -> None:
+@click.pass_context
+def export_(
+    ctx: click.Context, env: Env, file: str, scope_only: bool, include_secrets: bool
+) -> None:
     """Write memories to a JSON Lines file.
 
     Every memory of every scope (or --scope-only), any status, history included, goes to
     FILE (- for standard output, the default). The file is written whole or not at all:
-    it is built next to FILE and renamed. Secret values of the vault are redacted from
-    it unless --include-secrets.
+    it is built aside and then renamed (or copied to standard output). Secret values of
+    the vault are redacted from it unless --include-secrets.
+
+    On a damaged store (one that cannot be opened, or whose full scan fails) export is a
+    rescue: it reads the file row by row and writes every memory that can still be read,
+    then prints the rows counted, exported and unreadable; it exits with status 6 when
+    some rows could not be read.
     """
-    store = env.store()
     scopes = [env.scope] if scope_only else None
-    total = store.scope(env.scope).stats()["total"] if scope_only else store.stats()["total"]
-    with _progress("exporting", total) as bar:
-        if file == "-":
-            with _utf8(sys.stdout.buffer, "w") as out:
-                count = export_jsonl(
-                    store, out, scopes, bar.update, include_secrets=include_secrets
-                )
-        else:
-            count = _export_to_file(store, Path(file), scopes, bar.update, include_secrets)
     where = "standard output" if file == "-" else file
-    click.echo(f"exported {count} memories to {where}", err=True)
+    try:
+        store = env.store()
+        total = store.scope(env.scope).stats()["total"] if scope_only else store.stats()["total"]
+        with _progress("exporting", total) as bar:
+            count = _write_whole(
+                file,
+                lambda fp: export_jsonl(
+                    store, fp, scopes, bar.update, include_secrets=include_secrets
+                ),
+            )
+    except StoreError as exc:
+        click.echo(f"warning: {exc}", err=True)
+        click.echo("exporting every memory that can still be read, row by row", err=True)
+        env.close()
+        location = env.db or str(default_path())
+        aside = None if file == "-" else Path(file + ".rejected.jsonl")
+        reports: list[RescueReport] = []
+
+        def rescue(fp: IO[str]) -> int:
+            with contextlib.ExitStack() as stack:
+                rejects = stack.enter_context(aside.open("w", encoding="utf-8")) if aside else None
+                reports.append(
+                    rescue_jsonl(
+                        location, fp, scopes, include_secrets=include_secrets, rejects=rejects
+                    )
+                )
+            return reports[-1].exported
+
+        _write_whole(file, rescue)
+        report = reports[-1]
+        click.echo(f"{report.summary()} → {where}", err=True)
+        for memory_id, why in report.rejected[:_SHOWN_PROBLEMS]:
+            click.echo(f"  set aside {memory_id}: {why}", err=True)
+        if report.rejected:
+            kept = f"kept in {aside}" if aside else "export to a FILE to keep them"
+            click.echo(f"  rows set aside: {len(report.rejected)} ({kept})", err=True)
+        elif aside is not None:
+            aside.unlink(missing_ok=True)
+        for memory_id in report.undecodable[:_SHOWN_PROBLEMS]:
+            click.echo(f"  undecodable row {memory_id!r}", err=True)
+        if not include_secrets and not report.secrets_redacted:
+            click.echo("warning: the vault could not be read: secrets were not redacted", err=True)
+        if not report.complete:
+            ctx.exit(StoreError.exit_code)
+        return
+    click.echo(f"exported {count} memories to {where} (counted {total}, 0 unreadable)", err=True)
 
 
 @contextlib.contextmanager
@@ -97,19 +144,23 @@ def _utf8(binary: IO[bytes], mode: str) -> Iterator[IO[str]]:
         text.detach()
 
 
-def _export_to_file(
-    store: Store,
-    path: Path,
-    scopes: list[str] | None,
-    progress: Callable[[int], None],
-    include_secrets: bool = False,
-) -> int:
+def _write_whole(file: str, write: Callable[[IO[str]], int]) -> int:
+    """Run ``write`` into a file beside ``file`` (a temporary file for ``-``), then rename
+    it into place (copy it to standard output): a failed export leaves nothing behind."""
+    if file == "-":
+        with tempfile.TemporaryFile("w+", encoding="utf-8", newline="\n") as fp:
+            count = write(fp)
+            fp.seek(0)
+            with _utf8(sys.stdout.buffer, "w") as out:
+                shutil.copyfileobj(fp, out)
+        return count
+    path = Path(file)
     if not path.name or path.name in (".", ".."):
         raise click.BadParameter(f"{path} is a folder; give a file name", param_hint="FILE")
     partial = path.with_name(path.name + ".partial")
     try:
         with partial.open("w", encoding="utf-8", newline="\n") as fp:
-            count = export_jsonl(store, fp, scopes, progress, include_secrets=include_secrets)
+            count = write(fp)
         os.replace(partial, path)
     except (OSError, ValueError) as exc:  # ValueError: a name no file system can hold
         raise click.FileError(str(path), hint=_why(exc)) from None
@@ -230,9 +281,14 @@ def doctor_(ctx: click.Context, env: Env, repair: bool, as_json: bool) -> None:
     supersede rules, and prints sizes and counts. Exits with status 1 when a check fails
     (after --repair: when one still fails).
     """
-    store = env.store()
-    fixed = doctor.repair(store) if repair else None
-    report = doctor.diagnose(store)
+    try:
+        store = env.store()
+    except StoreError as exc:  # a file too damaged to open is a finding, not a crash
+        store, fixed = None, None
+        report = doctor.unopenable(env.db or str(default_path()), exc)
+    if store is not None:
+        fixed = doctor.repair(store) if repair else None
+        report = doctor.diagnose(store)
     if as_json:
         echo_json({**report.to_dict(), "repair": fixed.to_dict() if fixed else None})
     else:
@@ -242,6 +298,8 @@ def doctor_(ctx: click.Context, env: Env, repair: bool, as_json: bool) -> None:
                 f"after; memories without chunks {fixed.unchunked_before} → "
                 f"{fixed.unchunked_after} ({fixed.rebuilt} rebuilt)"
             )
+            for problem in fixed.problems:
+                click.echo(f"repair could not: {problem}")
         click.echo(report.location)
         for check in report.checks:
             click.echo(f"{'ok  ' if check.ok else 'FAIL'}  {check.name:<16} {check.detail}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..errors import HiveMemError, MissingDependency
+from ..redact import install_log_filter
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..database import Store
@@ -38,6 +39,8 @@ def serve(store: Store, host: str, port: int, settings: Settings | None = None) 
     except ImportError as exc:
         raise MissingDependency("hivemem serve-http", INSTALL) from exc
     app = create_app(store, settings)
+    # The access log prints request paths, which may hold a memory key: scrub it too.
+    install_log_filter(("uvicorn", "uvicorn.access", "uvicorn.error"))
     try:
         uvicorn.run(app, host=host, port=port, log_level="info", proxy_headers=False)
     except SystemExit as exc:  # uvicorn exits when it cannot bind; say it our way

@@ -11,7 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import Conflict, HiveMemError, InvalidInput, MissingDependency, NotFound, StoreError
+from ..errors import (
+    Conflict,
+    HiveMemError,
+    InvalidInput,
+    MissingDependency,
+    NotFound,
+    StoreError,
+    StoreFull,
+)
 
 # status -> (code, when): the statuses the API can answer with, for the docs and OpenAPI.
 STATUSES: dict[int, tuple[str, str]] = {
@@ -26,6 +34,7 @@ STATUSES: dict[int, tuple[str, str]] = {
     500: ("internal", "A bug in HiveMem: the server logs it; no data was half-written."),
     501: ("missing_dependency", "The operation needs an optional extra that is not installed."),
     503: ("store_unavailable", "The store cannot be used now (locked too long, damaged)."),
+    507: ("insufficient_storage", "The disk holding the store is full; nothing was written."),
 }
 
 
@@ -50,6 +59,8 @@ def from_library(exc: HiveMemError) -> tuple[int, dict]:
         return 409, error_body(409, exc.message, current=current)
     if isinstance(exc, MissingDependency):
         return 501, error_body(501, exc.message, install=exc.install)
+    if isinstance(exc, StoreFull):
+        return 507, error_body(507, exc.message)
     if isinstance(exc, StoreError):
         return 503, error_body(503, exc.message)
     return 400, error_body(400, exc.message)

@@ -33,7 +33,7 @@ REST_ROUTES: dict[str, tuple[str, str, dict[str, str]]] = {
     "inject_learning": ("POST", "/learnings", {}),
 }
 
-_ERROR_STATUSES = (400, 401, 403, 404, 409, 413, 422, 500, 501, 503)
+_ERROR_STATUSES = (400, 401, 403, 404, 409, 413, 422, 500, 501, 503, 507)
 
 
 @dataclass(frozen=True)

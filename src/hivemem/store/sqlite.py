@@ -30,6 +30,7 @@ from ..types import ListFilter, Memory, Query, Status
 from . import migrations, scratch
 from .base import ChunkMatch, SessionInfo, TermStats
 from .entities import SQLiteEntityIndex, link_mentions
+from .failures import is_file_failure, is_full, store_error
 from .limits import ClosedConnection, time_limit
 from .maintenance import SQLiteMaintenance
 from .repair import RepairMixin
@@ -53,6 +54,16 @@ except ImportError:  # pragma: no cover
 DRIVER_NAME = sqlite_driver.__name__
 OperationalError = sqlite_driver.OperationalError
 IntegrityError = sqlite_driver.IntegrityError
+
+
+def _is_driver_failure(exc: BaseException) -> bool:
+    """A failure of the file or the disk (a full disk, I/O, a damaged page), not of
+    HiveMem's SQL: ``IntegrityError`` (a broken rule, translated where it can happen) and
+    programming errors pass through as they are."""
+    return isinstance(exc, OperationalError | MemoryError) or type(exc) is (
+        sqlite_driver.DatabaseError
+    )
+
 
 _RANK_PAGE_MAX = 4096  # widest FTS-only page before keyword_search filters in one statement
 _NEWEST_PAGE = 4  # newest-first keyword search reads this many times the rows it returns
@@ -89,6 +100,8 @@ class SQLiteBackend(RepairMixin):
         except (sqlite_driver.DatabaseError, MemoryError) as exc:
             # MemoryError: SQLite answers SQLITE_NOMEM on some damaged pages.
             self._conn.close()
+            if is_full(exc):
+                raise store_error(exc, self.location, "open") from exc
             raise StoreError(
                 f"cannot open {self.location} as a HiveMem store: {exc or 'damaged file'}"
             ) from exc
@@ -135,6 +148,10 @@ class SQLiteBackend(RepairMixin):
 
     @contextmanager
     def atomic(self) -> Iterator[None]:
+        """One transaction (a savepoint when nested). Any failure rolls it back whole;
+        a driver error (a full disk, an I/O error, a damaged page) leaves as one
+        ``StoreError`` (``StoreFull``) with the driver's error as its cause, never as
+        the error of the rollback that followed it."""
         with self._lock:
             if self._depth == 0:
                 self._begin()
@@ -143,19 +160,34 @@ class SQLiteBackend(RepairMixin):
             self._depth += 1
             try:
                 yield
-            except BaseException:
+            except BaseException as exc:
                 self._depth -= 1
-                if self._depth == 0:
-                    self._conn.execute("ROLLBACK")
-                else:
-                    self._conn.execute(f"ROLLBACK TO sp{self._depth}")
-                    self._conn.execute(f"RELEASE sp{self._depth}")
+                self._undo()
+                if _is_driver_failure(exc):
+                    raise store_error(exc, self.location, "write") from exc
                 raise
             self._depth -= 1
             if self._depth == 0:
                 self._commit()
             else:
                 self._conn.execute(f"RELEASE sp{self._depth}")
+
+    def _undo(self) -> None:
+        """Roll back the innermost transaction or savepoint. SQLite may already have
+        rolled the whole transaction back itself (SQLITE_FULL, SQLITE_IOERR, …): then
+        there is nothing left to undo, and the caller sees the error that caused it."""
+        if not self._conn.in_transaction:
+            return
+        try:
+            if self._depth == 0:
+                self._conn.execute("ROLLBACK")
+            else:
+                self._conn.execute(f"ROLLBACK TO sp{self._depth}")
+                self._conn.execute(f"RELEASE sp{self._depth}")
+        except sqlite_driver.DatabaseError:
+            if self._depth == 0 and self._conn.in_transaction:
+                with suppress(sqlite_driver.DatabaseError):
+                    self._conn.execute("ROLLBACK")
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -164,11 +196,19 @@ class SQLiteBackend(RepairMixin):
                 yield
                 return
             # WAL: a deferred transaction reads one snapshot and blocks no writer.
-            self._conn.execute("BEGIN DEFERRED")
+            try:
+                self._conn.execute("BEGIN DEFERRED")
+            except (sqlite_driver.DatabaseError, MemoryError) as exc:
+                raise store_error(exc, self.location, "read") from exc
             try:
                 yield
-            finally:
-                self._conn.execute("COMMIT")
+            finally:  # a read transaction: ending it cannot lose anything; on a damaged
+                # file it may fail, and must not hide the error that ended the block
+                with suppress(sqlite_driver.DatabaseError, MemoryError):
+                    self._conn.execute("COMMIT")
+                if self._conn.in_transaction:
+                    with suppress(sqlite_driver.DatabaseError, MemoryError):
+                        self._conn.execute("ROLLBACK")
 
     def _begin(self) -> None:
         # busy_timeout already waits; a few more tries cover the rare case where SQLite
@@ -180,16 +220,16 @@ class SQLiteBackend(RepairMixin):
                 return
             except OperationalError as exc:
                 if "locked" not in str(exc) and "busy" not in str(exc):
-                    raise StoreError(f"cannot start a write: {exc}") from exc
+                    raise store_error(exc, self.location, "start a write on") from exc
                 time.sleep(0.05 * (attempt + 1))
         raise StoreError(f"{self.location} is locked by another writer; try again")
 
     def _commit(self) -> None:
         try:
             self._conn.execute("COMMIT")
-        except OperationalError as exc:
-            self._conn.execute("ROLLBACK")
-            raise StoreError(f"commit failed: {exc}") from exc
+        except (sqlite_driver.DatabaseError, MemoryError) as exc:
+            self._undo()
+            raise store_error(exc, self.location, "write") from exc
 
     def _read(self, sql: str, params: Sequence[Any] = (), *, raw: bool = False) -> list[Any]:
         """Rows of one statement. A driver error means a damaged or foreign file (the
@@ -201,7 +241,7 @@ class SQLiteBackend(RepairMixin):
             except (sqlite_driver.DatabaseError, MemoryError) as exc:
                 if raw and not isinstance(exc, MemoryError):
                     raise
-                raise StoreError(f"cannot read {self.location}: {exc or 'damaged file'}") from exc
+                raise store_error(exc, self.location, "read") from exc
 
     def _write(self, sql: str, params: Sequence[Any] = ()) -> Any:
         if self._depth == 0:
@@ -215,7 +255,7 @@ class SQLiteBackend(RepairMixin):
     def close(self) -> None:
         with self._lock:
             if not self.closed:
-                with suppress(OperationalError):
+                with suppress(sqlite_driver.DatabaseError, MemoryError):  # damaged: skip it
                     self._conn.execute("PRAGMA optimize")
                 self._conn.close()
                 self._conn = ClosedConnection(self.location)
@@ -417,16 +457,18 @@ class SQLiteBackend(RepairMixin):
                 return self._keyword_plans(
                     query, match, filters, filter_params, limit, newest_first
                 )
-        except (OperationalError, StoreError) as exc:
+        except (sqlite_driver.DatabaseError, StoreError) as exc:
             if stopped[0]:
                 raise InvalidInput(
                     "query",
                     f"stopped after {time_limit_s:g} s: this FTS5 query costs too much "
                     "(setting fts_time_limit_ms); use fewer words or fewer prefix* terms",
                 ) from None
-            if query.fts_syntax and isinstance(exc, OperationalError):
+            if isinstance(exc, StoreError):
+                raise
+            if query.fts_syntax and isinstance(exc, OperationalError) and not is_file_failure(exc):
                 raise InvalidInput("query", f"not valid FTS5 syntax: {exc}") from None
-            raise
+            raise store_error(exc, self.location, "search") from exc
 
     def _keyword_plans(
         self,
