@@ -671,8 +671,7 @@ class ScopedMemory:
                 include_expired=bool(include_expired),
                 fts_syntax=bool(fts_syntax),
             )
-        s = self.settings  # bounded cost: a query within these limits (hivemem.arguments)
-        arguments.query(q.text, q.fts_syntax, s.max_query_terms, s.max_content_bytes)
+        arguments.query(q.text, q.fts_syntax, self.settings)  # bounded cost
         store = self._store
         hits = retrieval.search(
             self._backend,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -171,6 +171,8 @@ class Store:
     def guard_fields(self, fields: dict[str, Any]) -> dict[str, Any]:
         """The fields of a write with ``guard`` applied to each one that holds caller text
         (``WRITTEN_TEXT_FIELDS``: content, key, tags, attributes, source ids, …)."""
+        if not isinstance(fields, Mapping):
+            raise InvalidInput("fields", "expected a mapping of field names to values")
         return {
             name: self.guard(value, name)
             if name in WRITTEN_TEXT_FIELDS and value is not None
