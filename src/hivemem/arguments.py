@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InvalidInput
+from .settings import Settings
 
 MAX_REF_CHARS = 1000  # an id is 36 characters and a key at most max_key_chars
 MAX_OFFSET = 2**63 - 1  # the largest integer SQLite stores; past the end is just empty
@@ -112,14 +113,15 @@ def path(value: object, field: str) -> Path:
     return Path(text)
 
 
-def query(text: str, fts_syntax: bool, max_terms: int, max_chars: int) -> str:
+def query(text: str, fts_syntax: bool, settings: Settings) -> str:
     """Search text within the bounds that keep a search's cost bounded.
 
-    Any text is a valid natural-language query (at most ``max_chars`` characters; only its
-    focus and ``max_terms`` terms are searched). FTS5 syntax goes to SQLite as it is, and
-    its cost grows with its words (``'deploy ' * 14_300`` ran for minutes), so it must be
-    storable text of at most ``max_terms`` words; its run time is bounded too
-    (``fts_time_limit_ms``, in the backend)."""
+    Any text is a valid natural-language query (at most ``max_content_bytes`` characters;
+    only its focus and ``max_query_terms`` terms are searched). FTS5 syntax goes to SQLite
+    as it is, and its cost grows with its words (``'deploy ' * 14_300`` ran for minutes),
+    so it must be storable text of at most ``max_query_terms`` words; its run time is
+    bounded too (``fts_time_limit_ms``, in the backend)."""
+    max_chars, max_terms = settings.max_content_bytes, settings.max_query_terms
     if len(text) > max_chars:
         raise InvalidInput(
             "query", f"{len(text)} characters is longer than the limit of {max_chars}"

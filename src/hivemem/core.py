@@ -683,8 +683,7 @@ class ScopedMemory:
                 fts_syntax=bool(fts_syntax),
                 categories=categories.valid(category),
             )
-        s = self.settings  # bounded cost: a query within these limits (hivemem.arguments)
-        arguments.query(q.text, q.fts_syntax, s.max_query_terms, s.max_content_bytes)
+        arguments.query(q.text, q.fts_syntax, self.settings)  # bounded cost
         store = self._store
 
         def run(query: Query) -> list[Hit]:

@@ -20,7 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import hivemem
-from hivemem import ContextProvider, HiveMemError, ScopedMemory, Settings, Store, Vault, tools
+from hivemem import ContextProvider, HiveMemError, ScopedMemory, Store, Vault, tools
 
 from .hostile import FUZZ, hostile_text, hostile_value, tally
 
@@ -141,10 +141,10 @@ def test_vault(world, name, data):
 @FUZZ
 @given(data=st.data())
 def test_handles_and_module_functions(world, data):
-    """``store.scope``/``store.vault`` names, ``ContextProvider``, ``index_folder``,
-    ``run_job`` and ``Settings`` fields."""
+    """``store.scope``/``store.vault`` names, ``ContextProvider``, ``index_folder`` and
+    ``run_job``."""
     store, mem, plausible = world
-    which = data.draw(st.sampled_from(["scope", "vault", "context", "index", "job", "settings"]))
+    which = data.draw(st.sampled_from(["scope", "vault", "context", "index", "job"]))
     if which == "scope":
         _call(
             "library handles",
@@ -160,16 +160,13 @@ def test_handles_and_module_functions(world, data):
         _call("library ContextProvider", getattr(provider, method), data, plausible)
     elif which == "index":
         _call("library index_folder", lambda folder: hivemem.index_folder(mem, folder), data, [])
-    elif which == "job":
+    else:
         _call(
             "library run_job",
             lambda name, scope=None: hivemem.run_job(store, name, scope),
             data,
             ["decay", "expire", "consolidate", "categorize", "team-a"],
         )
-    else:
-        field = data.draw(st.sampled_from([f for f, _, _ in Settings.fields_help()]))
-        _call("library Settings", lambda value: Settings().replace(**{field: value}), data, [])
 
 
 @pytest.mark.parametrize("name", sorted(tools.TOOLS))

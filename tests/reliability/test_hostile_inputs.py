@@ -263,3 +263,21 @@ def test_http_out_of_range_numbers_are_422_in_the_one_error_shape(store):
         assert _get(app, f"/v1/scopes/A/memories?offset={2**63 - 1}", token).json()["count"] == 0
     finally:
         app.state.api.close()
+
+
+# ---------------------------------------------------------------- found by the fuzzers
+
+
+def test_found_by_fuzzing_are_invalid_input_too(store, mem, saved):
+    cases = [
+        (lambda: hivemem.run_job(store, "decay", SURROGATE), "scope"),
+        (lambda: store.guard_fields(saved.id), "fields"),
+        (lambda: list(store.iter_memories([SURROGATE])), "scopes"),
+        (lambda: hivemem.ContextProvider(mem).messages(5), "history"),
+        (lambda: hivemem.ContextProvider(mem).system_message(instructions=2**70), "instructions"),
+    ]
+    for call, field in cases:
+        with pytest.raises(InvalidInput) as caught:
+            call()
+        assert caught.value.field == field
+    assert list(store.iter_memories([])) == []

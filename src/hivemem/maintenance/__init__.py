@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from .. import rules
 from .. import text as textmod
 from ..entities import extract
 from ..errors import HiveMemError, InvalidInput
@@ -214,6 +215,8 @@ def run_job(
     committed before a failure stays (jobs commit per batch and resume on the next run).
     """
     job = get_job(name)
+    if scope is not None:
+        scope = rules.name(scope, "scope", store.settings.max_scope_chars)
     scopes: list[str | None] = [scope] if scope is not None else list(store.scopes())
     if not scopes:
         scopes = [None]  # an empty store: one logged run that did nothing
