@@ -8,7 +8,7 @@ crash; and ``export`` as a rescue writes every row a plain SQLite connection can
 read, one at a time (the oracle), or names it (undecodable, or set aside because it
 would not import), prints the counts, and its file imports whole. The fast form runs
 one damage of each family on a store of 1,000 rows; the long form
-(``-m reliability``) runs every kind, with two seeds each, on 3,000 rows.
+(``make reliability``) runs every kind, with two seeds each, on 3,000 rows.
 """
 
 from __future__ import annotations
@@ -184,7 +184,7 @@ def test_doctor_reports_a_file_it_cannot_open(healthy_small, tmp_path):
     assert "FAIL  open" in result.output and "hivemem export FILE" in result.output
 
 
-@pytest.mark.reliability
+@pytest.mark.long
 @pytest.mark.parametrize("seed", [11, 12])
 @pytest.mark.parametrize("name", sorted(DAMAGES))
 def test_every_kind_of_damage_long(healthy_large, name, seed, tmp_path):

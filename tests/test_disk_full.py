@@ -181,7 +181,7 @@ def test_the_http_api_answers_507_on_a_full_disk(small_disk):
     store.close()
 
 
-@pytest.mark.reliability
+@pytest.mark.long
 @pytest.mark.parametrize("free_left", [50_000, 400_000, 900_000, 1_700_000, 2_500_000])
 def test_full_disk_rounds_with_every_kind_of_write(small_disk, free_left):
     """The long form: the disk fills during saves, episode batches, corrections, vault

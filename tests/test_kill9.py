@@ -199,7 +199,7 @@ def test_kill_9_of_writers_and_of_a_busy_embedding_worker_loses_no_acknowledged_
     assert result["acked"] >= 20
 
 
-@pytest.mark.reliability
+@pytest.mark.long
 def test_kill_9_rounds_long(tmp_path):
     rounds = int(os.environ.get("HIVEMEM_KILL_ROUNDS", "20"))
     result = run_rounds(tmp_path, rounds=rounds, writers=3, sample=None)

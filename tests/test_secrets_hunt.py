@@ -6,7 +6,7 @@ every field, not only ``content``.
 The secrets are planted with ``credential_policy=allow`` (as a store written before the
 secret was put in the vault would hold them), then every surface is run over a store
 opened with the default policy. The fast form runs one hostile secret; the long form
-(``-m reliability``) runs several shapes (quotes, backslashes, non-ASCII, a credential
+(``make reliability``) runs several shapes (quotes, backslashes, non-ASCII, a credential
 shape) through the same hunt.
 """
 
@@ -284,14 +284,14 @@ def test_a_vault_secret_in_every_field_leaves_through_no_surface(
     assert len(hunt.surfaces) >= 40
 
 
-@pytest.mark.reliability
+@pytest.mark.long
 @pytest.mark.parametrize("secret", LONG_SECRETS)
 def test_secrets_hunt_long(db_path, clock, tmp_path, secret, caplog):
     hunt = hunt_everywhere(db_path, clock, tmp_path, secret, caplog)
     print(f"\nRELIABILITY secrets surfaces={len(hunt.surfaces)} found=0 secret={secret!r}")
 
 
-@pytest.mark.reliability
+@pytest.mark.long
 @pytest.mark.parametrize("secret", [FAST_SECRETS[0], LONG_SECRETS[0]])
 def test_the_http_access_log_of_a_real_server_holds_no_secret(db_path, clock, secret):
     """``hivemem serve-http`` on a real socket: request paths holding a key with the

@@ -13,6 +13,7 @@ from typing import Any
 
 import platformdirs
 
+from . import rules
 from .clock import Clock, system_clock
 from .core import ScopedMemory
 from .embed import Embedder, get_embedder
@@ -25,7 +26,7 @@ from .settings import Settings
 from .store.base import Backend
 from .store.sqlite import SQLiteBackend
 from .store.vault import SQLiteVault
-from .types import Memory
+from .types import Memory, as_tuple
 from .vault import Vault
 
 log = logging.getLogger("hivemem.database")
@@ -170,6 +171,8 @@ class Store:
     def guard_fields(self, fields: dict[str, Any]) -> dict[str, Any]:
         """The fields of a write with ``guard`` applied to each one that holds caller text
         (``WRITTEN_TEXT_FIELDS``: content, key, tags, attributes, source ids, …)."""
+        if not isinstance(fields, dict):
+            raise InvalidInput("fields", f"expected a mapping of field names, got {fields!r:.60}")
         return {
             name: self.guard(value, name)
             if name in WRITTEN_TEXT_FIELDS and value is not None
@@ -177,10 +180,11 @@ class Store:
             for name, value in fields.items()
         }
 
-    def flush(self) -> int:
-        """Block until every queued chunk has its vector; returns how many were embedded.
-        Raises if the embedder fails (the chunks stay queued)."""
-        return self.indexer.flush()
+    def flush(self, progress: Any = None) -> int:
+        """Block until every queued chunk has its vector; returns how many were embedded
+        (``progress(done, total)`` is called per batch). Raises if the embedder fails
+        (the chunks stay queued)."""
+        return self.indexer.flush(progress)
 
     def index_written(self, wait: bool) -> None:
         """After a committed write: embed its chunks now (``wait``) or in the background.
@@ -197,18 +201,30 @@ class Store:
         except StoreError as exc:
             log.warning("saved; its vectors stay queued until the store can take them: %s", exc)
 
-    def reindex(self, progress: Any = None) -> int:
-        """Re-embed every chunk with this store's embedder (after a model change);
-        ``progress(done, total)`` is called per batch. Returns the chunks embedded."""
-        return self.indexer.reindex(progress)
+    def reindex(self, progress: Any = None, *, force: bool = False) -> int:
+        """Re-embed every chunk with this store's embedder after a model change (or with
+        ``force``); on a store already of this model, embed only the chunks still
+        queued. ``progress(done, total)`` is called per batch. Returns the chunks
+        embedded: 0 when there was nothing to do."""
+        return self.indexer.reindex(progress, force=force)
 
     @property
     def location(self) -> str:
         return self.backend.location
 
-    def scope(self, name: str, *, shared: Sequence[str] = ()) -> ScopedMemory:
-        """A handle that reads and writes scope ``name`` and may read ``shared`` scopes."""
-        return ScopedMemory(self, name, shared=shared)
+    def scope(
+        self,
+        name: str,
+        *,
+        shared: Sequence[str] = (),
+        lead_of: Sequence[str] | str | None = None,
+        actor: str | None = None,
+    ) -> ScopedMemory:
+        """A handle that reads and writes scope ``name`` and may read ``shared`` scopes.
+        ``lead_of`` (scope names or glob patterns) grants the rights of a lead over
+        other scopes (``hivemem.rights``); ``actor`` is who writes through it, recorded
+        as ``updated_by`` (default: the scope's name)."""
+        return ScopedMemory(self, name, shared=shared, lead_of=lead_of, actor=actor)
 
     def scopes(self) -> list[str]:
         return self.backend.scopes()
@@ -219,6 +235,11 @@ class Store:
 
     def iter_memories(self, scopes: Sequence[str] | None = None) -> Iterator[Memory]:
         """Every row of the given scopes (all scopes when ``None``), any status."""
+        if scopes is not None:
+            limit = self.settings.max_scope_chars
+            scopes = [str(rules.name(s, "scopes", limit)) for s in as_tuple(scopes)]
+            if not scopes:
+                return iter(())
         return self.backend.iter_all(scopes)
 
     def close(self) -> None:

@@ -76,7 +76,15 @@ class Settings:
         "too few were found.",
     )
     max_query_terms: int = _setting(
-        32, "Most distinct terms kept from a query (the rarest are kept)."
+        32,
+        "Most distinct terms kept from a query (the rarest are kept). An FTS5-syntax "
+        "query (fts_syntax=True) may hold at most this many words, else InvalidInput.",
+    )
+    fts_time_limit_ms: int = _setting(
+        2_000,
+        "Longest an FTS5-syntax search (fts_syntax=True) may run in SQLite; past it the "
+        "search stops with InvalidInput (prefix* terms over a large store cost the most). "
+        "Natural-language searches are bounded by max_query_terms and keyword_match_budget.",
     )
     track_access: bool = _setting(
         True, "Searches and gets bump access_count/last_accessed of what they return."
@@ -318,6 +326,18 @@ class Settings:
         "",
         "Shared scope the inject_learning tool writes a lead's learnings to (it must be "
         "one of the session's scopes; empty: inject_learning is refused).",
+    )
+    lead_of: str = _setting(
+        "",
+        "Scopes (names or glob patterns, comma-separated) a server's handle leads: it may "
+        "delete, correct, confirm and purge their memories and inject learnings into them "
+        "(`serve-mcp --lead-of`; docs/tools.md). Empty: the own scope only.",
+    )
+    agent: str = _setting(
+        "",
+        "Who a server's handle writes as, recorded as `updated_by` on every write "
+        "(`serve-mcp --agent`; empty: the scope's name). HTTP requests write as their "
+        "token's name.",
     )
     mcp_host: str = _setting("127.0.0.1", "Address `hivemem serve-mcp --transport http` uses.")
     mcp_port: int = _setting(8766, "Port `hivemem serve-mcp --transport http` listens on.")

@@ -19,7 +19,9 @@ changes nothing.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..entities import EntityType, Mention, canonical
@@ -77,15 +79,34 @@ def _mention(name: str, kind: str) -> Mention | None:
     return Mention(name, key, EntityType.DATE if kind == "date" else EntityType.PERSON)
 
 
+def _pipeline_missing(model: str) -> str | None:
+    """Why ``model`` cannot load, found without importing spaCy (~2 s): the job runs on a
+    schedule, and a store without the pipeline should not pay for it on every run."""
+    if importlib.util.find_spec("spacy") is None:
+        return "spaCy is not installed (pip install 'hivemem[spacy]')"
+    if not model:
+        return "no spaCy pipeline is set (setting enrich_spacy_model)"
+    if Path(model).expanduser().exists():
+        return None  # a pipeline folder (nlp.to_disk)
+    if any(sep in model for sep in ("/", "\\")) or not model.isidentifier():
+        return f"spaCy pipeline {model!r} does not exist (setting enrich_spacy_model)"
+    if importlib.util.find_spec(model) is None:
+        return (
+            f"spaCy pipeline {model!r} is not installed (python -m spacy download {model}, "
+            "or set enrich_spacy_model)"
+        )
+    return None
+
+
 def _spacy(model: str) -> tuple[Extractor | None, str]:
-    try:
-        spacy = importlib.import_module("spacy")
-    except ImportError:
-        return None, "spaCy is not installed (pip install 'hivemem[spacy]')"
+    missing = _pipeline_missing(model)
+    if missing is not None:
+        return None, missing
+    spacy = importlib.import_module("spacy")
     try:
         nlp = spacy.load(model, disable=["lemmatizer"])
-    except OSError as exc:
-        return None, f"spaCy pipeline {model!r} is not installed ({exc})"
+    except OSError as exc:  # present but unreadable: the first line of spaCy's reason
+        return None, f"spaCy pipeline {model!r} cannot be loaded: {str(exc).splitlines()[0]}"
 
     def run(memories: Sequence[Memory]) -> list[list[Mention]]:
         out = []

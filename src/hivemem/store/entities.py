@@ -147,6 +147,11 @@ class SQLiteEntityIndex:
                 [scope, alias, entity_id],
             )
 
+    def link(self, scope: str, memory_id: str, mentions: Sequence[Mention], when: datetime) -> None:
+        """Link ``memory_id`` to the entities ``mentions`` name (made if new), in one write."""
+        with self._db.atomic():
+            link_mentions(self._db._conn, scope, memory_id, mentions, to_text(when))
+
     def total_memories(self, scopes: Sequence[str]) -> int:
         """Memories of the scopes (any status): the N of the entity lane's IDF. Read
         from the sessions-independent max rowid, which is cheap and close enough."""

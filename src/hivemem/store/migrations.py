@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import text as textmod
+from ..errors import StoreError
 
 Connection = Any  # a DB-API connection of the sqlite3 family
 
@@ -89,6 +90,17 @@ def apply(conn: Connection, now: str, upto: str | None = None) -> list[str]:
         if m.name == upto:
             break
     return done
+
+
+def refuse_newer(conn: Connection, location: str) -> None:
+    """Refuse a database written by a newer HiveMem (migrations this one does not know)."""
+    known = set(known_names())
+    unknown = [name for name in applied(conn) if name not in known]
+    if unknown:
+        raise StoreError(
+            f"{location} was written by a newer HiveMem (schema {unknown[-1]}); "
+            "upgrade hivemem to open it"
+        )
 
 
 def known_names() -> list[str]:
@@ -379,3 +391,22 @@ def _api_tokens(conn: Connection) -> None:
             last_used_at TEXT
         )"""
     )
+
+
+@migration("0011_purges")
+def _purges(conn: Connection) -> None:
+    # The audit of hard purges (``hivemem.purge``): what was erased, when and by whom,
+    # never the content. ``memory_ids`` are the erased rows' ids (time-ordered uuids
+    # that carry nothing of the text); ``counts`` what each table lost.
+    conn.execute(
+        """CREATE TABLE purges (
+            id INTEGER PRIMARY KEY,
+            scope TEXT NOT NULL,
+            target TEXT NOT NULL CHECK (target IN ('memory', 'scope')),
+            memory_ids TEXT NOT NULL DEFAULT '[]',
+            counts TEXT NOT NULL DEFAULT '{}',
+            purged_by TEXT,
+            purged_at TEXT NOT NULL
+        )"""
+    )
+    conn.execute("CREATE INDEX purges_scope ON purges (scope, purged_at)")

@@ -30,8 +30,10 @@ from ..types import ListFilter, Memory, Query, Status
 from . import migrations, scratch
 from .base import ChunkMatch, SessionInfo, TermStats
 from .entities import SQLiteEntityIndex, link_mentions
-from .failures import is_file_failure, is_full, store_error
+from .failures import is_full, search_error, store_error
+from .limits import ClosedConnection, time_limit
 from .maintenance import SQLiteMaintenance
+from .purge import SQLitePurge
 from .repair import RepairMixin
 from .rows import (
     INSERT,
@@ -43,6 +45,7 @@ from .rows import (
     placeholders,
     row_to_memory,
 )
+from .stats import scope_stats
 from .vectors import SQLiteVectorIndex, load_extension
 
 try:  # pragma: no cover - which driver is present depends on the install
@@ -123,7 +126,7 @@ class SQLiteBackend(RepairMixin):
             try:
                 mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
                 self._conn.execute("PRAGMA synchronous = NORMAL")
-                self._check_file()
+                migrations.refuse_newer(self._conn, self.location)
                 migrations.apply(self._conn, to_text(datetime.now().astimezone()))
                 return str(mode)
             except OperationalError as exc:
@@ -132,16 +135,6 @@ class SQLiteBackend(RepairMixin):
                     raise
                 time.sleep(delay)
                 delay = min(delay * 2, 0.1)
-
-    def _check_file(self) -> None:
-        """Refuse a database written by a newer HiveMem (unknown migrations)."""
-        known = set(migrations.known_names())
-        unknown = [name for name in migrations.applied(self._conn) if name not in known]
-        if unknown:
-            raise StoreError(
-                f"{self.location} was written by a newer HiveMem (schema {unknown[-1]}); "
-                "upgrade hivemem to open it"
-            )
 
     # ------------------------------------------------------------------ transactions
 
@@ -247,13 +240,17 @@ class SQLiteBackend(RepairMixin):
             raise RuntimeError("write outside atomic()")  # a bug in HiveMem, not user error
         return self._conn.execute(sql, params)
 
+    @property
+    def closed(self) -> bool:
+        return isinstance(self._conn, ClosedConnection)
+
     def close(self) -> None:
         with self._lock:
-            if self._conn is not None:
+            if not self.closed:
                 with suppress(sqlite_driver.DatabaseError, MemoryError):  # damaged: skip it
                     self._conn.execute("PRAGMA optimize")
                 self._conn.close()
-                self._conn = None  # type: ignore[assignment]
+                self._conn = ClosedConnection(self.location)
 
     # ------------------------------------------------------------------ reads
 
@@ -355,6 +352,9 @@ class SQLiteBackend(RepairMixin):
         if flt.types:
             where.append(f"m.type IN ({placeholders(flt.types)})")
             params += [t.value for t in flt.types]
+        if flt.categories:
+            where.append(f"m.category IN ({placeholders(flt.categories)})")
+            params += list(flt.categories)
         if flt.tags:
             where.append(
                 "EXISTS (SELECT 1 FROM json_each(m.tags) j "
@@ -417,9 +417,12 @@ class SQLiteBackend(RepairMixin):
         now: datetime,
         *,
         newest_first: bool = False,
+        time_limit_s: float | None = None,
     ) -> list[ChunkMatch]:
         """The ``limit`` best chunks by BM25 among those that pass scope and filters, best
-        first (ties: lower chunk id first).
+        first (ties: lower chunk id first). With ``time_limit_s`` (a caller's FTS5 syntax,
+        whose cost has no other bound) the statements stop once it has passed, and the
+        search raises ``InvalidInput`` naming the query.
 
         Two plans, one result. BM25 has to be computed for every chunk the query matches,
         and joining each of them to ``chunks`` and ``memories`` to filter costs more than
@@ -443,31 +446,45 @@ class SQLiteBackend(RepairMixin):
         where, extra = self._filter_sql(query, now)
         filters = " AND ".join([clause, *where])
         filter_params = [*params, *extra]
+        stopped = [False]
         try:
-            found = None
-            if not (query.sessions or query.tags):
-                found = self._rank_then_filter(match, filters, filter_params, limit, newest_first)
-            if found is None:
-                # Newest first: FTS5 walks the doclists by rowid and scores only the rows
-                # it returns; ordered by score, it must score every match first.
-                order = "c.id DESC" if newest_first else "score DESC, c.id"
-                rows = self._read(
-                    "SELECT c.id, c.memory_id, c.seq, c.text, -bm25(chunks_fts) AS score "
-                    "FROM chunks_fts CROSS JOIN chunks c ON c.id = chunks_fts.rowid "
-                    "CROSS JOIN memories m ON m.id = c.memory_id "
-                    f"WHERE chunks_fts MATCH ? AND {filters} "
-                    f"ORDER BY {order} LIMIT ?",
-                    [match, *filter_params, limit * (_NEWEST_PAGE if newest_first else 1)],
-                    raw=True,
+            with self._lock, time_limit(self._conn, time_limit_s, stopped):
+                return self._keyword_plans(
+                    query, match, filters, filter_params, limit, newest_first
                 )
-                rows.sort(key=lambda r: (-r[4], r[0]))
-                found = [ChunkMatch(r[0], r[1], r[2], r[3], r[4]) for r in rows[:limit]]
-        except OperationalError as exc:
-            if query.fts_syntax and not is_file_failure(exc):
-                from ..errors import InvalidInput
+        except (sqlite_driver.DatabaseError, StoreError) as exc:
+            raise search_error(
+                exc, self.location, query.fts_syntax, stopped[0], time_limit_s
+            ) from exc
 
-                raise InvalidInput("query", f"not valid FTS5 syntax: {exc}") from None
-            raise store_error(exc, self.location, "search") from exc
+    def _keyword_plans(
+        self,
+        query: Query,
+        match: str,
+        filters: str,
+        filter_params: list[Any],
+        limit: int,
+        newest_first: bool,
+    ) -> list[ChunkMatch]:
+        """The two plans of ``keyword_search`` (see there)."""
+        found = None
+        if not (query.sessions or query.tags):
+            found = self._rank_then_filter(match, filters, filter_params, limit, newest_first)
+        if found is None:
+            # Newest first: FTS5 walks the doclists by rowid and scores only the rows
+            # it returns; ordered by score, it must score every match first.
+            order = "c.id DESC" if newest_first else "score DESC, c.id"
+            rows = self._read(
+                "SELECT c.id, c.memory_id, c.seq, c.text, -bm25(chunks_fts) AS score "
+                "FROM chunks_fts CROSS JOIN chunks c ON c.id = chunks_fts.rowid "
+                "CROSS JOIN memories m ON m.id = c.memory_id "
+                f"WHERE chunks_fts MATCH ? AND {filters} "
+                f"ORDER BY {order} LIMIT ?",
+                [match, *filter_params, limit * (_NEWEST_PAGE if newest_first else 1)],
+                raw=True,
+            )
+            rows.sort(key=lambda r: (-r[4], r[0]))
+            found = [ChunkMatch(r[0], r[1], r[2], r[3], r[4]) for r in rows[:limit]]
         return found
 
     def _rank_then_filter(
@@ -623,40 +640,7 @@ class SQLiteBackend(RepairMixin):
         return [ChunkMatch(r[0], r[1], r[2], r[3], 0.0) for r in rows]
 
     def stats(self, scopes: Sequence[str] | None, now: datetime) -> dict[str, Any]:
-        if scopes is None:
-            where, params = "1 = 1", []
-        else:
-            where, params = self._scope_clause(scopes)
-        rows = self._read(
-            f"SELECT m.status, m.kind, m.type, COUNT(*) FROM memories m WHERE {where} "
-            "GROUP BY m.status, m.kind, m.type",
-            params,
-        )
-        by_status: dict[str, int] = {}
-        by_kind: dict[str, int] = {}
-        by_type: dict[str, int] = {}
-        for status, kind, mtype, count in rows:
-            by_status[status] = by_status.get(status, 0) + count
-            if status == "active":
-                by_kind[kind] = by_kind.get(kind, 0) + count
-                by_type[mtype] = by_type.get(mtype, 0) + count
-        expired = self._read(
-            f"SELECT COUNT(*) FROM memories m WHERE {where} AND m.status = 'active' "
-            "AND m.expires_at IS NOT NULL AND m.expires_at <= ?",
-            [*params, to_text(now)],
-        )[0][0]
-        sessions = self._read(
-            f"SELECT COUNT(*) FROM sessions m WHERE {where}",
-            params,
-        )[0][0]
-        return {
-            "total": sum(by_status.values()),
-            "by_status": by_status,
-            "active_by_kind": by_kind,
-            "active_by_type": by_type,
-            "expired": expired,
-            "sessions": sessions,
-        }
+        return scope_stats(self, scopes, now)
 
     def sessions(self, scope: str) -> list[SessionInfo]:
         rows = self._read(
@@ -782,3 +766,7 @@ class SQLiteBackend(RepairMixin):
     @property
     def maintenance(self) -> SQLiteMaintenance:  # the maintenance jobs' SQL (stateless)
         return SQLiteMaintenance(self)
+
+    @property
+    def purges(self) -> SQLitePurge:  # hard deletes (stateless)
+        return SQLitePurge(self)
