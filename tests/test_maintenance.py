@@ -233,7 +233,9 @@ def test_decay_formulas():
 
 @pytest.mark.parametrize("formula", ["exponential", "power"])
 def test_decay_arithmetic_and_protected_facts(db_path, clock, formula):
-    settings = Settings(decay_formula=formula)
+    # From creation: the gets below are accesses, which restart a curve from last access
+    # (the default; tests/test_decay_defaults.py).
+    settings = Settings(decay_formula=formula, decay_from="created")
     with hivemem.open(db_path, settings=settings, clock=clock, embedder="none") as store:
         mem = store.scope("team-a")
         fading = mem.save("Standup moved to 9:30", kind="fact", decay_rate=0.1)

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from .maintenance.categorize import categorize
 from .rules import valid_category
 from .types import CATEGORIES, Hit, Memory, as_tuple
 
@@ -22,7 +23,15 @@ if TYPE_CHECKING:  # pragma: no cover
 
 FALLBACK_NOTE = "category filter matched nothing: unfiltered results"
 
-__all__ = ["CATEGORIES", "FALLBACK_NOTE", "fell_back", "of", "unfiltered", "valid"]
+__all__ = [
+    "CATEGORIES",
+    "FALLBACK_NOTE",
+    "categorized",
+    "fell_back",
+    "of",
+    "unfiltered",
+    "valid",
+]
 
 
 def valid(category: str | Sequence[str] | None) -> tuple[str, ...]:
@@ -46,3 +55,12 @@ def of(mem: ScopedMemory, memory: Memory) -> tuple[str, float]:
     0.0: no keyword matched, ``general``), as corvid's ``save`` returns them."""
     sure = mem.store.backend.maintenance.categories([memory.scope], [memory.id])
     return memory.category, float(sure.get(memory.id, 0.0))
+
+
+def categorized(record: Memory, *, given: bool) -> tuple[Memory, float]:
+    """The record with its automatic category (keyword rules, microseconds; a category
+    the caller gave is kept, with confidence 1.0), and the categorizer's confidence."""
+    if given:
+        return record, 1.0
+    category, confidence = categorize(record.content, record.kind)
+    return replace(record, category=category), confidence

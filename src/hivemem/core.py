@@ -23,13 +23,23 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from . import arguments, audit, categories, chains, learning, promotion, retrieval, rights, rules
+from . import (
+    arguments,
+    audit,
+    categories,
+    chains,
+    entity_profiles,
+    learning,
+    promotion,
+    retrieval,
+    rights,
+    rules,
+    sessions,
+)
 from . import purge as purgemod
 from . import text as textmod
 from .entities import Mention, extract
-from .entities import canonical as canonical_name
 from .errors import Conflict, InvalidInput, NotFound
-from .maintenance.categorize import categorize
 from .maintenance.crossrefs import Related
 from .redact import scrubs_output
 from .types import (
@@ -161,7 +171,7 @@ class ScopedMemory:
         explicit = type is not None
         if explicit:  # openhive: a soft, non-blocking suggestion, logged
             audit.type_suggestion(record.content, record.type)
-        record, sure = _categorized(record, given=category is not None)
+        record, sure = categories.categorized(record, given=category is not None)
         with self._backend.atomic():
             stored, inserted = self._save_row(record, pieces, reason, minor, explicit, expires_at)
             if inserted:
@@ -312,7 +322,7 @@ class ScopedMemory:
         items = arguments.batch(items)
         arguments.flag(wait, "wait")
         records: list[tuple[Memory, tuple[list[str], list[Mention]]]] = []
-        categories: list[tuple[str, float]] = []
+        sureness: list[tuple[str, float]] = []
         allowed = {
             "content",
             "session_id",
@@ -349,9 +359,9 @@ class ScopedMemory:
                 if index == 0 and not records:
                     raise
                 raise InvalidInput(f"items[{index}].{exc.field}", exc.message) from None
-            record, sure = _categorized(record, given=False)
+            record, sure = categories.categorized(record, given=False)
             records.append((record, self._derive(record.content)))
-            categories.append((record.id, sure))
+            sureness.append((record.id, sure))
         if not records:
             return []
         sessions: dict[str, tuple[datetime, int]] = {}
@@ -363,10 +373,14 @@ class ScopedMemory:
         with self._backend.atomic():
             for record, pieces in records:
                 self._backend.insert(record, *pieces)
-            self._backend.maintenance.note_categories(categories)
-            for session_id, (when, count) in sessions.items():
-                self._backend.note_session(self.name, session_id, when, count)
+            self._backend.maintenance.note_categories(sureness)
+            started = [
+                session_id
+                for session_id, (when, count) in sessions.items()
+                if self._backend.note_session(self.name, session_id, when, count)
+            ]
         self._store.index_written(wait)
+        self._store.session_worker.session_started(self.name, started)  # queued, not run here
         return [record for record, _ in records]
 
     def _derive(self, content: str) -> tuple[list[str], list[Mention]]:
@@ -693,40 +707,21 @@ class ScopedMemory:
 
     @scrubs_output
     def entity(self, name: str, *, limit: int = 100) -> tuple[Entity, list[Memory]]:
-        """Everything about ``name``: the entity it names (by canonical name or alias,
-        own scope first) and the active memories that mention it, newest first."""
-        found = self._find_entity(name)
-        links = self._backend.entities.linked(
-            self.visible,
-            [found.id],
-            ListFilter(statuses=(Status.ACTIVE,)),
-            self._now(),
-            rules.limit(limit),
-        )
-        linked = self._backend.get_many(self.visible, [m for m, _ in links])
-        return found, linked
+        """Everything about ``name``: the entity it names (type, aliases, summary; by
+        canonical name, alias or, for a date, any common form; own scope first) and the
+        active memories that mention it, newest first."""
+        return entity_profiles.profile(self, name, limit)
 
     @scrubs_output
     def alias(self, name: str, alias: str) -> Entity:
         """Let ``alias`` (say "Mel") name the entity ``name`` names ("Melanie"), so
         queries and new mentions under either reach the same memories. Own scope only."""
-        clean = canonical_name(rules.name(alias, "alias", 200) or "")
-        if not any(ch.isalnum() for ch in clean):
-            raise InvalidInput("alias", "expected a name with letters or digits")
-        found = self._find_entity(name, own_only=True)
-        self._backend.entities.add_alias(self.name, found.id, clean)
-        return self._find_entity(name, own_only=True)
+        return entity_profiles.alias(self, name, alias)
 
-    def _find_entity(self, name: str, *, own_only: bool = False) -> Entity:
-        if not isinstance(name, str) or not name.strip():
-            raise InvalidInput("name", "expected an entity name")
-        rules.utf8(name, "name")
-        scopes = [self.name] if own_only else list(self.visible)
-        matches = self._backend.entities.lookup(scopes, [canonical_name(name)])
-        if not matches:
-            raise NotFound(f"no entity {name!r} visible from scope {self.name!r}")
-        matches.sort(key=lambda e: (e.scope != self.name, -e.mention_count, e.id))
-        return matches[0]
+    def describe_entity(self, name: str, **fields: Any) -> Entity:
+        """Set ``type``, ``summary`` or ``protected`` of the entity ``name`` names (own
+        scope; ``hivemem.entity_profiles.describe``)."""
+        return entity_profiles.describe(self, name, **fields)
 
     def stats(self) -> dict[str, Any]:
         """Counts for the own scope, and per shared scope."""
@@ -753,6 +748,15 @@ class ScopedMemory:
         if session_id is not None:
             options["session_id"] = rules.name(session_id, "session_id", 200)
         return run_job(self._store, "consolidate", self.name, raise_errors=True, **options)[0]
+
+    def end_session(self, session_id: str) -> Memory | None:
+        """Consolidate ``session_id`` now; its ``session_summary`` memory, or None."""
+        return sessions.end_session(self, session_id)
+
+    def add_task_result(self, output: str, *, status: str = "completed", **fields: Any) -> Memory:
+        """A finished or failed task's output, source ``task_completion`` (TTL 7 days);
+        fields ``task_id``, ``error``, ``session_id``, ``tags``, ``attributes``."""
+        return sessions.add_task_result(self, output, status=status, **fields)
 
     @scrubs_output
     def related(self, memory_id: str, *, limit: int = 10) -> list[Related]:
@@ -785,15 +789,6 @@ class ScopedMemory:
 
     def _touch(self, ids: list[str]) -> None:
         self._backend.touch(self.visible, ids, self._now())
-
-
-def _categorized(record: Memory, *, given: bool) -> tuple[Memory, float]:
-    """The record with its automatic category (keyword rules, microseconds; a category
-    the caller gave is kept, with confidence 1.0), and the categorizer's confidence."""
-    if given:
-        return record, 1.0
-    category, confidence = categorize(record.content, record.kind)
-    return replace(record, category=category), confidence
 
 
 def _statuses(value: object) -> tuple[Status, ...]:

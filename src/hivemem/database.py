@@ -22,6 +22,7 @@ from .indexer import Indexer
 from .llm import LLM, get_llm
 from .redact import WRITTEN_TEXT_FIELDS, Scrubber, guard_value
 from .rerank import Reranker, resolve_reranker
+from .sessions import SessionWorker
 from .settings import Settings
 from .store.base import Backend
 from .store.sqlite import SQLiteBackend
@@ -49,6 +50,7 @@ def open(  # noqa: A001 - the library's entry point reads best as hivemem.open()
     reranker: Reranker | str | None = None,
     llm: LLM | str | None = None,
     llm_api_key: str | None = None,
+    embed_api_key: str | None = None,
 ) -> Store:
     """Open (creating if needed) the store at ``path`` — a file, or ``":memory:"``.
 
@@ -59,12 +61,16 @@ def open(  # noqa: A001 - the library's entry point reads best as hivemem.open()
     ``reranker`` likewise (default: the ``reranker`` setting, none). ``llm`` is an
     ``LLM`` or a provider name (default: the ``llm`` setting, none), used by maintenance
     jobs only; ``llm_api_key`` is its key (the CLI reads ``HIVEMEM_LLM_API_KEY``).
+    ``embedder="openai"`` is configured by the ``embed_*`` settings, with
+    ``embed_api_key`` (the CLI reads ``HIVEMEM_EMBED_API_KEY``).
     """
     settings = settings or Settings()
     if path is None:
         path = default_path()
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-    model = resolve_embedder(settings.embedder if embedder is None else embedder)
+    model = resolve_embedder(
+        settings.embedder if embedder is None else embedder, settings, embed_api_key
+    )
     ranker = resolve_reranker(settings.reranker if reranker is None else reranker)
     chat = resolve_llm(settings.llm if llm is None else llm, settings, llm_api_key)
     backend = SQLiteBackend(path, busy_timeout_ms=settings.busy_timeout_ms)
@@ -77,10 +83,26 @@ def open(  # noqa: A001 - the library's entry point reads best as hivemem.open()
         raise
 
 
-def resolve_embedder(embedder: Embedder | str | None) -> Embedder | None:
-    """An embedder from a name (``"none"`` and None mean no embedder) or an instance."""
+def resolve_embedder(
+    embedder: Embedder | str | None,
+    settings: Settings | None = None,
+    api_key: str | None = None,
+) -> Embedder | None:
+    """An embedder from a name (``"none"`` and None mean no embedder) or an instance;
+    ``openai`` is configured by the ``embed_*`` settings."""
     if embedder is None or embedder == "none":
         return None
+    if embedder == "openai":
+        s = settings or Settings()
+        shortened = s.embed_dimensions if s.embed_dimensions > 0 else None
+        return get_embedder(
+            "openai",
+            model=s.embed_model,
+            dimension=shortened or s.embed_full_dimension,
+            dimensions=shortened,
+            base_url=s.embed_base_url or None,
+            api_key=api_key,
+        )
     if isinstance(embedder, str):
         return get_embedder(embedder)
     if not isinstance(embedder, Embedder):
@@ -138,6 +160,8 @@ class Store:
         )
         if self.indexer.enabled and backend.vectors.has_pending():
             self.indexer.notify()  # work left by an earlier run (a crash, a short CLI call)
+        # Consolidation of earlier sessions when a new one starts (off the write path).
+        self.session_worker = SessionWorker(self)
         self.vault_rows = SQLiteVault(backend)  # type: ignore[arg-type]
         self.scrubber = Scrubber(
             lambda: [json.loads(v) for v in self.vault_rows.secret_values()],
@@ -243,6 +267,7 @@ class Store:
         return self.backend.iter_all(scopes)
 
     def close(self) -> None:
+        self.session_worker.close()
         self.scrubber.close()
         self.indexer.close()
         self.backend.close()

@@ -143,6 +143,11 @@ def _vectors(store: Store, health: dict[str, Any]) -> Check:
     if not indexer.enabled:
         return Check("vectors", False, str(indexer.disabled), "run `hivemem reindex`")
     detail = f"{_need(health, 'vectors')} chunk vectors by {indexer.identity}; {pending} queued"
+    if health.get("vector_exact_scan"):
+        detail += (
+            f"; exact scan, no KNN index ({health['vector_exact_scan']}; "
+            "pip install sqlite-vec for large stores)"
+        )
     if indexer.last_error:
         return Check(
             "vectors",

@@ -367,7 +367,15 @@ def adjustments(memory: Memory, settings: Settings, now: datetime) -> dict[str, 
         factor = 1.0 - settings.decay_weight + settings.decay_weight * decay
         if factor < 1.0:
             factors["decay"] = factor
-    boost = ranking.access_boost(memory.access_count, settings.max_access_boost)
+    boost = ranking.access_boost(
+        memory.access_count,
+        settings.max_access_boost,
+        hours_since_access=(
+            (now - memory.last_accessed).total_seconds() / 3600 if memory.last_accessed else None
+        ),
+        full_hours=settings.access_recency_hours,
+        fade_days=settings.access_fade_days,
+    )
     if boost > 1.0:
         factors["access"] = boost
     if memory.confidence < 1.0:

@@ -30,6 +30,7 @@ from hivemem import Hit, HiveMemError, Memory, ScopedMemory, Settings, Store
 
 F = TypeVar("F", bound=Callable[..., Any])
 LLM_API_KEY_ENV = "HIVEMEM_LLM_API_KEY"
+EMBED_API_KEY_ENV = "HIVEMEM_EMBED_API_KEY"
 
 
 EXIT_CODES = (
@@ -105,7 +106,12 @@ class Env:
                 Path(self.db).expanduser().parent.mkdir(parents=True, exist_ok=True)
             # The LLM's key is read here, at the edge, and never printed (settings.llm).
             key = os.environ.get(LLM_API_KEY_ENV) or None
-            self._store = hivemem.open(self.db, settings=self.settings, llm_api_key=key)
+            self._store = hivemem.open(
+                self.db,
+                settings=self.settings,
+                llm_api_key=key,
+                embed_api_key=os.environ.get(EMBED_API_KEY_ENV) or None,
+            )
         return self._store
 
     def memory(self) -> ScopedMemory:

@@ -10,6 +10,8 @@ from typing import Any
 import click
 
 from hivemem.bench import format_table, run_bench
+from hivemem.decay_sim import PROFILES, simulate
+from hivemem.decay_sim import format_table as format_decay_table
 from hivemem.errors import InvalidInput
 from hivemem.evaluation import SYSTEM_PROMPT_PREAMBLE, eval_locomo, format_report
 from hivemem.longmemeval import eval_longmemeval, format_lme_report
@@ -108,6 +110,13 @@ def _stage_printer(quiet: bool = False) -> Any:
     help="Keep the generated stores in this folder (default: a temporary folder).",
 )
 @click.option("--quiet", is_flag=True, help="No progress on stderr.")
+@click.option(
+    "--ui",
+    "ui_pages",
+    is_flag=True,
+    help="Time the web inspector's pages instead (list, search, memory, overview …; "
+    "--queries requests per page; needs the http extra).",
+)
 @json_option
 @pass_env
 def bench(
@@ -120,20 +129,42 @@ def bench(
     skip_model: bool,
     keep_folder: str | None,
     quiet: bool,
+    ui_pages: bool,
     as_json: bool,
 ) -> None:
     """Time writes, vector indexing and searches on generated data.
 
     By default a quick run (1,000 memories, 50 queries, seconds); --full is the
     README's bench (10,000 and 100,000 memories, 200 queries, minutes), and so is any
-    --sizes unless --queries and --writes say otherwise. For each size, a fresh store is filled with
-    generated episodes while the embedding worker runs, and the vectors still queued are
-    flushed; then single and batched writes and the same natural-language questions are
+    --sizes unless --queries and --writes say otherwise. For each size, a fresh store is
+    filled with generated episodes while the embedding worker runs, and the vectors still
+    queued are flushed; then single and batched writes and the same natural-language questions are
     timed (p50/p95/p99) keyword only, hybrid, and in the vector lane alone. The vectors
     come from the hash embedder at the default model's dimension (the index costs the
     same); the real model is timed once per run: load, sentences/s, query embedding.
     Progress goes to stderr (--quiet: none). HIVEMEM_* settings apply.
+
+    With --ui, the same corpus is loaded and the inspector's pages are timed instead,
+    through the whole HTTP app in process (see docs/inspector.md).
     """
+    if ui_pages:
+        from hivemem.bench_ui import format_ui_table, run_ui_bench
+
+        try:
+            found = run_ui_bench(
+                sizes or QUICK["sizes"],
+                queries or QUICK["queries"],
+                keep_folder,
+                _stage_printer(quiet),
+                settings=env.settings,
+            )
+        except ValueError as exc:
+            raise InvalidInput("bench", str(exc)) from None
+        if as_json:
+            echo_json([r.to_dict() for r in found])
+        else:
+            click.echo(format_ui_table(found))
+        return
     # --sizes asks for a measurement: the full bench's queries and writes, as the README's
     # figures (`hivemem bench --sizes 10000,100000`) were taken.
     plan = FULL if full or sizes else QUICK
@@ -169,7 +200,7 @@ def bench(
 
 @click.group(name="eval")
 def eval_() -> None:
-    """Retrieval quality on public long-memory benchmarks."""
+    """Retrieval quality benchmarks, and the decay simulation."""
 
 
 @eval_.command()
@@ -226,6 +257,50 @@ def longmemeval(env: Env, path: str, limit_questions: int | None, as_json: bool)
         echo_json(report.to_dict())
     else:
         click.echo(format_lme_report(report))
+
+
+@eval_.command()
+@click.option("--days", default=365, show_default=True, type=click.IntRange(min=1))
+@click.option("--facts-per-day", default=3, show_default=True, type=click.IntRange(min=1))
+@click.option(
+    "--decay-every", default=7, show_default=True, type=click.IntRange(min=1),
+    help="Days between runs of the decay job.",
+)  # fmt: skip
+@click.option(
+    "--profile", "names", multiple=True, metavar="NAME",
+    help="Only these profiles (repeatable; default: all).",
+)  # fmt: skip
+@json_option
+@pass_env
+def decay(
+    env: Env, days: int, facts_per_day: int, decay_every: int, names: tuple[str, ...], as_json: bool
+) -> None:
+    """Simulate a year of use under each confidence-decay profile: what is pruned and
+    what a search still finds (docs/maintenance.md explains the workload).
+
+    Profiles: the seeds' configurations (rate 0.1 from last access, the ADR's power
+    formula) beside HiveMem's default. Runs in temporary stores; a few minutes.
+    """
+    chosen = tuple(p for p in PROFILES if not names or p.name in names)
+    unknown = set(names) - {p.name for p in PROFILES}
+    if unknown:
+        raise click.BadParameter(
+            f"unknown {sorted(unknown)}; valid: {', '.join(p.name for p in PROFILES)}",
+            param_hint="--profile",
+        )
+    printer = _stage_printer()
+    outcomes = simulate(
+        chosen,
+        days=days,
+        facts_per_day=facts_per_day,
+        decay_every=decay_every,
+        settings=env.settings,
+        progress=(lambda name, done, total: printer(name, done, total)) if printer else None,
+    )
+    if as_json:
+        echo_json([o.to_dict() for o in outcomes])
+    else:
+        click.echo(format_decay_table(outcomes))
 
 
 def _progress() -> Any:

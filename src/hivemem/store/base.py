@@ -53,6 +53,7 @@ class VectorIndex(Protocol):
     (``hivemem.store.vectors`` documents the SQLite layout)."""
 
     unavailable: str | None  # why this store cannot hold vectors, or None
+    exact_scan: str | None  # why search scans vectors exactly (no KNN index), or None
 
     def recorded_identity(self) -> str | None: ...
 
@@ -268,8 +269,8 @@ class Backend(Protocol):
         """Count an access of each memory (best effort)."""
         ...
 
-    def note_session(self, scope: str, session_id: str, when: datetime, episodes: int) -> None:
-        """Register a session on first sight; count its episodes."""
+    def note_session(self, scope: str, session_id: str, when: datetime, episodes: int) -> bool:
+        """Register a session on first sight; count its episodes; True when new."""
         ...
 
     # --- meta and health

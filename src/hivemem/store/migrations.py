@@ -289,7 +289,9 @@ def _entities(conn: Connection) -> None:
         "SELECT id, scope, content, created_at FROM memories ORDER BY rowid"
     ).fetchall()
     for memory_id, scope, content, created_at in rows:
-        link_mentions(conn, scope, memory_id, entitymod.extract(content), created_at)
+        link_mentions(
+            conn, scope, memory_id, entitymod.extract(content), created_at, protection=False
+        )
 
 
 def insert_chunks(conn: Connection, memory_id: str, pieces: list[str]) -> None:
@@ -391,6 +393,29 @@ def _api_tokens(conn: Connection) -> None:
             last_used_at TEXT
         )"""
     )
+
+
+@migration("0010_entity_types")
+def _entity_types(conn: Connection) -> None:
+    # Entities carry a real type (``hivemem.entities.name_type``), a protected flag
+    # (decay leaves memories linked to a protected entity alone; no job retypes it) and
+    # an optional summary. Names the regex stored as ``person`` before types existed are
+    # typed again by the same cues new writes use.
+    conn.execute("ALTER TABLE entities ADD COLUMN protected INTEGER NOT NULL DEFAULT 0")
+    conn.execute("ALTER TABLE entities ADD COLUMN summary TEXT")
+    from .. import entities as entitymod
+
+    rows = conn.execute("SELECT id, scope, canonical, name FROM entities WHERE type = 'person'")
+    for entity_id, scope, key, name in rows.fetchall():
+        kind = entitymod.name_type(name).value
+        if kind == "person":
+            continue
+        taken = conn.execute(
+            "SELECT 1 FROM entities WHERE scope = ? AND canonical = ? AND type = ?",
+            (scope, key, kind),
+        ).fetchone()
+        if not taken:
+            conn.execute("UPDATE entities SET type = ? WHERE id = ?", (kind, entity_id))
 
 
 @migration("0011_purges")

@@ -70,6 +70,7 @@ class RepairMixin:
             "vectors": self.vectors.count,
             "chunks_awaiting_vectors": self.vectors.pending_count,
             "vector_index_unavailable": lambda: self.vectors.unavailable,
+            "vector_exact_scan": lambda: getattr(self.vectors, "exact_scan", None),
             "journal_mode": lambda: one("PRAGMA journal_mode")[0][0],
             "sqlite_version": lambda: _driver().sqlite_version,
             "driver": lambda: _driver().__name__,
