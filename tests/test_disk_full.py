@@ -123,7 +123,7 @@ def test_the_cli_exits_with_the_store_error_code_on_a_full_disk(small_disk):
     path = small_disk / "memory.db"
     with hivemem.open(path, embedder="none") as store:
         store.scope("default").save("first memory", key="first")
-    weight = ballast(small_disk, 600_000)
+    weight = ballast(small_disk, 350_000)
     runner = CliRunner()
     results = []
     for i in range(400):
@@ -139,6 +139,7 @@ def test_the_cli_exits_with_the_store_error_code_on_a_full_disk(small_disk):
     listed = runner.invoke(cli_main, ["--db", str(path), "list", "--limit", "1000"])
     assert listed.exit_code == 0
     acked = sum(1 for r in results if r.exit_code == 0)
+    assert acked > 0, "some writes fit before the disk filled"
     with hivemem.open(path, embedder="none") as store:
         assert store.stats()["total"] == acked + 1
 

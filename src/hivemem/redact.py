@@ -250,8 +250,10 @@ def scrubs_output(method: F) -> F:
 
 
 def _forms(value: str) -> set[str]:
-    """``value`` as outputs may write it: as is, JSON-escaped, URL-quoted."""
+    """``value`` as outputs may write it: as is, JSON-escaped, URL-quoted, or as Python
+    shows it inside a repr (an error message quoting an id with ``!r``)."""
     out = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
+    out.add(repr(value)[1:-1])
     out |= {urllib.parse.quote(value, safe=""), urllib.parse.quote(value)}
     out.add(urllib.parse.quote_plus(value))
     return {form for form in out if len(form) >= MIN_SECRET_CHARS}
