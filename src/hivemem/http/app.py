@@ -33,6 +33,7 @@ from ..database import Store
 from ..errors import HiveMemError, InvalidInput
 from ..settings import Settings
 from ..store.tokens import SQLiteTokens, TokenInfo
+from . import ui
 from .docs import mount_docs
 from .errors import ERROR_SCHEMA, STATUSES, error_body, from_library
 from .middleware import BodyTooLarge, Guard, log, render
@@ -97,11 +98,15 @@ class Api:
         token = await run_in_threadpool(self.tokens.verify, secret.strip())
         if token is None:
             raise ApiError(401, "unknown or revoked token")
-        now = time.monotonic()
-        if now - self._touched.get(token.id, -math.inf) >= TOUCH_EVERY_S:
-            self._touched[token.id] = now  # fire and forget, on the writer's queue
-            self.writer.submit(self._touch, token.id)
+        self.note_use(token.id)
         return token
+
+    def note_use(self, token_id: str) -> None:
+        """Record that a token was used (its ``last_used_at``), at most once a minute."""
+        now = time.monotonic()
+        if now - self._touched.get(token_id, -math.inf) >= TOUCH_EVERY_S:
+            self._touched[token_id] = now  # fire and forget, on the writer's queue
+            self.writer.submit(self._touch, token_id)
 
     def _touch(self, token_id: str) -> None:
         try:
@@ -215,9 +220,13 @@ def _endpoint(api: Api, route: Route) -> Any:
     return endpoint
 
 
-def create_app(store: Store, settings: Settings | None = None) -> FastAPI:
-    """The ASGI app over ``store``. Settings default to the store's. Call
-    ``app.state.api.close()`` (or run the app's lifespan) to stop the writer thread."""
+def create_app(
+    store: Store, settings: Settings | None = None, *, ui_start_key: str | None = None
+) -> FastAPI:
+    """The ASGI app over ``store``, with the web inspector under ``/ui``
+    (``ui_start_key``: the one-time key of ``hivemem ui``'s link). Settings default to
+    the store's. Call ``app.state.api.close()`` (or run the app's lifespan) to stop the
+    writer thread."""
     settings = settings or store.settings
     api = Api(store, settings)
 
@@ -313,6 +322,7 @@ def create_app(store: Store, settings: Settings | None = None) -> FastAPI:
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+    ui.mount(app, api, ui_start_key)  # the web inspector: /ui (hivemem.http.ui)
     # Inside Starlette's own error middleware: a bug answers in the one error shape.
     app.add_middleware(Guard, max_body_bytes=settings.http_max_body_bytes)
     return app

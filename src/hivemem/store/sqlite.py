@@ -31,6 +31,7 @@ from . import migrations, scratch
 from .base import ChunkMatch, SessionInfo, TermStats
 from .entities import SQLiteEntityIndex, link_mentions
 from .failures import is_full, search_error, store_error
+from .inspect import SQLiteInspection
 from .limits import ClosedConnection, time_limit
 from .maintenance import SQLiteMaintenance
 from .purge import SQLitePurge
@@ -306,8 +307,9 @@ class SQLiteBackend(RepairMixin):
 
     def successors(self, scopes: Sequence[str], memory_id: str) -> list[Memory]:
         clause, params = self._scope_clause(scopes)
+        # "+m.scope": the supersedes_id index, not a walk of the whole scope (70 ms at 100k)
         return self._memories(
-            f"{clause} AND m.supersedes_id = ?", [*params, memory_id], "ORDER BY m.created_at"
+            f"+{clause} AND m.supersedes_id = ?", [*params, memory_id], "ORDER BY m.created_at"
         )
 
     def scopes_of(self, memory_ids: Sequence[str]) -> dict[str, str]:
@@ -775,3 +777,7 @@ class SQLiteBackend(RepairMixin):
     @property
     def purges(self) -> SQLitePurge:  # hard deletes (stateless)
         return SQLitePurge(self)
+
+    @property
+    def inspection(self) -> SQLiteInspection:  # the web inspector's reads (stateless)
+        return SQLiteInspection(self)
