@@ -90,7 +90,13 @@ def test_swarm_hyphenated_tools_answer_in_mcp_and_http(store, app):
         ],
         tools.select("swarm"),
     )
-    assert listed == ["memory-search", "memory-get", "memory-delete", "inject-learning"]
+    assert listed == [
+        "memory-search",
+        "memory-get",
+        "memory-delete",
+        "inject-learning",
+        "add_task_result",
+    ]
     assert json.loads(found.content[0].text)["results"][0]["id"] == memory.id
     assert json.loads(got.content[0].text)["memory"]["id"] == memory.id
     assert worker.store.backend.get(["worker-1"], memory.id).access_count == 2  # search, get
@@ -449,3 +455,25 @@ def test_the_seed_arguments_reach_the_library_over_mcp_and_http(store, app):
     assert {"key", "snippet", "score", "type", "is_active", "source", "origin"} <= set(
         shaped["results"][0]
     )
+
+
+def test_add_task_result_is_a_tool_over_mcp_and_http(store, app, clock):
+    mem = store.scope("worker-1")
+    _, (done,) = mcp_calls(
+        mem,
+        [("add_task_result", {"output": "Flaky test quarantined", "status": "failed",
+                              "task_id": "t-7", "error": "timeout on CI"})],
+        tools.select("swarm"),
+    )  # fmt: skip
+    made = json.loads(done.content[0].text)["memory"]
+    assert made["source"] == "task_completion" and made["key"] == "task:t-7"
+    assert "timeout on CI" in made["content"] and made["expires_at"] is not None
+    token = SQLiteTokens(store.backend).create("w", {"worker-1": "write"}, store.clock())[1]
+    again = http(
+        app, "POST", "/v1/scopes/worker-1/tasks", token,
+        json={"output": "Quarantine lifted", "task_id": "t-7"},
+    )  # fmt: skip
+    assert again.status_code == 200, again.text
+    assert again.json()["supersedes_id"] == made["id"]
+    with pytest.raises(InvalidInput, match="status"):
+        tools.call(mem, "add_task_result", {"output": "x", "status": "maybe"})

@@ -30,6 +30,7 @@ DESIGN_TOOLS = [
     "memory_related",
     "memory_purge",
     "memory_purge_all",
+    "add_task_result",
 ]
 
 
@@ -55,6 +56,7 @@ def test_the_table_holds_the_design_tools_in_a_stable_order():
         "inject_learning",
         "memory_purge",
         "memory_purge_all",
+        "add_task_result",
     }
 
 

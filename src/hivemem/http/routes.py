@@ -35,6 +35,7 @@ REST_ROUTES: dict[str, tuple[str, str, dict[str, str]]] = {
     "memory_related": ("GET", "/memories/{id}/related", {"id": "id"}),
     "memory_purge": ("POST", "/memories/{id}/purge", {"id": "id"}),
     "memory_purge_all": ("POST", "/purge", {}),
+    "add_task_result": ("POST", "/tasks", {}),
 }
 
 _ERROR_STATUSES = (400, 401, 403, 404, 409, 413, 422, 500, 501, 503, 507)

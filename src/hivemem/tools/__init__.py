@@ -323,6 +323,23 @@ TOOLS: dict[str, Tool] = {
             h.memory_purge_all,
             True,
         ),
+        _tool(
+            "add_task_result",
+            """Record what a finished or failed task produced so later tasks can learn
+            from it (kept 7 days). For a failed task, say what went wrong in error: the
+            next attempt will find it.""",
+            obj(
+                ["output"],
+                output=string("The task's output or result, in full."),
+                status=string("How the task ended.", enum=["completed", "failed"]),
+                task_id=string("The task's id: a rerun replaces its earlier result.", 200),
+                error=string("What went wrong (failed tasks).", 4000),
+                session_id=string("The session the task ran in.", 200),
+                tags=TAGS,
+            ),
+            h.add_task_result,
+            True,
+        ),
     )
 }
 

@@ -263,3 +263,16 @@ def memory_purge_all(mem: ScopedMemory, a: dict[str, Any]) -> dict[str, Any]:
     if a["confirm"] != mem.name:
         raise InvalidInput("confirm", f"give the scope's name ({mem.name!r}) to erase it")
     return {"purged": mem.purge_all(dry_run=a.get("dry_run", False)).to_dict()}
+
+
+def add_task_result(mem: ScopedMemory, a: dict[str, Any]) -> dict[str, Any]:
+    """Agent Swarm's task completions: a finished or failed task's output, kept 7 days."""
+    memory = mem.add_task_result(
+        a["output"],
+        status=a.get("status", "completed"),
+        task_id=a.get("task_id"),
+        error=a.get("error"),
+        session_id=a.get("session_id"),
+        tags=a.get("tags"),
+    )
+    return {"memory": memory_dict(memory), "supersedes_id": memory.supersedes_id}

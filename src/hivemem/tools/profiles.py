@@ -46,7 +46,7 @@ PROFILES: Mapping[str, list[str]] = {
     # category, related memories.
     "corvid": ["memory_save", "memory_get", "memory_search", "memory_list", "memory_related"],
     # Agent Swarm's MCP tools.
-    "swarm": ["memory-search", "memory-get", "memory-delete", "inject-learning"],
+    "swarm": ["memory-search", "memory-get", "memory-delete", "inject-learning", "add_task_result"],
 }
 
 
