@@ -1,20 +1,30 @@
-# The two commands of the README: `make demo` and `make test`. Both install first.
+# The two commands of the README: `make demo` and `make test`. Both install first:
+# `make demo` the runtime only (requirements.lock), `make test` the extras and the test
+# tools too (requirements-dev.lock).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+RUNTIME := $(VENV)/.runtime-installed
 STAMP := $(VENV)/.installed
+PIP := $(BIN)/python -m pip install -q --disable-pip-version-check
 
-.PHONY: install demo test reliability lint bench eval clean
+.PHONY: install install-runtime demo test reliability lint bench eval clean
 
-$(STAMP): pyproject.toml requirements.lock
+$(RUNTIME): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.lock
-	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps -e .
+	$(PIP) -r requirements.lock
+	$(PIP) --no-deps -e .
+	touch $(RUNTIME)
+
+$(STAMP): $(RUNTIME) requirements-dev.lock
+	$(PIP) -r requirements-dev.lock
 	touch $(STAMP)
+
+install-runtime: $(RUNTIME)
 
 install: $(STAMP)
 
-demo: install
+demo: install-runtime
 	$(BIN)/python -m hivemem.demo
 
 test: install
@@ -27,8 +37,8 @@ test: install
 reliability: install
 	HIVEMEM_RELIABILITY_LONG=1 $(BIN)/python -m pytest -q -m reliability
 
-bench: install
-	$(BIN)/hivemem bench
+bench: install-runtime
+	$(BIN)/hivemem bench --full
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache

@@ -189,7 +189,7 @@ def test_exports_redact_secrets_unless_asked(leaky):
     assert REDACTED in out.getvalue()
     full = io.StringIO()
     export_jsonl(store, full, include_secrets=True)
-    assert full.getvalue().count(SECRET) == 4
+    assert full.getvalue().count(SECRET) == 5  # 4 memories and the vault entry itself
 
 
 def test_new_content_with_a_known_secret_is_redacted_on_save(store):

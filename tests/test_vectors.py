@@ -176,7 +176,8 @@ def test_search_before_flush_answers_by_keyword_and_says_why(db_path, cstore):
     assert ids(hits) == [saved.id]
     assert set(hits[0].explain.lanes) == {"keyword"}
     assert hits[0].explain.notes == (
-        "some memories are still being embedded: found by keyword only",
+        "some memories are still being embedded: found by keyword only until then "
+        "(run `hivemem reindex`, or store.flush(), to finish now)",
     )
     assert mem.search("automobile") == []  # not embedded yet: no vector lane hit
 

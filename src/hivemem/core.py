@@ -492,10 +492,7 @@ class ScopedMemory:
         version is refused with ``Conflict`` naming the current one; a deleted or expired
         memory is refused (``hivemem.promotion``)."""
         memory_id = arguments.ref(memory_id, "id", what="a memory id")
-        if not isinstance(to, str) or to not in self.shared:
-            raise InvalidInput(
-                "to", f"{to!r} is not a shared scope of this handle (shared: {list(self.shared)})"
-            )
+        to = promotion.target_scope(to, self.shared)
         original = promotion.promotable(
             self._backend, self.visible, memory_id, self._now(), self._store.scrubbed
         )

@@ -202,10 +202,11 @@ class Store:
             for name, value in fields.items()
         }
 
-    def flush(self) -> int:
-        """Block until every queued chunk has its vector; returns how many were embedded.
-        Raises if the embedder fails (the chunks stay queued)."""
-        return self.indexer.flush()
+    def flush(self, progress: Any = None) -> int:
+        """Block until every queued chunk has its vector; returns how many were embedded
+        (``progress(done, total)`` is called per batch). Raises if the embedder fails
+        (the chunks stay queued)."""
+        return self.indexer.flush(progress)
 
     def index_written(self, wait: bool) -> None:
         """After a committed write: embed its chunks now (``wait``) or in the background.
@@ -222,10 +223,12 @@ class Store:
         except StoreError as exc:
             log.warning("saved; its vectors stay queued until the store can take them: %s", exc)
 
-    def reindex(self, progress: Any = None) -> int:
-        """Re-embed every chunk with this store's embedder (after a model change);
-        ``progress(done, total)`` is called per batch. Returns the chunks embedded."""
-        return self.indexer.reindex(progress)
+    def reindex(self, progress: Any = None, *, force: bool = False) -> int:
+        """Re-embed every chunk with this store's embedder after a model change (or with
+        ``force``); on a store already of this model, embed only the chunks still
+        queued. ``progress(done, total)`` is called per batch. Returns the chunks
+        embedded: 0 when there was nothing to do."""
+        return self.indexer.reindex(progress, force=force)
 
     @property
     def location(self) -> str:

@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from .database import Store
 
 
+LARGE_QUEUE = 1000  # queued chunks from which the vectors check is a finding
+
+
 @dataclass(frozen=True, slots=True)
 class Check:
     """One finding. ``ok`` false means something is wrong; ``fix`` says what to do."""
@@ -127,7 +130,8 @@ def _need(health: dict[str, Any], name: str) -> Any:
 def _vectors(store: Store, health: dict[str, Any]) -> Check:
     """The vector lane: on, with this store's model, and how much is still queued.
     Off by choice (no embedder) is fine; off because the store's vectors are another
-    model's, or sqlite-vec cannot load, is a finding."""
+    model's, or sqlite-vec cannot load, is a finding; so is a queue of ``LARGE_QUEUE``
+    chunks or more (an import's, say: a short CLI call embeds only a few batches)."""
     indexer = store.indexer
     pending = _need(health, "chunks_awaiting_vectors")
     if indexer.embedder is None:
@@ -150,6 +154,13 @@ def _vectors(store: Store, health: dict[str, Any]) -> Check:
             False,
             f"{detail}; the embedder failed: {indexer.last_error}",
             "check the embedder (endpoint, model); queued chunks are embedded once it works",
+        )
+    if pending >= LARGE_QUEUE:
+        return Check(
+            "vectors",
+            False,
+            f"{detail}: until they are embedded these are found by keyword only",
+            "run `hivemem reindex` to embed the queued chunks now (with a progress bar)",
         )
     return Check("vectors", True, detail)
 

@@ -5,8 +5,10 @@ transaction; nothing on the write path touches a model. The worker, a daemon thr
 store, wakes when a write tells it to, takes queued chunks in batches, embeds the texts
 the embedding cache does not already hold, and stores the vectors in short transactions
 of their own. ``flush()`` does the same in the caller's thread until the queue is empty:
-``add_episodes(..., wait=True)`` and ``hivemem reindex`` use it. A store reopened after a
-crash finds the chunks still queued and embeds them.
+``add_episodes(..., wait=True)``, ``hivemem import`` and ``hivemem reindex`` use it.
+While a flush runs it owns the work: the worker stands aside (after the batch it is in),
+so the flush's progress counts every chunk of the queue and reaches its total. A store
+reopened after a crash finds the chunks still queued and embeds them.
 
 The worker only runs when the store's vectors can be this embedder's: no embedder, no
 sqlite-vec, or vectors of another model (``meta.embedding_identity``) leave the vector
@@ -27,10 +29,11 @@ queued on disk for the next open.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -75,6 +78,8 @@ class Indexer:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._flushing = 0  # flushes running; the worker stands aside while > 0
+        self._flushing_lock = threading.Lock()
         self.disabled: str | None = self._bind()
         self.last_error: str | None = None
 
@@ -147,23 +152,46 @@ class Indexer:
         Embedder errors propagate (the caller asked for the work to be done)."""
         if not self.enabled:
             return 0
-        total = self._index.pending_count()
-        done = 0
-        while True:
-            stored = self._batch()
-            if not self.enabled or (stored == 0 and not self._index.has_pending()):
-                return done
-            done += stored
-            if progress is not None:
-                progress(min(done, total), max(total, done))
+        with self.owning():
+            with self._embed_lock:  # the worker's batch in flight ends before counting
+                total = self._index.pending_count()
+            done = 0
+            while True:
+                stored = self._batch()
+                if not self.enabled or (stored == 0 and not self._index.has_pending()):
+                    return done
+                done += stored
+                if progress is not None:
+                    progress(min(done, total), max(total, done))
+
+    @contextlib.contextmanager
+    def owning(self) -> Iterator[None]:
+        """While inside, the caller owns the queue: the worker takes no batch (``hivemem
+        import`` holds it from the import to the end of its flush)."""
+        with self._flushing_lock:
+            self._flushing += 1
+        try:
+            yield
+        finally:
+            with self._flushing_lock:
+                self._flushing -= 1
+            if self._index.has_pending():  # written after the last batch: the worker's
+                self.notify()
+
+    def pending(self) -> int:
+        """Chunks waiting for their vectors."""
+        return self._index.pending_count()
 
     def _batch(self, stop: threading.Event | None = None) -> int:
         """Embed and store one batch of queued chunks; returns how many were stored (0 when
-        the queue is empty). With ``stop``, texts go to the model in slices and a stop set
+        the queue is empty, or, for the worker, when a flush owns the queue: it empties
+        it). The worker passes ``stop``: texts go to the model in slices and a stop set
         between two slices ends the batch early: the slices done are stored, the rest
         stays queued."""
         assert self.embedder is not None
         with self._embed_lock:
+            if stop is not None and self._flushing:
+                return 0
             chunks = self._index.pending(self.batch_size)
             if not chunks:
                 return 0
@@ -198,14 +226,20 @@ class Indexer:
         norm = float(np.linalg.norm(vector))
         return vector / norm if norm > 0 else None
 
-    def reindex(self, progress: Progress | None = None) -> int:
-        """Switch the store's vectors to this embedder: drop them all, queue every chunk,
-        embed. Returns how many chunks were embedded."""
+    def reindex(self, progress: Progress | None = None, *, force: bool = False) -> int:
+        """Bring the store's vectors to this embedder and return how many chunks were
+        embedded. Vectors of another model (or ``force``): drop them all, queue every
+        chunk, embed. Vectors of this model already: embed only what is still queued
+        (0 when nothing is: there is nothing to do)."""
         if self.embedder is None:
             raise InvalidInput("embedder", "no embedder configured: nothing to index with")
         if self._index.unavailable is not None:
             raise StoreError(f"vector search is unavailable: {self._index.unavailable}")
-        with self._embed_lock:
-            self._index.reset(self.embedder.identity, self.embedder.dimension)
-            self.disabled = None
-        return self.flush(progress)
+        if not force and self._index.recorded_identity() == self.embedder.identity:
+            self.disabled = self._bind()
+            return self.flush(progress)
+        with self.owning():
+            with self._embed_lock:
+                self._index.reset(self.embedder.identity, self.embedder.dimension)
+                self.disabled = None
+            return self.flush(progress)

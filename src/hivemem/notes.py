@@ -262,6 +262,16 @@ def _index_file(
     return None
 
 
+def require_watchfiles() -> Any:
+    """The ``watchfiles`` module, or ``MissingDependency`` with the install command (the
+    CLI asks before it says it is watching)."""
+    try:
+        import watchfiles
+    except ImportError:
+        raise MissingDependency("watching a notes folder", "pip install 'hivemem[watch]'") from None
+    return watchfiles
+
+
 def watch_folder(
     mem: ScopedMemory,
     folder: str | os.PathLike[str],
@@ -273,10 +283,7 @@ def watch_folder(
     """Index ``folder``, then again after every change under it, until ``stop_event``
     is set (or Ctrl-C). ``on_report`` gets each pass's report. Returns the number of
     passes. Needs ``hivemem[watch]``."""
-    try:
-        import watchfiles
-    except ImportError:
-        raise MissingDependency("watching a notes folder", "pip install 'hivemem[watch]'") from None
+    watchfiles = require_watchfiles()
     root = resolve_folder(folder)
     passes = 0
 

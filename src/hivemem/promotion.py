@@ -21,9 +21,18 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from .errors import Conflict, NotFound
+from .errors import Conflict, InvalidInput, NotFound
 from .store.base import Backend
 from .types import Memory, Status
+
+
+def target_scope(to: object, shared: Sequence[str]) -> str:
+    """``to`` if it is one of the handle's shared scopes, else ``InvalidInput``."""
+    if not isinstance(to, str) or to not in shared:
+        raise InvalidInput(
+            "to", f"{to!r} is not a shared scope of this handle (shared: {list(shared)})"
+        )
+    return to
 
 
 def promotable(

@@ -108,7 +108,10 @@ def search(
             lanes_run.append("vector")
             vector_ran = True
             if backend.vectors.has_pending():
-                notes.append("some memories are still being embedded: found by keyword only")
+                notes.append(
+                    "some memories are still being embedded: found by keyword only until "
+                    "then (run `hivemem reindex`, or store.flush(), to finish now)"
+                )
     focus = textmod.query_focus(query.text)
     if (
         not query.fts_syntax
@@ -147,8 +150,11 @@ def search(
     scored.sort(key=lambda s: (-s[0], -s[1], s[3].id))
     exact, scored = _split_exact(scored, [] if query.fts_syntax else terms)
     room = query.limit - len(exact)
-    if vector_ran and settings.mmr_lambda < 1.0 and len(scored) > 1 and room > 0:
-        scored = _diversify(backend, indexer, scored, room, settings.mmr_lambda)
+    if vector_ran and settings.mmr_lambda < 1.0:  # each group diversified within itself
+        if len(exact) > 1:
+            exact = _diversify(backend, indexer, exact, query.limit, settings.mmr_lambda)
+        if len(scored) > 1 and room > 0:
+            scored = _diversify(backend, indexer, scored, room, settings.mmr_lambda)
     scored = _lifted(exact, scored) + scored
     if reranker is not None and len(scored) > 1:
         scored = _rerank(reranker, focus, scored, settings, notes)
@@ -239,8 +245,9 @@ def _split_exact(scored: list[Any], terms: Sequence[str]) -> tuple[list[Any], li
     prior, MMR (which keeps only ``limit`` and drops a turn like its neighbours) and the
     access boost of often-returned memories could otherwise push it below loosely
     related vector hits, out of the results altogether (issue 11: an acknowledged memory
-    not found by its own unique token). Outcome: exact matches lead, undiversified; MMR
-    diversifies the rest. A re-ranker, asked for explicitly, still has the last word."""
+    not found by its own unique token). Outcome: exact matches lead; MMR diversifies
+    each group within itself (near-duplicate exact matches are still penalised). A
+    re-ranker, asked for explicitly, still has the last word."""
     wanted = set(terms)
     if not wanted:
         return [], scored

@@ -61,27 +61,42 @@ def _progress(label: str, total: int) -> Iterator[Any]:
 @click.option(
     "--include-secrets",
     is_flag=True,
-    help="Keep secret values of the vault where memories contain them (default: redacted).",
+    help="Export the vault's secret entries and keep secret values where memories "
+    "contain them (default: secret entries left out, values redacted).",
 )
+@click.option("--force", is_flag=True, help="Overwrite FILE if it exists.")
 @pass_env
 @click.pass_context
 def export_(
-    ctx: click.Context, env: Env, file: str, scope_only: bool, include_secrets: bool
+    ctx: click.Context,
+    env: Env,
+    file: str,
+    scope_only: bool,
+    include_secrets: bool,
+    force: bool,
 ) -> None:
-    """Write memories to a JSON Lines file.
+    """Write the store to a JSON Lines file (a lossless backup).
 
     Every memory of every scope (or --scope-only), any status, history included, goes to
-    FILE (- for standard output, the default). The file is written whole or not at all:
-    it is built aside and then renamed (or copied to standard output). Secret values of
-    the vault are redacted from it unless --include-secrets.
+    FILE (- for standard output, the default), then the vault's entries, the HTTP API's
+    tokens (as hashes; only when every scope is exported), entity aliases and which
+    sessions were consolidated. What is derived (chunks, keyword index, vectors) is
+    rebuilt on import. The file is written whole or not at all: it is built next to FILE
+    and renamed (or copied to standard output); an existing FILE is kept unless --force.
+    Secret vault entries are left out, and secret values redacted from memories, unless
+    --include-secrets; what was left out is said on stderr and counted in the file's
+    header.
 
     On a damaged store (one that cannot be opened, or whose full scan fails) export is a
     rescue: it reads the file row by row and writes every memory that can still be read,
     then prints the rows counted, exported and unreadable; it exits with status 6 when
     some rows could not be read.
     """
+    if file != "-" and Path(file).exists() and not force:
+        raise InvalidInput("file", f"{file} exists: pass --force to overwrite it")
     scopes = [env.scope] if scope_only else None
     where = "standard output" if file == "-" else file
+    details: dict[str, Any] = {}
     try:
         store = env.store()
         total = store.scope(env.scope).stats()["total"] if scope_only else store.stats()["total"]
@@ -89,7 +104,12 @@ def export_(
             count = _write_whole(
                 file,
                 lambda fp: export_jsonl(
-                    store, fp, scopes, bar.update, include_secrets=include_secrets
+                    store,
+                    fp,
+                    scopes,
+                    bar.update,
+                    include_secrets=include_secrets,
+                    details=details,
                 ),
             )
     except StoreError as exc:
@@ -127,7 +147,14 @@ def export_(
         if not report.complete:
             ctx.exit(StoreError.exit_code)
         return
-    click.echo(f"exported {count} memories to {where} (counted {total}, 0 unreadable)", err=True)
+    records = details.get("records") or {}
+    extra = "".join(f", {n} {kind.replace('_', ' ')}" for kind, n in sorted(records.items()))
+    click.echo(
+        f"exported {count} memories{extra} to {where} (counted {total}, 0 unreadable)", err=True
+    )
+    for what, n in sorted((details.get("left_out") or {}).items()):
+        hint = " (--include-secrets to keep them)" if "secret" in what else ""
+        click.echo(f"left out: {n} {what}{hint}", err=True)
 
 
 @contextlib.contextmanager
@@ -179,32 +206,70 @@ def _why(exc: Exception) -> str:
 @click.command("import")
 @click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--into-scope", help="Put every memory into this scope instead of its own.")
+@click.option(
+    "--no-embed",
+    is_flag=True,
+    help="Return without embedding the imported memories (`hivemem reindex` does it later).",
+)
 @json_option
 @pass_env
-def import_(env: Env, file: str, into_scope: str | None, as_json: bool) -> None:
+def import_(env: Env, file: str, into_scope: str | None, no_embed: bool, as_json: bool) -> None:
     """Load a file written by `hivemem export`.
 
     FILE may be - for standard input. All or nothing: when any line is invalid or
     clashes with the store, nothing is imported and every problem is listed with its
     line number. Memories already present are skipped, so importing a file twice is
-    safe.
+    safe. Then the imported memories are embedded for the vector lane, with a progress
+    bar (--no-embed leaves that to `hivemem reindex`; until then they are found by
+    keyword).
     """
-    store = env.store()
-    if file == "-":
-        with _utf8(sys.stdin.buffer, "r") as stdin:
-            report = _import(store, stdin, into_scope, 0)
-    else:
-        total = _count_lines(file)
-        with _open(file) as fp:
-            report = _import(store, fp, into_scope, total)
+    store = env.store(create_folder=True)
+    with store.indexer.owning():  # this command embeds what it imports, all of it
+        if file == "-":
+            with _utf8(sys.stdin.buffer, "r") as stdin:
+                report = _import(store, stdin, into_scope, 0)
+        else:
+            total = _count_lines(file)
+            with _open(file) as fp:
+                report = _import(store, fp, into_scope, total)
+        _fail_unless_ok(report, as_json)
+        embedded = 0 if no_embed else _embed_queued(store)
+    queued = store.indexer.pending() if store.indexer.enabled else 0
     if as_json:
-        echo_json(report.to_dict())
-    elif report.ok:
+        echo_json({**report.to_dict(), "embedded": embedded, "queued": queued})
+        return
+    records = "".join(
+        f", {n} {kind.replace('_', ' ')}" for kind, n in sorted(report.records.items())
+    )
+    click.echo(
+        f"imported {report.imported} memories{records}, skipped {report.skipped_identical} "
+        "already present"
+    )
+    if embedded:
+        click.echo(f"embedded {embedded} chunks with {store.indexer.identity}")
+    if queued:
         click.echo(
-            f"imported {report.imported} memories, skipped {report.skipped_identical} "
-            "already present"
+            f"{queued} chunks wait for their vectors (found by keyword until then): "
+            "run `hivemem reindex` to embed them now",
+            err=True,
         )
-    _fail_unless_ok(report)
+
+
+def _embed_queued(store: Store, label: str = "embedding") -> int:
+    """Embed every queued chunk in this process, with a progress bar; returns how many."""
+    if not store.indexer.enabled or not store.indexer.pending():
+        return 0
+    with contextlib.ExitStack() as stack:
+        bar: list[Any] = []  # made on the first report, which knows the total
+        seen = [0]
+
+        def step(current: int, total: int) -> None:
+            if not bar:
+                bar.append(stack.enter_context(_progress(label, total)))
+            bar[0].update(current - seen[0])
+            seen[0] = current
+
+        return store.flush(step)
 
 
 def _import(store: Store, fp: IO[str], scope: str | None, total: int) -> ImportReport:
@@ -233,9 +298,11 @@ def _count_lines(file: str) -> int:
         raise click.FileError(file, hint=_why(exc)) from None
 
 
-def _fail_unless_ok(report: ImportReport) -> None:
+def _fail_unless_ok(report: ImportReport, as_json: bool = False) -> None:
     if report.ok:
         return
+    if as_json:
+        echo_json(report.to_dict())
     problems = [*report.errors, *report.conflicts]
     problems.sort(key=lambda p: p.line)
     for problem in problems[:_SHOWN_PROBLEMS]:
@@ -273,8 +340,7 @@ def stats(env: Env, all_scopes: bool, as_json: bool) -> None:
 @click.option("--repair", is_flag=True, help="Rebuild what is missing (never drops a memory).")
 @json_option
 @pass_env
-@click.pass_context
-def doctor_(ctx: click.Context, env: Env, repair: bool, as_json: bool) -> None:
+def doctor_(env: Env, repair: bool, as_json: bool) -> None:
     """Check the store's health.
 
     Checks the file's integrity, the schema, the keyword index and the key and
@@ -306,7 +372,8 @@ def doctor_(ctx: click.Context, env: Env, repair: bool, as_json: bool) -> None:
             if check.fix:
                 click.echo(f"      {'':<16} fix: {check.fix}")
     if not report.ok:
-        ctx.exit(1)
+        failed = ", ".join(check.name for check in report.failed)
+        raise click.ClickException(f"{len(report.failed)} check(s) failed: {failed}")  # exit 1
 
 
 @click.command("settings")
@@ -332,16 +399,18 @@ def settings_(env: Env, as_json: bool) -> None:
 
 
 @click.command()
+@click.option("--force", is_flag=True, help="Re-embed every chunk even if the model is the same.")
 @json_option
 @pass_env
-def reindex(env: Env, as_json: bool) -> None:
-    """Re-embed every chunk with the current embedder.
+def reindex(env: Env, force: bool, as_json: bool) -> None:
+    """Embed what the vector lane is missing, with a progress bar.
 
-    The embedder is the `embedder` setting (HIVEMEM_EMBEDDER).
-
-    Run it after changing the embedding model: until then the vector lane is off and
-    search uses the keyword lane. Drops the old vectors, records the new model, and
-    embeds every chunk (texts already in the embedding cache are not embedded again).
+    The embedder is the `embedder` setting (HIVEMEM_EMBEDDER). After a change of model
+    (until then the vector lane is off and search uses the keyword lane): drops the old
+    vectors, records the new model and embeds every chunk (texts already in the
+    embedding cache are not embedded again). On a store of this model already: embeds
+    the chunks still queued (after an import, say), or says there is nothing to do.
+    This command does the work itself; the background worker stands aside.
     """
     store = env.store()
     with contextlib.ExitStack() as stack:
@@ -354,10 +423,12 @@ def reindex(env: Env, as_json: bool) -> None:
             bar[0].update(current - seen[0])
             seen[0] = current
 
-        done = store.reindex(step)
+        done = store.reindex(step, force=force)
     identity = store.indexer.identity
     if as_json:
         echo_json({"embedded": done, "embedder": identity})
+    elif done == 0:
+        click.echo(f"nothing to do: every chunk has its vector from {identity}")
     else:
         click.echo(f"embedded {done} chunks with {identity}")
 

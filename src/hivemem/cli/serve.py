@@ -47,9 +47,9 @@ def serve_mcp(
     """Serve the memory tools to MCP clients.
 
     Needs `pip install 'hivemem[mcp]'`. The server is bound to one scope: the model
-    cannot name another. Several servers may share one database file. Example client
-    config: {"command": "hivemem", "args": ["--db", "team.db", "serve-mcp", "--scope",
-    "agent-1", "--shared", "team"]}. See docs/tools.md.
+    cannot name another. Several servers may share one database file. `hivemem --db
+    team.db --scope agent-1 mcp-config` prints an MCP client's config for it (absolute
+    paths: a client starts it without your PATH). See docs/tools.md.
     """
     from hivemem import mcp_server
 

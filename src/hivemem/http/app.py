@@ -33,6 +33,7 @@ from ..database import Store
 from ..errors import HiveMemError, InvalidInput
 from ..settings import Settings
 from ..store.tokens import SQLiteTokens, TokenInfo
+from .docs import mount_docs
 from .errors import ERROR_SCHEMA, STATUSES, error_body, from_library
 from .middleware import BodyTooLarge, Guard, log, render
 from .routes import PREFIX, REST_ROUTES, Route, operations
@@ -228,10 +229,11 @@ def create_app(store: Store, settings: Settings | None = None) -> FastAPI:
         version=hivemem.__version__,
         description="Long-term memory for AI agents. Every route but /v1/health needs a "
         "bearer token (`hivemem token create`) granted the scope in the URL.",
-        docs_url="/docs",
+        docs_url=None,  # served offline by mount_docs below
         redoc_url=None,
     )
     app.state.api = api
+    mount_docs(app)
 
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> Response:

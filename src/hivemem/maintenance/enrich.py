@@ -26,8 +26,10 @@ memory looked at is marked, so a rerun changes nothing.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..entities import GUESSED_TYPES, EntityType, Mention, canonical, extract, lookup_keys
@@ -150,15 +152,34 @@ def _regex(memories: Sequence[Memory]) -> list[list[Span]]:
     return out
 
 
+def _pipeline_missing(model: str) -> str | None:
+    """Why ``model`` cannot load, found without importing spaCy (~2 s): the job runs on a
+    schedule, and a store without the pipeline should not pay for it on every run."""
+    if importlib.util.find_spec("spacy") is None:
+        return "spaCy is not installed (pip install 'hivemem[spacy]')"
+    if not model:
+        return "no spaCy pipeline is set (setting enrich_spacy_model)"
+    if Path(model).expanduser().exists():
+        return None  # a pipeline folder (nlp.to_disk)
+    if any(sep in model for sep in ("/", "\\")) or not model.isidentifier():
+        return f"spaCy pipeline {model!r} does not exist (setting enrich_spacy_model)"
+    if importlib.util.find_spec(model) is None:
+        return (
+            f"spaCy pipeline {model!r} is not installed (python -m spacy download {model}, "
+            "or set enrich_spacy_model)"
+        )
+    return None
+
+
 def _spacy(model: str) -> tuple[Extractor | None, str]:
-    try:
-        spacy = importlib.import_module("spacy")
-    except ImportError:
-        return None, "spaCy is not installed (pip install 'hivemem[spacy]')"
+    missing = _pipeline_missing(model)
+    if missing is not None:
+        return None, missing
+    spacy = importlib.import_module("spacy")
     try:
         nlp = spacy.load(model, disable=["lemmatizer"])
-    except OSError as exc:
-        return None, f"spaCy pipeline {model!r} is not installed ({exc})"
+    except OSError as exc:  # present but unreadable: the first line of spaCy's reason
+        return None, f"spaCy pipeline {model!r} cannot be loaded: {str(exc).splitlines()[0]}"
 
     def run(memories: Sequence[Memory]) -> list[list[Span]]:
         out = []

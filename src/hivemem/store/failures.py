@@ -5,7 +5,7 @@ file or the disk rather than of HiveMem's own SQL."""
 
 from __future__ import annotations
 
-from ..errors import StoreError, StoreFull
+from ..errors import InvalidInput, StoreError, StoreFull
 
 # SQLite's primary result codes (https://sqlite.org/rescode.html) the mapping names.
 SQLITE_BUSY, SQLITE_LOCKED, SQLITE_IOERR, SQLITE_CORRUPT, SQLITE_FULL = 5, 6, 10, 11, 13
@@ -74,3 +74,19 @@ def store_error(exc: BaseException, location: str, doing: str) -> StoreError:
             "the write was rolled back"
         )
     return StoreError(f"cannot {doing} {location}: {text}")
+
+
+def search_error(
+    exc: BaseException, location: str, fts_syntax: bool, stopped: bool, time_limit_s: float
+) -> Exception:
+    """What a failed keyword search raises: ``InvalidInput`` when the time limit stopped
+    it or the user's FTS5 syntax is wrong, else the ``StoreError`` of the file."""
+    if stopped:
+        return InvalidInput(
+            "query",
+            f"stopped after {time_limit_s:g} s: this FTS5 query costs too much "
+            "(setting fts_time_limit_ms); use fewer words or fewer prefix* terms",
+        )
+    if fts_syntax and not isinstance(exc, StoreError) and not is_file_failure(exc):
+        return InvalidInput("query", f"not valid FTS5 syntax: {exc}")
+    return store_error(exc, location, "search")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import text as textmod
+from ..errors import StoreError
 
 Connection = Any  # a DB-API connection of the sqlite3 family
 
@@ -89,6 +90,17 @@ def apply(conn: Connection, now: str, upto: str | None = None) -> list[str]:
         if m.name == upto:
             break
     return done
+
+
+def refuse_newer(conn: Connection, location: str) -> None:
+    """Refuse a database written by a newer HiveMem (migrations this one does not know)."""
+    known = set(known_names())
+    unknown = [name for name in applied(conn) if name not in known]
+    if unknown:
+        raise StoreError(
+            f"{location} was written by a newer HiveMem (schema {unknown[-1]}); "
+            "upgrade hivemem to open it"
+        )
 
 
 def known_names() -> list[str]:

@@ -25,12 +25,12 @@ from typing import Any
 from .. import text as textmod
 from ..clock import from_text, to_text
 from ..entities import Mention
-from ..errors import Conflict, InvalidInput, StoreError
+from ..errors import Conflict, StoreError
 from ..types import ListFilter, Memory, Query, Status
 from . import migrations, scratch
 from .base import ChunkMatch, SessionInfo, TermStats
 from .entities import SQLiteEntityIndex, link_mentions
-from .failures import is_file_failure, is_full, store_error
+from .failures import is_full, search_error, store_error
 from .limits import ClosedConnection, time_limit
 from .maintenance import SQLiteMaintenance
 from .repair import RepairMixin
@@ -124,7 +124,7 @@ class SQLiteBackend(RepairMixin):
             try:
                 mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
                 self._conn.execute("PRAGMA synchronous = NORMAL")
-                self._check_file()
+                migrations.refuse_newer(self._conn, self.location)
                 migrations.apply(self._conn, to_text(datetime.now().astimezone()))
                 return str(mode)
             except OperationalError as exc:
@@ -133,16 +133,6 @@ class SQLiteBackend(RepairMixin):
                     raise
                 time.sleep(delay)
                 delay = min(delay * 2, 0.1)
-
-    def _check_file(self) -> None:
-        """Refuse a database written by a newer HiveMem (unknown migrations)."""
-        known = set(migrations.known_names())
-        unknown = [name for name in migrations.applied(self._conn) if name not in known]
-        if unknown:
-            raise StoreError(
-                f"{self.location} was written by a newer HiveMem (schema {unknown[-1]}); "
-                "upgrade hivemem to open it"
-            )
 
     # ------------------------------------------------------------------ transactions
 
@@ -458,17 +448,9 @@ class SQLiteBackend(RepairMixin):
                     query, match, filters, filter_params, limit, newest_first
                 )
         except (sqlite_driver.DatabaseError, StoreError) as exc:
-            if stopped[0]:
-                raise InvalidInput(
-                    "query",
-                    f"stopped after {time_limit_s:g} s: this FTS5 query costs too much "
-                    "(setting fts_time_limit_ms); use fewer words or fewer prefix* terms",
-                ) from None
-            if isinstance(exc, StoreError):
-                raise
-            if query.fts_syntax and isinstance(exc, OperationalError) and not is_file_failure(exc):
-                raise InvalidInput("query", f"not valid FTS5 syntax: {exc}") from None
-            raise store_error(exc, self.location, "search") from exc
+            raise search_error(
+                exc, self.location, query.fts_syntax, stopped[0], time_limit_s
+            ) from exc
 
     def _keyword_plans(
         self,
@@ -782,20 +764,18 @@ class SQLiteBackend(RepairMixin):
             pass  # access counts are a ranking hint: a busy database skips them (reads fail open)
 
     def note_session(self, scope: str, session_id: str, when: datetime, episodes: int) -> bool:
-        """Inside a write: count a session's episodes; True when the session is new."""
+        """Inside a write: count a session's episodes; True when the session is new (its
+        count is then exactly these episodes: a known session had at least one)."""
         stamp = to_text(when)
-        known = self._read(
-            "SELECT 1 FROM sessions WHERE scope = ? AND session_id = ?", [scope, session_id]
-        )
-        self._write(
+        count = self._write(
             "INSERT INTO sessions (scope, session_id, started_at, last_event_at, episode_count) "
             "VALUES (?, ?, ?, ?, ?) ON CONFLICT (scope, session_id) DO UPDATE SET "
             "last_event_at = MAX(last_event_at, excluded.last_event_at), "
             "started_at = MIN(started_at, excluded.started_at), "
-            "episode_count = episode_count + excluded.episode_count",
+            "episode_count = episode_count + excluded.episode_count RETURNING episode_count",
             [scope, session_id, stamp, stamp, episodes],
-        )
-        return not known
+        ).fetchone()[0]
+        return bool(count == episodes)
 
     # ------------------------------------------------------------------ meta and health
 
