@@ -8,7 +8,7 @@ RUNTIME := $(VENV)/.runtime-installed
 STAMP := $(VENV)/.installed
 PIP := $(BIN)/python -m pip install -q --disable-pip-version-check
 
-.PHONY: install install-runtime demo test reliability lint bench eval clean
+.PHONY: install install-runtime browser demo test reliability lint bench eval clean
 
 $(RUNTIME): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
@@ -24,10 +24,15 @@ install-runtime: $(RUNTIME)
 
 install: $(STAMP)
 
+# Headless Chromium from Debian's packages for the inspector's browser tests; installs
+# only when missing, never fails (the tests skip, saying why, without it).
+browser:
+	sh .ci/install-browser.sh
+
 demo: install-runtime
 	$(BIN)/python -m hivemem.demo
 
-test: install
+test: install browser
 	$(BIN)/ruff check src tests examples
 	$(BIN)/ruff format --check src tests examples
 	$(BIN)/python -m pytest -q

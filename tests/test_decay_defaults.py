@@ -101,7 +101,7 @@ def test_eval_decay_command(tmp_path):
          "--facts-per-day", "1", "--profile", "exp-0.1-access", "--json"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    [outcome] = json.loads(result.stdout)  # progress goes to stderr
+    [outcome] = json.loads(result.stdout)
     assert outcome["profile"] == "exp-0.1-access" and outcome["facts"] == 8
     bad = CliRunner().invoke(main, ["eval", "decay", "--profile", "nope"])
     assert bad.exit_code != 0 and "valid: exp-0.01-created" in bad.output

@@ -394,7 +394,7 @@ def test_every_save_gets_a_category_and_its_confidence(store):
     assert mem.get(secret.id).category == "credential"
     assert sure[given.id] == 1.0
     assert 0.5 < sure[secret.id] <= 0.95
-    assert (plain.category, sure[plain.id]) == ("fact", 0.3)  # no cue: the kind's fallback
+    assert (plain.category, sure[plain.id]) == ("general", 0.0)  # no keyword matched
 
 
 def test_the_categorize_job_backfills_older_rows(store):

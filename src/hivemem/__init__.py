@@ -12,6 +12,7 @@ from .core import ScopedMemory
 from .database import Store, default_path, open
 from .errors import (
     Conflict,
+    Forbidden,
     HiveMemError,
     InvalidInput,
     MissingDependency,
@@ -43,6 +44,7 @@ __all__ = [
     "ContextProvider",
     "Entity",
     "Explanation",
+    "Forbidden",
     "Hit",
     "HiveMemError",
     "IndexReport",

@@ -23,11 +23,23 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from . import arguments, entity_profiles, promotion, retrieval, rules, sessions
+from . import (
+    arguments,
+    audit,
+    categories,
+    chains,
+    entity_profiles,
+    learning,
+    promotion,
+    retrieval,
+    rights,
+    rules,
+    sessions,
+)
+from . import purge as purgemod
 from . import text as textmod
 from .entities import Mention, extract
 from .errors import Conflict, InvalidInput, NotFound
-from .maintenance.categorize import categorize
 from .maintenance.crossrefs import Related
 from .redact import scrubs_output
 from .types import (
@@ -48,6 +60,7 @@ from .types import (
 if TYPE_CHECKING:  # pragma: no cover
     from .database import Store
     from .maintenance import JobResult
+    from .purge import PurgeReport
 
 _DEFAULT = rules.DEFAULT
 
@@ -59,7 +72,15 @@ class ScopedMemory:
     scope only, except ``promote``, which copies a memory up into a shared scope.
     """
 
-    def __init__(self, store: Store, name: str, *, shared: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        store: Store,
+        name: str,
+        *,
+        shared: Sequence[str] = (),
+        lead_of: Sequence[str] | str | None = None,
+        actor: str | None = None,
+    ) -> None:
         settings = store.settings
         scope = rules.name(name, "scope", settings.max_scope_chars)
         assert scope is not None
@@ -74,6 +95,10 @@ class ScopedMemory:
         self.name = scope
         self.shared = tuple(shared_clean)
         self.visible = (scope, *self.shared)
+        # Rights to change other scopes (``hivemem.rights``), and who writes: the
+        # session or agent bound to this handle, recorded as ``updated_by``.
+        self.lead_of = rights.clean_patterns(lead_of, settings.max_scope_chars)
+        self.actor = rules.name(actor, "actor", 200, optional=True) or scope
 
     def __repr__(self) -> str:
         shared = f", shared={list(self.shared)}" if self.shared else ""
@@ -144,7 +169,9 @@ class ScopedMemory:
         arguments.flag(wait, "wait")
         pieces = self._derive(record.content)
         explicit = type is not None
-        record, sure = _categorized(record, given=category is not None)
+        if explicit:  # openhive: a soft, non-blocking suggestion, logged
+            audit.type_suggestion(record.content, record.type)
+        record, sure = categories.categorized(record, given=category is not None)
         with self._backend.atomic():
             stored, inserted = self._save_row(record, pieces, reason, minor, explicit, expires_at)
             if inserted:
@@ -196,7 +223,7 @@ class ScopedMemory:
             )
             if record is current:
                 return current, False
-            self._backend.insert(record, *pieces)
+            self._backend.insert(record, pieces[0] + audit.reason_chunks(record), pieces[1])
             return record, True
 
     def _supersede_or_refuse(
@@ -295,7 +322,7 @@ class ScopedMemory:
         items = arguments.batch(items)
         arguments.flag(wait, "wait")
         records: list[tuple[Memory, tuple[list[str], list[Mention]]]] = []
-        categories: list[tuple[str, float]] = []
+        sureness: list[tuple[str, float]] = []
         allowed = {
             "content",
             "session_id",
@@ -332,9 +359,9 @@ class ScopedMemory:
                 if index == 0 and not records:
                     raise
                 raise InvalidInput(f"items[{index}].{exc.field}", exc.message) from None
-            record, sure = _categorized(record, given=False)
+            record, sure = categories.categorized(record, given=False)
             records.append((record, self._derive(record.content)))
-            categories.append((record.id, sure))
+            sureness.append((record.id, sure))
         if not records:
             return []
         sessions: dict[str, tuple[datetime, int]] = {}
@@ -346,7 +373,7 @@ class ScopedMemory:
         with self._backend.atomic():
             for record, pieces in records:
                 self._backend.insert(record, *pieces)
-            self._backend.maintenance.note_categories(categories)
+            self._backend.maintenance.note_categories(sureness)
             started = [
                 session_id
                 for session_id, (when, count) in sessions.items()
@@ -368,6 +395,7 @@ class ScopedMemory:
         Credentials and vault secrets in any text field (content, key, tags, attributes,
         …) follow ``credential_policy`` (``hivemem.redact``)."""
         fields = self._store.guard_fields(fields)
+        fields["updated_by"] = fields.get("updated_by") or self.actor
         return rules.build_memory(self.name, self.settings, self._now(), **fields)
 
     @scrubs_output
@@ -384,11 +412,16 @@ class ScopedMemory:
 
         ``minor=True`` is a soft supersede (wording fix: usage and confidence carry over);
         otherwise a hard one with ``reason`` (default "corrected"). Only the current
-        (active) version of a memory of the own scope can be corrected.
+        (active) version of a memory of the own scope (or of a scope this handle leads,
+        ``hivemem.rights``) can be corrected.
         """
         memory_id = arguments.ref(memory_id, "id", what="a memory id")
         reason = rules.name(reason, "reason", 1000, optional=True)
         arguments.flag(minor, "minor")
+        led = rights.owner(self, memory_id, "correct")
+        if led is not None:
+            by = updated_by or self.actor
+            return led[0].correct(led[1], new_content, reason=reason, minor=minor, updated_by=by)
         with self._backend.atomic():
             current = self._own_active(memory_id)
             record = self._build(
@@ -411,15 +444,19 @@ class ScopedMemory:
                 return current
             why = None if minor else (reason or "corrected")
             record = self._supersede_or_refuse(current, record, why, minor, explicit_type=True)
-            self._backend.insert(record, *self._derive(record.content))
+            chunks, mentions = self._derive(record.content)
+            self._backend.insert(record, chunks + audit.reason_chunks(record), mentions)
         self._store.index_written(False)
         return record
 
     @scrubs_output
     def confirm(self, memory_id: str, *, updated_by: str | None = None) -> Memory:
         """Mark a memory as confirmed: confidence 1.0 and protected from decay."""
-        by = rules.name(updated_by, "updated_by", 200, optional=True)
         memory_id = arguments.ref(memory_id, "id", what="a memory id")
+        led = rights.owner(self, memory_id, "confirm")
+        if led is not None:
+            return led[0].confirm(led[1], updated_by=updated_by or self.actor)
+        by = rules.name(updated_by, "updated_by", 200, optional=True) or self.actor
         with self._backend.atomic():
             current = self._own_active(memory_id)
             now = self._now()
@@ -437,9 +474,13 @@ class ScopedMemory:
     @scrubs_output
     def delete(self, id_or_key: str, *, updated_by: str | None = None) -> Memory:
         """Soft-delete a memory (by id, or the active one under a key) of the own scope.
-        It disappears from search and lists; ``get`` and ``history`` still show it."""
-        by = rules.name(updated_by, "updated_by", 200, optional=True)
+        It disappears from search and lists; ``get`` and ``history`` still show it. A
+        lead may delete in the scopes it leads (``hivemem.rights``)."""
+        by = rules.name(updated_by, "updated_by", 200, optional=True) or self.actor
         id_or_key = arguments.ref(id_or_key, "id")
+        led = rights.owner(self, id_or_key, "delete")
+        if led is not None:
+            return led[0].delete(led[1], updated_by=by)
         with self._backend.atomic():
             current = self._backend.get([self.name], id_or_key) or self._backend.by_key(
                 [self.name], id_or_key
@@ -460,22 +501,21 @@ class ScopedMemory:
             )
 
     def delete_all(self, *, updated_by: str | None = None) -> int:
-        """Soft-delete every active memory of the own scope; returns how many."""
-        updated_by = rules.name(updated_by, "updated_by", 200, optional=True)
-        count = 0
-        while True:
-            batch = self._backend.list(
-                [self.name], ListFilter(statuses=(Status.ACTIVE,)), 500, 0, self._now()
-            )
-            if not batch:
-                return count
-            with self._backend.atomic():
-                now = self._now()
-                for memory in batch:
-                    self._backend.set_status(
-                        self.name, memory.id, Status.DELETED, now, now, updated_by
-                    )
-            count += len(batch)
+        """Soft-delete every active memory of the own scope; returns how many. (To erase
+        them for good: ``purge_all``.)"""
+        return purgemod.delete_all(self, updated_by or self.actor)
+
+    def purge(self, id_or_key: str, **options: Any) -> PurgeReport:
+        """Erase for good the chain holding ``id_or_key`` (own scope, or a led one) and
+        what was drawn from it: rows, chunks, index entries, vectors, entity links; an
+        audit row without content stays. Options: ``dry_run``, ``vacuum`` (default True),
+        ``derived`` (default True). See ``hivemem.purge``."""
+        return purgemod.purge(self, id_or_key, **options)
+
+    def purge_all(self, **options: Any) -> PurgeReport:
+        """Erase for good everything this scope holds (memories and all derived rows,
+        sessions, vault, run log, tokens bound to it alone). See ``hivemem.purge``."""
+        return purgemod.purge_all(self, **options)
 
     @scrubs_output
     def promote(
@@ -491,29 +531,13 @@ class ScopedMemory:
         and ``attributes.promoted_from``. The shared scope's key rules apply. A superseded
         version is refused with ``Conflict`` naming the current one; a deleted or expired
         memory is refused (``hivemem.promotion``)."""
-        memory_id = arguments.ref(memory_id, "id", what="a memory id")
-        to = promotion.target_scope(to, self.shared)
-        original = promotion.promotable(
-            self._backend, self.visible, memory_id, self._now(), self._store.scrubbed
-        )
-        target = ScopedMemory(self._store, to)
-        return target.save(
-            original.content,
-            key=original.key,
-            type=original.type,
-            kind=original.kind,
-            source=Source.PROMOTION,
-            supersede_reason=supersede_reason,
-            tags=original.tags,
-            attributes={
-                **original.attributes,
-                "promoted_from": {"scope": original.scope, "id": original.id},
-            },
-            event_time=original.event_time,
-            source_ids=(original.id,),
-            category=original.category,
-            updated_by=updated_by or self.name,
-        )
+        return promotion.promote(self, memory_id, to, supersede_reason, updated_by)
+
+    @scrubs_output
+    def inject_learning(self, content: str, category: str, **options: Any) -> Memory:
+        """A lead's learning for its workers: into the learning scope (default) or one
+        worker's scope, both of which this handle must lead (``hivemem.learning``)."""
+        return learning.inject(self, content, category, **options)
 
     def _own_active(self, memory_id: str) -> Memory:
         current = self._backend.get([self.name], memory_id)
@@ -563,9 +587,12 @@ class ScopedMemory:
         key: str | None = None,
         limit: int = 100,
         offset: int = 0,
+        category: str | Sequence[str] | None = None,
     ) -> list[Memory]:
-        """Memories of the visible scopes, newest first, filtered."""
+        """Memories of the visible scopes, newest first, filtered (``category``: the
+        automatic category, any of those given)."""
         common = self._filters(kind, type, tags, session_id, exclude_sessions, since, until, as_of)
+        common["categories"] = categories.valid(category)
         flt = ListFilter(
             **common,
             statuses=_statuses(status) or (Status.ACTIVE,),
@@ -604,27 +631,8 @@ class ScopedMemory:
     @scrubs_output
     def history(self, id_or_key: str) -> list[Memory]:
         """The whole supersede chain that holds ``id_or_key``, oldest first: every version
-        under that key, or every ancestor and descendant of that id."""
-        if not isinstance(id_or_key, str) or not id_or_key:
-            raise InvalidInput("id", "expected a memory id or key")
-        rules.utf8(id_or_key, "id")
-        start = self._backend.get(self.visible, id_or_key)
-        seeds = [start] if start else self._backend.versions_of_key(self.visible, id_or_key)
-        if not seeds:
-            raise NotFound(f"no memory or key {id_or_key!r} visible from scope {self.name!r}")
-        chain: dict[str, Memory] = {}
-        todo = list(seeds)
-        while todo:
-            memory = todo.pop()
-            if memory.id in chain:
-                continue
-            chain[memory.id] = memory
-            if memory.supersedes_id and memory.supersedes_id not in chain:
-                parent = self._backend.get(self.visible, memory.supersedes_id)
-                if parent is not None:
-                    todo.append(parent)
-            todo.extend(self._backend.successors(self.visible, memory.id))
-        return sorted(chain.values(), key=lambda m: (m.created_at, m.id))
+        under that key, or every ancestor and descendant of that id (``hivemem.chains``)."""
+        return chains.history(self, id_or_key)
 
     @scrubs_output
     def search(
@@ -644,13 +652,16 @@ class ScopedMemory:
         min_score: float = 0.0,
         include_expired: bool = False,
         fts_syntax: bool = False,
+        category: str | Sequence[str] | None = None,
     ) -> list[Hit]:
         """Find memories: hits best first, each with a score in [0, 1] and an explanation.
 
         ``query`` is natural language (any text is safe); ``fts_syntax=True`` opts in to
         FTS5 query syntax, at most ``max_query_terms`` words, stopped past
         ``fts_time_limit_ms``. Deleted memories never appear; superseded ones do, flagged by
-        status and ranked lower; expired ones only with ``include_expired``.
+        status and ranked lower; expired ones only with ``include_expired``. A
+        ``category`` filter that leaves nothing is dropped (corvid's rule): the hits are
+        then unfiltered and each says so in its explanation's notes.
         """
         if isinstance(query, Query):
             q = query
@@ -670,19 +681,26 @@ class ScopedMemory:
                 min_score=rules.unit_interval(min_score, "min_score"),
                 include_expired=bool(include_expired),
                 fts_syntax=bool(fts_syntax),
+                categories=categories.valid(category),
             )
         s = self.settings  # bounded cost: a query within these limits (hivemem.arguments)
         arguments.query(q.text, q.fts_syntax, s.max_query_terms, s.max_content_bytes)
         store = self._store
-        hits = retrieval.search(
-            self._backend,
-            store.indexer,
-            self.visible,
-            q,
-            self.settings,
-            self._now(),
-            store.reranker,
-        )
+
+        def run(query: Query) -> list[Hit]:
+            return retrieval.search(
+                self._backend,
+                store.indexer,
+                self.visible,
+                query,
+                self.settings,
+                self._now(),
+                store.reranker,
+            )
+
+        hits = run(q)
+        if not hits and q.categories:
+            hits = categories.unfiltered(run(replace(q, categories=())), q.categories)
         if hits and self.settings.track_access:
             self._touch([h.memory.id for h in hits])
         return hits
@@ -744,12 +762,7 @@ class ScopedMemory:
     def related(self, memory_id: str, *, limit: int = 10) -> list[Related]:
         """Memories related to ``memory_id`` by the ``crossrefs`` job (links either way),
         best first; empty until the job has seen it. Raises ``NotFound``."""
-        memory_id = arguments.ref(memory_id, "id", what="a memory id")
-        limit = rules.limit(limit, maximum=100)
-        if self._backend.get(self.visible, memory_id) is None:
-            raise NotFound(f"no memory {memory_id!r} visible from scope {self.name!r}")
-        pairs = self._backend.maintenance.related(self.visible, memory_id, limit)
-        return [Related(memory, score) for memory, score in pairs]
+        return chains.related(self, memory_id, limit)
 
     @scrubs_output
     def context(
@@ -776,15 +789,6 @@ class ScopedMemory:
 
     def _touch(self, ids: list[str]) -> None:
         self._backend.touch(self.visible, ids, self._now())
-
-
-def _categorized(record: Memory, *, given: bool) -> tuple[Memory, float]:
-    """The record with its automatic category (keyword rules, microseconds; a category
-    the caller gave is kept, with confidence 1.0), and the categorizer's confidence."""
-    if given:
-        return record, 1.0
-    category, confidence = categorize(record.content, record.kind)
-    return replace(record, category=category), confidence
 
 
 def _statuses(value: object) -> tuple[Status, ...]:

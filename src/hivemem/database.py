@@ -195,6 +195,8 @@ class Store:
     def guard_fields(self, fields: dict[str, Any]) -> dict[str, Any]:
         """The fields of a write with ``guard`` applied to each one that holds caller text
         (``WRITTEN_TEXT_FIELDS``: content, key, tags, attributes, source ids, …)."""
+        if not isinstance(fields, dict):
+            raise InvalidInput("fields", f"expected a mapping of field names, got {fields!r:.60}")
         return {
             name: self.guard(value, name)
             if name in WRITTEN_TEXT_FIELDS and value is not None
@@ -234,9 +236,19 @@ class Store:
     def location(self) -> str:
         return self.backend.location
 
-    def scope(self, name: str, *, shared: Sequence[str] = ()) -> ScopedMemory:
-        """A handle that reads and writes scope ``name`` and may read ``shared`` scopes."""
-        return ScopedMemory(self, name, shared=shared)
+    def scope(
+        self,
+        name: str,
+        *,
+        shared: Sequence[str] = (),
+        lead_of: Sequence[str] | str | None = None,
+        actor: str | None = None,
+    ) -> ScopedMemory:
+        """A handle that reads and writes scope ``name`` and may read ``shared`` scopes.
+        ``lead_of`` (scope names or glob patterns) grants the rights of a lead over
+        other scopes (``hivemem.rights``); ``actor`` is who writes through it, recorded
+        as ``updated_by`` (default: the scope's name)."""
+        return ScopedMemory(self, name, shared=shared, lead_of=lead_of, actor=actor)
 
     def scopes(self) -> list[str]:
         return self.backend.scopes()

@@ -46,6 +46,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from . import backup, rules
 from . import text as textmod
+from .audit import reason_chunks
 from .clock import to_text
 from .entities import extract
 from .errors import Conflict, HiveMemError, InvalidInput
@@ -423,7 +424,7 @@ class _Import:
                 continue  # keep validating; nothing will be committed
             pieces = textmod.chunk(
                 memory.content, self.settings.chunk_tokens, self.settings.chunk_overlap_tokens
-            )
+            ) + reason_chunks(memory)
             try:
                 self.backend.insert(memory, pieces, extract(memory.content))
             except Conflict as exc:  # pre-checks make this unreachable; report, not crash

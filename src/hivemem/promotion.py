@@ -19,11 +19,47 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from . import arguments
 from .errors import Conflict, InvalidInput, NotFound
 from .store.base import Backend
-from .types import Memory, Status
+from .types import Memory, Source, Status
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .core import ScopedMemory
+
+
+def promote(
+    mem: ScopedMemory,
+    memory_id: str,
+    to: str,
+    supersede_reason: str | None,
+    updated_by: str | None,
+) -> Memory:
+    """``ScopedMemory.promote``: copy a current, live memory into the shared scope ``to``
+    with provenance, written by ``updated_by`` (default: the handle's actor)."""
+    memory_id = arguments.ref(memory_id, "id", what="a memory id")
+    to = target_scope(to, mem.shared)
+    store = mem.store
+    original = promotable(store.backend, mem.visible, memory_id, store.clock(), store.scrubbed)
+    return store.scope(to).save(
+        original.content,
+        key=original.key,
+        type=original.type,
+        kind=original.kind,
+        source=Source.PROMOTION,
+        supersede_reason=supersede_reason,
+        tags=original.tags,
+        attributes={
+            **original.attributes,
+            "promoted_from": {"scope": original.scope, "id": original.id},
+        },
+        event_time=original.event_time,
+        source_ids=(original.id,),
+        category=original.category,
+        updated_by=updated_by or mem.actor,
+    )
 
 
 def target_scope(to: object, shared: Sequence[str]) -> str:

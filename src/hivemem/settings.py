@@ -382,6 +382,18 @@ class Settings:
         "Shared scope the inject_learning tool writes a lead's learnings to (it must be "
         "one of the session's scopes; empty: inject_learning is refused).",
     )
+    lead_of: str = _setting(
+        "",
+        "Scopes (names or glob patterns, comma-separated) a server's handle leads: it may "
+        "delete, correct, confirm and purge their memories and inject learnings into them "
+        "(`serve-mcp --lead-of`; docs/tools.md). Empty: the own scope only.",
+    )
+    agent: str = _setting(
+        "",
+        "Who a server's handle writes as, recorded as `updated_by` on every write "
+        "(`serve-mcp --agent`; empty: the scope's name). HTTP requests write as their "
+        "token's name.",
+    )
     mcp_host: str = _setting("127.0.0.1", "Address `hivemem serve-mcp --transport http` uses.")
     mcp_port: int = _setting(8766, "Port `hivemem serve-mcp --transport http` listens on.")
 

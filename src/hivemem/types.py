@@ -288,6 +288,7 @@ class Query:
     min_score: float = 0.0
     include_expired: bool = False
     fts_syntax: bool = False  # opt-in: ``text`` is FTS5 query syntax, errors raise
+    categories: tuple[str, ...] = ()  # automatic categories (corvid); see ScopedMemory.search
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,6 +306,7 @@ class ListFilter:
     as_of: datetime | None = None
     include_expired: bool = True
     key: str | None = None
+    categories: tuple[str, ...] = ()
 
 
 def as_tuple(value: T | Sequence[T] | None) -> tuple[T, ...]:

@@ -3,7 +3,7 @@ documented code (0, or 1-6 for a library error, 2 for a usage error) and prints 
 traceback: a failure is one ``error: ...`` line on stderr.
 
 Commands are found by walking the Click group, so a new command is fuzzed without a
-change here. Left out: the servers (``serve-http``, ``serve-mcp``), ``bench`` and
+change here. Left out: the servers (``serve-http``, ``serve-mcp``, ``ui``), ``bench`` and
 ``eval`` (long-running by design, tested in their own files) and the flags that never
 return (``--watch``, ``--daemon``). Paths given to ``export``/``import``/``index`` land
 in a temporary folder. Arguments hold what a shell can pass: no NUL, and lone surrogates
@@ -23,7 +23,7 @@ from hivemem.cli import main
 from .hostile import FUZZ, cli_text, tally
 
 EXIT_CODES = {0, 1, 2, 3, 4, 5, 6}
-SKIPPED_COMMANDS = {"serve-http", "serve-mcp", "bench", "eval"}
+SKIPPED_COMMANDS = {"serve-http", "serve-mcp", "ui", "bench", "eval"}
 SKIPPED_FLAGS = {"watch", "daemon"}
 PLAUSIBLE = ["deploy-window", "deploy", "team-a", "swarm", "api_token", "decay", "s1", "7d"]
 

@@ -4,7 +4,8 @@ Each command parses its options, calls one library function and formats the resu
 (text, or JSON with ``--json``). Settings are read here, at the edge, with
 ``Settings.from_env()``. Errors are presented once, by ``HiveMemGroup`` (``common.py``):
 one line ``error: <message>`` on stderr and the exit code listed in ``EXIT_CODES`` (and
-in ``hivemem --help``).
+in ``hivemem --help``): 2 invalid input or usage, 3 not found, 4 conflict, 5 missing
+dependency, 6 store error, 7 forbidden.
 """
 
 from __future__ import annotations

@@ -40,7 +40,8 @@ EXIT_CODES = (
     (3, "not found (no memory, key, session or token by that name)"),
     (4, "conflict (e.g. a key that already has an active memory)"),
     (5, "a missing optional dependency (the message has the install command)"),
-    (6, "store error (not a HiveMem file, a newer schema, locked too long)"),
+    (6, "store error (not a HiveMem file, a newer schema, locked too long, a full disk)"),
+    (7, "forbidden (this handle has no right to change that scope)"),
 )
 EXIT_CODES_HELP = "\b\nExit codes:\n" + "\n".join(f"  {c}  {text}" for c, text in EXIT_CODES)
 

@@ -110,6 +110,13 @@ def _stage_printer(quiet: bool = False) -> Any:
     help="Keep the generated stores in this folder (default: a temporary folder).",
 )
 @click.option("--quiet", is_flag=True, help="No progress on stderr.")
+@click.option(
+    "--ui",
+    "ui_pages",
+    is_flag=True,
+    help="Time the web inspector's pages instead (list, search, memory, overview …; "
+    "--queries requests per page; needs the http extra).",
+)
 @json_option
 @pass_env
 def bench(
@@ -122,20 +129,42 @@ def bench(
     skip_model: bool,
     keep_folder: str | None,
     quiet: bool,
+    ui_pages: bool,
     as_json: bool,
 ) -> None:
     """Time writes, vector indexing and searches on generated data.
 
     By default a quick run (1,000 memories, 50 queries, seconds); --full is the
     README's bench (10,000 and 100,000 memories, 200 queries, minutes), and so is any
-    --sizes unless --queries and --writes say otherwise. For each size, a fresh store is filled with
-    generated episodes while the embedding worker runs, and the vectors still queued are
-    flushed; then single and batched writes and the same natural-language questions are
+    --sizes unless --queries and --writes say otherwise. For each size, a fresh store is
+    filled with generated episodes while the embedding worker runs, and the vectors still
+    queued are flushed; then single and batched writes and the same natural-language questions are
     timed (p50/p95/p99) keyword only, hybrid, and in the vector lane alone. The vectors
     come from the hash embedder at the default model's dimension (the index costs the
     same); the real model is timed once per run: load, sentences/s, query embedding.
     Progress goes to stderr (--quiet: none). HIVEMEM_* settings apply.
+
+    With --ui, the same corpus is loaded and the inspector's pages are timed instead,
+    through the whole HTTP app in process (see docs/inspector.md).
     """
+    if ui_pages:
+        from hivemem.bench_ui import format_ui_table, run_ui_bench
+
+        try:
+            found = run_ui_bench(
+                sizes or QUICK["sizes"],
+                queries or QUICK["queries"],
+                keep_folder,
+                _stage_printer(quiet),
+                settings=env.settings,
+            )
+        except ValueError as exc:
+            raise InvalidInput("bench", str(exc)) from None
+        if as_json:
+            echo_json([r.to_dict() for r in found])
+        else:
+            click.echo(format_ui_table(found))
+        return
     # --sizes asks for a measurement: the full bench's queries and writes, as the README's
     # figures (`hivemem bench --sizes 10000,100000`) were taken.
     plan = FULL if full or sizes else QUICK

@@ -294,4 +294,68 @@ def confirm(env: Env, id_or_key: str, as_json: bool) -> None:
     _print_memory(env, mem.confirm(mem.get(id_or_key).id), as_json, "confirmed")
 
 
-COMMANDS = (add, search, list_, show, history, forget, correct, confirm)
+@click.command()
+@click.argument("id_or_key", required=False)
+@click.option("--all", "everything", is_flag=True, help="Erase everything the scope holds.")
+@click.option("--yes", is_flag=True, help="Erase for real (without it: only show what would go).")
+@click.option(
+    "--no-vacuum",
+    is_flag=True,
+    help="Skip the VACUUM after the erase (faster on a big store; freed pages are still "
+    "zeroed by secure_delete, but older free pages may keep stale copies).",
+)
+@click.option("--audit", is_flag=True, help="List the purge records of the scope instead.")
+@json_option
+@pass_env
+def purge(
+    env: Env,
+    id_or_key: str | None,
+    everything: bool,
+    yes: bool,
+    no_vacuum: bool,
+    audit: bool,
+    as_json: bool,
+) -> None:
+    """Erase a memory (its whole chain) or a whole scope, for good.
+
+    Unlike forget, nothing is kept: rows, keyword index entries, vectors, cached
+    embeddings, entity links, and the memories drawn from it (consolidated facts,
+    summaries); with --all also the scope's sessions, vault, run log and the tokens
+    bound to it alone. An audit record without content stays (--audit lists them).
+    Without --yes it prints what would be erased and exits with status 1, erasing
+    nothing.
+    """
+    if audit:
+        from hivemem.purge import audit as purge_log
+
+        records = purge_log(env.store(), env.scope)
+        if as_json:
+            echo_json(records)
+            return
+        for r in records:
+            counts = ", ".join(f"{n} {k}" for k, n in r["counts"].items())
+            click.echo(f"{r['purged_at']}  {r['target']:<6}  by {r['purged_by']}  {counts}")
+        if not records:
+            click.echo("no purges in this scope", err=True)
+        return
+    if everything == bool(id_or_key):
+        raise click.UsageError("give ID_OR_KEY, or --all for the whole scope")
+    mem = env.memory()
+    options = {"dry_run": not yes, "vacuum": not no_vacuum}
+    report = mem.purge_all(**options) if everything else mem.purge(id_or_key or "", **options)
+    if as_json:
+        echo_json(report.to_dict())
+    else:
+        what = f"scope {report.scope!r}" if everything else f"chain of {id_or_key!r}"
+        verb = "would erase" if report.dry_run else "erased"
+        click.echo(f"{verb} {what}: " + ", ".join(f"{n} {k}" for k, n in report.counts.items()))
+        for memory_id in report.memory_ids[:20]:
+            click.echo(f"  {memory_id}")
+        if len(report.memory_ids) > 20:
+            click.echo(f"  … and {len(report.memory_ids) - 20} more")
+    if report.dry_run:
+        click.echo("nothing was erased: add --yes to erase for good", err=True)
+        raise SystemExit(1)
+
+
+COMMANDS = (add, search, list_, show, history, forget, correct, confirm, purge)

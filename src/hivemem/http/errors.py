@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import (
     Conflict,
+    Forbidden,
     HiveMemError,
     InvalidInput,
     MissingDependency,
@@ -25,7 +26,11 @@ from ..errors import (
 STATUSES: dict[int, tuple[str, str]] = {
     400: ("bad_request", "The request cannot be read: the body is not a JSON object."),
     401: ("unauthorized", "No bearer token, or one that is unknown or revoked."),
-    403: ("forbidden", "The token is not granted this scope, or only read on a write."),
+    403: (
+        "forbidden",
+        "The token is not granted this scope, or only read on a write, or the handle has "
+        "no lead right on the scope it would change (`Forbidden`).",
+    ),
     404: ("not_found", "No such memory, entity, tool or route in this scope."),
     405: ("method_not_allowed", "The route exists but not with this method."),
     409: ("conflict", "The write breaks a rule, e.g. a key that has an active memory."),
@@ -52,6 +57,8 @@ def from_library(exc: HiveMemError) -> tuple[int, dict]:
     """Status and body for an error the library raised on purpose."""
     if isinstance(exc, InvalidInput):
         return 422, error_body(422, exc.message, exc.field)
+    if isinstance(exc, Forbidden):
+        return 403, error_body(403, exc.message)
     if isinstance(exc, NotFound):
         return 404, error_body(404, exc.message)
     if isinstance(exc, Conflict):

@@ -114,7 +114,40 @@ class EntityIndex(Protocol):
 
     def add_alias(self, scope: str, entity_id: int, alias: str) -> None: ...
 
+    def link(self, scope: str, memory_id: str, mentions: Sequence[Mention], when: datetime) -> None:
+        """Link a memory to the entities ``mentions`` name (made if new), in one write."""
+        ...
+
     def total_memories(self, scopes: Sequence[str]) -> int: ...
+
+
+class Purges(Protocol):
+    """Hard deletes (``hivemem.purge``; the SQLite layout in ``store/purge.py``)."""
+
+    def scope_ids(self, scope: str) -> list[str]: ...
+
+    def derived(self, scope: str, memory_ids: Sequence[str]) -> list[str]: ...
+
+    def plan(self, scope: str, memory_ids: Sequence[str], whole_scope: bool) -> dict[str, int]: ...
+
+    def secure(self) -> AbstractContextManager[None]:
+        """Freed content overwritten (SQLite's ``secure_delete``) within the block."""
+        ...
+
+    def erase(
+        self,
+        scope: str,
+        memory_ids: Sequence[str],
+        *,
+        whole_scope: bool,
+        target: str,
+        by: str | None,
+        now: datetime,
+    ) -> dict[str, int]: ...
+
+    def compact(self, vacuum: bool) -> dict[str, bool]: ...
+
+    def audit(self, scope: str | None = None, limit: int = 50) -> list[dict[str, Any]]: ...
 
 
 class Backend(Protocol):
@@ -123,6 +156,7 @@ class Backend(Protocol):
     location: str
     vectors: VectorIndex
     entities: EntityIndex
+    purges: Purges
 
     def atomic(self) -> AbstractContextManager[None]:
         """A write transaction (``BEGIN IMMEDIATE``); nested calls are savepoints."""

@@ -192,6 +192,11 @@ class SQLiteEntityIndex:
                 [scope, alias, entity_id],
             )
 
+    def link(self, scope: str, memory_id: str, mentions: Sequence[Mention], when: datetime) -> None:
+        """Link ``memory_id`` to the entities ``mentions`` name (made if new), in one write."""
+        with self._db.atomic():
+            link_mentions(self._db._conn, scope, memory_id, mentions, to_text(when))
+
     def describe(
         self,
         scope: str,

@@ -416,3 +416,22 @@ def _entity_types(conn: Connection) -> None:
         ).fetchone()
         if not taken:
             conn.execute("UPDATE entities SET type = ? WHERE id = ?", (kind, entity_id))
+
+
+@migration("0011_purges")
+def _purges(conn: Connection) -> None:
+    # The audit of hard purges (``hivemem.purge``): what was erased, when and by whom,
+    # never the content. ``memory_ids`` are the erased rows' ids (time-ordered uuids
+    # that carry nothing of the text); ``counts`` what each table lost.
+    conn.execute(
+        """CREATE TABLE purges (
+            id INTEGER PRIMARY KEY,
+            scope TEXT NOT NULL,
+            target TEXT NOT NULL CHECK (target IN ('memory', 'scope')),
+            memory_ids TEXT NOT NULL DEFAULT '[]',
+            counts TEXT NOT NULL DEFAULT '{}',
+            purged_by TEXT,
+            purged_at TEXT NOT NULL
+        )"""
+    )
+    conn.execute("CREATE INDEX purges_scope ON purges (scope, purged_at)")

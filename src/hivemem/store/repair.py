@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import text as textmod
+from ..audit import reason_chunk
 from . import migrations
 
 
@@ -82,15 +83,17 @@ class RepairMixin:
         done = 0
         with self.atomic():
             for memory_id in memory_ids:
-                row = self._read("SELECT content FROM memories WHERE id = ?", [memory_id])
+                row = self._read(
+                    "SELECT content, supersede_reason, supersede_kind FROM memories WHERE id = ?",
+                    [memory_id],
+                )
                 if not row:
                     continue
                 old = self._read("SELECT id FROM chunks WHERE memory_id = ?", [memory_id])
                 self.vectors.delete_chunks([r[0] for r in old])
                 self._write("DELETE FROM chunks WHERE memory_id = ?", [memory_id])
-                migrations.insert_chunks(
-                    self._conn, memory_id, textmod.chunk(row[0][0], size, overlap)
-                )
+                pieces = textmod.chunk(row[0][0], size, overlap) + reason_chunk(*row[0][1:])
+                migrations.insert_chunks(self._conn, memory_id, pieces)
                 done += 1
         return done
 
