@@ -194,7 +194,8 @@ class GatedLLM:
 
 def test_a_new_session_queues_the_earlier_ones_and_the_write_does_not_wait(db_path, clock):
     llm = GatedLLM()
-    with hivemem.open(db_path, clock=clock, embedder="none", llm=llm) as store:
+    settings = Settings(consolidate_on_session_switch=True)
+    with hivemem.open(db_path, clock=clock, embedder="none", llm=llm, settings=settings) as store:
         mem = store.scope("team-a")
         _talk(mem, "s1")
         assert llm.calls == 0  # the first session starting has nothing earlier to consolidate
@@ -216,17 +217,19 @@ def test_a_new_session_queues_the_earlier_ones_and_the_write_does_not_wait(db_pa
         assert len(run_log(store, "consolidate")) == 1
 
 
-def test_without_an_llm_the_switch_consolidates_extractively_in_the_background(store):
-    mem = store.scope("team-a")
-    _talk(mem, "s1")
-    _talk(mem, "s2")
-    store.session_worker.wait()
-    assert mem.get("session:s1:summary").attributes["summarized_by"] == "extractive"
-    assert [s.consolidated_at is not None for s in mem.sessions()] == [True, False]
+def test_without_an_llm_the_switch_consolidates_extractively_in_the_background(db_path, clock):
+    settings = Settings(consolidate_on_session_switch=True)
+    with hivemem.open(db_path, clock=clock, embedder="none", settings=settings) as store:
+        mem = store.scope("team-a")
+        _talk(mem, "s1")
+        _talk(mem, "s2")
+        store.session_worker.wait()
+        assert mem.get("session:s1:summary").attributes["summarized_by"] == "extractive"
+        assert [s.consolidated_at is not None for s in mem.sessions()] == [True, False]
 
 
-def test_the_switch_can_be_turned_off(db_path, clock):
-    settings = Settings(consolidate_on_session_switch=False)
+def test_the_switch_is_off_by_default(db_path, clock):
+    settings = Settings()
     with hivemem.open(db_path, clock=clock, embedder="none", settings=settings) as store:
         mem = store.scope("team-a")
         _talk(mem, "s1")

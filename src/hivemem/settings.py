@@ -257,10 +257,11 @@ class Settings:
         "`session_summary` memory (LLM, or the session's facts without one; TTL 3 days).",
     )
     consolidate_on_session_switch: bool = _setting(
-        True,
+        False,
         "When a scope's new session starts (its first episode), consolidate the scope's "
         "earlier open sessions at once in a background thread (never on the write path), "
-        "as the assistant seed does; the nightly job still runs.",
+        "as the assistant seed does. Off by default: the facts it writes beside their "
+        "episodes change what searches return while a dialogue is being loaded.",
     )
     consolidate_fact_type: str = _setting(
         "reference",

@@ -659,20 +659,18 @@ class SQLiteBackend(KeywordPlans, RepairMixin):
             pass  # access counts are a ranking hint: a busy database skips them (reads fail open)
 
     def note_session(self, scope: str, session_id: str, when: datetime, episodes: int) -> bool:
-        """Inside a write: count a session's episodes; True when the session is new."""
+        """Inside a write: count a session's episodes; True when the session is new (its
+        count is then exactly these episodes: a known session had at least one)."""
         stamp = to_text(when)
-        known = self._read(
-            "SELECT 1 FROM sessions WHERE scope = ? AND session_id = ?", [scope, session_id]
-        )
-        self._write(
+        count = self._write(
             "INSERT INTO sessions (scope, session_id, started_at, last_event_at, episode_count) "
             "VALUES (?, ?, ?, ?, ?) ON CONFLICT (scope, session_id) DO UPDATE SET "
             "last_event_at = MAX(last_event_at, excluded.last_event_at), "
             "started_at = MIN(started_at, excluded.started_at), "
-            "episode_count = episode_count + excluded.episode_count",
+            "episode_count = episode_count + excluded.episode_count RETURNING episode_count",
             [scope, session_id, stamp, stamp, episodes],
-        )
-        return not known
+        ).fetchone()[0]
+        return bool(count == episodes)
 
     # ------------------------------------------------------------------ meta and health
 
