@@ -28,10 +28,15 @@ if [ "$(id -u)" != "0" ]; then
 fi
 echo "install-browser: apt-get install chromium chromium-driver" >&2
 export DEBIAN_FRONTEND=noninteractive
-if $SUDO apt-get update -qq >/dev/null \
-    && $SUDO apt-get install -y -qq --no-install-recommends chromium chromium-driver fonts-dejavu-core >/dev/null; then
+LOG=$(mktemp 2>/dev/null || echo /tmp/hivemem-install-browser.log)
+# Wait for a dpkg lock held by another apt run rather than failing at once.
+APT="$SUDO apt-get -o DPkg::Lock::Timeout=300 -o Acquire::Retries=3"
+if $APT update >"$LOG" 2>&1 \
+    && $APT install -y --no-install-recommends chromium chromium-driver fonts-dejavu-core >>"$LOG" 2>&1; then
     chromium --version >&2 || true
 else
-    echo "install-browser: apt-get failed; the browser tests will skip" >&2
+    echo "install-browser: apt-get failed; the browser tests will skip (CI fails them). Its output:" >&2
+    tail -n 40 "$LOG" >&2
 fi
+rm -f "$LOG"
 exit 0
