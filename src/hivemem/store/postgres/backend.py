@@ -34,7 +34,7 @@ import hashlib
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -51,7 +51,7 @@ from ..rows import COLUMNS, JSON_FIELDS, SELECT, TIME_FIELDS, UPDATABLE, row_to_
 from ..rows import INSERT as SQLITE_INSERT
 from . import NotOnPostgres, migrations, redact, secrets_of
 from .entities import PgEntityIndex, link_mentions
-from .extras import PgMaintenance, PostgresVault
+from .extras import PgMaintenance
 from .keyword import KeywordMixin
 from .vectors import PgVectorIndex, register_types
 
@@ -150,7 +150,14 @@ class PostgresBackend(KeywordMixin):
                         "owner of the database"
                     ) from None
             migrations.check_known(conn, self.location)
-            migrations.apply(conn, to_text(datetime.now(UTC)))
+            try:
+                migrations.apply(conn, to_text(datetime.now(UTC)))
+            except pgerrors.InsufficientPrivilege as exc:
+                raise StoreError(
+                    f"PostgreSQL at {self.location}: the schema needs migrations this user "
+                    f"may not apply ({str(exc).splitlines()[0]}); open the store once as "
+                    "the database's owner"
+                ) from None
         except psycopg.OperationalError as exc:
             raise connect_error(exc, url) from None
         finally:
@@ -180,7 +187,14 @@ class PostgresBackend(KeywordMixin):
     def _q(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         """Rows of one statement (PostgreSQL placeholders)."""
         with self._connection() as conn:
-            cur = conn.execute(sql, params)
+            try:
+                cur = conn.execute(sql, params)
+            except psycopg.DataError as exc:
+                # PostgreSQL text cannot hold NUL, so no stored row can equal a value
+                # with one: SQLite finds nothing for it, and so does this backend.
+                if "NUL" in str(exc) and any("\x00" in str(p) for p in params):
+                    return []
+                raise
             return cur.fetchall() if cur.description else []
 
     def _x(self, sql: str, params: Sequence[Any] = ()) -> Any:
@@ -583,10 +597,8 @@ class PostgresBackend(KeywordMixin):
                     [to_text(now), *params, list(memory_ids)],
                 )
 
-        try:
+        with suppress(StoreError):  # access counts are a ranking hint: reads fail open
             self._retrying(run)
-        except StoreError:
-            pass  # access counts are a ranking hint: reads fail open
 
     def note_session(self, scope: str, session_id: str, when: datetime, episodes: int) -> None:
         stamp = to_text(when)

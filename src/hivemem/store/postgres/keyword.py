@@ -137,7 +137,11 @@ class KeywordMixin:
                     "UPDATE chunks c SET terms = t.terms::tsvector, length = t.length FROM "
                     "unnest(%s::bigint[], %s::text[], %s::int[]) AS t(id, terms, length) "
                     "WHERE c.id = t.id",
-                    [[r[0] for r in rows], [tsvector_text(t) for t in tokens], [len(t) for t in tokens]],
+                    [
+                        [r[0] for r in rows],
+                        [tsvector_text(t) for t in tokens],
+                        [len(t) for t in tokens],
+                    ],
                 )
             last = rows[-1][0]
         with self._stats_lock:

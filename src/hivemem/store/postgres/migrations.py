@@ -268,13 +268,19 @@ def apply(conn: Connection, now: str, upto: str | None = None) -> list[str]:
     """Apply pending migrations (up to and including ``upto``); return their names.
     Each runs in one transaction with its record, under the schema lock."""
     done: list[str] = []
+    seen_before = set(applied(conn))
     for m in MIGRATIONS:
+        if m.name in seen_before:  # a current schema needs no lock and no DDL right
+            if m.name == upto:
+                break
+            continue
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", [SCHEMA_LOCK])
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS migrations (seq INTEGER PRIMARY KEY, "
-                "name TEXT NOT NULL UNIQUE, applied_at TEXT NOT NULL)"
-            )
+            if not _record_exists(conn):
+                conn.execute(
+                    "CREATE TABLE migrations (seq INTEGER PRIMARY KEY, "
+                    "name TEXT NOT NULL UNIQUE, applied_at TEXT NOT NULL)"
+                )
             seen = conn.execute("SELECT 1 FROM migrations WHERE name = %s", [m.name]).fetchone()
             if not seen:
                 for sql in m.statements:

@@ -144,7 +144,8 @@ class PgVectorIndex:
         if not unique:
             return {}
         rows = self._db._q(
-            "SELECT text_hash, vector FROM embedding_cache WHERE model = %s AND text_hash = ANY(%s)",
+            "SELECT text_hash, vector FROM embedding_cache "
+            "WHERE model = %s AND text_hash = ANY(%s)",
             [model, unique],
         )
         return {r[0]: bytes(r[1]) for r in rows}
