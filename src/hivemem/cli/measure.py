@@ -10,9 +10,11 @@ from typing import Any
 import click
 
 from hivemem.bench import format_table, run_bench
+from hivemem.bench_postgres import format_pg_table, run_pg_bench
 from hivemem.errors import InvalidInput
 from hivemem.evaluation import SYSTEM_PROMPT_PREAMBLE, eval_locomo, format_report
 from hivemem.longmemeval import eval_longmemeval, format_lme_report
+from hivemem.store.postgres import is_url
 
 from .common import Env, echo_json, json_option, pass_env
 
@@ -82,6 +84,12 @@ def bench(
     default model's dimension (the index costs the same); the real model is timed once
     per run: load, sentences/s, query embedding. HIVEMEM_* settings apply.
     """
+    if env.db and is_url(env.db):  # --db postgresql://…: the searches on that server
+        pg = run_pg_bench(
+            env.db, sizes, queries, writes, batch, _stage_printer(), settings=env.settings
+        )
+        echo_json(pg) if as_json else click.echo(format_pg_table(pg))
+        return
     try:
         report = run_bench(
             sizes,

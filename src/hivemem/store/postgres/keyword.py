@@ -10,9 +10,12 @@ Same score. ``ts_rank`` is not BM25, so the score is computed in SQL with FTS5's
 (k1 = 1.2, b = 0.75, idf = ln((N - n + 0.5) / (n + 0.5)), at least 1e-6), over the
 matched chunks only: term frequencies are the lexemes' position counts, the document
 length is ``chunks.length``. The statistics (N, average length, each term's n) are the
-scopes' own (per-scope statistics: one tenant's data moves no other tenant's scores);
-with one scope they are FTS5's. They are cached and re-read when the index has grown
-or shrunk by more than 1% (BM25 weights barely move in between).
+whole index's, as FTS5's, so scores equal SQLite's; they are cached and re-read when the
+index has grown or shrunk by more than 1% (BM25 weights barely move in between), and
+the n's are the ones ``term_stats`` just read. Per-scope statistics (``_freq`` and
+``_scope_totals`` take scopes) cost a count per new term and scope: measured at 10k,
+~55 ms of a 150 ms search on a loaded machine, so they wait for a cheaper source (a
+per-scope vocabulary kept by a job, not by the write path).
 
 The query. Above the protocol the lane still speaks FTS5 (``search.py`` passes the OR
 of quoted terms that ``text.fts_or_query`` builds); that form is read back into terms
@@ -185,19 +188,19 @@ class KeywordMixin:
         return out
 
     def _scope_totals(
-        self: PostgresBackend, scopes: tuple[str, ...], size: int
+        self: PostgresBackend, scopes: tuple[str, ...] | None, size: int
     ) -> tuple[int, float]:
-        """(chunks, average length) of the scopes' keyword index."""
+        """(chunks, average length) of the scopes' keyword index (None: every scope)."""
         with self._stats_lock:
-            cached = self._scope_stats.get(scopes)
+            cached = self._scope_stats.get(scopes)  # type: ignore[arg-type]
         if not self._fresh(cached, size):
+            where, params = ("scope = ANY(%s)", [list(scopes)]) if scopes else ("TRUE", [])
             row = self._q(
-                "SELECT COUNT(*), COALESCE(SUM(length), 0) FROM chunks WHERE scope = ANY(%s)",
-                [list(scopes)],
+                f"SELECT COUNT(*), COALESCE(SUM(length), 0) FROM chunks WHERE {where}", params
             )[0]
             cached = (int(row[0]), int(row[1]), size)
             with self._stats_lock:
-                self._scope_stats[scopes] = cached
+                self._scope_stats[scopes] = cached  # type: ignore[index]
         count, tokens, _ = cached  # type: ignore[misc]
         return count, (tokens / count if count else 1.0)
 
@@ -243,10 +246,9 @@ class KeywordMixin:
                 phrases.setdefault(_phrase(stems), stems[0])
         if not phrases:
             return []
-        key = tuple(sorted(set(scopes)))
         size = self._index_size()
-        total, avgdl = self._scope_totals(key, size)
-        freq = self._freq(key, list(phrases), size)
+        total, avgdl = self._scope_totals(None, size)
+        freq = self._freq(None, list(phrases), size)
         weight: dict[str, float] = {}
         for phrase, lexeme in phrases.items():
             n = freq.get(phrase, 0)

@@ -155,29 +155,34 @@ class PgVectorIndex:
         by another node) and a model that is no longer the store's are skipped."""
 
         def run() -> int:
-            stored = 0
             with self._db.atomic():
                 if self.recorded_identity() != model or not self._table_exists():
                     return 0
-                for chunk, blob in items:
-                    done = self._db._x(
-                        "DELETE FROM vector_queue WHERE chunk_id = %s RETURNING chunk_id",
-                        [chunk.chunk_id],
-                    ).fetchone()
-                    if done is None:
-                        continue
-                    self._db._x(
-                        "INSERT INTO embedding_cache (text_hash, model, vector) "
-                        "VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
-                        [chunk.text_hash, model, blob],
-                    )
-                    self._db._x(
+                wanted = {chunk.chunk_id: (chunk, blob) for chunk, blob in items}
+                done = self._db._x(
+                    "DELETE FROM vector_queue WHERE chunk_id = ANY(%s) RETURNING chunk_id",
+                    [list(wanted)],
+                ).fetchall()
+                kept = [wanted[r[0]] for r in sorted(done)]
+                if not kept:
+                    return 0
+                self._db._x(
+                    "INSERT INTO embedding_cache (text_hash, model, vector) "
+                    "SELECT h, %s, v FROM unnest(%s::text[], %s::bytea[]) AS t(h, v) "
+                    "ON CONFLICT DO NOTHING",
+                    [model, [c.text_hash for c, _ in kept], [b for _, b in kept]],
+                )
+                conn = self._db._local.conn
+                with conn.cursor() as cur:
+                    cur.executemany(
                         f"INSERT INTO {TABLE} (chunk_id, scope, embedding) VALUES (%s, %s, %s) "
                         "ON CONFLICT (chunk_id) DO UPDATE SET embedding = excluded.embedding",
-                        [chunk.chunk_id, chunk.scope, np.frombuffer(blob, dtype=np.float32)],
+                        [
+                            (c.chunk_id, c.scope, np.frombuffer(b, dtype=np.float32))
+                            for c, b in kept
+                        ],
                     )
-                    stored += 1
-            return stored
+            return len(kept)
 
         return self._db._retrying(run)
 
