@@ -31,18 +31,12 @@ from .bench_report import LatencyStats
 from .database import open as open_store
 from .embed import HashEmbedder
 from .settings import Settings
-from .store.postgres import redact, require_driver
+from .store.postgres import admin, redact
 
 
 def _with_database(url: str, name: str) -> str:
     parts = urlsplit(url)
     return urlunsplit((parts.scheme, parts.netloc, f"/{name}", parts.query, parts.fragment))
-
-
-def _admin(url: str, sql: str) -> None:
-    psycopg = require_driver()
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(sql)
 
 
 def run_pg_bench(
@@ -64,8 +58,8 @@ def run_pg_bench(
     results = []
     for size in sizes:
         name = f"hivemem_bench_{size}"
-        _admin(url, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-        _admin(url, f"CREATE DATABASE {name}")
+        admin(url, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        admin(url, f"CREATE DATABASE {name}")
         location = _with_database(url, name)
         try:
             store = open_store(location, settings=settings, embedder=HashEmbedder(VECTOR_DIMENSION))
@@ -103,7 +97,7 @@ def run_pg_bench(
                 store.close()
         finally:
             if not keep:
-                _admin(url, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+                admin(url, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
         results.append(
             {
                 "size": size,

@@ -82,3 +82,15 @@ def open_backend(url: str, *, pool_size: int = 8, timeout_s: float = 10.0) -> An
     from .backend import PostgresBackend
 
     return PostgresBackend(url, pool_size=pool_size, timeout_s=timeout_s)
+
+
+def admin(url: str, sql: str) -> None:
+    """Run one statement outside a transaction (CREATE/DROP DATABASE for the bench)."""
+    psycopg = require_driver()
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(sql)
+    except psycopg.OperationalError as exc:
+        from .backend import connect_error
+
+        raise connect_error(exc, url) from None

@@ -51,7 +51,7 @@ from ..rows import COLUMNS, JSON_FIELDS, SELECT, TIME_FIELDS, UPDATABLE, row_to_
 from ..rows import INSERT as SQLITE_INSERT
 from . import NotOnPostgres, migrations, redact, secrets_of
 from .entities import PgEntityIndex, link_mentions
-from .extras import PgMaintenance
+from .extras import PgMaintenance, PostgresVault
 from .keyword import KeywordMixin
 from .vectors import PgVectorIndex, register_types
 
@@ -659,6 +659,10 @@ class PostgresBackend(KeywordMixin):
             "pgvector_version": one("SELECT extversion FROM pg_extension WHERE extname = 'vector'"),
             "driver": f"psycopg {psycopg.__version__}",
         }
+
+    def vault_rows(self) -> PostgresVault:
+        """The vault's reads and writes on this store (``store.factory.vault_rows``)."""
+        return PostgresVault(self)
 
     def unchunked_ids(self) -> list[str]:
         return [
