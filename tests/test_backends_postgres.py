@@ -352,3 +352,21 @@ def test_a_feature_not_ported_yet_says_so(pg_store):
     mem.add_episode("hello", session_id="s1", role="user")
     with pytest.raises(NotOnPostgres, match="not implemented on the PostgreSQL backend"):
         mem.consolidate("s1")
+
+
+def test_connections_dropped_by_the_server_are_replaced(pg_store, pg_server):
+    """A restart or an idle timeout closes the pool's connections: the next read and
+    the next write get fresh ones, and nothing acknowledged is lost."""
+    mem = pg_store.scope("a")
+    first = mem.save("written before the drop")
+    pg_server.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+        "WHERE datname = 'hivemem_test' AND pid <> pg_backend_pid()"
+    )
+    assert mem.get(first.id).content == "written before the drop"
+    pg_server.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+        "WHERE datname = 'hivemem_test' AND pid <> pg_backend_pid()"
+    )
+    second = mem.save("written after the drop")
+    assert {m.id for m in mem.list()} == {first.id, second.id}

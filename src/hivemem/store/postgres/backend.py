@@ -34,7 +34,7 @@ import hashlib
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -201,6 +201,7 @@ class PostgresBackend(KeywordMixin):
                 # it, and a read outside a transaction is safe to run again once.
                 if attempt == 2 or getattr(self._local, "conn", None) is not None:
                     raise
+                self._pool.check()  # drops every idle connection the server closed
         raise AssertionError("unreachable")
 
     def _x(self, sql: str, params: Sequence[Any] = ()) -> Any:
@@ -233,11 +234,10 @@ class PostgresBackend(KeywordMixin):
                 yield
             return
         try:
-            with self._pool.connection() as conn:
-                local.conn, local.mode = conn, "write"
+            with ExitStack() as stack:
+                local.conn, local.mode = self._begin(stack), "write"
                 try:
-                    with conn.transaction():
-                        yield
+                    yield
                 finally:
                     local.conn = local.mode = None
         except _RETRYABLE as exc:
@@ -246,6 +246,25 @@ class PostgresBackend(KeywordMixin):
             ) from None
         except psycopg.OperationalError as exc:
             raise self._lost(exc) from None
+
+    def _begin(self, stack: ExitStack) -> Any:
+        """A pooled connection in a new transaction, entered on ``stack``. A connection
+        the server dropped (a restart, an idle timeout) fails at ``BEGIN``, before the
+        caller's body has run: it is discarded and a fresh one tried, once."""
+        for attempt in (1, 2):
+            inner = ExitStack()
+            try:
+                conn = inner.enter_context(self._pool.connection())
+                inner.enter_context(conn.transaction())
+            except psycopg.OperationalError as exc:
+                inner.__exit__(type(exc), exc, exc.__traceback__)  # the pool drops it
+                if attempt == 2:
+                    raise
+                self._pool.check()  # and every other idle one the server closed
+                continue
+            stack.enter_context(inner)
+            return conn
+        raise AssertionError("unreachable")
 
     def _retrying(self, fn: Callable[[], R], attempts: int = 5) -> R:
         """Run ``fn`` (which opens its own ``atomic()``) again on a serialization failure
@@ -268,12 +287,12 @@ class PostgresBackend(KeywordMixin):
             yield  # inside a transaction the view is already stable
             return
         try:
-            with self._pool.connection() as conn:
+            with ExitStack() as stack:
+                conn = self._begin(stack)
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                 local.conn, local.mode = conn, "read"
                 try:
-                    with conn.transaction():
-                        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                        yield
+                    yield
                 finally:
                     local.conn = local.mode = None
         except psycopg.OperationalError as exc:
