@@ -266,6 +266,19 @@ class PostgresBackend(KeywordMixin):
             return conn
         raise AssertionError("unreachable")
 
+    def in_read_transaction(self, fn: Callable[[Any], R]) -> R:
+        """``fn(connection)`` inside a transaction (for ``SET LOCAL``): the caller's when
+        there is one (as a savepoint), else a new one on a live pooled connection."""
+        held = getattr(self._local, "conn", None)
+        try:
+            if held is not None:
+                with held.transaction():
+                    return fn(held)
+            with ExitStack() as stack:
+                return fn(self._begin(stack))
+        except psycopg.OperationalError as exc:
+            raise self._lost(exc) from None
+
     def _retrying(self, fn: Callable[[], R], attempts: int = 5) -> R:
         """Run ``fn`` (which opens its own ``atomic()``) again on a serialization failure
         or deadlock; the backend's own short transactions use it."""

@@ -44,6 +44,7 @@ TABLE = "chunk_vectors"
 EXACT_MAX = 10_000  # vectors in a scope up to which an exact scan is used
 _KNN_MAX = 4096
 _COUNT_TTL = 30.0  # seconds a scope's vector count is trusted for the plan choice
+_BOUND_TTL = 5.0  # seconds a search trusts the recorded identity
 
 
 def register_types(conn: Any) -> None:
@@ -67,12 +68,28 @@ class PgVectorIndex:
     def __init__(self, backend: PostgresBackend) -> None:
         self._db = backend
         self._counts: dict[str, _Count] = {}
+        self._bound_cache: tuple[str | None, float] | None = None
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ identity
 
     def recorded_identity(self) -> str | None:
         return self._db.meta().get(IDENTITY_KEY)
+
+    def _bound(self) -> str | None:
+        """The recorded identity when the vector table exists, else None; cached
+        ``_BOUND_TTL`` seconds for searches (a re-index elsewhere is seen that late by
+        searches; ``upsert`` re-checks inside its transaction, so nothing is written
+        under a stale identity)."""
+        now = time.monotonic()
+        with self._lock:
+            cached = self._bound_cache
+        if cached is not None and now - cached[1] < _BOUND_TTL:
+            return cached[0]
+        value = self.recorded_identity() if self._table_exists() else None
+        with self._lock:
+            self._bound_cache = (value, now)
+        return value
 
     def _table_exists(self) -> bool:
         return bool(self._db._q("SELECT to_regclass(%s) IS NOT NULL", [TABLE])[0][0])
@@ -86,6 +103,8 @@ class PgVectorIndex:
             self._create(dimension)
             if recorded is None:
                 self._db.set_meta(IDENTITY_KEY, identity)
+        with self._lock:
+            self._bound_cache = None
         return None
 
     def reset(self, identity: str, dimension: int) -> int:
@@ -99,6 +118,7 @@ class PgVectorIndex:
             self._db.set_meta(IDENTITY_KEY, identity)
         with self._lock:
             self._counts.clear()
+            self._bound_cache = None
         return self.pending_count()
 
     def _create(self, dimension: int) -> None:
@@ -241,7 +261,7 @@ class PgVectorIndex:
     ) -> list[VectorMatch]:
         """Up to ``fetch`` memories by their best chunk's cosine to ``vector``, best
         first, among those that pass scope and filters (the contract of SQLite's)."""
-        if not self._table_exists() or self.recorded_identity() != model:
+        if self._bound() != model:
             return []
         q = np.asarray(vector, dtype=np.float32)
         where, extra = self._db._filter_sql(query, now)
@@ -257,11 +277,15 @@ class PgVectorIndex:
             k = max(pool, fetch * 2)
             while True:
                 params = {"q": q, "scope": scope, "k": k, **named}
-                with self._db._connection() as conn, conn.transaction():
+
+                def run(conn: Any, big: bool = big, sql: str = sql, params: Any = params) -> Any:
                     if big:
                         conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-                        conn.execute(f"SET LOCAL hnsw.ef_search = {max(40, min(k, 1000))}")
-                    passed = conn.execute(sql, params).fetchall()
+                        ef = max(40, min(int(params["k"]), 1000))
+                        conn.execute(f"SET LOCAL hnsw.ef_search = {ef}")
+                    return conn.execute(sql, params).fetchall()
+
+                passed = self._db.in_read_transaction(run)
                 memories = {r[1] for r in passed}
                 if len(memories) >= fetch or k >= _KNN_MAX or k >= count:
                     rows.extend(passed)
