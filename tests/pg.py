@@ -25,6 +25,7 @@ import pytest
 import hivemem
 
 _counter = itertools.count()
+_started: list[float] = []  # seconds the session's server took to start
 WORK = "hivemem_test"
 
 
@@ -45,6 +46,13 @@ def pytest_collection_modifyitems(items: list[Any]) -> None:
         if "postgres" in callspec.params.values():
             reason = gap.args[0] if gap.args else "not on PostgreSQL yet"
             item.add_marker(pytest.mark.xfail(strict=True, reason=f"PostgreSQL gap: {reason}"))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _started:
+        terminalreporter.write_line(
+            f"embedded PostgreSQL (tests/pg.py) started in {_started[0]:.2f} s"
+        )
 
 
 class PgServer:
@@ -89,6 +97,7 @@ def pg_server() -> Any:
     except Exception as exc:  # the wheel's own errors: no binary for this platform, etc.
         pytest.skip(f"the embedded PostgreSQL cannot start here: {exc}")
     pg = PgServer(server, time.perf_counter() - start)
+    _started.append(pg.started_s)
     # A test server: durability off (nothing here must survive a power cut).
     for setting in ("fsync", "synchronous_commit", "full_page_writes"):
         pg.execute(f"ALTER SYSTEM SET {setting} = off")
