@@ -108,7 +108,10 @@ def search(
             lanes_run.append("vector")
             vector_ran = True
             if backend.vectors.has_pending():
-                notes.append("some memories are still being embedded: found by keyword only")
+                notes.append(
+                    "some memories are still being embedded: found by keyword only until "
+                    "then (run `hivemem reindex`, or store.flush(), to finish now)"
+                )
     focus = textmod.query_focus(query.text)
     if (
         not query.fts_syntax
@@ -145,8 +148,14 @@ def search(
             score *= value
         scored.append((min(1.0, score), base, candidates[memory_id], memory, factors))
     scored.sort(key=lambda s: (-s[0], -s[1], s[3].id))
-    if vector_ran and settings.mmr_lambda < 1.0 and len(scored) > 1:
-        scored = _diversify(backend, indexer, scored, query.limit, settings.mmr_lambda)
+    exact, scored = _split_exact(scored, [] if query.fts_syntax else terms)
+    room = query.limit - len(exact)
+    if vector_ran and settings.mmr_lambda < 1.0:  # each group diversified within itself
+        if len(exact) > 1:
+            exact = _diversify(backend, indexer, exact, query.limit, settings.mmr_lambda)
+        if len(scored) > 1 and room > 0:
+            scored = _diversify(backend, indexer, scored, room, settings.mmr_lambda)
+    scored = _lifted(exact, scored) + scored
     if reranker is not None and len(scored) > 1:
         scored = _rerank(reranker, focus, scored, settings, notes)
     scored = [s for s in scored if s[0] >= query.min_score]
@@ -226,6 +235,40 @@ def _add_neighbours(
                 fused[neighbour] = value
                 c = candidates.setdefault(neighbour, _Candidate(neighbour))
                 c.lanes["context"] = {"of": anchors.index(anchor) + 1, "score": round(value, 6)}
+
+
+def _split_exact(scored: list[Any], terms: Sequence[str]) -> tuple[list[Any], list[Any]]:
+    """The candidates whose best chunk holds every term of the query, and the others.
+
+    Trigger: a memory matches the query's words exactly (a unique token, an id, every
+    word of a question). Why: fusion weighs the keyword lane at 0.6, and the session
+    prior, MMR (which keeps only ``limit`` and drops a turn like its neighbours) and the
+    access boost of often-returned memories could otherwise push it below loosely
+    related vector hits, out of the results altogether (issue 11: an acknowledged memory
+    not found by its own unique token). Outcome: exact matches lead; MMR diversifies
+    each group within itself (near-duplicate exact matches are still penalised). A
+    re-ranker, asked for explicitly, still has the last word."""
+    wanted = set(terms)
+    if not wanted:
+        return [], scored
+    exact = [s for s in scored if wanted <= set(s[2].matched)]
+    if not exact or len(exact) == len(scored):
+        return [], scored
+    return exact, [s for s in scored if not wanted <= set(s[2].matched)]
+
+
+def _lifted(exact: list[Any], rest: list[Any]) -> list[Any]:
+    """``exact`` in their order; one scoring below the best of ``rest`` is lifted to that
+    score by an ``exact`` factor, so scores still fall with rank and the explanation adds
+    up."""
+    ceiling = rest[0][0] if rest else 0.0
+    out = []
+    for score, base, c, memory, factors in exact:
+        if 0 < score < ceiling:
+            factors = {**factors, "exact": ceiling / score}
+            score = ceiling
+        out.append((score, base, c, memory, factors))
+    return out
 
 
 def _add_keyword(candidates: dict[str, _Candidate], keyword: list[KeywordCandidate]) -> None:
@@ -324,7 +367,15 @@ def adjustments(memory: Memory, settings: Settings, now: datetime) -> dict[str, 
         factor = 1.0 - settings.decay_weight + settings.decay_weight * decay
         if factor < 1.0:
             factors["decay"] = factor
-    boost = ranking.access_boost(memory.access_count, settings.max_access_boost)
+    boost = ranking.access_boost(
+        memory.access_count,
+        settings.max_access_boost,
+        hours_since_access=(
+            (now - memory.last_accessed).total_seconds() / 3600 if memory.last_accessed else None
+        ),
+        full_hours=settings.access_recency_hours,
+        fade_days=settings.access_fade_days,
+    )
     if boost > 1.0:
         factors["access"] = boost
     if memory.confidence < 1.0:
