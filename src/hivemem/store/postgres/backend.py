@@ -51,7 +51,7 @@ from ..rows import COLUMNS, JSON_FIELDS, SELECT, TIME_FIELDS, UPDATABLE, row_to_
 from ..rows import INSERT as SQLITE_INSERT
 from . import NotOnPostgres, migrations, redact, secrets_of
 from .entities import PgEntityIndex, link_mentions
-from .extras import PgMaintenance, PostgresVault
+from .extras import NotYet, PgMaintenance, PostgresVault
 from .keyword import KeywordMixin
 from .vectors import PgVectorIndex, register_types
 
@@ -120,6 +120,8 @@ class PostgresBackend(KeywordMixin):
         self.vectors = PgVectorIndex(self)
         self.entities = PgEntityIndex(self)
         self.maintenance = PgMaintenance(self)
+        self.purges = NotYet("hard purge")
+        self.inspection = NotYet("the web inspector")
         KeywordMixin.__init__(self)
 
     def _prepare(self, url: str, timeout_s: float) -> None:
@@ -634,16 +636,19 @@ class PostgresBackend(KeywordMixin):
         with suppress(StoreError):  # access counts are a ranking hint: reads fail open
             self._retrying(run)
 
-    def note_session(self, scope: str, session_id: str, when: datetime, episodes: int) -> None:
+    def note_session(self, scope: str, session_id: str, when: datetime, episodes: int) -> bool:
+        """Register a session on first sight; count its episodes; True when new."""
         stamp = to_text(when)
-        self._x(
+        row = self._x(
             "INSERT INTO sessions (scope, session_id, started_at, last_event_at, episode_count) "
             "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (scope, session_id) DO UPDATE SET "
             "last_event_at = GREATEST(sessions.last_event_at, excluded.last_event_at), "
             "started_at = LEAST(sessions.started_at, excluded.started_at), "
-            "episode_count = sessions.episode_count + excluded.episode_count",
+            "episode_count = sessions.episode_count + excluded.episode_count "
+            "RETURNING (xmax = 0)",
             [scope, session_id, stamp, stamp, episodes],
-        )
+        ).fetchone()
+        return bool(row[0])
 
     # ------------------------------------------------------------------ meta and health
 

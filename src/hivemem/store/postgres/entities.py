@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ...clock import from_text
+from ...clock import from_text, to_text
 from ...types import Entity, ListFilter, Query
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -132,6 +132,10 @@ class PgEntityIndex:
                 )
             )
         return out
+
+    def link(self, scope: str, memory_id: str, mentions: Sequence[Mention], when: datetime) -> None:
+        with self._db.atomic():
+            link_mentions(self._db, scope, memory_id, mentions, to_text(when))
 
     def add_alias(self, scope: str, entity_id: int, alias: str) -> None:
         with self._db.atomic():

@@ -78,3 +78,16 @@ class PgMaintenance:
         if name.startswith("__"):
             raise AttributeError(name)
         raise NotOnPostgres(f"maintenance ({name})")
+
+
+class NotYet:
+    """A group of statements not ported yet (purges, the inspector's reads): every
+    attribute raises ``NotOnPostgres`` naming the group and the method."""
+
+    def __init__(self, group: str) -> None:
+        self._group = group
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise NotOnPostgres(f"{self._group} ({name})")

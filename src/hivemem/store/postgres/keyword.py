@@ -228,9 +228,12 @@ class KeywordMixin:
         now: datetime,
         *,
         newest_first: bool = False,
+        time_limit_s: float | None = None,
     ) -> list[ChunkMatch]:
         """The ``limit`` best chunks by BM25 that pass scope and filters, best first
-        (ties: lower chunk id first); newest first among the matches when asked."""
+        (ties: lower chunk id first); newest first among the matches when asked.
+        ``time_limit_s`` guards a caller's FTS5 syntax on SQLite; the statements here
+        are HiveMem's own (an OR of terms), so it is not needed."""
         from . import NotOnPostgres
 
         if query.fts_syntax:

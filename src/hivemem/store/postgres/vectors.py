@@ -64,6 +64,7 @@ class PgVectorIndex:
     """Vector storage and KNN of one PostgreSQL store."""
 
     unavailable: str | None = None
+    exact_scan: str | None = None  # HNSW serves big scopes; small ones are exact by design
 
     def __init__(self, backend: PostgresBackend) -> None:
         self._db = backend
