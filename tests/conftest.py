@@ -9,6 +9,8 @@ import pytest
 
 import hivemem
 
+pytest_plugins = ["pg"]  # tests/pg.py: a real PostgreSQL, and fixtures over both backends
+
 
 class FakeClock:
     """A settable UTC clock; ``advance(days=…)`` moves it forward."""

@@ -25,19 +25,20 @@ from .rerank import Reranker, resolve_reranker
 from .sessions import SessionWorker
 from .settings import Settings
 from .store.base import Backend
-from .store.sqlite import SQLiteBackend
-from .store.vault import SQLiteVault
+from .store.factory import open_backend, vault_rows
+from .store.postgres import is_url
 from .types import Memory, as_tuple
 from .vault import Vault
 
 log = logging.getLogger("hivemem.database")
 
 
-def default_path() -> Path:
-    """``$HIVEMEM_DB`` if set, else ``memory.db`` in the user's data folder."""
+def default_path() -> Path | str:
+    """``$HIVEMEM_DB`` if set (a file, or a ``postgresql://`` URL), else ``memory.db`` in
+    the user's data folder."""
     env = os.environ.get("HIVEMEM_DB")
     if env:
-        return Path(env).expanduser()
+        return env if is_url(env) else Path(env).expanduser()
     return Path(platformdirs.user_data_dir("hivemem", appauthor=False)) / "memory.db"
 
 
@@ -52,7 +53,8 @@ def open(  # noqa: A001 - the library's entry point reads best as hivemem.open()
     llm_api_key: str | None = None,
     embed_api_key: str | None = None,
 ) -> Store:
-    """Open (creating if needed) the store at ``path`` — a file, or ``":memory:"``.
+    """Open (creating if needed) the store at ``path`` — a file, ``":memory:"``, or a
+    ``postgresql://`` URL (the ``postgres`` extra; docs/postgres.md).
 
     With no path: ``$HIVEMEM_DB``, else ``memory.db`` in the user data folder. Pending
     schema migrations are applied on open. ``embedder`` is an ``Embedder`` or the name of
@@ -67,13 +69,14 @@ def open(  # noqa: A001 - the library's entry point reads best as hivemem.open()
     settings = settings or Settings()
     if path is None:
         path = default_path()
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        if not is_url(path):
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
     model = resolve_embedder(
         settings.embedder if embedder is None else embedder, settings, embed_api_key
     )
     ranker = resolve_reranker(settings.reranker if reranker is None else reranker)
     chat = resolve_llm(settings.llm if llm is None else llm, settings, llm_api_key)
-    backend = SQLiteBackend(path, busy_timeout_ms=settings.busy_timeout_ms)
+    backend = open_backend(path, settings)
     try:
         return Store(
             backend, settings=settings, clock=clock, embedder=model, reranker=ranker, llm=chat
@@ -162,7 +165,7 @@ class Store:
             self.indexer.notify()  # work left by an earlier run (a crash, a short CLI call)
         # Consolidation of earlier sessions when a new one starts (off the write path).
         self.session_worker = SessionWorker(self)
-        self.vault_rows = SQLiteVault(backend)  # type: ignore[arg-type]
+        self.vault_rows = vault_rows(backend)
         self.scrubber = Scrubber(
             lambda: [json.loads(v) for v in self.vault_rows.secret_values()],
             self.vault_rows.changed_elsewhere,

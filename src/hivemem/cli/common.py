@@ -102,7 +102,7 @@ class Env:
 
     def store(self, *, create_folder: bool = False) -> Store:
         if self._store is None:
-            if create_folder and self.db and self.db != ":memory:":
+            if create_folder and self.db and self.db != ":memory:" and "://" not in self.db:
                 Path(self.db).expanduser().parent.mkdir(parents=True, exist_ok=True)
             # The LLM's key is read here, at the edge, and never printed (settings.llm).
             key = os.environ.get(LLM_API_KEY_ENV) or None

@@ -10,11 +10,13 @@ from typing import Any
 import click
 
 from hivemem.bench import format_table, run_bench
+from hivemem.bench_postgres import format_pg_table, run_pg_bench
 from hivemem.decay_sim import PROFILES, simulate
 from hivemem.decay_sim import format_table as format_decay_table
 from hivemem.errors import InvalidInput
 from hivemem.evaluation import SYSTEM_PROMPT_PREAMBLE, eval_locomo, format_report
 from hivemem.longmemeval import eval_longmemeval, format_lme_report
+from hivemem.store.postgres import is_url
 
 from .common import Env, echo_json, json_option, pass_env
 
@@ -177,6 +179,18 @@ def bench(
             f"minutes on 2 cores, about {size_mb:,.1f} MB written to {where}",
             err=True,
         )
+    if env.db and is_url(env.db):  # --db postgresql://…: the searches on that server
+        pg = run_pg_bench(
+            env.db,
+            sizes,
+            plan["queries"] if queries is None else queries,
+            plan["writes"] if writes is None else writes,
+            batch,
+            _stage_printer(quiet),
+            settings=env.settings,
+        )
+        echo_json(pg) if as_json else click.echo(format_pg_table(pg))
+        return
     try:
         report = run_bench(
             sizes,

@@ -46,11 +46,17 @@ def _connection() -> Any:
 def stems(term: str) -> tuple[str, ...]:
     """``term`` as the keyword index stores it: its tokens, porter-stemmed, in order.
     A pure function of the term (cached)."""
+    return tokens(term)
+
+
+def tokens(text: str) -> tuple[str, ...]:
+    """``text`` as the keyword index tokenizes it, in order (uncached: whole chunks; the
+    PostgreSQL backend builds its tsvectors from these, so both backends index alike)."""
     with _lock:
         conn = _connection()
         conn.execute("BEGIN")
         try:
-            conn.execute("INSERT INTO scratch (rowid, t) VALUES (1, ?)", (term,))
+            conn.execute("INSERT INTO scratch (rowid, t) VALUES (1, ?)", (text,))
             rows = conn.execute("SELECT term FROM scratch_vocab ORDER BY offset").fetchall()
         finally:
             conn.execute("ROLLBACK")

@@ -1,0 +1,96 @@
+"""The PostgreSQL backend: many HiveMem nodes over one PostgreSQL with pgvector.
+
+``hivemem.open("postgresql://user:password@host/db")`` (and ``--db``, ``HIVEMEM_DB``)
+opens it through ``hivemem.store.factory``. It implements the storage protocol of
+``hivemem.store.base`` (docs/postgres.md says which parts, and what is not there yet):
+
+- ``backend``: connections (psycopg 3 with psycopg-pool), transactions, memories, sessions;
+- ``keyword``: the keyword lane on ``tsvector`` + GIN with FTS5's BM25 and tokenizer;
+- ``vectors``: the vector lane on pgvector (exact per scope, HNSW for big scopes);
+- ``entities``, ``extras`` (vault, categories), ``migrations``.
+
+Needs the ``postgres`` extra: ``pip install 'hivemem[postgres]'``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from ...errors import MissingDependency, StoreError
+
+SCHEMES = ("postgresql://", "postgres://")
+INSTALL = "pip install 'hivemem[postgres]'"
+
+
+class NotOnPostgres(StoreError):
+    """A feature the PostgreSQL backend does not implement yet (it says which)."""
+
+    def __init__(self, feature: str) -> None:
+        super().__init__(
+            f"{feature} is not implemented on the PostgreSQL backend yet "
+            "(docs/postgres.md lists what is); use a SQLite store for it"
+        )
+        self.feature = feature
+
+
+def is_url(location: object) -> bool:
+    """Whether ``location`` names a PostgreSQL database rather than a SQLite file."""
+    return isinstance(location, str) and location.lower().startswith(SCHEMES)
+
+
+def redact(url: str) -> str:
+    """``url`` with its password (in the authority or a ``password=`` parameter) replaced
+    by ``***``: the form every message, log line and ``store.location`` shows."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        auth, host = netloc.rsplit("@", 1)
+        if ":" in auth:
+            user = auth.split(":", 1)[0]
+            netloc = f"{user}:***@{host}"
+    query = re.sub(r"(?i)(password=)[^&]*", r"\1***", parts.query)
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def secrets_of(url: str) -> list[str]:
+    """The password(s) in ``url``, to scrub from any server message that echoes them."""
+    out = []
+    parts = urlsplit(url)
+    if parts.password:
+        out.append(parts.password)
+    out += [v for v in re.findall(r"(?i)password=([^&]*)", parts.query) if v]
+    return [s for s in out if s]
+
+
+def require_driver() -> Any:
+    """The psycopg module, or ``MissingDependency`` with the install command."""
+    try:
+        import pgvector.psycopg  # noqa: F401
+        import psycopg
+        import psycopg_pool  # noqa: F401
+    except ImportError:
+        raise MissingDependency("a PostgreSQL store", INSTALL) from None
+    return psycopg
+
+
+def open_backend(url: str, *, pool_size: int = 8, timeout_s: float = 10.0) -> Any:
+    """A ``PostgresBackend`` on ``url`` (migrations applied); one-line ``StoreError``s
+    for an unreachable server, wrong credentials, a missing database or pgvector."""
+    require_driver()
+    from .backend import PostgresBackend
+
+    return PostgresBackend(url, pool_size=pool_size, timeout_s=timeout_s)
+
+
+def admin(url: str, sql: str) -> None:
+    """Run one statement outside a transaction (CREATE/DROP DATABASE for the bench)."""
+    psycopg = require_driver()
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(sql)
+    except psycopg.OperationalError as exc:
+        from .backend import connect_error
+
+        raise connect_error(exc, url) from None

@@ -1,0 +1,717 @@
+"""``PostgresBackend``: the storage protocol of ``hivemem.store.base`` on PostgreSQL.
+
+Connections. A psycopg-pool ``ConnectionPool`` of autocommit connections, each checked on
+checkout (a restarted server is reconnected to, not reported). A read outside a
+transaction borrows a connection for one statement. ``atomic()`` pins one connection to
+the calling thread for the whole transaction (nested calls are savepoints), and so does
+``snapshot()`` (a ``REPEATABLE READ READ ONLY`` transaction): every read on that thread
+inside them goes through the pinned connection and sees what the transaction sees.
+
+Concurrency. Transactions are ``READ COMMITTED``. The write rules read before they
+write (the active row of a key, a keyless duplicate), so two nodes writing one key must
+not both read the same "current" row: inside a write, ``by_key`` and ``find_duplicate``
+first take a transaction-scoped advisory lock on (scope, key) or (scope, kind, hash),
+so the second writer waits for the first to commit and then reads its row, exactly as
+SQLite's single writer would. The partial unique index ``memories_active_key`` still
+holds the rule if any path forgets the lock (its violation becomes ``Conflict``). The
+backend's own short transactions (access counts, vector upserts, meta) are retried on
+serialization failures and deadlocks; a caller's transaction that the server aborts as
+a deadlock victim fails with a ``StoreError`` saying to try again (its body cannot be
+re-run from here).
+
+Secrets. ``location`` is the URL with its password replaced by ``***``; connection
+errors are translated to one line naming the fix, with any password scrubbed from them.
+
+SQL. Methods here write PostgreSQL SQL (``%s``). ``_read``/``_write`` also accept the
+``?`` placeholders of the SQLite helpers (vault, tokens): their SQL is portable, so
+they run unchanged on this backend.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager, suppress
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import psycopg
+from psycopg import errors as pgerrors
+from psycopg_pool import ConnectionPool
+
+from ...clock import from_text, to_text
+from ...entities import Mention
+from ...errors import Conflict, StoreError
+from ...types import ListFilter, Memory, Query, Status
+from ..base import SessionInfo
+from ..rows import COLUMNS, JSON_FIELDS, SELECT, TIME_FIELDS, UPDATABLE, row_to_memory
+from ..rows import INSERT as SQLITE_INSERT
+from . import NotOnPostgres, migrations, redact, secrets_of
+from .entities import PgEntityIndex, link_mentions
+from .extras import NotYet, PgMaintenance, PostgresVault
+from .keyword import KeywordMixin
+from .vectors import PgVectorIndex, register_types
+
+R = TypeVar("R")
+INSERT = SQLITE_INSERT.replace("?", "%s")
+_RETRYABLE = (pgerrors.SerializationFailure, pgerrors.DeadlockDetected)
+
+
+@functools.lru_cache(maxsize=1024)
+def qmark(sql: str) -> str:
+    """SQLite-style ``?`` placeholders as psycopg's ``%s`` (literal ``%`` doubled)."""
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+def _lock_key(*parts: str) -> int:
+    """A signed 64-bit advisory lock key for ``parts`` (stable across nodes)."""
+    digest = hashlib.blake2b("\x1f".join(parts).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def connect_error(exc: Exception, url: str) -> StoreError:
+    """One line naming the fix for a failed connection; no password in it."""
+    where = redact(url)
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    for secret in secrets_of(url):
+        text = text.replace(secret, "***")
+    low = text.lower()
+    if "password authentication failed" in low or "no password supplied" in low:
+        why = "the user or password is wrong; check the URL given to --db or HIVEMEM_DB"
+    elif "does not exist" in low and "database" in low:
+        why = "the database does not exist; create it (createdb NAME) or fix the URL"
+    elif "role" in low and "does not exist" in low:
+        why = "the user does not exist on the server; fix the URL or create the role"
+    elif any(
+        s in low for s in ("refused", "no such file", "could not translate", "timeout", "timed out")
+    ):
+        why = "no server answers there; start PostgreSQL or fix the host and port in the URL"
+    else:
+        why = "check that the server runs and the URL is right"
+    return StoreError(f"cannot connect to PostgreSQL at {where}: {why} ({text})")
+
+
+class PostgresBackend(KeywordMixin):
+    """See ``hivemem.store.base.Backend`` for the contract of each method."""
+
+    def __init__(self, url: str, *, pool_size: int = 8, timeout_s: float = 10.0) -> None:
+        self.location = redact(url)
+        self._url = url
+        self._local = threading.local()
+        self._prepare(url, timeout_s)
+        self._pool = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=max(1, pool_size),
+            kwargs={"autocommit": True},
+            configure=register_types,
+            timeout=timeout_s,
+            open=False,
+            name="hivemem",
+        )
+        try:
+            self._pool.open(wait=True, timeout=timeout_s)
+        except Exception as exc:
+            self._pool.close()
+            raise connect_error(exc, url) from None
+        self.vectors = PgVectorIndex(self)
+        self.entities = PgEntityIndex(self)
+        self.maintenance = PgMaintenance(self)
+        self.purges = NotYet("hard purge")
+        self.inspection = NotYet("the web inspector")
+        KeywordMixin.__init__(self)
+
+    def _prepare(self, url: str, timeout_s: float) -> None:
+        """pgvector present, schema current (or refused when newer)."""
+        try:
+            conn = psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout_s)))
+        except psycopg.Error as exc:
+            raise connect_error(exc, url) from None
+        try:
+            has = conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone()
+            if not has:
+                available = conn.execute(
+                    "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'"
+                ).fetchone()
+                if not available:
+                    raise StoreError(
+                        f"PostgreSQL at {self.location} has no pgvector: install it on the "
+                        "server (e.g. apt install postgresql-17-pgvector), then run "
+                        "CREATE EXTENSION vector in the database"
+                    )
+                try:
+                    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+                except psycopg.Error:
+                    raise StoreError(
+                        f"PostgreSQL at {self.location}: pgvector is installed but not enabled "
+                        "and this user may not enable it; run CREATE EXTENSION vector as an "
+                        "owner of the database"
+                    ) from None
+            migrations.check_known(conn, self.location)
+            try:
+                migrations.apply(conn, to_text(datetime.now(UTC)))
+            except pgerrors.InsufficientPrivilege as exc:
+                raise StoreError(
+                    f"PostgreSQL at {self.location}: the schema needs migrations this user "
+                    f"may not apply ({str(exc).splitlines()[0]}); open the store once as "
+                    "the database's owner"
+                ) from None
+        except psycopg.OperationalError as exc:
+            raise connect_error(exc, url) from None
+        finally:
+            conn.close()
+
+    # ------------------------------------------------------------------ connections
+
+    @contextmanager
+    def _connection(self) -> Iterator[Any]:
+        """The thread's pinned connection inside a transaction, else one from the pool."""
+        held = getattr(self._local, "conn", None)
+        if held is not None:
+            yield held
+            return
+        try:
+            with self._pool.connection() as conn:
+                yield conn
+        except psycopg.OperationalError as exc:
+            raise self._lost(exc) from None
+
+    def _lost(self, exc: Exception) -> StoreError:
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        for secret in secrets_of(self._url):
+            text = text.replace(secret, "***")
+        return StoreError(f"PostgreSQL at {self.location} failed: {text}; try again")
+
+    def _q(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """Rows of one statement (PostgreSQL placeholders)."""
+        for attempt in (1, 2):
+            try:
+                with self._connection() as conn:
+                    cur = conn.execute(sql, params)
+                    return cur.fetchall() if cur.description else []
+            except psycopg.DataError as exc:
+                # PostgreSQL text cannot hold NUL, so no stored row can equal a value
+                # with one: SQLite finds nothing for it, and so does this backend.
+                if "NUL" in str(exc) and any("\x00" in str(p) for p in params):
+                    return []
+                raise
+            except StoreError:
+                # A pooled connection the server dropped (a restart): the pool discards
+                # it, and a read outside a transaction is safe to run again once.
+                if attempt == 2 or getattr(self._local, "conn", None) is not None:
+                    raise
+                self._pool.check()  # drops every idle connection the server closed
+        raise AssertionError("unreachable")
+
+    def _x(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """One write statement inside ``atomic()``; returns the cursor."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None or self._local.mode != "write":
+            raise RuntimeError("write outside atomic()")  # a bug in HiveMem
+        return conn.execute(sql, params)
+
+    def _read(self, sql: str, params: Sequence[Any] = (), *, raw: bool = False) -> list[Any]:
+        """``_q`` for SQL written with SQLite's ``?`` placeholders (portable helpers)."""
+        return self._q(qmark(sql), params)
+
+    def _write(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        return self._x(qmark(sql), params)
+
+    def in_write(self) -> bool:
+        return getattr(self._local, "mode", None) == "write"
+
+    # ------------------------------------------------------------------ transactions
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        local = self._local
+        conn = getattr(local, "conn", None)
+        if conn is not None:
+            if local.mode != "write":
+                raise RuntimeError("write inside snapshot()")  # a bug in HiveMem
+            with conn.transaction():  # a savepoint
+                yield
+            return
+        try:
+            with ExitStack() as stack:
+                local.conn, local.mode = self._begin(stack), "write"
+                try:
+                    yield
+                finally:
+                    local.conn = local.mode = None
+        except _RETRYABLE as exc:
+            raise StoreError(
+                f"the write was aborted by PostgreSQL ({type(exc).__name__}); try again"
+            ) from None
+        except psycopg.OperationalError as exc:
+            raise self._lost(exc) from None
+
+    def _begin(self, stack: ExitStack) -> Any:
+        """A pooled connection in a new transaction, entered on ``stack``. A connection
+        the server dropped (a restart, an idle timeout) fails at ``BEGIN``, before the
+        caller's body has run: it is discarded and a fresh one tried, once."""
+        for attempt in (1, 2):
+            inner = ExitStack()
+            try:
+                conn = inner.enter_context(self._pool.connection())
+                inner.enter_context(conn.transaction())
+            except psycopg.OperationalError as exc:
+                inner.__exit__(type(exc), exc, exc.__traceback__)  # the pool drops it
+                if attempt == 2:
+                    raise
+                self._pool.check()  # and every other idle one the server closed
+                continue
+            stack.enter_context(inner)
+            return conn
+        raise AssertionError("unreachable")
+
+    def in_read_transaction(self, fn: Callable[[Any], R]) -> R:
+        """``fn(connection)`` inside a transaction (for ``SET LOCAL``): the caller's when
+        there is one (as a savepoint), else a new one on a live pooled connection."""
+        held = getattr(self._local, "conn", None)
+        try:
+            if held is not None:
+                with held.transaction():
+                    return fn(held)
+            with ExitStack() as stack:
+                return fn(self._begin(stack))
+        except psycopg.OperationalError as exc:
+            raise self._lost(exc) from None
+
+    def _retrying(self, fn: Callable[[], R], attempts: int = 5) -> R:
+        """Run ``fn`` (which opens its own ``atomic()``) again on a serialization failure
+        or deadlock; the backend's own short transactions use it."""
+        if getattr(self._local, "conn", None) is not None:
+            return fn()  # inside a caller's transaction: its outcome is the caller's
+        for attempt in range(attempts):
+            try:
+                return fn()
+            except StoreError as exc:
+                if "aborted by PostgreSQL" not in str(exc) or attempt == attempts - 1:
+                    raise
+                time.sleep(0.01 * (attempt + 1))
+        raise AssertionError("unreachable")
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        local = self._local
+        if getattr(local, "conn", None) is not None:
+            yield  # inside a transaction the view is already stable
+            return
+        try:
+            with ExitStack() as stack:
+                conn = self._begin(stack)
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                local.conn, local.mode = conn, "read"
+                try:
+                    yield
+                finally:
+                    local.conn = local.mode = None
+        except psycopg.OperationalError as exc:
+            raise self._lost(exc) from None
+
+    def close(self) -> None:
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.close()
+            self._pool = None  # type: ignore[assignment]
+
+    def _advisory(self, *parts: str) -> None:
+        """Inside a write: wait for any other writer holding the same (scope, key)."""
+        if self.in_write():
+            self._x("SELECT pg_advisory_xact_lock(%s)", [_lock_key(*parts)])
+
+    # ------------------------------------------------------------------ reads
+
+    def _memories(self, where: str, params: Sequence[Any], tail: str = "") -> list[Memory]:
+        rows = self._q(f"SELECT {SELECT} FROM memories m WHERE {where} {tail}", params)
+        return [row_to_memory(r) for r in rows]
+
+    @staticmethod
+    def _scope_clause(scopes: Sequence[str]) -> tuple[str, list[Any]]:
+        if not scopes:
+            raise RuntimeError("no scope given")  # every read is scoped; a HiveMem bug
+        return "m.scope = ANY(%s)", [list(scopes)]
+
+    def get(self, scopes: Sequence[str], memory_id: str) -> Memory | None:
+        clause, params = self._scope_clause(scopes)
+        found = self._memories(f"{clause} AND m.id = %s", [*params, memory_id])
+        return found[0] if found else None
+
+    def get_many(self, scopes: Sequence[str], memory_ids: Sequence[str]) -> list[Memory]:
+        if not memory_ids:
+            return []
+        clause, params = self._scope_clause(scopes)
+        found = self._memories(f"{clause} AND m.id = ANY(%s)", [*params, list(memory_ids)])
+        order = {mid: i for i, mid in enumerate(memory_ids)}
+        return sorted(found, key=lambda m: order[m.id])
+
+    def by_key(
+        self, scopes: Sequence[str], key: str, as_of: datetime | None = None
+    ) -> Memory | None:
+        clause, params = self._scope_clause(scopes)
+        if as_of is None:
+            self._advisory("key", scopes[0], key)
+            cond, extra = "m.status = 'active'", []
+        else:
+            cond = "m.valid_from <= %s AND (m.valid_until IS NULL OR m.valid_until > %s)"
+            extra = [to_text(as_of), to_text(as_of)]
+        found = self._memories(
+            f"{clause} AND m.key = %s AND {cond}",
+            [*params, key, *extra],
+            "ORDER BY m.valid_from DESC, m.id DESC",
+        )
+        if not found:
+            return None
+        own = [m for m in found if m.scope == scopes[0]]
+        return (own or found)[0]
+
+    def versions_of_key(self, scopes: Sequence[str], key: str) -> list[Memory]:
+        clause, params = self._scope_clause(scopes)
+        return self._memories(
+            f"{clause} AND m.key = %s", [*params, key], "ORDER BY m.created_at, m.id"
+        )
+
+    def successors(self, scopes: Sequence[str], memory_id: str) -> list[Memory]:
+        clause, params = self._scope_clause(scopes)
+        return self._memories(
+            f"{clause} AND m.supersedes_id = %s", [*params, memory_id], "ORDER BY m.created_at"
+        )
+
+    def scopes_of(self, memory_ids: Sequence[str]) -> dict[str, str]:
+        ids = list(dict.fromkeys(memory_ids))
+        if not ids:
+            return {}
+        return dict(self._q("SELECT id, scope FROM memories WHERE id = ANY(%s)", [ids]))
+
+    def find_duplicate(self, scope: str, kind: str, content_hash: str) -> Memory | None:
+        self._advisory("dup", scope, kind, content_hash)
+        found = self._memories(
+            "m.scope = %s AND m.content_hash = %s AND m.kind = %s AND m.status = 'active' "
+            "AND m.key IS NULL",
+            [scope, content_hash, kind],
+            "LIMIT 1",
+        )
+        return found[0] if found else None
+
+    def _filter_sql(self, flt: ListFilter | Query, now: datetime) -> tuple[list[str], list[Any]]:
+        where: list[str] = []
+        params: list[Any] = []
+        if flt.as_of is not None:
+            where.append("m.valid_from <= %s AND (m.valid_until IS NULL OR m.valid_until > %s)")
+            params += [to_text(flt.as_of)] * 2
+        elif flt.statuses:
+            where.append("m.status = ANY(%s)")
+            params.append([s.value for s in flt.statuses])
+        if not flt.include_expired:
+            where.append("(m.expires_at IS NULL OR m.expires_at > %s)")
+            params.append(to_text(now))
+        if flt.kinds:
+            where.append("m.kind = ANY(%s)")
+            params.append([k.value for k in flt.kinds])
+        if flt.types:
+            where.append("m.type = ANY(%s)")
+            params.append([t.value for t in flt.types])
+        if flt.tags:
+            where.append(
+                "EXISTS (SELECT 1 FROM jsonb_array_elements_text(m.tags::jsonb) j(v) "
+                "WHERE j.v = ANY(%s))"
+            )
+            params.append(list(flt.tags))
+        if flt.sessions:
+            where.append("m.session_id = ANY(%s)")
+            params.append(list(flt.sessions))
+        if flt.exclude_sessions:
+            where.append("(m.session_id IS NULL OR NOT m.session_id = ANY(%s))")
+            params.append(list(flt.exclude_sessions))
+        if flt.since is not None:
+            where.append("COALESCE(m.event_time, m.created_at) >= %s")
+            params.append(to_text(flt.since))
+        if flt.until is not None:
+            where.append("COALESCE(m.event_time, m.created_at) < %s")
+            params.append(to_text(flt.until))
+        return where, params
+
+    def list(
+        self, scopes: Sequence[str], flt: ListFilter, limit: int, offset: int, now: datetime
+    ) -> list[Memory]:
+        clause, params = self._scope_clause(scopes)
+        where, extra = self._filter_sql(flt, now)
+        if flt.key is not None:
+            where.append("m.key = %s")
+            extra.append(flt.key)
+        return self._memories(
+            " AND ".join([clause, *where]),
+            [*params, *extra, limit, offset],
+            "ORDER BY m.created_at DESC, m.id DESC LIMIT %s OFFSET %s",
+        )
+
+    def iter_all(self, scopes: Sequence[str] | None) -> Iterator[Memory]:
+        if scopes is None:
+            where, params = "TRUE", []
+        else:
+            where, params = self._scope_clause(scopes)
+        last = ""
+        while True:  # keyset pagination
+            page = self._memories(
+                f"{where} AND m.id > %s", [*params, last], "ORDER BY m.id LIMIT 1000"
+            )
+            if not page:
+                return
+            yield from page
+            last = page[-1].id
+
+    def session_neighbours(
+        self, scopes: Sequence[str], memory_ids: Sequence[str], query: Query, now: datetime
+    ) -> dict[str, list[tuple[str, bool]]]:
+        """The episodes just before and after each one in its session, by ``seq`` (the
+        insertion order), that pass the filters, as (id, whether it comes after)."""
+        if not memory_ids:
+            return {}
+        side = (
+            "(SELECT n.id FROM memories n WHERE n.scope = a.scope"
+            " AND n.session_id = a.session_id AND n.kind = 'episode'"
+            " AND n.seq {op} a.seq ORDER BY n.seq {order} LIMIT 1)"
+        )
+        clause, params = self._scope_clause(scopes)
+        pairs = self._q(
+            f"SELECT a.id, {side.format(op='<', order='DESC')}, "
+            f"{side.format(op='>', order='ASC')} FROM memories a "
+            "WHERE a.id = ANY(%s) AND a.scope = ANY(%s) AND a.kind = 'episode' "
+            "AND a.session_id IS NOT NULL",
+            [list(dict.fromkeys(memory_ids)), *params],
+        )
+        found = [n for row in pairs for n in row[1:] if n is not None]
+        if not found:
+            return {}
+        where, extra = self._filter_sql(query, now)
+        filters = " AND ".join([clause, *where])
+        passing = {
+            r[0]
+            for r in self._q(
+                f"SELECT m.id FROM memories m WHERE m.id = ANY(%s) AND {filters}",
+                [found, *params, *extra],
+            )
+        }
+        out: dict[str, list[tuple[str, bool]]] = {}
+        for anchor, before, after in pairs:
+            sides = [(n, later) for n, later in ((before, False), (after, True)) if n in passing]
+            if sides:
+                out[anchor] = sides
+        return out
+
+    def stats(self, scopes: Sequence[str] | None, now: datetime) -> dict[str, Any]:
+        if scopes is None:
+            where, params = "TRUE", []
+        else:
+            where, params = self._scope_clause(scopes)
+        rows = self._q(
+            f"SELECT m.status, m.kind, m.type, COUNT(*) FROM memories m WHERE {where} "
+            "GROUP BY m.status, m.kind, m.type",
+            params,
+        )
+        by_status: dict[str, int] = {}
+        by_kind: dict[str, int] = {}
+        by_type: dict[str, int] = {}
+        for status, kind, mtype, count in rows:
+            by_status[status] = by_status.get(status, 0) + count
+            if status == "active":
+                by_kind[kind] = by_kind.get(kind, 0) + count
+                by_type[mtype] = by_type.get(mtype, 0) + count
+        expired = self._q(
+            f"SELECT COUNT(*) FROM memories m WHERE {where} AND m.status = 'active' "
+            "AND m.expires_at IS NOT NULL AND m.expires_at <= %s",
+            [*params, to_text(now)],
+        )[0][0]
+        sessions = self._q(f"SELECT COUNT(*) FROM sessions m WHERE {where}", params)[0][0]
+        return {
+            "total": sum(by_status.values()),
+            "by_status": by_status,
+            "active_by_kind": by_kind,
+            "active_by_type": by_type,
+            "expired": expired,
+            "sessions": sessions,
+        }
+
+    def sessions(self, scope: str) -> list[SessionInfo]:
+        rows = self._q(
+            "SELECT scope, session_id, started_at, last_event_at, episode_count, "
+            "consolidated_at FROM sessions WHERE scope = %s ORDER BY started_at",
+            [scope],
+        )
+        return [
+            SessionInfo(r[0], r[1], from_text(r[2]), from_text(r[3]), r[4], from_text(r[5]))  # type: ignore[arg-type]
+            for r in rows
+        ]
+
+    def scopes(self) -> list[str]:
+        return [r[0] for r in self._q("SELECT DISTINCT scope FROM memories ORDER BY scope")]
+
+    # ------------------------------------------------------------------ writes
+
+    def insert(
+        self, memory: Memory, chunks: Sequence[str], mentions: Sequence[Mention] = ()
+    ) -> None:
+        from ..rows import memory_to_row
+
+        # ON CONFLICT DO NOTHING instead of a savepoint: a refused row leaves the
+        # caller's transaction usable, at one round trip instead of three.
+        if self._x(INSERT + " ON CONFLICT DO NOTHING", memory_to_row(memory)).rowcount == 0:
+            if self._q("SELECT 1 FROM memories WHERE id = %s", [memory.id]):
+                raise Conflict(f"a memory with id {memory.id} already exists")
+            raise Conflict(
+                f"key {memory.key!r} already has an active memory in scope {memory.scope!r}"
+            )
+        self.insert_chunks(memory.id, memory.scope, list(chunks))
+        if mentions:
+            link_mentions(self, memory.scope, memory.id, mentions, to_text(memory.created_at))
+
+    def set_status(
+        self,
+        scope: str,
+        memory_id: str,
+        status: Status,
+        valid_until: datetime | None,
+        now: datetime,
+        updated_by: str | None,
+    ) -> None:
+        self._x(
+            "UPDATE memories SET status = %s, valid_until = %s, updated_at = %s, "
+            "updated_by = COALESCE(%s, updated_by) WHERE scope = %s AND id = %s",
+            [
+                status.value,
+                to_text(valid_until) if valid_until else None,
+                to_text(now),
+                updated_by,
+                scope,
+                memory_id,
+            ],
+        )
+
+    def update(self, scope: str, memory_id: str, now: datetime, **fields: Any) -> None:
+        import json
+
+        unknown = set(fields) - UPDATABLE
+        if unknown:
+            raise RuntimeError(f"fields not updatable: {sorted(unknown)}")
+        sets, params = ["updated_at = %s"], [to_text(now)]
+        for name, value in fields.items():
+            if name in TIME_FIELDS and value is not None:
+                value = to_text(value)
+            elif name in JSON_FIELDS:
+                value = json.dumps(
+                    list(value) if isinstance(value, tuple | list) else dict(value),
+                    ensure_ascii=False,
+                    sort_keys=True,
+                )
+            elif hasattr(value, "value"):
+                value = value.value
+            assert name in COLUMNS
+            sets.append(f"{name} = %s")
+            params.append(value)
+        self._x(
+            f"UPDATE memories SET {', '.join(sets)} WHERE scope = %s AND id = %s",
+            [*params, scope, memory_id],
+        )
+
+    def touch(self, scopes: Sequence[str], memory_ids: Sequence[str], now: datetime) -> None:
+        """Best effort: rows another transaction holds are skipped, never waited for."""
+        if not memory_ids:
+            return
+        clause, params = self._scope_clause(scopes)
+
+        def run() -> None:
+            with self.atomic():
+                self._x(
+                    "UPDATE memories AS u SET access_count = u.access_count + 1, "
+                    "last_accessed = %s FROM (SELECT m.id FROM memories m WHERE "
+                    f"{clause} AND m.id = ANY(%s) ORDER BY m.id FOR UPDATE SKIP LOCKED) s "
+                    "WHERE u.id = s.id",
+                    [to_text(now), *params, list(memory_ids)],
+                )
+
+        with suppress(StoreError):  # access counts are a ranking hint: reads fail open
+            self._retrying(run)
+
+    def note_session(self, scope: str, session_id: str, when: datetime, episodes: int) -> bool:
+        """Register a session on first sight; count its episodes; True when new."""
+        stamp = to_text(when)
+        row = self._x(
+            "INSERT INTO sessions (scope, session_id, started_at, last_event_at, episode_count) "
+            "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (scope, session_id) DO UPDATE SET "
+            "last_event_at = GREATEST(sessions.last_event_at, excluded.last_event_at), "
+            "started_at = LEAST(sessions.started_at, excluded.started_at), "
+            "episode_count = sessions.episode_count + excluded.episode_count "
+            "RETURNING (xmax = 0)",
+            [scope, session_id, stamp, stamp, episodes],
+        ).fetchone()
+        return bool(row[0])
+
+    # ------------------------------------------------------------------ meta and health
+
+    def meta(self) -> dict[str, str]:
+        return dict(self._q("SELECT key, value FROM meta"))
+
+    def set_meta(self, key: str, value: str) -> None:
+        def run() -> None:
+            with self.atomic():
+                self._x(
+                    "INSERT INTO meta (key, value) VALUES (%s, %s) "
+                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    [key, value],
+                )
+
+        self._retrying(run)
+
+    def schema_version(self) -> list[str]:
+        with self._connection() as conn:
+            return migrations.applied(conn)
+
+    def health(self) -> dict[str, Any]:
+        one = lambda sql: self._q(sql)[0][0]  # noqa: E731
+        return {
+            "vectors": self.vectors.count(),
+            "chunks_awaiting_vectors": self.vectors.pending_count(),
+            "vector_index_unavailable": self.vectors.unavailable,
+            "integrity": ["ok"],
+            "fts_ok": True,
+            "fts_error": None,
+            "memories_without_chunks": len(self.unchunked_ids()),
+            "broken_supersede_links": one(
+                "SELECT COUNT(*) FROM memories m WHERE m.supersedes_id IS NOT NULL AND NOT "
+                "EXISTS (SELECT 1 FROM memories p WHERE p.id = m.supersedes_id)"
+            ),
+            "keys_with_several_active": one(
+                "SELECT COUNT(*) FROM (SELECT scope, key FROM memories WHERE status = 'active' "
+                "AND key IS NOT NULL GROUP BY scope, key HAVING COUNT(*) > 1) d"
+            ),
+            "sessions_not_consolidated": one(
+                "SELECT COUNT(*) FROM sessions WHERE consolidated_at IS NULL"
+            ),
+            "journal_mode": "postgresql",
+            "server_version": one("SHOW server_version"),
+            "pgvector_version": one("SELECT extversion FROM pg_extension WHERE extname = 'vector'"),
+            "driver": f"psycopg {psycopg.__version__}",
+        }
+
+    def vault_rows(self) -> PostgresVault:
+        """The vault's reads and writes on this store (``store.factory.vault_rows``)."""
+        return PostgresVault(self)
+
+    def unchunked_ids(self) -> list[str]:
+        return [
+            r[0]
+            for r in self._q(
+                "SELECT m.id FROM memories m WHERE NOT EXISTS "
+                "(SELECT 1 FROM chunks c WHERE c.memory_id = m.id)"
+            )
+        ]
+
+    def __getattr__(self, name: str) -> Any:
+        # Helpers some SQLite-only modules reach for (a later restructure removes them).
+        if name in {"_conn", "journal_mode"}:
+            raise NotOnPostgres(f"the SQLite internal {name!r}")
+        raise AttributeError(name)

@@ -1,0 +1,151 @@
+"""Entities of the PostgreSQL store (the rules of ``hivemem.store.entities``).
+
+``link_mentions`` runs inside the write of a memory: each mention resolves to an entity
+of the memory's scope by canonical name and type, then by alias, else a new entity
+(``ON CONFLICT`` makes two nodes creating one entity agree on one row). Mentions are
+handled in a fixed order so that two writers touching the same entities lock their rows
+in the same order and never deadlock.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from ...clock import from_text, to_text
+from ...types import Entity, ListFilter, Query
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...entities import Mention
+    from .backend import PostgresBackend
+
+
+def link_mentions(
+    db: PostgresBackend, scope: str, memory_id: str, mentions: Sequence[Mention], when: str
+) -> None:
+    for mention in sorted(mentions, key=lambda m: (m.canonical, m.type.value)):
+        kind = mention.type.value
+        row = db._x(
+            "SELECT id FROM entities WHERE scope = %s AND canonical = %s AND type = %s",
+            [scope, mention.canonical, kind],
+        ).fetchone()
+        if row is None:
+            row = db._x(
+                "SELECT entity_id FROM entity_aliases WHERE scope = %s AND alias = %s "
+                "ORDER BY entity_id LIMIT 1",
+                [scope, mention.canonical],
+            ).fetchone()
+        if row is None:
+            row = db._x(
+                "INSERT INTO entities (scope, canonical, type, name, first_seen, last_seen) "
+                "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (scope, canonical, type) "
+                "DO UPDATE SET scope = excluded.scope RETURNING id",
+                [scope, mention.canonical, kind, mention.name, when, when],
+            ).fetchone()
+            db._x(
+                "INSERT INTO entity_aliases (scope, alias, entity_id) VALUES (%s, %s, %s) "
+                "ON CONFLICT DO NOTHING",
+                [scope, mention.canonical, row[0]],
+            )
+        linked = db._x(
+            "INSERT INTO memory_entities (memory_id, entity_id) VALUES (%s, %s) "
+            "ON CONFLICT DO NOTHING",
+            [memory_id, row[0]],
+        )
+        if linked.rowcount:
+            db._x(
+                "UPDATE entities SET mention_count = mention_count + 1, "
+                "last_seen = GREATEST(last_seen, %s) WHERE id = %s",
+                [when, row[0]],
+            )
+
+
+class PgEntityIndex:
+    """Reads of the entity tables, and aliases."""
+
+    def __init__(self, backend: PostgresBackend) -> None:
+        self._db = backend
+
+    def _entities(self, where: str, params: Sequence[Any], aliases: bool = True) -> list[Entity]:
+        gather = (
+            "(SELECT COALESCE(json_agg(a.alias), '[]'::json)::text FROM entity_aliases a "
+            "WHERE a.scope = e.scope AND a.entity_id = e.id)"
+            if aliases
+            else "'[]'"
+        )
+        rows = self._db._q(
+            "SELECT e.id, e.scope, e.name, e.canonical, e.type, e.mention_count, "
+            f"e.first_seen, e.last_seen, {gather} FROM entities e WHERE {where} ORDER BY e.id",
+            params,
+        )
+        return [
+            Entity(
+                id=r[0],
+                scope=r[1],
+                name=r[2],
+                canonical=r[3],
+                type=r[4],
+                mention_count=r[5],
+                first_seen=from_text(r[6]),  # type: ignore[arg-type]
+                last_seen=from_text(r[7]),  # type: ignore[arg-type]
+                aliases=tuple(sorted(a for a in json.loads(r[8]) if a != r[3])),
+            )
+            for r in rows
+        ]
+
+    def lookup(
+        self, scopes: Sequence[str], names: Sequence[str], *, aliases: bool = True
+    ) -> list[Entity]:
+        if not names:
+            return []
+        unique = list(dict.fromkeys(names))[:200]
+        return self._entities(
+            "e.id IN (SELECT entity_id FROM entity_aliases "
+            "WHERE scope = ANY(%s) AND alias = ANY(%s))",
+            [list(scopes), unique],
+            aliases,
+        )
+
+    def linked(
+        self,
+        scopes: Sequence[str],
+        entity_ids: Sequence[int],
+        query: Query | ListFilter | None,
+        now: datetime,
+        limit: int,
+    ) -> list[tuple[str, int]]:
+        clause, params = self._db._scope_clause(scopes)
+        where, extra = self._db._filter_sql(query, now) if query is not None else ([], [])
+        filters = " AND ".join([clause, *where])
+        out: list[tuple[str, int]] = []
+        for entity_id in dict.fromkeys(entity_ids):
+            out.extend(
+                (r[0], entity_id)
+                for r in self._db._q(
+                    "SELECT me.memory_id FROM memory_entities me "
+                    "JOIN memories m ON m.id = me.memory_id "
+                    f"WHERE me.entity_id = %s AND {filters} "
+                    "ORDER BY me.memory_id DESC LIMIT %s",
+                    [entity_id, *params, *extra, limit],
+                )
+            )
+        return out
+
+    def link(self, scope: str, memory_id: str, mentions: Sequence[Mention], when: datetime) -> None:
+        with self._db.atomic():
+            link_mentions(self._db, scope, memory_id, mentions, to_text(when))
+
+    def add_alias(self, scope: str, entity_id: int, alias: str) -> None:
+        with self._db.atomic():
+            self._db._x(
+                "INSERT INTO entity_aliases (scope, alias, entity_id) VALUES (%s, %s, %s) "
+                "ON CONFLICT DO NOTHING",
+                [scope, alias, entity_id],
+            )
+
+    def total_memories(self, scopes: Sequence[str]) -> int:
+        """The N of the entity lane's IDF: the newest insertion sequence number (as
+        SQLite's max rowid: cheap, and close enough)."""
+        return int(self._db._q("SELECT COALESCE(MAX(seq), 0) FROM memories")[0][0])

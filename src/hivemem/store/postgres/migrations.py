@@ -1,0 +1,308 @@
+"""Named, ordered schema migrations of the PostgreSQL store (the rules of the SQLite
+store's ``hivemem.store.migrations``): each migration runs in its own transaction together
+with the row that records it in ``migrations``; the record of applied names is the truth;
+a database that holds a name this HiveMem does not know was written by a newer one and is
+refused. Several nodes opening one database at once serialise on an advisory lock, and
+each re-checks the record under it, so a migration runs exactly once.
+
+Column types follow the SQLite schema on purpose: times are ISO 8601 UTC text of fixed
+width (``hivemem.clock``) in the "C" collation, so text order is time order and every row
+converts to a ``Memory`` by the same code (``hivemem.store.rows``) on both backends;
+``memories.seq`` is the explicit insertion order that SQLite reads from its rowid.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ...errors import StoreError
+
+Connection = Any  # a psycopg connection in autocommit mode
+
+# pg_advisory_xact_lock key of schema changes (migrations, the vector table's DDL)
+SCHEMA_LOCK = 0x6869766D656D  # "hivmem"
+
+
+@dataclass(frozen=True)
+class Migration:
+    name: str
+    statements: tuple[str, ...]
+
+
+T = 'TEXT COLLATE "C"'  # ids, scopes, keys and times: bytewise order, as in SQLite
+
+MIGRATIONS: list[Migration] = [
+    Migration(
+        "0001_memories",
+        (
+            "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+            f"""CREATE TABLE memories (
+                id {T} PRIMARY KEY,
+                seq BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
+                scope {T} NOT NULL,
+                kind TEXT NOT NULL
+                    CHECK (kind IN ('episode', 'fact', 'reflection', 'summary', 'note')),
+                type TEXT NOT NULL CHECK (type IN
+                    ('identity', 'lesson', 'decision', 'context', 'reference', 'historical')),
+                key {T},
+                content TEXT NOT NULL,
+                content_hash TEXT NOT NULL,
+                source TEXT NOT NULL,
+                status TEXT NOT NULL
+                    CHECK (status IN ('active', 'superseded', 'deleted', 'archived')),
+                valid_from {T} NOT NULL,
+                valid_until {T},
+                supersedes_id {T},
+                supersede_reason TEXT,
+                supersede_kind TEXT CHECK (supersede_kind IN ('hard', 'soft')),
+                updated_by TEXT,
+                confidence DOUBLE PRECISION NOT NULL DEFAULT 1.0
+                    CHECK (confidence BETWEEN 0 AND 1),
+                decay_rate DOUBLE PRECISION NOT NULL DEFAULT 0.0 CHECK (decay_rate >= 0),
+                access_count BIGINT NOT NULL DEFAULT 0,
+                last_accessed {T},
+                event_time {T},
+                created_at {T} NOT NULL,
+                updated_at {T} NOT NULL,
+                expires_at {T},
+                session_id {T},
+                role TEXT,
+                tags TEXT NOT NULL DEFAULT '[]',
+                attributes TEXT NOT NULL DEFAULT '{{}}',
+                source_ids TEXT NOT NULL DEFAULT '[]',
+                category TEXT NOT NULL DEFAULT 'general'
+            )""",
+            # At most one ACTIVE row per (scope, key), whichever node writes it.
+            """CREATE UNIQUE INDEX memories_active_key ON memories (scope, key)
+                WHERE status = 'active' AND key IS NOT NULL""",
+            "CREATE INDEX memories_scope_created ON memories (scope, status, created_at)",
+            "CREATE INDEX memories_scope_key ON memories (scope, key)",
+            "CREATE INDEX memories_scope_hash ON memories (scope, content_hash)",
+            "CREATE INDEX memories_supersedes ON memories (supersedes_id)",
+            "CREATE INDEX memories_session ON memories (scope, session_id, seq)",
+        ),
+    ),
+    Migration(
+        "0002_chunks",
+        (
+            # ``terms``: the chunk's tokens as the SQLite index tokenizes them (porter
+            # stems, ``store.scratch.tokens``), with positions; ``length``: how many
+            # tokens (BM25's document length). ``scope`` is the memory's, kept here so
+            # every index of the lanes can start with the tenant.
+            f"""CREATE TABLE chunks (
+                id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                memory_id {T} NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+                scope {T} NOT NULL,
+                seq INTEGER NOT NULL,
+                text TEXT NOT NULL,
+                text_hash TEXT NOT NULL,
+                length INTEGER NOT NULL,
+                terms TSVECTOR NOT NULL,
+                UNIQUE (memory_id, seq)
+            )""",
+            "CREATE INDEX chunks_terms ON chunks USING gin (terms)",
+            "CREATE INDEX chunks_scope ON chunks (scope) INCLUDE (length)",
+        ),
+    ),
+    Migration(
+        "0003_sessions",
+        (
+            f"""CREATE TABLE sessions (
+                scope {T} NOT NULL,
+                session_id {T} NOT NULL,
+                started_at {T} NOT NULL,
+                last_event_at {T} NOT NULL,
+                episode_count INTEGER NOT NULL DEFAULT 0,
+                consolidated_at {T},
+                attributes TEXT NOT NULL DEFAULT '{{}}',
+                PRIMARY KEY (scope, session_id)
+            )""",
+        ),
+    ),
+    Migration(
+        "0004_vectors",
+        (
+            # The vector table itself is created when an embedder is bound (its
+            # dimension is known then): ``store/postgres/vectors.py``.
+            """CREATE TABLE embedding_cache (
+                text_hash TEXT NOT NULL,
+                model TEXT NOT NULL,
+                vector BYTEA NOT NULL,
+                PRIMARY KEY (text_hash, model)
+            )""",
+            """CREATE TABLE vector_queue (
+                chunk_id BIGINT PRIMARY KEY REFERENCES chunks (id) ON DELETE CASCADE
+            )""",
+        ),
+    ),
+    Migration(
+        "0005_entities",
+        (
+            f"""CREATE TABLE entities (
+                id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                scope {T} NOT NULL,
+                canonical {T} NOT NULL,
+                type TEXT NOT NULL,
+                name TEXT NOT NULL,
+                mention_count INTEGER NOT NULL DEFAULT 0,
+                first_seen {T} NOT NULL,
+                last_seen {T} NOT NULL,
+                UNIQUE (scope, canonical, type)
+            )""",
+            f"""CREATE TABLE entity_aliases (
+                scope {T} NOT NULL,
+                alias {T} NOT NULL,
+                entity_id BIGINT NOT NULL REFERENCES entities (id) ON DELETE CASCADE,
+                PRIMARY KEY (scope, alias, entity_id)
+            )""",
+            "CREATE INDEX entity_aliases_entity ON entity_aliases (entity_id)",
+            f"""CREATE TABLE memory_entities (
+                memory_id {T} NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+                entity_id BIGINT NOT NULL REFERENCES entities (id) ON DELETE CASCADE,
+                PRIMARY KEY (memory_id, entity_id)
+            )""",
+            "CREATE INDEX memory_entities_entity ON memory_entities (entity_id, memory_id)",
+        ),
+    ),
+    Migration(
+        "0006_maintenance",
+        (
+            f"""CREATE TABLE maintenance_runs (
+                id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                job TEXT NOT NULL,
+                scope {T},
+                trigger TEXT NOT NULL,
+                started_at {T} NOT NULL,
+                finished_at {T},
+                status TEXT NOT NULL CHECK (status IN ('running', 'ok', 'skipped', 'failed')),
+                counts TEXT NOT NULL DEFAULT '{{}}',
+                error TEXT
+            )""",
+            "CREATE INDEX maintenance_runs_job ON maintenance_runs (job, scope, started_at)",
+            f"""CREATE TABLE memory_jobs (
+                job TEXT NOT NULL,
+                memory_id {T} NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+                done_at {T} NOT NULL,
+                PRIMARY KEY (job, memory_id)
+            )""",
+            "CREATE INDEX memory_jobs_memory ON memory_jobs (memory_id)",
+            f"""CREATE TABLE cross_refs (
+                memory_id {T} NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+                related_id {T} NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+                score DOUBLE PRECISION NOT NULL,
+                PRIMARY KEY (memory_id, related_id)
+            )""",
+            "CREATE INDEX cross_refs_related ON cross_refs (related_id, memory_id)",
+            f"""CREATE TABLE decay_state (
+                memory_id {T} PRIMARY KEY REFERENCES memories (id) ON DELETE CASCADE,
+                base DOUBLE PRECISION NOT NULL,
+                anchor {T} NOT NULL,
+                applied DOUBLE PRECISION NOT NULL
+            )""",
+            f"""CREATE TABLE memory_categories (
+                memory_id {T} PRIMARY KEY REFERENCES memories (id) ON DELETE CASCADE,
+                confidence DOUBLE PRECISION NOT NULL CHECK (confidence BETWEEN 0 AND 1)
+            )""",
+        ),
+    ),
+    Migration(
+        "0007_vault",
+        (
+            f"""CREATE TABLE vault (
+                scope {T} NOT NULL,
+                key {T} NOT NULL,
+                value TEXT NOT NULL,
+                is_secret INTEGER NOT NULL DEFAULT 0 CHECK (is_secret IN (0, 1)),
+                created_at {T} NOT NULL,
+                updated_at {T} NOT NULL,
+                PRIMARY KEY (scope, key)
+            )""",
+            "CREATE INDEX vault_secret ON vault (is_secret) WHERE is_secret = 1",
+        ),
+    ),
+    Migration(
+        "0008_api_tokens",
+        (
+            f"""CREATE TABLE api_tokens (
+                id {T} PRIMARY KEY,
+                name TEXT NOT NULL,
+                token_hash TEXT NOT NULL UNIQUE,
+                scopes TEXT NOT NULL,
+                created_at {T} NOT NULL,
+                revoked_at {T},
+                last_used_at {T}
+            )""",
+        ),
+    ),
+]
+
+
+def known_names() -> list[str]:
+    return [m.name for m in MIGRATIONS]
+
+
+def _record_exists(conn: Connection) -> bool:
+    return conn.execute("SELECT to_regclass('migrations') IS NOT NULL").fetchone()[0]
+
+
+def applied(conn: Connection) -> list[str]:
+    if not _record_exists(conn):
+        return []
+    return [r[0] for r in conn.execute("SELECT name FROM migrations ORDER BY seq")]
+
+
+def check_known(conn: Connection, location: str) -> None:
+    """Refuse a database written by a newer HiveMem (migrations this one does not know)."""
+    known = set(known_names())
+    unknown = [name for name in applied(conn) if name not in known]
+    if unknown:
+        raise StoreError(
+            f"{location} was written by a newer HiveMem (schema {unknown[-1]}); "
+            "upgrade hivemem to open it"
+        )
+
+
+def apply(conn: Connection, now: str, upto: str | None = None) -> list[str]:
+    """Apply pending migrations (up to and including ``upto``); return their names.
+    Each runs in one transaction with its record, under the schema lock."""
+    done: list[str] = []
+    seen_before = set(applied(conn))
+    for m in MIGRATIONS:
+        if m.name in seen_before:  # a current schema needs no lock and no DDL right
+            if m.name == upto:
+                break
+            continue
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", [SCHEMA_LOCK])
+            if not _record_exists(conn):
+                conn.execute(
+                    "CREATE TABLE migrations (seq INTEGER PRIMARY KEY, "
+                    "name TEXT NOT NULL UNIQUE, applied_at TEXT NOT NULL)"
+                )
+            seen = conn.execute("SELECT 1 FROM migrations WHERE name = %s", [m.name]).fetchone()
+            if not seen:
+                for sql in m.statements:
+                    conn.execute(sql)
+                conn.execute(
+                    "INSERT INTO migrations (seq, name, applied_at) "
+                    "SELECT COALESCE(MAX(seq), 0) + 1, %s, %s FROM migrations",
+                    [m.name, now],
+                )
+                done.append(m.name)
+        if m.name == upto:
+            break
+    return done
+
+
+def register(name: str, *statements: str) -> Callable[[], None]:
+    """Add a migration at the end of the list (tests of the upgrade rules use it)."""
+    if name in known_names():
+        raise RuntimeError(f"duplicate migration name {name}")
+    MIGRATIONS.append(Migration(name, tuple(statements)))
+
+    def remove() -> None:
+        MIGRATIONS[:] = [m for m in MIGRATIONS if m.name != name]
+
+    return remove

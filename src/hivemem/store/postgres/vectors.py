@@ -1,0 +1,310 @@
+"""The vector lane of the PostgreSQL store: pgvector, never a scan across tenants.
+
+Layout. ``chunk_vectors (chunk_id, scope, embedding vector(d))`` is created when an
+embedder is bound (its dimension is known then), with a b-tree on ``scope`` and an HNSW
+index (cosine) on ``embedding``. The float32 vectors are also kept in
+``embedding_cache`` keyed by (text hash, embedder identity), as on SQLite, so nothing is
+embedded twice and ``vectors()`` reads them back exactly.
+
+Plans (a scope filter on HNSW is the known trap: pgvector filters *after* the graph
+walk, and without an index on the tenant a filtered query is a sequential scan over
+every tenant):
+
+- a scope with at most ``EXACT_MAX`` vectors is searched exactly: its rows are read
+  through the ``scope`` b-tree (the distance expression is written so that the HNSW
+  index cannot serve it) and sorted by cosine distance — a few milliseconds, and exact;
+- a bigger scope is searched through HNSW with ``hnsw.iterative_scan = relaxed_order``
+  (pgvector >= 0.8): the walk goes on until enough rows of the scope passed, and
+  ``ef_search`` follows the pool size. Results are re-ordered by exact distance.
+
+Per scope as on SQLite: a handle that reads several scopes runs one search per scope.
+No cache of vectors lives in the process, so every node sees every other node's writes.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ...types import Query
+from ..vectors import PendingChunk, VectorMatch
+from .migrations import SCHEMA_LOCK
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .backend import PostgresBackend
+
+IDENTITY_KEY = "embedding_identity"
+TABLE = "chunk_vectors"
+EXACT_MAX = 10_000  # vectors in a scope up to which an exact scan is used
+_KNN_MAX = 4096
+_COUNT_TTL = 30.0  # seconds a scope's vector count is trusted for the plan choice
+_BOUND_TTL = 5.0  # seconds a search trusts the recorded identity
+
+
+def register_types(conn: Any) -> None:
+    """Pool ``configure`` hook: pgvector's types on every new connection."""
+    from pgvector.psycopg import register_vector
+
+    register_vector(conn)
+
+
+@dataclass(slots=True)
+class _Count:
+    value: int
+    at: float
+
+
+class PgVectorIndex:
+    """Vector storage and KNN of one PostgreSQL store."""
+
+    unavailable: str | None = None
+    exact_scan: str | None = None  # HNSW serves big scopes; small ones are exact by design
+
+    def __init__(self, backend: PostgresBackend) -> None:
+        self._db = backend
+        self._counts: dict[str, _Count] = {}
+        self._bound_cache: tuple[str | None, float] | None = None
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ identity
+
+    def recorded_identity(self) -> str | None:
+        return self._db.meta().get(IDENTITY_KEY)
+
+    def _bound(self) -> str | None:
+        """The recorded identity when the vector table exists, else None; cached
+        ``_BOUND_TTL`` seconds for searches (a re-index elsewhere is seen that late by
+        searches; ``upsert`` re-checks inside its transaction, so nothing is written
+        under a stale identity)."""
+        now = time.monotonic()
+        with self._lock:
+            cached = self._bound_cache
+        if cached is not None and now - cached[1] < _BOUND_TTL:
+            return cached[0]
+        value = self.recorded_identity() if self._table_exists() else None
+        with self._lock:
+            self._bound_cache = (value, now)
+        return value
+
+    def _table_exists(self) -> bool:
+        return bool(self._db._q("SELECT to_regclass(%s) IS NOT NULL", [TABLE])[0][0])
+
+    def bind(self, identity: str, dimension: int) -> str | None:
+        with self._db.atomic():
+            self._db._x("SELECT pg_advisory_xact_lock(%s)", [SCHEMA_LOCK])
+            recorded = self.recorded_identity()
+            if recorded is not None and recorded != identity:
+                return recorded
+            self._create(dimension)
+            if recorded is None:
+                self._db.set_meta(IDENTITY_KEY, identity)
+        with self._lock:
+            self._bound_cache = None
+        return None
+
+    def reset(self, identity: str, dimension: int) -> int:
+        with self._db.atomic():
+            self._db._x("SELECT pg_advisory_xact_lock(%s)", [SCHEMA_LOCK])
+            self._db._x(f"DROP TABLE IF EXISTS {TABLE}")
+            self._create(dimension)
+            self._db._x(
+                "INSERT INTO vector_queue (chunk_id) SELECT id FROM chunks ON CONFLICT DO NOTHING"
+            )
+            self._db.set_meta(IDENTITY_KEY, identity)
+        with self._lock:
+            self._counts.clear()
+            self._bound_cache = None
+        return self.pending_count()
+
+    def _create(self, dimension: int) -> None:
+        d = int(dimension)
+        self._db._x(
+            f"CREATE TABLE IF NOT EXISTS {TABLE} ("
+            " chunk_id BIGINT PRIMARY KEY REFERENCES chunks (id) ON DELETE CASCADE,"
+            f' scope TEXT COLLATE "C" NOT NULL, embedding vector({d}) NOT NULL)'
+        )
+        self._db._x(f"CREATE INDEX IF NOT EXISTS {TABLE}_scope ON {TABLE} (scope)")
+        if d <= 2000:  # pgvector's HNSW limit for vector; bigger ones are searched exactly
+            self._db._x(
+                f"CREATE INDEX IF NOT EXISTS {TABLE}_hnsw ON {TABLE} "
+                "USING hnsw (embedding vector_cosine_ops)"
+            )
+
+    # ------------------------------------------------------------------ pending work
+
+    def pending(self, limit: int) -> list[PendingChunk]:
+        rows = self._db._q(
+            "SELECT q.chunk_id, c.scope, c.text_hash, c.text FROM vector_queue q "
+            "JOIN chunks c ON c.id = q.chunk_id ORDER BY q.chunk_id LIMIT %s",
+            [limit],
+        )
+        return [PendingChunk(*r) for r in rows]
+
+    def pending_count(self, scopes: Sequence[str] | None = None) -> int:
+        if scopes is None:
+            return int(self._db._q("SELECT COUNT(*) FROM vector_queue")[0][0])
+        return int(
+            self._db._q(
+                "SELECT COUNT(*) FROM vector_queue q JOIN chunks c ON c.id = q.chunk_id "
+                "WHERE c.scope = ANY(%s)",
+                [list(scopes)],
+            )[0][0]
+        )
+
+    def has_pending(self) -> bool:
+        return bool(self._db._q("SELECT 1 FROM vector_queue LIMIT 1"))
+
+    def cached(self, model: str, hashes: Sequence[str]) -> dict[str, bytes]:
+        unique = list(dict.fromkeys(hashes))
+        if not unique:
+            return {}
+        rows = self._db._q(
+            "SELECT text_hash, vector FROM embedding_cache "
+            "WHERE model = %s AND text_hash = ANY(%s)",
+            [model, unique],
+        )
+        return {r[0]: bytes(r[1]) for r in rows}
+
+    def upsert(self, model: str, items: Sequence[tuple[PendingChunk, bytes]]) -> int:
+        """Store the vectors of queued chunks; chunks no longer queued (deleted, or done
+        by another node) and a model that is no longer the store's are skipped."""
+
+        def run() -> int:
+            with self._db.atomic():
+                if self.recorded_identity() != model or not self._table_exists():
+                    return 0
+                wanted = {chunk.chunk_id: (chunk, blob) for chunk, blob in items}
+                done = self._db._x(
+                    "DELETE FROM vector_queue WHERE chunk_id = ANY(%s) RETURNING chunk_id",
+                    [list(wanted)],
+                ).fetchall()
+                kept = [wanted[r[0]] for r in sorted(done)]
+                if not kept:
+                    return 0
+                self._db._x(
+                    "INSERT INTO embedding_cache (text_hash, model, vector) "
+                    "SELECT h, %s, v FROM unnest(%s::text[], %s::bytea[]) AS t(h, v) "
+                    "ON CONFLICT DO NOTHING",
+                    [model, [c.text_hash for c, _ in kept], [b for _, b in kept]],
+                )
+                conn = self._db._local.conn
+                with conn.cursor() as cur:
+                    cur.executemany(
+                        f"INSERT INTO {TABLE} (chunk_id, scope, embedding) VALUES (%s, %s, %s) "
+                        "ON CONFLICT (chunk_id) DO UPDATE SET embedding = excluded.embedding",
+                        [
+                            (c.chunk_id, c.scope, np.frombuffer(b, dtype=np.float32))
+                            for c, b in kept
+                        ],
+                    )
+            return len(kept)
+
+        return self._db._retrying(run)
+
+    def delete_chunks(self, chunk_ids: Sequence[int]) -> None:
+        """Vectors go with their chunks (``ON DELETE CASCADE``)."""
+
+    def count(self) -> int:
+        if not self._table_exists():
+            return 0
+        return int(self._db._q(f"SELECT COUNT(*) FROM {TABLE}")[0][0])
+
+    def scope_count(self, scope: str) -> int:
+        """Vectors of ``scope`` (cached ``_COUNT_TTL`` seconds: it only picks the plan)."""
+        now = time.monotonic()
+        with self._lock:
+            cached = self._counts.get(scope)
+        if cached is not None and now - cached.at < _COUNT_TTL:
+            return cached.value
+        value = int(self._db._q(f"SELECT COUNT(*) FROM {TABLE} WHERE scope = %s", [scope])[0][0])
+        with self._lock:
+            self._counts[scope] = _Count(value, now)
+        return value
+
+    # ------------------------------------------------------------------ search
+
+    def plan_sql(self, big: bool, filters: str) -> str:
+        """The KNN statement of one scope: parameters (query vector, scope, k, model,
+        filter values…). ``big`` picks HNSW with iterative scans, else an exact scan."""
+        if big:
+            nearest = (
+                f"SELECT v.chunk_id, v.embedding <=> %(q)s AS d FROM {TABLE} v "
+                "WHERE v.scope = %(scope)s ORDER BY v.embedding <=> %(q)s LIMIT %(k)s"
+            )
+        else:
+            # ``+ 0`` keeps the HNSW index out: the scope's rows come through its b-tree.
+            nearest = (
+                f"SELECT v.chunk_id, (v.embedding <=> %(q)s) + 0 AS d FROM {TABLE} v "
+                "WHERE v.scope = %(scope)s ORDER BY 2 LIMIT %(k)s"
+            )
+        return (
+            f"WITH nn AS MATERIALIZED ({nearest}) "
+            "SELECT c.id, c.memory_id, c.seq, c.text, 1 - nn.d FROM nn "
+            "JOIN chunks c ON c.id = nn.chunk_id JOIN memories m ON m.id = c.memory_id "
+            f"WHERE {filters} ORDER BY nn.d, c.id"
+        )
+
+    def search(
+        self,
+        scopes: Sequence[str],
+        vector: np.ndarray,
+        query: Query,
+        fetch: int,
+        now: datetime,
+        model: str,
+        pool: int = 64,
+    ) -> list[VectorMatch]:
+        """Up to ``fetch`` memories by their best chunk's cosine to ``vector``, best
+        first, among those that pass scope and filters (the contract of SQLite's)."""
+        if self._bound() != model:
+            return []
+        q = np.asarray(vector, dtype=np.float32)
+        where, extra = self._db._filter_sql(query, now)
+        named = {f"f{i}": value for i, value in enumerate(extra)}
+        filters = " AND ".join(["m.scope = %(scope)s", *where])
+        for i in range(len(extra)):
+            filters = filters.replace("%s", f"%(f{i})s", 1)
+        rows: list[Any] = []
+        for scope in dict.fromkeys(scopes):
+            count = self.scope_count(scope)
+            big = count > EXACT_MAX
+            sql = self.plan_sql(big, filters)
+            k = max(pool, fetch * 2)
+            while True:
+                params = {"q": q, "scope": scope, "k": k, **named}
+
+                def run(conn: Any, big: bool = big, sql: str = sql, params: Any = params) -> Any:
+                    if big:
+                        conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+                        ef = max(40, min(int(params["k"]), 1000))
+                        conn.execute(f"SET LOCAL hnsw.ef_search = {ef}")
+                    return conn.execute(sql, params).fetchall()
+
+                passed = self._db.in_read_transaction(run)
+                memories = {r[1] for r in passed}
+                if len(memories) >= fetch or k >= _KNN_MAX or k >= count:
+                    rows.extend(passed)
+                    break
+                k = min(k * 4, _KNN_MAX)
+        best: dict[str, VectorMatch] = {}
+        for r in rows:
+            current = best.get(r[1])
+            if current is None or r[4] > current.similarity:
+                best[r[1]] = VectorMatch(r[0], r[1], r[2], r[3], float(r[4]))
+        return sorted(best.values(), key=lambda m: (-m.similarity, m.chunk_id))[:fetch]
+
+    def vectors(self, model: str, chunk_ids: Sequence[int]) -> dict[int, np.ndarray]:
+        if not chunk_ids:
+            return {}
+        rows = self._db._q(
+            "SELECT c.id, e.vector FROM chunks c JOIN embedding_cache e "
+            "ON e.text_hash = c.text_hash AND e.model = %s WHERE c.id = ANY(%s)",
+            [model, list(chunk_ids)],
+        )
+        return {r[0]: np.frombuffer(bytes(r[1]), dtype=np.float32) for r in rows}

@@ -1,0 +1,19 @@
+"""The behavioural tests of test_search.py, run on SQLite and on PostgreSQL alike: the
+module's tests and fixtures are imported and ``db_path`` (which its fixtures open) is
+a SQLite file or a fresh PostgreSQL database (tests/pg.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from test_search import *  # noqa: F403
+
+
+@pytest.fixture
+def db_path(any_location):
+    return any_location
+
+
+test_fts_syntax_is_opt_in = pytest.mark.pg_gap("FTS5 query syntax (fts_syntax=True)")(
+    test_fts_syntax_is_opt_in  # noqa: F405
+)

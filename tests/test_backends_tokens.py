@@ -1,0 +1,19 @@
+"""The behavioural tests of test_tokens.py, run on SQLite and on PostgreSQL alike: the
+module's tests and fixtures are imported and ``db_path`` (which its fixtures open) is
+a SQLite file or a fresh PostgreSQL database (tests/pg.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from test_tokens import *  # noqa: F403
+
+
+@pytest.fixture
+def db_path(any_location):
+    return any_location
+
+
+test_a_token_is_shown_once_and_stored_only_as_its_hash = pytest.mark.pg_gap(
+    "the test reads the SQLite file"
+)(test_a_token_is_shown_once_and_stored_only_as_its_hash)  # noqa: F405

@@ -1,0 +1,22 @@
+"""The behavioural tests of test_tools.py, run on SQLite and on PostgreSQL alike: the
+module's tests and fixtures are imported and ``db_path`` (which its fixtures open) is
+a SQLite file or a fresh PostgreSQL database (tests/pg.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from test_tools import *  # noqa: F403
+
+
+@pytest.fixture
+def db_path(any_location):
+    return any_location
+
+
+test_a_refused_write_loses_nothing = pytest.mark.pg_gap("the test reads the SQLite file")(
+    test_a_refused_write_loses_nothing  # noqa: F405
+)
+test_memory_consolidate_turns_a_session_into_facts = pytest.mark.pg_gap(
+    "maintenance jobs (consolidate)"
+)(test_memory_consolidate_turns_a_session_into_facts)  # noqa: F405
