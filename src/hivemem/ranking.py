@@ -15,9 +15,12 @@ ranked first by every lane scores 1.0.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from datetime import datetime
 from enum import StrEnum
+
+import numpy as np
 
 # ----------------------------------------------------------------------------- fusion
 
@@ -123,7 +126,9 @@ def group_prior(
 ) -> dict[str, float]:
     """A factor per memory from the score mass of its group (a dialogue session):
     ``1 − weight + weight × mass(group) / mass(best group)``, where a group's mass is the
-    sum of its members' scores. Memories missing from ``groups`` are a group of their own.
+    sum of its members' scores. Memories missing from ``groups`` keep 1.0: the prior is
+    about dialogue, and a memory saved on purpose (a fact, a decision, a summary) is
+    neither helped nor hurt by which session matched most.
 
     Why: a session in which many turns match the query is about the query's topic, so
     its turns are likelier answers than a lone match in an unrelated session — the
@@ -133,13 +138,14 @@ def group_prior(
         return {key: 1.0 for key in scores}
     mass: dict[Hashable, float] = {}
     for key, score in scores.items():
-        group = groups.get(key, ("memory", key))
-        mass[group] = mass.get(group, 0.0) + max(0.0, score)
-    best = max(mass.values())
+        if key in groups:
+            mass[groups[key]] = mass.get(groups[key], 0.0) + max(0.0, score)
+    best = max(mass.values(), default=0.0)
     if best <= 0:
         return {key: 1.0 for key in scores}
     return {
-        key: 1.0 - weight + weight * mass[groups.get(key, ("memory", key))] / best for key in scores
+        key: 1.0 - weight + weight * mass[groups[key]] / best if key in groups else 1.0
+        for key in scores
     }
 
 
@@ -200,6 +206,59 @@ def diversity_factors(
         for index, (item, _) in enumerate(remaining):
             redundancy[index] = max(redundancy[index], similarity(item, taken))
     return chosen
+
+
+def diversity_order(
+    scores: Sequence[float], similarity: np.ndarray, limit: int, lambda_: float = 0.7
+) -> list[tuple[int, float]]:
+    """``diversity_factors`` over a precomputed similarity matrix, vectorised: (index,
+    factor) in the order taken. ``scores`` are best first; ``similarity[i, j]`` in [0, 1].
+
+    Each step is one numpy pass over the candidates (argmax of ``score × factor``, then
+    the redundancy column of the one taken), so the cost is ``limit × n`` element
+    operations in C rather than ``limit × n`` Python calls.
+    """
+    n = len(scores)
+    if n == 0 or limit <= 0:
+        return []
+    values = np.asarray(scores, dtype=np.float64)
+    sim = np.clip(np.asarray(similarity, dtype=np.float64), 0.0, 1.0)
+    redundancy = np.zeros(n)
+    open_ = np.ones(n, dtype=bool)
+    penalty = 1.0 - lambda_
+    out: list[tuple[int, float]] = []
+    for _ in range(min(limit, n)):
+        factor = 1.0 - penalty * redundancy
+        value = np.where(open_, values * factor, -np.inf)
+        taken = int(np.argmax(value))  # first of equals: the better-ranked candidate
+        out.append((taken, float(factor[taken])))
+        open_[taken] = False
+        np.maximum(redundancy, sim[:, taken], out=redundancy)
+    return out
+
+
+_TOKEN = re.compile(r"\w+")
+
+
+def token_similarity(texts: Sequence[str]) -> np.ndarray:
+    """Jaccard similarity of the texts' lowercased word sets, as a matrix: the
+    diversity step's measure where there are no vectors (keyword-only search)."""
+    sets = [set(_TOKEN.findall(t.lower())) for t in texts]
+    vocabulary: dict[str, int] = {}
+    rows, cols = [], []
+    for i, words in enumerate(sets):
+        for word in words:
+            rows.append(i)
+            cols.append(vocabulary.setdefault(word, len(vocabulary)))
+    n = len(texts)
+    if not vocabulary:
+        return np.zeros((n, n))
+    matrix = np.zeros((n, len(vocabulary)), dtype=np.float32)
+    matrix[rows, cols] = 1.0
+    shared = matrix @ matrix.T
+    sizes = matrix.sum(axis=1)
+    union = sizes[:, None] + sizes[None, :] - shared
+    return np.divide(shared, union, out=np.zeros_like(shared), where=union > 0)
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:

@@ -25,20 +25,20 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 import numpy as np
 
 from . import entities as entitymod
-from . import ranking
+from . import hitset, ranking
 from . import rerank as rerankmod
 from . import text as textmod
+from .hitset import Ranked
 from .indexer import Indexer
 from .rerank import Reranker
 from .search import KeywordCandidate, idf, keyword_lane
 from .settings import Settings
 from .store.base import Backend
-from .types import Explanation, Hit, Memory, MemoryType, Query, Status
+from .types import Explanation, Hit, Kind, Memory, MemoryType, Query, Status
 
 _DECAY_EXEMPT = (MemoryType.IDENTITY, MemoryType.LESSON)
 log = logging.getLogger("hivemem.retrieval")
@@ -75,7 +75,6 @@ def search(
     _add_keyword(candidates, keyword)
     lanes_run = ["keyword"] if terms or query.fts_syntax else []
 
-    vector_ran = False
     if query.fts_syntax:
         pass  # FTS5 syntax is not language: the vector lane has nothing to embed
     elif not indexer.enabled:
@@ -106,7 +105,6 @@ def search(
                 if c.chunk_id is None:
                     c.chunk_id, c.chunk_seq, c.chunk_text = match.chunk_id, match.seq, match.text
             lanes_run.append("vector")
-            vector_ran = True
             if backend.vectors.has_pending():
                 notes.append("some memories are still being embedded: found by keyword only")
     focus = textmod.query_focus(query.text)
@@ -128,11 +126,15 @@ def search(
     if len(fused) > 2 * fetch:
         fused = dict(sorted(fused.items(), key=lambda item: -item[1])[: 2 * fetch])
     memories = {m.id: m for m in backend.get_many(scopes, list(fused))}
+    # The session prior is about dialogue: only episodes belong to a session's mass, and
+    # a memory saved on purpose (fact, decision, summary, note) keeps its score.
     sessions = {
-        m.id: (m.scope, m.session_id) for m in memories.values() if m.session_id is not None
+        m.id: (m.scope, m.session_id)
+        for m in memories.values()
+        if m.session_id is not None and m.kind is Kind.EPISODE
     }
     prior = ranking.group_prior(fused, sessions, settings.session_weight)
-    scored: list[tuple[float, float, _Candidate, Memory, dict[str, float]]] = []
+    scored: list[Ranked] = []
     for memory_id, base in fused.items():
         memory = memories.get(memory_id)
         if memory is None or base <= 0:  # deleted between the reads; or no lane scored it
@@ -143,15 +145,26 @@ def search(
         score = base
         for value in factors.values():
             score *= value
-        scored.append((min(1.0, score), base, candidates[memory_id], memory, factors))
-    scored.sort(key=lambda s: (-s[0], -s[1], s[3].id))
-    if vector_ran and settings.mmr_lambda < 1.0 and len(scored) > 1:
-        scored = _diversify(backend, indexer, scored, query.limit, settings.mmr_lambda)
+        scored.append(Ranked(min(1.0, score), base, candidates[memory_id], memory, factors))
+    scored.sort(key=Ranked.sort_key)
+    scored = hitset.one_per_memory(scored, scopes[0], lambda r: r.memory)
+    scored = hitset.current_above_superseded(
+        backend, scopes, query, now, scored, settings.superseded_factor, _current_candidate
+    )
     if reranker is not None and len(scored) > 1:
         scored = _rerank(reranker, focus, scored, settings, notes)
-    scored = [s for s in scored if s[0] >= query.min_score]
+    if settings.mmr_lambda < 1.0 and len(scored) > 1:
+        scored = _diversify(backend, indexer, scored, query.limit, settings.mmr_lambda)
+    scored = [s for s in scored if s.score >= query.min_score]
     hits = []
-    for score, base, c, memory, factors in scored[: query.limit]:
+    for item in scored[: query.limit]:
+        score, base, c, memory, factors = (
+            item.score,
+            item.base,
+            item.candidate,
+            item.memory,
+            item.factors,
+        )
         hit_notes = list(notes)
         if memory.status is Status.SUPERSEDED:
             hit_notes.insert(0, "superseded: a newer version exists")
@@ -166,6 +179,13 @@ def search(
         snippet = textmod.snippet(c.chunk_text or memory.content, terms)
         hits.append(Hit(memory=memory, score=round(score, 6), explain=explain, snippet=snippet))
     return hits
+
+
+def _current_candidate(current: Memory, superseded: Memory) -> _Candidate:
+    """The lane record of a current version brought in by its superseded match."""
+    c = _Candidate(current.id)
+    c.lanes["current"] = {"of": superseded.id}  # type: ignore[dict-item]
+    return c
 
 
 def _entity_lane(
@@ -333,16 +353,16 @@ def adjustments(memory: Memory, settings: Settings, now: datetime) -> dict[str, 
 
 
 def _rerank(
-    reranker: Reranker, text: str, scored: list[Any], settings: Settings, notes: list[str]
-) -> list[Any]:
+    reranker: Reranker, text: str, scored: list[Ranked], settings: Settings, notes: list[str]
+) -> list[Ranked]:
     """Re-score the best ``rerank_depth``; on any failure keep the order and say why."""
     head, tail = scored[: settings.rerank_depth], scored[settings.rerank_depth :]
     try:
-        raw = reranker.score(text, [s[2].chunk_text or s[3].content for s in head])
+        raw = reranker.score(text, [s.candidate.chunk_text or s.memory.content for s in head])
         if len(raw) != len(head):
             raise ValueError(f"{len(raw)} scores for {len(head)} texts")
         blended = rerankmod.blend(
-            [s[0] for s in head], [float(x) for x in raw], settings.rerank_weight
+            [s.score for s in head], [float(x) for x in raw], settings.rerank_weight
         )
     except Exception as exc:  # a re-ranker may fail in any way: the fused order stands
         log.warning("re-ranker %s failed, fused order kept: %s", reranker.name, exc)
@@ -350,46 +370,51 @@ def _rerank(
         return scored
     order = sorted(range(len(head)), key=lambda i: -raw[i])
     rank = {i: r for r, i in enumerate(order, start=1)}
-    out = []
-    for i, (_, base, candidate, memory, factors) in enumerate(head):
-        candidate.lanes["rerank"] = {"rank": rank[i], "score": round(float(raw[i]), 6)}
-        out.append((min(1.0, blended[i]), base, candidate, memory, factors))
-    out.sort(key=lambda s: (-s[0], -s[1], s[3].id))
-    floor = out[-1][0] if out else 0.0
-    # The tail was not re-scored: it stays below the re-scored head.
-    return out + [(min(s[0], floor), *s[1:]) for s in tail]
+    for i, item in enumerate(head):
+        item.candidate.lanes["rerank"] = {"rank": rank[i], "score": round(float(raw[i]), 6)}
+        item.score = min(1.0, blended[i])
+    head.sort(key=Ranked.sort_key)
+    floor = head[-1].score if head else 0.0
+    for item in tail:  # not re-scored: it stays below the re-scored head
+        item.score = min(item.score, floor)
+    return head + tail
 
 
 def _diversify(
     backend: Backend,
     indexer: Indexer,
-    scored: list[Any],
+    scored: list[Ranked],
     limit: int,
     lambda_: float,
-) -> list[Any]:
-    """The ``limit`` best after the diversity penalty (``ranking.diversity_factors`` on
-    the candidates' chunk vectors; those without a vector count as unlike everything)."""
-    assert indexer.identity is not None
-    chunk_ids = [s[2].chunk_id for s in scored if s[2].chunk_id is not None]
-    vectors = backend.vectors.vectors(indexer.identity, chunk_ids)
-    index = {s[3].id: i for i, s in enumerate(scored)}
-    dimension = next((len(v) for v in vectors.values()), 0)
-    matrix = np.zeros((len(scored), dimension), dtype=np.float32)
-    for i, s in enumerate(scored):
-        vector = vectors.get(s[2].chunk_id)
-        if vector is not None:
-            matrix[i] = vector
-    similarities = matrix @ matrix.T  # one product instead of a call per pair
+) -> list[Ranked]:
+    """The ``limit`` best after the diversity penalty (``ranking.diversity_order``).
 
-    def similarity(a: str, b: str) -> float:
-        return float(similarities[index[a], index[b]])
-
+    Similarity is the cosine of the candidates' chunk vectors where both have one, and
+    the Jaccard similarity of their word sets otherwise (keyword-only search, or a
+    memory not embedded yet): three near-duplicates never fill the top three."""
+    texts = [s.candidate.chunk_text or s.memory.content for s in scored]
+    similarity = ranking.token_similarity(texts)
+    if indexer.enabled and indexer.identity is not None:
+        chunk_ids = [s.candidate.chunk_id for s in scored if s.candidate.chunk_id is not None]
+        vectors = backend.vectors.vectors(indexer.identity, chunk_ids) if chunk_ids else {}
+        if vectors:
+            dimension = len(next(iter(vectors.values())))
+            matrix = np.zeros((len(scored), dimension), dtype=np.float32)
+            has = np.zeros(len(scored), dtype=bool)
+            for i, s in enumerate(scored):
+                vector = vectors.get(s.candidate.chunk_id)
+                if vector is not None:
+                    matrix[i] = vector
+                    has[i] = True
+            both = has[:, None] & has[None, :]
+            similarity = np.where(both, matrix @ matrix.T, similarity)
     out = []
-    for memory_id, factor in ranking.diversity_factors(
-        [(s[3].id, s[0]) for s in scored], similarity, limit, lambda_
+    for index, factor in ranking.diversity_order(
+        [s.score for s in scored], similarity, limit, lambda_
     ):
-        score, base, candidate, memory, factors = scored[index[memory_id]]
+        item = scored[index]
         if factor < 1.0:
-            factors = {**factors, "diversity": factor}
-        out.append((score * factor, base, candidate, memory, factors))
+            item.factors = {**item.factors, "diversity": factor}
+        item.score *= factor
+        out.append(item)
     return out

@@ -130,14 +130,16 @@ def keyword_lane(
     terms = textmod.query_terms(textmod.query_focus(query.text), settings.max_query_terms)
     if not terms and not query.fts_syntax:
         return terms, []
-    stats = backend.term_stats(terms)
+    # Weights from the visible scopes' own statistics; plans from the whole index's.
+    stats = backend.term_stats(terms, scopes)
     weights = {t: idf(stats.total_chunks, stats.doc_freq.get(t, 0)) for t in terms}
+    postings = stats.postings or stats.doc_freq
 
     def run(match: Query, used: Sequence[str] = ()) -> list[KeywordCandidate]:
         # Terms so common that scoring every match would cost more than the budget are
         # searched newest first (FTS5 then scores only the rows it returns).
-        postings = sum(stats.doc_freq.get(t, 0) for t in used)
-        newest_first = postings > settings.keyword_match_budget
+        walked = sum(postings.get(t, 0) for t in used)
+        newest_first = walked > settings.keyword_match_budget
         found = backend.keyword_search(scopes, match, terms, fetch, now, newest_first=newest_first)
         matches = best_chunk_per_memory(found)
         matched = backend.matched_terms([m.chunk_id for m in matches], terms)
@@ -150,7 +152,7 @@ def keyword_lane(
 
     if query.fts_syntax:
         return terms, run(query)
-    chosen = selective_terms(terms, stats.doc_freq, settings.keyword_match_budget)
+    chosen = selective_terms(terms, postings, settings.keyword_match_budget)
     candidates = run(replace(query, text=textmod.fts_or_query(chosen), fts_syntax=True), chosen)
     excluded = [t for t in terms if t not in chosen]
     if excluded and len(candidates) < query.limit:

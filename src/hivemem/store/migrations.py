@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import text as textmod
+from . import termcounts
 
 Connection = Any  # a DB-API connection of the sqlite3 family
 
@@ -379,3 +380,12 @@ def _api_tokens(conn: Connection) -> None:
             last_used_at TEXT
         )"""
     )
+
+
+@migration("0010_scope_terms")
+def _scope_terms(conn: Connection) -> None:
+    # Keyword statistics per scope (``store/termcounts.py``): one tenant's writes never
+    # move another tenant's IDF weights.
+    for sql in termcounts.SCHEMA:
+        conn.execute(sql)
+    termcounts.backfill(conn)

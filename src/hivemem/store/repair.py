@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import text as textmod
-from . import migrations
+from . import migrations, termcounts
 
 
 class RepairMixin:
@@ -69,15 +69,16 @@ class RepairMixin:
         done = 0
         with self.atomic():
             for memory_id in memory_ids:
-                row = self._read("SELECT content FROM memories WHERE id = ?", [memory_id])
+                row = self._read("SELECT content, scope FROM memories WHERE id = ?", [memory_id])
                 if not row:
                     continue
                 old = self._read("SELECT id FROM chunks WHERE memory_id = ?", [memory_id])
                 self.vectors.delete_chunks([r[0] for r in old])
                 self._write("DELETE FROM chunks WHERE memory_id = ?", [memory_id])
-                migrations.insert_chunks(
-                    self._conn, memory_id, textmod.chunk(row[0][0], size, overlap)
-                )
+                pieces = textmod.chunk(row[0][0], size, overlap)
+                migrations.insert_chunks(self._conn, memory_id, pieces)
+                termcounts.settle(self._conn)
+                termcounts.add(self._conn, row[0][1], pieces)
                 done += 1
         return done
 
