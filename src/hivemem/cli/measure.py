@@ -13,6 +13,7 @@ from hivemem.bench import format_table, run_bench
 from hivemem.errors import InvalidInput
 from hivemem.evaluation import SYSTEM_PROMPT_PREAMBLE, eval_locomo, format_report
 from hivemem.longmemeval import eval_longmemeval, format_lme_report
+from hivemem.suites import format_suite, run_suite, suites_for
 
 from .common import Env, echo_json, json_option, pass_env
 
@@ -156,6 +157,71 @@ def longmemeval(env: Env, path: str, limit_questions: int | None, as_json: bool)
         echo_json(report.to_dict())
     else:
         click.echo(format_lme_report(report))
+
+
+@eval_.command(name="all")
+@click.option(
+    "--locomo",
+    "locomo_path",
+    type=click.Path(exists=True, dir_okay=False),
+    help="LoCoMo JSON (locomo10.json): the episodes and mixed suites.",
+)
+@click.option(
+    "--longmemeval",
+    "lme_path",
+    type=click.Path(exists=True, dir_okay=False),
+    help="LongMemEval JSON, plain or .gz (e.g. longmemeval_s_dev120.json.gz).",
+)
+@click.option(
+    "--suite",
+    "only",
+    type=click.Choice(["longmemeval", "locomo", "locomo-mixed"]),
+    multiple=True,
+    help="Run only these suites (repeatable; default: every suite a file was given for).",
+)
+@click.option(
+    "--limit-questions",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="About N questions per suite (a quick run; every document is still stored).",
+)
+@click.option(
+    "--ablation",
+    is_flag=True,
+    help="Also score each stage turned off in turn (and a 2 kB system prompt).",
+)
+@json_option
+@pass_env
+def all_(
+    env: Env,
+    locomo_path: str | None,
+    lme_path: str | None,
+    only: tuple[str, ...],
+    limit_questions: int | None,
+    ablation: bool,
+    as_json: bool,
+) -> None:
+    """Score retrieval on LongMemEval, LoCoMo episodes and LoCoMo mixed, each beside
+    plain BM25 over the same documents, with search p50/p95 and the right answer's score.
+
+    LoCoMo mixed stores the turns plus the data set's observations as facts (no session)
+    and its session summaries; a hit is an evidence turn or an observation citing one.
+    """
+    if locomo_path is None and lme_path is None:
+        raise InvalidInput("path", "give --locomo PATH and/or --longmemeval PATH")
+    names = {"LongMemEval": "longmemeval", "LoCoMo episodes": "locomo"}
+    names["LoCoMo mixed"] = "locomo-mixed"
+    reports = []
+    printer = _stage_printer()
+    for suite in suites_for(locomo_path, lme_path, limit_questions):
+        if only and names[suite.name] not in only:
+            continue
+        report = run_suite(suite, env.settings, ablation=ablation, progress=printer)
+        reports.append(report)
+        if not as_json:
+            click.echo(format_suite(report) + "\n")
+    if as_json:
+        echo_json([r.to_dict() for r in reports])
 
 
 def _progress() -> Any:
