@@ -136,7 +136,8 @@ def _parse_question(path: str | Path, index: int, item: Any) -> LmeQuestion:
 
 def load_longmemeval(path: str | Path, *, limit_questions: int | None = None) -> LmeDataset:
     """Read LongMemEval's published JSON (gzipped when the name ends in ``.gz``): the
-    first ``limit_questions`` questions that are not abstentions (all when None). Raises ``InvalidInput`` naming what is wrong."""
+    first ``limit_questions`` questions that are not abstentions (all when None). Raises
+    ``InvalidInput`` naming what is wrong."""
     try:
         if str(path).endswith(".gz"):
             with gzip.open(path, "rt", encoding="utf-8") as handle:

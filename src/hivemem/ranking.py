@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import re
+import zlib
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from datetime import datetime
 from enum import StrEnum
@@ -209,20 +210,24 @@ def diversity_factors(
 
 
 def diversity_order(
-    scores: Sequence[float], similarity: np.ndarray, limit: int, lambda_: float = 0.7
+    scores: Sequence[float],
+    similarity: np.ndarray | Callable[[int], np.ndarray],
+    limit: int,
+    lambda_: float = 0.7,
 ) -> list[tuple[int, float]]:
-    """``diversity_factors`` over a precomputed similarity matrix, vectorised: (index,
-    factor) in the order taken. ``scores`` are best first; ``similarity[i, j]`` in [0, 1].
+    """``diversity_factors`` vectorised: (index, factor) in the order taken. ``scores``
+    are best first; ``similarity`` is a matrix, or a function giving the column of one
+    candidate (its similarity in [0, 1] to every candidate).
 
     Each step is one numpy pass over the candidates (argmax of ``score × factor``, then
-    the redundancy column of the one taken), so the cost is ``limit × n`` element
-    operations in C rather than ``limit × n`` Python calls.
+    the similarity column of the one taken), so the cost is ``limit`` columns, not the
+    ``n²`` matrix, and no Python call per pair.
     """
     n = len(scores)
     if n == 0 or limit <= 0:
         return []
+    column = similarity if callable(similarity) else (lambda j: similarity[:, j])
     values = np.asarray(scores, dtype=np.float64)
-    sim = np.clip(np.asarray(similarity, dtype=np.float64), 0.0, 1.0)
     redundancy = np.zeros(n)
     open_ = np.ones(n, dtype=bool)
     penalty = 1.0 - lambda_
@@ -233,32 +238,40 @@ def diversity_order(
         taken = int(np.argmax(value))  # first of equals: the better-ranked candidate
         out.append((taken, float(factor[taken])))
         open_[taken] = False
-        np.maximum(redundancy, sim[:, taken], out=redundancy)
+        if penalty > 0:
+            np.maximum(redundancy, np.clip(column(taken), 0.0, 1.0), out=redundancy)
     return out
 
 
 _TOKEN = re.compile(r"\w+")
 
 
-def token_similarity(texts: Sequence[str]) -> np.ndarray:
-    """Jaccard similarity of the texts' lowercased word sets, as a matrix: the
-    diversity step's measure where there are no vectors (keyword-only search)."""
-    sets = [set(_TOKEN.findall(t.lower())) for t in texts]
-    vocabulary: dict[str, int] = {}
-    rows, cols = [], []
-    for i, words in enumerate(sets):
-        for word in words:
-            rows.append(i)
-            cols.append(vocabulary.setdefault(word, len(vocabulary)))
-    n = len(texts)
-    if not vocabulary:
-        return np.zeros((n, n))
-    matrix = np.zeros((n, len(vocabulary)), dtype=np.float32)
-    matrix[rows, cols] = 1.0
-    shared = matrix @ matrix.T
-    sizes = matrix.sum(axis=1)
-    union = sizes[:, None] + sizes[None, :] - shared
+_FEATURES = 1024  # hashed word features: Jaccard within about a percent, cost fixed
+
+
+def word_features(texts: Sequence[str]) -> np.ndarray:
+    """Each text's lowercased word set, hashed into ``_FEATURES`` buckets (0/1 rows):
+    the cost is fixed however long the texts are; a collision can only raise a
+    similarity, slightly."""
+    matrix = np.zeros((len(texts), _FEATURES), dtype=np.float32)
+    for i, text in enumerate(texts):
+        words = set(_TOKEN.findall(text.lower()))
+        if words:
+            matrix[i, [zlib.crc32(w.encode()) % _FEATURES for w in words]] = 1.0
+    return matrix
+
+
+def jaccard_column(features: np.ndarray, j: int) -> np.ndarray:
+    """Jaccard similarity of every row of ``word_features`` to row ``j``."""
+    shared = features @ features[j]
+    union = features.sum(axis=1) + features[j].sum() - shared
     return np.divide(shared, union, out=np.zeros_like(shared), where=union > 0)
+
+
+def token_similarity(texts: Sequence[str]) -> np.ndarray:
+    """Jaccard similarity of the texts' word sets (``word_features``), as a matrix."""
+    features = word_features(texts)
+    return np.stack([jaccard_column(features, j) for j in range(len(texts))], axis=1)
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:

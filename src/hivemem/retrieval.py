@@ -41,6 +41,8 @@ from .store.base import Backend
 from .types import Explanation, Hit, Kind, Memory, MemoryType, Query, Status
 
 _DECAY_EXEMPT = (MemoryType.IDENTITY, MemoryType.LESSON)
+_POOL_FLOOR = 60  # candidates read, adjusted and diversified (see search())
+_DIVERSITY_CHARS = 2_000  # text compared by word sets where a candidate has no vector
 log = logging.getLogger("hivemem.retrieval")
 
 
@@ -120,11 +122,14 @@ def search(
     fused = _fuse(candidates, lanes_run, settings)
     if settings.neighbour_weight > 0:
         _add_neighbours(backend, scopes, query, now, settings, fused, candidates)
-    # Only the best ``2 × fetch`` go on: the adjustments move scores by a bounded factor,
-    # and reading, re-scoring and diversifying every candidate the windows and neighbours
-    # brought in cost more than the lanes themselves at 100k memories.
-    if len(fused) > 2 * fetch:
-        fused = dict(sorted(fused.items(), key=lambda item: -item[1])[: 2 * fetch])
+    # Only the best ``pool`` go on: the adjustments move scores by a bounded factor, and
+    # reading, re-scoring and diversifying every candidate the windows and neighbours
+    # brought in cost more than the lanes themselves at 100k memories. The pool is
+    # 2 × fetch up to 60 (limit 10: as measured on LoCoMo), then twice the limit, so its
+    # cost grows with the limit, not with limit × multiplier.
+    pool = min(2 * fetch, max(_POOL_FLOOR, 2 * query.limit, settings.rerank_depth))
+    if len(fused) > pool:
+        fused = dict(sorted(fused.items(), key=lambda item: -item[1])[:pool])
     memories = {m.id: m for m in backend.get_many(scopes, list(fused))}
     # The session prior is about dialogue: only episodes belong to a session's mass, and
     # a memory saved on purpose (fact, decision, summary, note) keeps its score.
@@ -392,29 +397,50 @@ def _diversify(
     Similarity is the cosine of the candidates' chunk vectors where both have one, and
     the Jaccard similarity of their word sets otherwise (keyword-only search, or a
     memory not embedded yet): three near-duplicates never fill the top three."""
-    texts = [s.candidate.chunk_text or s.memory.content for s in scored]
-    similarity = ranking.token_similarity(texts)
+    n = len(scored)
+    has = np.zeros(n, dtype=bool)
+    matrix = np.zeros((n, 1), dtype=np.float32)
     if indexer.enabled and indexer.identity is not None:
-        chunk_ids = [s.candidate.chunk_id for s in scored if s.candidate.chunk_id is not None]
-        vectors = backend.vectors.vectors(indexer.identity, chunk_ids) if chunk_ids else {}
+        chunk_of = _chunk_ids(backend, scored)
+        vectors = backend.vectors.vectors(indexer.identity, list(chunk_of.values()))
         if vectors:
-            dimension = len(next(iter(vectors.values())))
-            matrix = np.zeros((len(scored), dimension), dtype=np.float32)
-            has = np.zeros(len(scored), dtype=bool)
-            for i, s in enumerate(scored):
-                vector = vectors.get(s.candidate.chunk_id)
+            matrix = np.zeros((n, len(next(iter(vectors.values())))), dtype=np.float32)
+            for i in range(n):
+                vector = vectors.get(chunk_of.get(i, -1))
                 if vector is not None:
                     matrix[i] = vector
                     has[i] = True
-            both = has[:, None] & has[None, :]
-            similarity = np.where(both, matrix @ matrix.T, similarity)
+    features = None
+    if not has.all():
+        features = ranking.word_features(
+            [(s.candidate.chunk_text or s.memory.content)[:_DIVERSITY_CHARS] for s in scored]
+        )
+
+    def column(j: int) -> np.ndarray:
+        # Vectors where both have one (a product per candidate taken, not n²), word
+        # sets otherwise (keyword-only search, or a memory not embedded yet).
+        cosine = matrix @ matrix[j]
+        if features is None:
+            return cosine
+        words = ranking.jaccard_column(features, j)
+        return np.where(has & has[j], cosine, words)
+
     out = []
-    for index, factor in ranking.diversity_order(
-        [s.score for s in scored], similarity, limit, lambda_
-    ):
+    for index, factor in ranking.diversity_order([s.score for s in scored], column, limit, lambda_):
         item = scored[index]
         if factor < 1.0:
             item.factors = {**item.factors, "diversity": factor}
         item.score *= factor
         out.append(item)
+    return out
+
+
+def _chunk_ids(backend: Backend, scored: list[Ranked]) -> dict[int, int]:
+    """Position → the chunk that stands for the candidate: the chunk a lane matched, else
+    (a neighbour brought in as dialogue context) the memory's first chunk."""
+    out = {i: s.candidate.chunk_id for i, s in enumerate(scored) if s.candidate.chunk_id}
+    missing = {s.memory.id: i for i, s in enumerate(scored) if i not in out}
+    if missing:
+        for chunk in backend.memory_chunks(list(missing)):
+            out.setdefault(missing[chunk.memory_id], chunk.chunk_id)
     return out

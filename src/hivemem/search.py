@@ -85,14 +85,21 @@ def window_coverage(
     Anna"): neither holds every query term, the pair does. ``share`` 1 scores the pair's
     union; 0 scores the turn alone.
     """
+    total = sum(weights.values())
+    if total <= 0:
+        return dict.fromkeys(own, 0.0)
+
+    def mass(terms: set[str]) -> float:
+        return min(1.0, sum(weights.get(t, 0.0) for t in terms) / total)
+
     out = {}
     for memory_id, terms in own.items():
         alone = set(terms)
         together = set(alone)
         for other in windows.get(memory_id, ()):
             together |= set(own.get(other, ()))
-        base = coverage(weights, alone)
-        out[memory_id] = base + share * (coverage(weights, together) - base)
+        base = mass(alone)
+        out[memory_id] = base if together == alone else base + share * (mass(together) - base)
     return out
 
 
