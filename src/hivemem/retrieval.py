@@ -69,7 +69,7 @@ def search(
     reranker: Reranker | None = None,
 ) -> list[Hit]:
     """Hits for ``query`` in ``scopes``, best first (see the module docstring)."""
-    fetch = query.limit * settings.candidate_multiplier
+    fetch = lane_fetch(query.limit, settings.candidate_multiplier)
     notes: list[str] = []
     candidates: dict[str, _Candidate] = {}
 
@@ -184,6 +184,17 @@ def search(
         snippet = textmod.snippet(c.chunk_text or memory.content, terms)
         hits.append(Hit(memory=memory, score=round(score, 6), explain=explain, snippet=snippet))
     return hits
+
+
+_EXTRA_FLOOR = 10  # the limit up to which every lane fetches limit × multiplier
+
+
+def lane_fetch(limit: int, multiplier: int) -> int:
+    """Candidates each lane returns: ``limit × multiplier`` up to limit 10 (as measured
+    on LoCoMo), then the limit plus the same headroom (``(multiplier − 1) × 10``): a hit
+    beyond the first candidates is there for the ranks past 10, where any match of the
+    lanes will do. So a search's cost grows with the limit, not limit × multiplier."""
+    return limit + (multiplier - 1) * min(limit, _EXTRA_FLOOR)
 
 
 def _current_candidate(current: Memory, superseded: Memory) -> _Candidate:
