@@ -184,3 +184,13 @@ def test_token_similarity_is_jaccard_of_word_sets():
     assert sim[0, 1] == pytest.approx(2 / 4)
     assert sim[0, 2] == 0 and sim[3, 3] == 0
     assert sim[0, 0] == pytest.approx(1.0)
+
+
+def test_length_prior_judges_only_long_memories_saved_on_purpose():
+    from hivemem.ranking import length_prior
+
+    lengths = {"turn": 100, "fact": 120, "summary": 1000, "long turn": 900, "x": 80}
+    factors = length_prior(lengths, {"fact", "summary"}, 0.5)
+    # median 120: only what is over twice that is judged, and only saved memories
+    assert factors == {"summary": pytest.approx((240 / 1000) ** 0.5)}
+    assert length_prior(lengths, {"summary"}, 0.0) == {}

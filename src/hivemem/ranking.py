@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import re
 import zlib
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from datetime import datetime
 from enum import StrEnum
 
@@ -147,6 +147,27 @@ def group_prior(
     return {
         key: 1.0 - weight + weight * mass[groups[key]] / best if key in groups else 1.0
         for key in scores
+    }
+
+
+def length_prior(
+    lengths: Mapping[str, int], subject: Collection[str], weight: float
+) -> dict[str, float]:
+    """``(2 × median / length) ** weight`` for the memories in ``subject`` more than
+    twice as long as the median of ``lengths`` (every candidate of the query); the rest
+    keep 1.0 (facts of ordinary length are never judged by it).
+
+    Why: a long text (a session summary) holds many of a query's words, and is close to
+    many queries, by chance; among texts saved on purpose, the one that says the thing
+    in few words is the better answer (BM25's length normalisation, as a prior)."""
+    if weight <= 0 or not lengths or not subject:
+        return {}
+    ordered = sorted(lengths.values())
+    long = 2 * max(1, ordered[len(ordered) // 2])
+    return {
+        key: (long / lengths[key]) ** weight
+        for key in subject
+        if key in lengths and lengths[key] > long
     }
 
 

@@ -139,6 +139,11 @@ def search(
         if m.session_id is not None and m.kind is Kind.EPISODE
     }
     prior = ranking.group_prior(fused, sessions, settings.session_weight)
+    lengths = ranking.length_prior(
+        {m.id: len(m.content) for m in memories.values()},
+        {m.id for m in memories.values() if m.kind is not Kind.EPISODE},
+        settings.length_weight,
+    )
     scored: list[Ranked] = []
     for memory_id, base in fused.items():
         memory = memories.get(memory_id)
@@ -147,6 +152,8 @@ def search(
         factors = adjustments(memory, settings, now)
         if prior[memory_id] < 1.0:
             factors["session"] = prior[memory_id]
+        if lengths.get(memory_id, 1.0) < 1.0:
+            factors["length"] = lengths[memory_id]
         score = base
         for value in factors.values():
             score *= value
