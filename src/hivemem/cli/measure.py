@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from hivemem.bench import format_table, run_bench
+from hivemem.bench_long import format_long, run_long_bench
 from hivemem.errors import InvalidInput
 from hivemem.evaluation import SYSTEM_PROMPT_PREAMBLE, eval_locomo, format_report
 from hivemem.longmemeval import eval_longmemeval, format_lme_report
@@ -62,6 +63,20 @@ def _stage_printer() -> Any:
     type=click.Path(file_okay=False),
     help="Keep the generated stores in this folder (default: a temporary folder).",
 )
+@click.option(
+    "--long-scopes",
+    default=20,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Scopes of the long-memory corpus (turns of ~1 kB; 0 skips it).",
+)
+@click.option(
+    "--long-turns",
+    default=500,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Turns per scope of the long-memory corpus.",
+)
 @json_option
 @pass_env
 def bench(
@@ -72,6 +87,8 @@ def bench(
     batch: int,
     skip_model: bool,
     keep_folder: str | None,
+    long_scopes: int,
+    long_turns: int,
     as_json: bool,
 ) -> None:
     """Time writes, vector indexing and searches on generated data.
@@ -81,7 +98,9 @@ def bench(
     writes and the same natural-language questions are timed (p50/p95/p99) keyword only,
     hybrid, and in the vector lane alone. The vectors come from the hash embedder at the
     default model's dimension (the index costs the same); the real model is timed once
-    per run: load, sentences/s, query embedding. HIVEMEM_* settings apply.
+    per run: load, sentences/s, query embedding. Then the long-memory corpus: scopes of
+    500 turns of ~1 kB, searched at limit 10 and 50, the first query of each scope and
+    warm ones. HIVEMEM_* settings apply.
     """
     try:
         report = run_bench(
@@ -96,10 +115,17 @@ def bench(
         )
     except ValueError as exc:
         raise InvalidInput("bench", str(exc)) from None
+    long = (
+        run_long_bench(long_scopes, long_turns, settings=env.settings, progress=_stage_printer())
+        if long_scopes
+        else None
+    )
     if as_json:
-        echo_json(report.to_dict())
+        echo_json({**report.to_dict(), "long_memories": long.to_dict() if long else None})
     else:
         click.echo(format_table(report))
+        if long is not None:
+            click.echo("\n" + format_long(long))
 
 
 @click.group(name="eval")
