@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -50,3 +51,27 @@ def store(db_path, clock):
 @pytest.fixture
 def mem(store):
     return store.scope("team-a")
+
+
+# The storage half of the reliability suite lives beside the other tests; the input half
+# is tests/reliability/ (its conftest marks it).
+RELIABILITY_FILES = {
+    "test_kill9.py",
+    "test_disk_full.py",
+    "test_damaged_files.py",
+    "test_secrets_hunt.py",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test of the reliability suite carries ``reliability`` (``make reliability``
+    selects them with ``-m reliability``). Tests marked ``long`` are the suite's long forms:
+    they run only with ``HIVEMEM_RELIABILITY_LONG=1`` (``make reliability``); ``make test``
+    runs the fast forms beside them."""
+    long_form = os.environ.get("HIVEMEM_RELIABILITY_LONG") == "1"
+    skip = pytest.mark.skip(reason="long form of the reliability suite: run `make reliability`")
+    for item in items:
+        if item.path.name in RELIABILITY_FILES or item.get_closest_marker("long"):
+            item.add_marker(pytest.mark.reliability)
+        if item.get_closest_marker("long") and not long_form:
+            item.add_marker(skip)

@@ -13,6 +13,20 @@ from hivemem import context as contextmod
 from hivemem.context import ContextProvider, build_context, estimate_tokens
 
 
+@pytest.fixture
+def store(db_path, clock):
+    """The conftest store without consolidation on session switch: these tests decide
+    which memories exist (background facts and summaries would join the block)."""
+    s = hivemem.open(
+        db_path,
+        clock=clock,
+        embedder="hash",
+        settings=hivemem.Settings(consolidate_on_session_switch=False),
+    )
+    yield s
+    s.close()
+
+
 def words(text: str) -> int:
     """An injected counter: whitespace-separated words (exact and easy to reason about)."""
     return len(text.split())

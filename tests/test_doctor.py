@@ -79,6 +79,7 @@ def test_missing_chunks_are_found_and_repaired(store, mem, db_path):
         "unchunked_after": 0,
         "rebuilt": 1,
         "index_rebuilt": False,
+        "problems": [],
     }
     assert [m.to_dict() for m in store.iter_memories()] == before
     assert doctor.diagnose(store).ok

@@ -31,7 +31,10 @@ class _Server:
                 if outer.status != 200:
                     payload = {"error": {"message": "model not loaded", "type": "server_error"}}
                 else:
-                    vectors = HashEmbedder(outer.dimension).embed_batch(body["input"])
+                    # Like text-embedding-3-*: the full size, or the Matryoshka prefix the
+                    # request's ``dimensions`` asks for.
+                    size = body.get("dimensions") or outer.dimension
+                    vectors = HashEmbedder(size).embed_batch(body["input"])
                     data = [
                         {"object": "embedding", "index": i, "embedding": [3 * x for x in v]}
                         for i, v in enumerate(vectors)
@@ -142,3 +145,54 @@ def test_missing_extra_gives_the_install_command(monkeypatch):
 
     with pytest.raises(MissingDependency, match=r"pip install 'hivemem\[openai\]'"):
         OpenAIEmbedder(model="m", dimension=8, base_url="http://127.0.0.1:9/v1").embed_batch(["x"])
+
+
+def test_matryoshka_dimensions_are_sent_and_recorded_in_the_identity():
+    full = _Server(dimension=24)  # the model's own size; the seeds ask for less
+    try:
+        e = OpenAIEmbedder(
+            model="text-embedding-3-large", dimensions=8, base_url=full.url, max_retries=0
+        )
+        assert e.dimension == 8
+        assert e.identity == "text-embedding-3-large@8:8"
+        vectors = e.embed_batch(["red fox", "blue whale"])
+        assert [len(v) for v in vectors] == [8, 8]
+        assert [r["dimensions"] for r in full.requests] == [8]
+        # Without the parameter the same configuration got 24 numbers: refused loudly.
+        plain = OpenAIEmbedder(model="text-embedding-3-large", dimension=8, base_url=full.url)
+        with pytest.raises(HiveMemError, match="returned 24 dimensions, expected 8"):
+            plain.embed_batch(["x"])
+        with pytest.raises(InvalidInput) as err:
+            OpenAIEmbedder(model="m", dimension=16, dimensions=8)
+        assert err.value.field == "dimension"
+        with pytest.raises(InvalidInput) as err:
+            OpenAIEmbedder(model="m", dimensions=0)
+        assert err.value.field == "dimensions"
+    finally:
+        full.close()
+
+
+def test_the_openai_embedder_from_settings_fills_a_store_and_searches(tmp_path):
+    import hivemem
+    from hivemem import Settings
+
+    full = _Server(dimension=24)
+    try:
+        settings = Settings().replace(
+            embedder="openai",
+            embed_model="text-embedding-3-small",
+            embed_dimensions=16,
+            embed_base_url=full.url,
+        )
+        with hivemem.open(tmp_path / "m.db", settings=settings, embed_api_key="sk-x") as store:
+            assert store.indexer.identity == "text-embedding-3-small@16:16"
+            mem = store.scope("a")
+            mem.save("the red fox jumps over the fence", wait=True)
+            assert store.backend.vectors.count() == 1
+            assert store.backend.meta()["embedding_identity"] == "text-embedding-3-small@16:16"
+            hits = mem.search("red fox")
+            assert hits and "vector" in hits[0].explain.lanes
+        assert {r["dimensions"] for r in full.requests} == {16}
+        assert {r["auth"] for r in full.requests} == {"Bearer sk-x"}
+    finally:
+        full.close()

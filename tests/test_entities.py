@@ -15,6 +15,7 @@ from hivemem.entities import (
 )
 
 P = EntityType.PERSON
+NAMES = {P, *(EntityType(t) for t in ("organization", "project", "location", "tool"))}
 
 
 def pairs(text: str, **kwargs) -> list[tuple[str, str, EntityType]]:
@@ -50,7 +51,38 @@ def test_a_sentence_initial_name_in_a_question_is_a_name():
     ],
 )
 def test_proper_names(text, expected):
-    assert [m.name for m in extract(text) if m.type is P] == expected
+    assert [m.name for m in extract(text) if m.type in NAMES] == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Acme Corp hired Alice", [("Acme Corp", "organization"), ("Alice", "person")]),
+        ("Initech GmbH and Globex Inc. merged", [("Initech GmbH", "organization"),
+                                                 ("Globex Inc", "organization")]),
+        ("Bank of America hired O'Neil", [("Bank of America", "person"), ("O'Neil", "person")]),
+        ("Project Alpha ships in Berlin", [("Project Alpha", "project"), ("Berlin", "location")]),
+        ("We flew to New York with NASA", [("New York", "location"), ("NASA", "person")]),
+        ("Operation Nightfall moved from PostgreSQL to Redis", [
+            ("Operation Nightfall", "project"), ("PostgreSQL", "tool"), ("Redis", "tool")]),
+        ("Caroline visited Tokyo and Japan", [
+            ("Caroline", "person"), ("Tokyo", "location"), ("Japan", "location")]),
+    ],
+)  # fmt: skip
+def test_names_are_typed_by_cues(text, expected):
+    """Legal forms → organization, Project/Operation → project, the bundled gazetteer →
+    location, known tools → tool, any other proper name → person (the regex's guess,
+    which spaCy or the LLM may correct in the enrich job)."""
+    assert [(m.name, m.type.value) for m in extract(text) if m.type in NAMES] == expected
+
+
+def test_dates_in_any_common_form_share_one_key():
+    from hivemem.entities import lookup_keys
+
+    forms = ["8 May 2023", "May 8, 2023", "2023-05-08", "8th of May 2023", "may 8 2023"]
+    keys = {m.canonical for form in forms for m in extract(f"met on {form}.")}
+    assert keys == {"2023-05-08"}
+    assert all("2023-05-08" in lookup_keys(form) for form in forms[:4])
 
 
 @pytest.mark.parametrize(

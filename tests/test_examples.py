@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -49,3 +52,52 @@ def test_agent_loop_is_repeatable_on_the_same_store(agent_loop, db_path):
     agent_loop.main([str(db_path)], model=agent_loop.fake_model, embedder="hash")
     again = agent_loop.main([str(db_path)], model=agent_loop.fake_model, embedder="hash")
     assert again[0].system.count("You are Ada") == 1  # the identity save was a no-op
+
+
+def _run_example(name: str, tmp_path: Path) -> list[str]:
+    """Run an example as a reader would: its own process, this install's Python."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HIVEMEM_")}
+    env["HIVEMEM_EMBEDDER"] = "hash"  # the served store; the examples' own stores use the model
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / name), str(tmp_path / "example.db")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def test_openai_tool_loop_saves_then_finds_through_the_tools(tmp_path):
+    lines = _run_example("openai_tool_loop.py", tmp_path)
+    assert lines == ["Saved.", "I found: Our staging database is Postgres 16 on db-stage-2."]
+    with hivemem.open(tmp_path / "example.db", embedder="none") as store:
+        [saved] = store.scope("agent-1").list()
+        assert saved.content.startswith("Our staging database")
+
+
+def test_mem0_switch_keeps_the_calls_and_the_history(tmp_path):
+    assert _run_example("mem0_switch.py", tmp_path) == [
+        "add: ADD, again: NONE",
+        "search: I live in Berlin",
+        "history: [('ADD', 'I live in Berlin'), ('UPDATE', 'I live in Munich')]",
+        "after delete_all: 0 memories",
+    ]
+
+
+def test_mcp_client_config_starts_the_server_as_a_client_does(tmp_path):
+    pytest.importorskip("mcp")
+    lines = _run_example("mcp_client_config.py", tmp_path)
+    config = json.loads("\n".join(lines[:-2]))
+    server = config["mcpServers"]["memory"]
+    assert Path(server["command"]).is_absolute()
+    assert server["args"][:2] == ["--db", str((tmp_path / "example.db").resolve())]
+    assert lines[-2].startswith("tools: memory_save, memory_search")
+    assert lines[-1] == "search: Never deploy on Fridays"
+
+
+def test_every_example_is_run_by_a_test():
+    source = Path(__file__).read_text()
+    for example in EXAMPLES.glob("*.py"):
+        assert example.name in source, f"{example.name} has no test"

@@ -322,6 +322,8 @@ def test_every_status_the_api_returns_has_the_one_error_shape(client, grants, mo
     check(client.get("/v1/scopes/team-a/memories", token), 501)
     monkeypatch.setattr(tools, "call", fail_with(hivemem.StoreError("locked too long")))
     check(client.get("/v1/scopes/team-a/memories", token), 503)
+    monkeypatch.setattr(tools, "call", fail_with(hivemem.StoreFull("the disk is full")))
+    check(client.get("/v1/scopes/team-a/memories", token), 507)
     assert seen == set(STATUSES)
 
 

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hivemem
-from hivemem import Conflict, InvalidInput, NotFound, Settings, Source, Status
+from hivemem import Conflict, Forbidden, InvalidInput, NotFound, Settings, Source, Status
 
 ALL_STATUSES = [s.value for s in Status]
 
@@ -213,7 +213,8 @@ def test_shared_scopes_are_readable_and_written_only_by_promote(store):
     with pytest.raises(NotFound):
         agent2.promote(private.id, to="swarm")
 
-    # Nobody but promote writes the shared scope: not even its other readers.
+    # Nobody but promote (and a lead, hivemem.rights) writes the shared scope: its
+    # readers are refused, clearly.
     for attempt in (
         lambda: agent2.correct(promoted.id, "deploys need one approval"),
         lambda: agent2.confirm(promoted.id),
@@ -221,7 +222,7 @@ def test_shared_scopes_are_readable_and_written_only_by_promote(store):
         lambda: agent2.delete("deploy-rule"),
         lambda: agent1.delete(promoted.id),
     ):
-        with pytest.raises(NotFound):
+        with pytest.raises(Forbidden, match="only a lead of 'swarm'"):
             attempt()
     own = agent2.save("deploys need one approval", key="deploy-rule")
     assert own.scope == "agent-2"

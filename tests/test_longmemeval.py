@@ -163,7 +163,7 @@ def test_cli_prints_json(data_file, monkeypatch):
     args = ["eval", "longmemeval", str(data_file), "--limit-questions", "1", "--json"]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
-    report = json.loads(result.output)
+    report = json.loads(result.stdout)  # progress goes to stderr
     assert report["overall"]["turn_recall_any@5"] == 1.0
     assert report["by_type"]["single-session-user"]["session_recall_any@10"] == 1.0
     assert report["turns"] == 8 and report["abstention_skipped"] == 0

@@ -5,6 +5,8 @@ expiry, reflection preconditions, summary grouping, idempotence and crash recove
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 
 import pytest
 
@@ -231,7 +233,9 @@ def test_decay_formulas():
 
 @pytest.mark.parametrize("formula", ["exponential", "power"])
 def test_decay_arithmetic_and_protected_facts(db_path, clock, formula):
-    settings = Settings(decay_formula=formula)
+    # From creation: the gets below are accesses, which restart a curve from last access
+    # (the default; tests/test_decay_defaults.py).
+    settings = Settings(decay_formula=formula, decay_from="created")
     with hivemem.open(db_path, settings=settings, clock=clock, embedder="none") as store:
         mem = store.scope("team-a")
         fading = mem.save("Standup moved to 9:30", kind="fact", decay_rate=0.1)
@@ -390,7 +394,7 @@ def test_every_save_gets_a_category_and_its_confidence(store):
     assert mem.get(secret.id).category == "credential"
     assert sure[given.id] == 1.0
     assert 0.5 < sure[secret.id] <= 0.95
-    assert (plain.category, sure[plain.id]) == ("fact", 0.3)  # no cue: the kind's fallback
+    assert (plain.category, sure[plain.id]) == ("general", 0.0)  # no keyword matched
 
 
 def test_the_categorize_job_backfills_older_rows(store):
@@ -523,3 +527,26 @@ def test_caseless_rules_hold_no_capital_letter_and_match_any_case():
 
     assert categorize("MY PASSWORD IS HUNTER2")[0] == "credential"
     assert categorize("My Password is hunter2") == categorize("my password is hunter2")
+
+
+def test_enrich_without_the_pipeline_skips_quietly_and_never_imports_spacy(tmp_path):
+    """The default pipeline is not installed: the job says so in one line, without
+    spaCy's E050 text and without importing spaCy (~2 s on every scheduled run)."""
+    script = (
+        "import sys, hivemem\n"
+        "from hivemem.maintenance import run_job\n"
+        f"store = hivemem.open({str(tmp_path / 'm.db')!r}, embedder='none')\n"
+        "store.scope('a').save('met acme corp in berlin')\n"
+        "[result] = run_job(store, 'enrich', 'a')\n"
+        "print(result.status)\n"
+        "print(result.reason)\n"
+        "print('spacy' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    status, reason, imported = done.stdout.splitlines()
+    assert status == "skipped"
+    assert "spaCy pipeline 'en_core_web_sm' is not installed" in reason
+    assert "E050" not in reason and "python -m spacy download en_core_web_sm" in reason
+    assert imported == "False"

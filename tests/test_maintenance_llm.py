@@ -26,7 +26,10 @@ def server():
 @pytest.fixture
 def llm_store(db_path, clock, server):
     llm = OpenAIChatLLM("qwen2.5:7b", base_url=server.url, max_retries=0)
-    store = hivemem.open(db_path, clock=clock, embedder="none", llm=llm)
+    # Session summaries and conflicts ask the model too; their own tests are in
+    # test_sessions.py and test_conflicts.py.
+    settings = hivemem.Settings(session_summaries=False, llm_conflicts=False)
+    store = hivemem.open(db_path, clock=clock, embedder="none", llm=llm, settings=settings)
     yield store
     store.close()
 
@@ -136,7 +139,9 @@ def test_the_server_failing_mid_job_then_a_rerun_loses_and_duplicates_nothing(
 
 
 def test_repeated_failures_on_one_batch_fall_back_to_extractive(db_path, clock, server):
-    settings = hivemem.Settings(consolidate_max_failures=2)
+    settings = hivemem.Settings(
+        consolidate_max_failures=2, session_summaries=False, llm_conflicts=False
+    )
     llm = OpenAIChatLLM("m", base_url=server.url, max_retries=0)
     with hivemem.open(db_path, settings=settings, clock=clock, embedder="none", llm=llm) as store:
         mem = store.scope("team-a")
@@ -179,8 +184,8 @@ def test_llm_enrichment_links_entities_the_regexes_missed(llm_store, server):
                     {
                         "index": 1,
                         "entities": [
-                            {"name": "acme corp", "type": "name"},
-                            {"name": "berlin", "type": "name"},
+                            {"name": "acme corp", "type": "organization"},
+                            {"name": "berlin", "type": "location", "confidence": 0.95},
                         ],
                     }
                 ]
@@ -190,8 +195,9 @@ def test_llm_enrichment_links_entities_the_regexes_missed(llm_store, server):
     [result] = run_job(llm_store, "enrich", "team-a")
     assert result.status == "ok"
     assert dict(result.counts) == {"checked": 2, "enriched": 1, "mentions": 2}
-    _, linked = mem.entity("Acme Corp")
+    acme, linked = mem.entity("Acme Corp")
     assert [m.id for m in linked] == [quiet.id]
+    assert (acme.type, mem.entity("Berlin")[0].type) == ("organization", "location")
     assert "Ana and Bo" not in server.requests[0]["messages"][-1]["content"]
     assert named.id  # checked, not sent
     [again] = run_job(llm_store, "enrich", "team-a")
@@ -207,7 +213,10 @@ def test_the_cli_gives_the_llm_its_key_from_the_environment(db_path, server):
         store.scope("default").add_episodes(
             [{"content": "I moved to lisbon last month", "session_id": "s1", "role": "user"}]
         )
-    server.script(_facts({"content": "The user moved to Lisbon.", "turns": [1]}))
+    server.script(
+        _facts({"content": "The user moved to Lisbon.", "turns": [1]}),
+        "- The user moved to Lisbon.",  # the session's summary
+    )
     env = {
         "HIVEMEM_LLM": "openai",
         "HIVEMEM_LLM_MODEL": "qwen2.5:7b",
@@ -220,5 +229,5 @@ def test_the_cli_gives_the_llm_its_key_from_the_environment(db_path, server):
         main, ["--db", str(db_path), "maintain", "consolidate", "--json"], env=env
     )
     assert result.exit_code == 0, result.output
-    assert [r["auth"] for r in server.requests] == ["Bearer sk-test-key-123"]
+    assert [r["auth"] for r in server.requests] == ["Bearer sk-test-key-123"] * 2
     assert "sk-test-key-123" not in result.output

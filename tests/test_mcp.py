@@ -41,7 +41,7 @@ def payload(result):
 @pytest.fixture
 def team(db_path, clock):
     """A lead bound to scope 'lead' with 'swarm' as its learning scope, and one memory."""
-    settings = Settings().replace(learning_scope="swarm")
+    settings = Settings().replace(learning_scope="swarm", lead_of="swarm")
     store = hivemem.open(db_path, settings=settings, clock=clock, embedder="hash")
     mem = mcp_server.bind(store, "lead")
     mem.save("Melanie Okafor owns the billing service", key="billing")
@@ -79,6 +79,10 @@ CALLS = [
     ("get_entity_info", {"name": "Melanie Okafor"}),
     ("memory_consolidate", {"session_id": "s1"}),
     ("inject_learning", {"content": "Run migrations first", "category": "best-practice"}),
+    ("search_memory", {"query": "deploy window", "kind": "episode", "limit": 3}),
+    ("memory_related", {"id": "billing"}),
+    ("memory_purge", {"id": "deploy", "dry_run": True}),
+    ("memory_purge_all", {"confirm": "lead", "dry_run": True}),
     ("memory_delete", {"id": "billing"}),
 ]
 
@@ -95,7 +99,7 @@ def test_every_tool_answers_through_mcp_as_the_table_does(team):
     out = dict(zip([name for name, _ in CALLS], map(payload, run(main)), strict=True))
     assert out["memory_save"]["memory"]["type"] == "lesson"
     assert out["memory_search"]["results"][0]["key"] == "billing"
-    assert out["memory_search"]["mode"] == "hybrid"
+    assert out["memory_search"]["search_mode"] == "hybrid"
     assert out["memory_get"]["memory"]["content"] == "Melanie Okafor owns the billing service"
     assert [m["key"] for m in out["memory_list"]["memories"]] == ["billing"]
     assert out["remember_fact"]["memory"]["kind"] == "fact"
@@ -105,6 +109,10 @@ def test_every_tool_answers_through_mcp_as_the_table_does(team):
     assert out["get_entity_info"]["entity"]["name"] == "Melanie Okafor"
     assert out["memory_consolidate"]["result"]["counts"]["sessions"] == 1
     assert out["inject_learning"]["scope"] == "swarm"
+    assert out["search_memory"]["results"][0]["kind"] == "episode"
+    assert out["memory_related"]["related"] == []  # the crossrefs job has not run
+    assert out["memory_purge"]["purged"]["dry_run"] is True
+    assert out["memory_purge_all"]["purged"]["counts"]["memories"] >= 3
     assert out["memory_delete"]["memory"]["status"] == "deleted"
     worker = store.scope("worker", shared=["swarm"])
     assert worker.search("migrations")[0].memory.content == "Run migrations first"
@@ -143,7 +151,7 @@ def test_an_unexpected_failure_is_a_tool_error_not_a_crash(team, monkeypatch):
 
     spec = tools.TOOLS["memory_stats"]
     monkeypatch.setitem(
-        tools.TOOLS, "memory_stats", spec.__class__(**{**vars(spec), "handler": broken})
+        tools.NAMED, "memory_stats", spec.__class__(**{**vars(spec), "handler": broken})
     )
 
     async def main():
@@ -190,7 +198,16 @@ def _params(db: Path, *args: str) -> StdioServerParameters:
 
 
 def test_serve_mcp_over_stdio(db_path):
-    params = _params(db_path, "serve-mcp", "--scope", "agent-1", "--learning-scope", "swarm")
+    params = _params(
+        db_path,
+        "serve-mcp",
+        "--scope",
+        "agent-1",
+        "--learning-scope",
+        "swarm",
+        "--lead-of",
+        "swarm",
+    )
 
     async def main():
         async with Client(params) as client:

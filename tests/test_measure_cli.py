@@ -32,7 +32,7 @@ def test_bench_command_prints_json_figures(monkeypatch):
         ],
     )
     assert result.exit_code == 0, result.output
-    report = json.loads(result.output)
+    report = json.loads(result.stdout)
     [size] = report["results"]
     assert size["size"] == 200 and size["vectors"] == 200
     for mode in ("search_keyword_only", "search_hybrid", "vector_lane"):
@@ -69,6 +69,45 @@ def test_bench_command_prints_a_table():
     assert "Long memories" not in result.output
     assert "N=100" in result.output and "search hybrid (hash) p50 (ms)" in result.output
     assert "vector indexing (hash) vectors/s" in result.output
+
+
+def test_default_bench_is_quick_and_shows_progress_on_stderr_without_a_terminal():
+    result = CliRunner().invoke(main, ["bench", "--no-model", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    [size] = report["results"]
+    assert size["size"] == 1000 and size["search_hybrid"]["latency"]["count"] == 50
+    stages = result.stderr.splitlines()
+    assert "load 1,000: 0/1000" in stages and "load 1,000: 1000/1000" in stages
+    assert "search hybrid: 50/50" in stages
+    assert "\r" not in result.stderr  # no terminal: whole lines, not redraws
+
+
+def test_progress_without_a_terminal_prints_each_tenth_once(capsys):
+    from hivemem.cli.measure import _stage_printer
+
+    report = _stage_printer()
+    for done in (0, 5, 10, 15, 55, 100):
+        report("load", done, 100)
+    assert capsys.readouterr().err.splitlines() == [
+        "load: 0/100",
+        "load: 10/100",
+        "load: 55/100",
+        "load: 100/100",
+    ]
+    assert _stage_printer(quiet=True) is None
+
+
+def test_bench_quiet_and_the_full_warning():
+    args = ["bench", "--sizes", "100", "--queries", "3", "--writes", "3", "--no-model"]
+    quiet = CliRunner().invoke(main, [*args, "--quiet"])
+    assert quiet.exit_code == 0 and quiet.stderr == ""
+    full = CliRunner().invoke(main, [*args, "--full"])
+    assert full.exit_code == 0, full.output
+    assert full.stderr.startswith("note: the full bench loads 100 memories: minutes")
+    assert "0.6 MB written to a temporary folder" in full.stderr
+    help_text = CliRunner().invoke(main, ["bench", "--help"]).output
+    assert "--full" in help_text and "10000,100000" in help_text
 
 
 def test_bench_rejects_bad_counts():

@@ -124,7 +124,7 @@ def test_eval_all_runs_the_three_suites(tmp_path, monkeypatch):
         ],
     )
     assert result.exit_code == 0, result.output
-    names = [r["suite"] for r in json.loads(result.output)]
+    names = [r["suite"] for r in json.loads(result.stdout)]
     assert names == ["LongMemEval", "LoCoMo episodes", "LoCoMo mixed"]
     only = CliRunner().invoke(
         main, ["eval", "all", "--locomo", str(_locomo(tmp_path)), "--suite", "locomo"]

@@ -176,7 +176,8 @@ def test_search_before_flush_answers_by_keyword_and_says_why(db_path, cstore):
     assert ids(hits) == [saved.id]
     assert set(hits[0].explain.lanes) == {"keyword"}
     assert hits[0].explain.notes == (
-        "some memories are still being embedded: found by keyword only",
+        "some memories are still being embedded: found by keyword only until then "
+        "(run `hivemem reindex`, or store.flush(), to finish now)",
     )
     assert mem.search("automobile") == []  # not embedded yet: no vector lane hit
 
@@ -564,3 +565,65 @@ def test_vectors_written_after_a_search_are_found_by_that_handle_and_by_others(d
         a.scope("alice").delete(car.id)
         assert a.scope("alice").search("automobile") == []
         assert ids(b.scope("bob").search("dwelling")) == []  # scopes stay apart
+
+
+# ----------------------------------------------------------------------------- no sqlite-vec
+
+
+@pytest.fixture
+def no_sqlite_vec(monkeypatch):
+    """sqlite-vec not installed: its import fails, as on a machine without the wheel."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "sqlite_vec", None)
+
+
+def test_without_sqlite_vec_the_vector_lane_scans_exactly_instead_of_switching_off(
+    db_path, clock, no_sqlite_vec
+):
+    concept = ConceptEmbedder()
+    store = hivemem.open(
+        db_path, clock=clock, embedder=concept, settings=Settings(embed_in_background=False)
+    )
+    try:
+        assert "sqlite-vec is not installed" in store.backend.vectors.exact_scan
+        assert store.indexer.enabled
+        mem, other = store.scope("alice"), store.scope("bob")
+        car = mem.save(CAR, wait=True)
+        dog = mem.save(DOG, wait=True)
+        other.save("The automobile of bob", wait=True)
+        assert store.backend.vectors.count() == 3
+        hits = mem.search("automobile")  # no shared word: only the vector lane finds it
+        assert ids(hits) == [car.id]
+        assert set(hits[0].explain.lanes) == {"vector"}
+        assert hits[0].explain.lanes["vector"]["cosine"] == pytest.approx(
+            cosine(*ConceptEmbedder().embed_batch(["automobile", CAR])), abs=1e-5
+        )
+        assert ids(mem.search("puppy")) == [dog.id]
+        mem.delete(car.id)
+        assert mem.search("automobile") == []  # filters hold in the scan
+        from hivemem.doctor import diagnose
+
+        vectors = next(c for c in diagnose(store).checks if c.name == "vectors")
+        assert vectors.ok and "exact scan" in vectors.detail
+    finally:
+        store.close()
+
+
+def test_vectors_stored_without_sqlite_vec_reach_the_knn_index_when_it_is_back(
+    db_path, clock, monkeypatch
+):
+    import sys
+
+    concept = ConceptEmbedder()
+    settings = Settings(embed_in_background=False)
+    with monkeypatch.context() as patch:
+        patch.setitem(sys.modules, "sqlite_vec", None)
+        with hivemem.open(db_path, clock=clock, embedder=concept, settings=settings) as store:
+            car = store.scope("alice").save(CAR, wait=True)
+    with hivemem.open(db_path, clock=clock, embedder=concept, settings=settings) as store:
+        assert store.backend.vectors.exact_scan is None
+        store.flush()  # the chunk is queued again; its vector comes from the cache
+        assert concept.embedded.count(CAR) == 1
+        assert store.backend.vectors.count() == 1
+        assert ids(store.scope("alice").search("automobile")) == [car.id]

@@ -10,7 +10,16 @@ hits = mem.search("when can we deploy?")
 from .context import ContextProvider
 from .core import ScopedMemory
 from .database import Store, default_path, open
-from .errors import Conflict, HiveMemError, InvalidInput, MissingDependency, NotFound, StoreError
+from .errors import (
+    Conflict,
+    Forbidden,
+    HiveMemError,
+    InvalidInput,
+    MissingDependency,
+    NotFound,
+    StoreError,
+    StoreFull,
+)
 from .maintenance import JobResult, run_job
 from .maintenance.crossrefs import Related
 from .notes import IndexReport, index_folder, watch_folder
@@ -35,6 +44,7 @@ __all__ = [
     "ContextProvider",
     "Entity",
     "Explanation",
+    "Forbidden",
     "Hit",
     "HiveMemError",
     "IndexReport",
@@ -53,6 +63,7 @@ __all__ = [
     "Status",
     "Store",
     "StoreError",
+    "StoreFull",
     "Vault",
     "VaultEntry",
     "__version__",

@@ -355,7 +355,9 @@ def run_bench(
             raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
     if not sizes or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in sizes):
         raise ValueError(f"sizes must be whole numbers >= 1, got {sizes!r}")
-    settings = settings or Settings()
+    # The measured corpus stays what was loaded: no background consolidation of its
+    # sessions (it would add facts and compete for the write lock mid-measurement).
+    settings = (settings or Settings()).replace(consolidate_on_session_switch=False)
     notify = progress or _quiet
     generator = CorpusGenerator(seed)
     # The model first: a missing model fails the run before minutes of loading.
@@ -392,10 +394,11 @@ def _quiet(stage: str, done: int, total: int) -> None:
 
 def _settings_changed(settings: Settings) -> dict[str, Any]:
     defaults = Settings()
+    fixed = {"embedder", "consolidate_on_session_switch"}  # set by the bench itself
     return {
         f.name: getattr(settings, f.name)
         for f in dataclasses.fields(Settings)
-        if f.name != "embedder" and getattr(settings, f.name) != getattr(defaults, f.name)
+        if f.name not in fixed and getattr(settings, f.name) != getattr(defaults, f.name)
     }
 
 

@@ -34,8 +34,23 @@ def parse_time(value: object, field: str) -> datetime:
 
     Accepts an aware or naive ``datetime`` (naive = UTC), a ``date`` (midnight UTC), an
     ISO 8601 string, or a relative age such as ``"7d"``, ``"12h"``, ``"30m"`` (that long
-    before now). Anything else raises ``InvalidInput`` naming ``field``.
+    before now). Anything else raises ``InvalidInput`` naming ``field``, and so does a
+    time outside the years 1 to 9999 in UTC (``"99999999999999d"``, which overflowed).
     """
+    try:
+        return _parse_time(value, field)
+    except (OverflowError, ValueError):
+        raise InvalidInput(
+            field, f"{_short(value)} is out of range (times run from year 1 to 9999)"
+        ) from None
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _parse_time(value: object, field: str) -> datetime:
     if isinstance(value, datetime):
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
     if isinstance(value, date):
@@ -64,4 +79,8 @@ def _relative(text: str) -> timedelta | None:
     number = text[:-1]
     if not number.replace(".", "", 1).isdigit():
         return None
-    return timedelta(**{_UNITS[text[-1]]: float(number)})
+    try:
+        amount = float(number)
+    except ValueError:  # "²d": a digit to isdigit(), not to float()
+        return None
+    return timedelta(**{_UNITS[text[-1]]: amount})

@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from . import arguments
 from .errors import InvalidInput
 from .hitset import one_per_memory
 from .types import Kind, Memory, MemoryType, Status
@@ -287,7 +288,8 @@ def build_context(
             cost = block.cost(title, text)
             if block.fits(cost):
                 block.add(title, text, latest, cost)
-    return block.trim_to_budget()
+    # The memories came through the facade, already scrubbed; the block is output too.
+    return mem.store.scrub(block.trim_to_budget())
 
 
 def _add_pinned(mem: ScopedMemory, block: _Block) -> int:
@@ -423,6 +425,7 @@ class ContextProvider:
         instructions: str | None = None,
     ) -> dict[str, str]:
         """``{"role": "system", "content": instructions + block}``."""
+        instructions = arguments.text(instructions, "instructions")
         parts = [p.strip() for p in (instructions, self(query, session_id)) if p and p.strip()]
         return {"role": "system", "content": "\n\n".join(parts)}
 
@@ -436,10 +439,11 @@ class ContextProvider:
         """``history`` (OpenAI-style messages) with one system message in front that holds
         ``instructions``, the text of any system messages in ``history``, and the memory
         block for the last user message (the query). ``history`` is not changed."""
+        instructions = arguments.text(instructions, "instructions")
         system_texts = [instructions] if instructions else []
         rest: list[dict[str, Any]] = []
         query = None
-        for message in history:
+        for message in arguments.batch(history, "history"):
             if not isinstance(message, Mapping) or "role" not in message:
                 raise InvalidInput("history", "expected messages with a role and content")
             text = _message_text(message.get("content"))

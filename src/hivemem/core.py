@@ -23,13 +23,25 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from . import retrieval, rules
+from . import (
+    arguments,
+    audit,
+    categories,
+    chains,
+    entity_profiles,
+    learning,
+    promotion,
+    retrieval,
+    rights,
+    rules,
+    sessions,
+)
+from . import purge as purgemod
 from . import text as textmod
 from .entities import Mention, extract
-from .entities import canonical as canonical_name
 from .errors import Conflict, InvalidInput, NotFound
-from .maintenance.categorize import categorize
 from .maintenance.crossrefs import Related
+from .redact import scrubs_output
 from .types import (
     Entity,
     Hit,
@@ -48,6 +60,7 @@ from .types import (
 if TYPE_CHECKING:  # pragma: no cover
     from .database import Store
     from .maintenance import JobResult
+    from .purge import PurgeReport
 
 _DEFAULT = rules.DEFAULT
 
@@ -59,7 +72,15 @@ class ScopedMemory:
     scope only, except ``promote``, which copies a memory up into a shared scope.
     """
 
-    def __init__(self, store: Store, name: str, *, shared: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        store: Store,
+        name: str,
+        *,
+        shared: Sequence[str] = (),
+        lead_of: Sequence[str] | str | None = None,
+        actor: str | None = None,
+    ) -> None:
         settings = store.settings
         scope = rules.name(name, "scope", settings.max_scope_chars)
         assert scope is not None
@@ -74,6 +95,10 @@ class ScopedMemory:
         self.name = scope
         self.shared = tuple(shared_clean)
         self.visible = (scope, *self.shared)
+        # Rights to change other scopes (``hivemem.rights``), and who writes: the
+        # session or agent bound to this handle, recorded as ``updated_by``.
+        self.lead_of = rights.clean_patterns(lead_of, settings.max_scope_chars)
+        self.actor = rules.name(actor, "actor", 200, optional=True) or scope
 
     def __repr__(self) -> str:
         shared = f", shared={list(self.shared)}" if self.shared else ""
@@ -89,6 +114,7 @@ class ScopedMemory:
 
     # ------------------------------------------------------------------ writes
 
+    @scrubs_output
     def save(
         self,
         content: str,
@@ -139,17 +165,19 @@ class ScopedMemory:
             updated_by=updated_by,
         )
         reason = rules.name(supersede_reason, "supersede_reason", 1000, optional=True)
-        if not isinstance(minor, bool):
-            raise InvalidInput("minor", "expected true or false")
+        arguments.flag(minor, "minor")
+        arguments.flag(wait, "wait")
         pieces = self._derive(record.content)
         explicit = type is not None
-        record, sure = _categorized(record, given=category is not None)
+        if explicit:  # openhive: a soft, non-blocking suggestion, logged
+            audit.type_suggestion(record.content, record.type)
+        record, sure = categories.categorized(record, given=category is not None)
         with self._backend.atomic():
             stored, inserted = self._save_row(record, pieces, reason, minor, explicit, expires_at)
             if inserted:
                 self._backend.maintenance.note_categories([(stored.id, sure)])
         if inserted:
-            self._indexed(wait)
+            self._store.index_written(wait)
         return stored
 
     def _save_row(
@@ -195,15 +223,8 @@ class ScopedMemory:
             )
             if record is current:
                 return current, False
-            self._backend.insert(record, *pieces)
+            self._backend.insert(record, pieces[0] + audit.reason_chunks(record), pieces[1])
             return record, True
-
-    def _indexed(self, wait: bool) -> None:
-        """After a committed write: embed its chunks now (``wait``) or in the background."""
-        if wait:
-            self._store.flush()
-        else:
-            self._store.indexer.notify()
 
     def _supersede_or_refuse(
         self,
@@ -217,6 +238,7 @@ class ScopedMemory:
         """Inside a transaction: mark ``current`` superseded and return ``record`` linked
         to it, or return ``current`` for a no-op, or raise ``Conflict``."""
         now = record.created_at
+        reason = self._store.guard_fields({"supersede_reason": reason})["supersede_reason"]
         if current.is_expired(now):
             reason, kind = reason or "expired", "hard"
         elif reason is not None:
@@ -228,12 +250,11 @@ class ScopedMemory:
         ):
             return current
         else:
-            shown = self._store.scrubbed(current)  # the error is output too: no secrets
             raise Conflict(
                 f"key {current.key!r} already holds an active memory in scope {self.name!r} "
-                f"({current.id}, type {current.type.value}): {shown.content!r}. "
+                f"({current.id}, type {current.type.value}): {current.content!r}. "
                 "Give a supersede reason to replace it, or mark a small correction minor.",
-                current=shown,
+                current=current,  # scrubbed on the way out (scrubs_output)
             )
         inherited: dict[str, Any] = {"supersedes_id": current.id, "supersede_reason": reason}
         inherited["supersede_kind"] = kind
@@ -287,6 +308,7 @@ class ScopedMemory:
             wait=wait,
         )[0]
 
+    @scrubs_output
     def add_episodes(
         self, items: Iterable[Mapping[str, Any]], *, wait: bool = False
     ) -> list[Memory]:
@@ -297,8 +319,10 @@ class ScopedMemory:
         ``source``). ``wait=True`` returns only once their vectors are stored.
         """
         s = self.settings
+        items = arguments.batch(items)
+        arguments.flag(wait, "wait")
         records: list[tuple[Memory, tuple[list[str], list[Mention]]]] = []
-        categories: list[tuple[str, float]] = []
+        sureness: list[tuple[str, float]] = []
         allowed = {
             "content",
             "session_id",
@@ -335,9 +359,9 @@ class ScopedMemory:
                 if index == 0 and not records:
                     raise
                 raise InvalidInput(f"items[{index}].{exc.field}", exc.message) from None
-            record, sure = _categorized(record, given=False)
+            record, sure = categories.categorized(record, given=False)
             records.append((record, self._derive(record.content)))
-            categories.append((record.id, sure))
+            sureness.append((record.id, sure))
         if not records:
             return []
         sessions: dict[str, tuple[datetime, int]] = {}
@@ -349,10 +373,14 @@ class ScopedMemory:
         with self._backend.atomic():
             for record, pieces in records:
                 self._backend.insert(record, *pieces)
-            self._backend.maintenance.note_categories(categories)
-            for session_id, (when, count) in sessions.items():
-                self._backend.note_session(self.name, session_id, when, count)
-        self._indexed(wait)
+            self._backend.maintenance.note_categories(sureness)
+            started = [
+                session_id
+                for session_id, (when, count) in sessions.items()
+                if self._backend.note_session(self.name, session_id, when, count)
+            ]
+        self._store.index_written(wait)
+        self._store.session_worker.session_started(self.name, started)  # queued, not run here
         return [record for record, _ in records]
 
     def _derive(self, content: str) -> tuple[list[str], list[Mention]]:
@@ -364,10 +392,13 @@ class ScopedMemory:
 
     def _build(self, **fields: Any) -> Memory:
         """Validate every field and build the row to insert (nothing is written).
-        Credentials in the content follow ``credential_policy`` (``hivemem.redact``)."""
-        fields["content"] = self._store.guard(fields.get("content"))
+        Credentials and vault secrets in any text field (content, key, tags, attributes,
+        …) follow ``credential_policy`` (``hivemem.redact``)."""
+        fields = self._store.guard_fields(fields)
+        fields["updated_by"] = fields.get("updated_by") or self.actor
         return rules.build_memory(self.name, self.settings, self._now(), **fields)
 
+    @scrubs_output
     def correct(
         self,
         memory_id: str,
@@ -381,8 +412,16 @@ class ScopedMemory:
 
         ``minor=True`` is a soft supersede (wording fix: usage and confidence carry over);
         otherwise a hard one with ``reason`` (default "corrected"). Only the current
-        (active) version of a memory of the own scope can be corrected.
+        (active) version of a memory of the own scope (or of a scope this handle leads,
+        ``hivemem.rights``) can be corrected.
         """
+        memory_id = arguments.ref(memory_id, "id", what="a memory id")
+        reason = rules.name(reason, "reason", 1000, optional=True)
+        arguments.flag(minor, "minor")
+        led = rights.owner(self, memory_id, "correct")
+        if led is not None:
+            by = updated_by or self.actor
+            return led[0].correct(led[1], new_content, reason=reason, minor=minor, updated_by=by)
         with self._backend.atomic():
             current = self._own_active(memory_id)
             record = self._build(
@@ -405,13 +444,19 @@ class ScopedMemory:
                 return current
             why = None if minor else (reason or "corrected")
             record = self._supersede_or_refuse(current, record, why, minor, explicit_type=True)
-            self._backend.insert(record, *self._derive(record.content))
-        self._indexed(False)
+            chunks, mentions = self._derive(record.content)
+            self._backend.insert(record, chunks + audit.reason_chunks(record), mentions)
+        self._store.index_written(False)
         return record
 
+    @scrubs_output
     def confirm(self, memory_id: str, *, updated_by: str | None = None) -> Memory:
         """Mark a memory as confirmed: confidence 1.0 and protected from decay."""
-        by = rules.name(updated_by, "updated_by", 200, optional=True)
+        memory_id = arguments.ref(memory_id, "id", what="a memory id")
+        led = rights.owner(self, memory_id, "confirm")
+        if led is not None:
+            return led[0].confirm(led[1], updated_by=updated_by or self.actor)
+        by = rules.name(updated_by, "updated_by", 200, optional=True) or self.actor
         with self._backend.atomic():
             current = self._own_active(memory_id)
             now = self._now()
@@ -426,10 +471,16 @@ class ScopedMemory:
                 updated_by=by or current.updated_by,
             )
 
+    @scrubs_output
     def delete(self, id_or_key: str, *, updated_by: str | None = None) -> Memory:
         """Soft-delete a memory (by id, or the active one under a key) of the own scope.
-        It disappears from search and lists; ``get`` and ``history`` still show it."""
-        by = rules.name(updated_by, "updated_by", 200, optional=True)
+        It disappears from search and lists; ``get`` and ``history`` still show it. A
+        lead may delete in the scopes it leads (``hivemem.rights``)."""
+        by = rules.name(updated_by, "updated_by", 200, optional=True) or self.actor
+        id_or_key = arguments.ref(id_or_key, "id")
+        led = rights.owner(self, id_or_key, "delete")
+        if led is not None:
+            return led[0].delete(led[1], updated_by=by)
         with self._backend.atomic():
             current = self._backend.get([self.name], id_or_key) or self._backend.by_key(
                 [self.name], id_or_key
@@ -450,22 +501,23 @@ class ScopedMemory:
             )
 
     def delete_all(self, *, updated_by: str | None = None) -> int:
-        """Soft-delete every active memory of the own scope; returns how many."""
-        count = 0
-        while True:
-            batch = self._backend.list(
-                [self.name], ListFilter(statuses=(Status.ACTIVE,)), 500, 0, self._now()
-            )
-            if not batch:
-                return count
-            with self._backend.atomic():
-                now = self._now()
-                for memory in batch:
-                    self._backend.set_status(
-                        self.name, memory.id, Status.DELETED, now, now, updated_by
-                    )
-            count += len(batch)
+        """Soft-delete every active memory of the own scope; returns how many. (To erase
+        them for good: ``purge_all``.)"""
+        return purgemod.delete_all(self, updated_by or self.actor)
 
+    def purge(self, id_or_key: str, **options: Any) -> PurgeReport:
+        """Erase for good the chain holding ``id_or_key`` (own scope, or a led one) and
+        what was drawn from it: rows, chunks, index entries, vectors, entity links; an
+        audit row without content stays. Options: ``dry_run``, ``vacuum`` (default True),
+        ``derived`` (default True). See ``hivemem.purge``."""
+        return purgemod.purge(self, id_or_key, **options)
+
+    def purge_all(self, **options: Any) -> PurgeReport:
+        """Erase for good everything this scope holds (memories and all derived rows,
+        sessions, vault, run log, tokens bound to it alone). See ``hivemem.purge``."""
+        return purgemod.purge_all(self, **options)
+
+    @scrubs_output
     def promote(
         self,
         memory_id: str,
@@ -474,34 +526,18 @@ class ScopedMemory:
         supersede_reason: str | None = None,
         updated_by: str | None = None,
     ) -> Memory:
-        """Copy a visible memory into the shared scope ``to`` (one of this handle's shared
-        scopes), with provenance: ``source="promotion"``, ``source_ids=[original]`` and
-        ``attributes.promoted_from``. The shared scope's key rules apply."""
-        if to not in self.shared:
-            raise InvalidInput(
-                "to", f"{to!r} is not a shared scope of this handle (shared: {list(self.shared)})"
-            )
-        original = self._backend.get(self.visible, memory_id)
-        if original is None:
-            raise NotFound(f"no memory {memory_id!r} visible from scope {self.name!r}")
-        target = ScopedMemory(self._store, to)
-        return target.save(
-            original.content,
-            key=original.key,
-            type=original.type,
-            kind=original.kind,
-            source=Source.PROMOTION,
-            supersede_reason=supersede_reason,
-            tags=original.tags,
-            attributes={
-                **original.attributes,
-                "promoted_from": {"scope": original.scope, "id": original.id},
-            },
-            event_time=original.event_time,
-            source_ids=(original.id,),
-            category=original.category,
-            updated_by=updated_by or self.name,
-        )
+        """Copy a current, live memory into the shared scope ``to`` (one of this handle's
+        shared scopes), with provenance: ``source="promotion"``, ``source_ids=[original]``
+        and ``attributes.promoted_from``. The shared scope's key rules apply. A superseded
+        version is refused with ``Conflict`` naming the current one; a deleted or expired
+        memory is refused (``hivemem.promotion``)."""
+        return promotion.promote(self, memory_id, to, supersede_reason, updated_by)
+
+    @scrubs_output
+    def inject_learning(self, content: str, category: str, **options: Any) -> Memory:
+        """A lead's learning for its workers: into the learning scope (default) or one
+        worker's scope, both of which this handle must lead (``hivemem.learning``)."""
+        return learning.inject(self, content, category, **options)
 
     def _own_active(self, memory_id: str) -> Memory:
         current = self._backend.get([self.name], memory_id)
@@ -517,6 +553,7 @@ class ScopedMemory:
 
     # ------------------------------------------------------------------ reads
 
+    @scrubs_output
     def get(self, id_or_key: str, *, as_of: datetime | str | None = None) -> Memory:
         """A memory by id (any status, expired included) or by key (the active one, or
         the one valid at ``as_of``). Raises ``NotFound``."""
@@ -531,8 +568,9 @@ class ScopedMemory:
             raise NotFound(f"no memory {id_or_key!r} visible from scope {self.name!r}")
         if self.settings.track_access:
             self._touch([found.id])
-        return self._store.scrubbed(found)
+        return found
 
+    @scrubs_output
     def list(
         self,
         *,
@@ -549,19 +587,21 @@ class ScopedMemory:
         key: str | None = None,
         limit: int = 100,
         offset: int = 0,
+        category: str | Sequence[str] | None = None,
     ) -> list[Memory]:
-        """Memories of the visible scopes, newest first, filtered."""
+        """Memories of the visible scopes, newest first, filtered (``category``: the
+        automatic category, any of those given)."""
         common = self._filters(kind, type, tags, session_id, exclude_sessions, since, until, as_of)
+        common["categories"] = categories.valid(category)
         flt = ListFilter(
             **common,
             statuses=_statuses(status) or (Status.ACTIVE,),
             include_expired=bool(include_expired),
             key=rules.name(key, "key", self.settings.max_key_chars, optional=True),
         )
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise InvalidInput("offset", f"expected a whole number >= 0, got {offset!r}")
+        offset = arguments.offset(offset)
         found = self._backend.list(self.visible, flt, rules.limit(limit), offset, self._now())
-        return self._store.scrubbed(found)
+        return found
 
     def _filters(
         self,
@@ -588,30 +628,13 @@ class ScopedMemory:
             "as_of": rules.optional_time(as_of, "as_of"),
         }
 
+    @scrubs_output
     def history(self, id_or_key: str) -> list[Memory]:
         """The whole supersede chain that holds ``id_or_key``, oldest first: every version
-        under that key, or every ancestor and descendant of that id."""
-        if not isinstance(id_or_key, str) or not id_or_key:
-            raise InvalidInput("id", "expected a memory id or key")
-        rules.utf8(id_or_key, "id")
-        start = self._backend.get(self.visible, id_or_key)
-        seeds = [start] if start else self._backend.versions_of_key(self.visible, id_or_key)
-        if not seeds:
-            raise NotFound(f"no memory or key {id_or_key!r} visible from scope {self.name!r}")
-        chain: dict[str, Memory] = {}
-        todo = list(seeds)
-        while todo:
-            memory = todo.pop()
-            if memory.id in chain:
-                continue
-            chain[memory.id] = memory
-            if memory.supersedes_id and memory.supersedes_id not in chain:
-                parent = self._backend.get(self.visible, memory.supersedes_id)
-                if parent is not None:
-                    todo.append(parent)
-            todo.extend(self._backend.successors(self.visible, memory.id))
-        return self._store.scrubbed(sorted(chain.values(), key=lambda m: (m.created_at, m.id)))
+        under that key, or every ancestor and descendant of that id (``hivemem.chains``)."""
+        return chains.history(self, id_or_key)
 
+    @scrubs_output
     def search(
         self,
         query: str | Query,
@@ -629,12 +652,16 @@ class ScopedMemory:
         min_score: float = 0.0,
         include_expired: bool = False,
         fts_syntax: bool = False,
+        category: str | Sequence[str] | None = None,
     ) -> list[Hit]:
         """Find memories: hits best first, each with a score in [0, 1] and an explanation.
 
         ``query`` is natural language (any text is safe); ``fts_syntax=True`` opts in to
-        FTS5 query syntax. Deleted memories never appear; superseded ones do, flagged by
-        status and ranked lower; expired ones only with ``include_expired``.
+        FTS5 query syntax, at most ``max_query_terms`` words, stopped past
+        ``fts_time_limit_ms``. Deleted memories never appear; superseded ones do, flagged by
+        status and ranked lower; expired ones only with ``include_expired``. A
+        ``category`` filter that leaves nothing is dropped (corvid's rule): the hits are
+        then unfiltered and each says so in its explanation's notes.
         """
         if isinstance(query, Query):
             q = query
@@ -654,62 +681,47 @@ class ScopedMemory:
                 min_score=rules.unit_interval(min_score, "min_score"),
                 include_expired=bool(include_expired),
                 fts_syntax=bool(fts_syntax),
+                categories=categories.valid(category),
             )
-        if q.fts_syntax:  # the text goes to SQLite as it is: it must be encodable
-            try:
-                q.text.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                raise InvalidInput(
-                    "query", f"not valid UTF-8 (unpaired surrogate at character {exc.start})"
-                ) from None
+        s = self.settings  # bounded cost: a query within these limits (hivemem.arguments)
+        arguments.query(q.text, q.fts_syntax, s.max_query_terms, s.max_content_bytes)
         store = self._store
-        hits = retrieval.search(
-            self._backend,
-            store.indexer,
-            self.visible,
-            q,
-            self.settings,
-            self._now(),
-            store.reranker,
-        )
+
+        def run(query: Query) -> list[Hit]:
+            return retrieval.search(
+                self._backend,
+                store.indexer,
+                self.visible,
+                query,
+                self.settings,
+                self._now(),
+                store.reranker,
+            )
+
+        hits = run(q)
+        if not hits and q.categories:
+            hits = categories.unfiltered(run(replace(q, categories=())), q.categories)
         if hits and self.settings.track_access:
             self._touch([h.memory.id for h in hits])
-        return self._store.scrubbed(hits)
+        return hits
 
+    @scrubs_output
     def entity(self, name: str, *, limit: int = 100) -> tuple[Entity, list[Memory]]:
-        """Everything about ``name``: the entity it names (by canonical name or alias,
-        own scope first) and the active memories that mention it, newest first."""
-        found = self._find_entity(name)
-        links = self._backend.entities.linked(
-            self.visible,
-            [found.id],
-            ListFilter(statuses=(Status.ACTIVE,)),
-            self._now(),
-            rules.limit(limit),
-        )
-        linked = self._backend.get_many(self.visible, [m for m, _ in links])
-        return found, self._store.scrubbed(linked)
+        """Everything about ``name``: the entity it names (type, aliases, summary; by
+        canonical name, alias or, for a date, any common form; own scope first) and the
+        active memories that mention it, newest first."""
+        return entity_profiles.profile(self, name, limit)
 
+    @scrubs_output
     def alias(self, name: str, alias: str) -> Entity:
         """Let ``alias`` (say "Mel") name the entity ``name`` names ("Melanie"), so
         queries and new mentions under either reach the same memories. Own scope only."""
-        clean = canonical_name(rules.name(alias, "alias", 200) or "")
-        if not any(ch.isalnum() for ch in clean):
-            raise InvalidInput("alias", "expected a name with letters or digits")
-        found = self._find_entity(name, own_only=True)
-        self._backend.entities.add_alias(self.name, found.id, clean)
-        return self._find_entity(name, own_only=True)
+        return entity_profiles.alias(self, name, alias)
 
-    def _find_entity(self, name: str, *, own_only: bool = False) -> Entity:
-        if not isinstance(name, str) or not name.strip():
-            raise InvalidInput("name", "expected an entity name")
-        rules.utf8(name, "name")
-        scopes = [self.name] if own_only else list(self.visible)
-        matches = self._backend.entities.lookup(scopes, [canonical_name(name)])
-        if not matches:
-            raise NotFound(f"no entity {name!r} visible from scope {self.name!r}")
-        matches.sort(key=lambda e: (e.scope != self.name, -e.mention_count, e.id))
-        return matches[0]
+    def describe_entity(self, name: str, **fields: Any) -> Entity:
+        """Set ``type``, ``summary`` or ``protected`` of the entity ``name`` names (own
+        scope; ``hivemem.entity_profiles.describe``)."""
+        return entity_profiles.describe(self, name, **fields)
 
     def stats(self) -> dict[str, Any]:
         """Counts for the own scope, and per shared scope."""
@@ -720,6 +732,7 @@ class ScopedMemory:
             out["shared"] = {name: self._backend.stats([name], now) for name in self.shared}
         return out
 
+    @scrubs_output
     def sessions(self) -> list[Any]:
         return self._backend.sessions(self.name)
 
@@ -736,18 +749,22 @@ class ScopedMemory:
             options["session_id"] = rules.name(session_id, "session_id", 200)
         return run_job(self._store, "consolidate", self.name, raise_errors=True, **options)[0]
 
+    def end_session(self, session_id: str) -> Memory | None:
+        """Consolidate ``session_id`` now; its ``session_summary`` memory, or None."""
+        return sessions.end_session(self, session_id)
+
+    def add_task_result(self, output: str, *, status: str = "completed", **fields: Any) -> Memory:
+        """A finished or failed task's output, source ``task_completion`` (TTL 7 days);
+        fields ``task_id``, ``error``, ``session_id``, ``tags``, ``attributes``."""
+        return sessions.add_task_result(self, output, status=status, **fields)
+
+    @scrubs_output
     def related(self, memory_id: str, *, limit: int = 10) -> list[Related]:
         """Memories related to ``memory_id`` by the ``crossrefs`` job (links either way),
         best first; empty until the job has seen it. Raises ``NotFound``."""
-        if not isinstance(memory_id, str) or not memory_id:
-            raise InvalidInput("id", "expected a memory id")
-        if self._backend.get(self.visible, memory_id) is None:
-            raise NotFound(f"no memory {memory_id!r} visible from scope {self.name!r}")
-        pairs = self._backend.maintenance.related(
-            self.visible, memory_id, rules.limit(limit, maximum=100)
-        )
-        return [Related(self._store.scrubbed(memory), score) for memory, score in pairs]
+        return chains.related(self, memory_id, limit)
 
+    @scrubs_output
     def context(
         self,
         query: str | None = None,
@@ -768,19 +785,10 @@ class ScopedMemory:
             max_entries=max_entries,
             max_tokens=max_tokens,
         )
-        return self._store.scrub(block)
+        return block
 
     def _touch(self, ids: list[str]) -> None:
         self._backend.touch(self.visible, ids, self._now())
-
-
-def _categorized(record: Memory, *, given: bool) -> tuple[Memory, float]:
-    """The record with its automatic category (keyword rules, microseconds; a category
-    the caller gave is kept, with confidence 1.0), and the categorizer's confidence."""
-    if given:
-        return record, 1.0
-    category, confidence = categorize(record.content, record.kind)
-    return replace(record, category=category), confidence
 
 
 def _statuses(value: object) -> tuple[Status, ...]:

@@ -5,28 +5,32 @@ which every read and write goes (``hivemem.core``)."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import platformdirs
 
+from . import rules
 from .clock import Clock, system_clock
 from .core import ScopedMemory
 from .embed import Embedder, get_embedder
-from .errors import InvalidInput
+from .errors import InvalidInput, StoreError
 from .indexer import Indexer
 from .llm import LLM, get_llm
-from .redact import Scrubber, guard
+from .redact import WRITTEN_TEXT_FIELDS, Scrubber, guard_value
 from .rerank import Reranker, resolve_reranker
+from .sessions import SessionWorker
 from .settings import Settings
 from .store.base import Backend
 from .store.sqlite import SQLiteBackend
 from .store.vault import SQLiteVault
-from .types import Hit, Memory
+from .types import Memory, as_tuple
 from .vault import Vault
+
+log = logging.getLogger("hivemem.database")
 
 
 def default_path() -> Path:
@@ -46,6 +50,7 @@ def open(  # noqa: A001 - the library's entry point reads best as hivemem.open()
     reranker: Reranker | str | None = None,
     llm: LLM | str | None = None,
     llm_api_key: str | None = None,
+    embed_api_key: str | None = None,
 ) -> Store:
     """Open (creating if needed) the store at ``path`` — a file, or ``":memory:"``.
 
@@ -56,12 +61,16 @@ def open(  # noqa: A001 - the library's entry point reads best as hivemem.open()
     ``reranker`` likewise (default: the ``reranker`` setting, none). ``llm`` is an
     ``LLM`` or a provider name (default: the ``llm`` setting, none), used by maintenance
     jobs only; ``llm_api_key`` is its key (the CLI reads ``HIVEMEM_LLM_API_KEY``).
+    ``embedder="openai"`` is configured by the ``embed_*`` settings, with
+    ``embed_api_key`` (the CLI reads ``HIVEMEM_EMBED_API_KEY``).
     """
     settings = settings or Settings()
     if path is None:
         path = default_path()
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-    model = resolve_embedder(settings.embedder if embedder is None else embedder)
+    model = resolve_embedder(
+        settings.embedder if embedder is None else embedder, settings, embed_api_key
+    )
     ranker = resolve_reranker(settings.reranker if reranker is None else reranker)
     chat = resolve_llm(settings.llm if llm is None else llm, settings, llm_api_key)
     backend = SQLiteBackend(path, busy_timeout_ms=settings.busy_timeout_ms)
@@ -74,10 +83,26 @@ def open(  # noqa: A001 - the library's entry point reads best as hivemem.open()
         raise
 
 
-def resolve_embedder(embedder: Embedder | str | None) -> Embedder | None:
-    """An embedder from a name (``"none"`` and None mean no embedder) or an instance."""
+def resolve_embedder(
+    embedder: Embedder | str | None,
+    settings: Settings | None = None,
+    api_key: str | None = None,
+) -> Embedder | None:
+    """An embedder from a name (``"none"`` and None mean no embedder) or an instance;
+    ``openai`` is configured by the ``embed_*`` settings."""
     if embedder is None or embedder == "none":
         return None
+    if embedder == "openai":
+        s = settings or Settings()
+        shortened = s.embed_dimensions if s.embed_dimensions > 0 else None
+        return get_embedder(
+            "openai",
+            model=s.embed_model,
+            dimension=shortened or s.embed_full_dimension,
+            dimensions=shortened,
+            base_url=s.embed_base_url or None,
+            api_key=api_key,
+        )
     if isinstance(embedder, str):
         return get_embedder(embedder)
     if not isinstance(embedder, Embedder):
@@ -135,6 +160,8 @@ class Store:
         )
         if self.indexer.enabled and backend.vectors.has_pending():
             self.indexer.notify()  # work left by an earlier run (a crash, a short CLI call)
+        # Consolidation of earlier sessions when a new one starts (off the write path).
+        self.session_worker = SessionWorker(self)
         self.vault_rows = SQLiteVault(backend)  # type: ignore[arg-type]
         self.scrubber = Scrubber(
             lambda: [json.loads(v) for v in self.vault_rows.secret_values()],
@@ -152,44 +179,76 @@ class Store:
         return self.scrubber.scrub(text)
 
     def scrubbed(self, value: Any) -> Any:
-        """A ``Memory``, ``Hit``, list of them or text with the vault's secrets redacted
-        from its content and snippet (the same object when there is nothing to redact)."""
-        if isinstance(value, str):
-            return self.scrubber.scrub(value)
-        if isinstance(value, list):
-            return [self.scrubbed(v) for v in value]
-        if isinstance(value, Memory):
-            clean = self.scrubber.scrub(value.content)
-            return value if clean == value.content else replace(value, content=clean)
-        if isinstance(value, Hit):
-            memory, snippet = self.scrubbed(value.memory), self.scrubber.scrub(value.snippet)
-            if memory is value.memory and snippet == value.snippet:
-                return value
-            return replace(value, memory=memory, snippet=snippet)
-        return value
+        """``value`` (a ``Memory``, ``Hit``, ``Entity``, any result dataclass, a list,
+        mapping or text) with the vault's secrets redacted from every text it holds, at
+        any depth: content, key, tags, attributes, source ids, snippet, reasons. The
+        facade passes every result through it before it leaves, so every front end gets
+        clean values. The same object when there is nothing to redact."""
+        return self.scrubber.scrubbed(value)
 
-    def guard(self, content: object) -> object:
-        """Memory content about to be written, with the ``credential_policy`` applied:
-        credentials and vault secrets redacted (default), refused, or allowed."""
-        return guard(content, self.settings.credential_policy, self.scrubber)
+    def guard(self, value: object, field: str = "content") -> Any:
+        """A field about to be written (content, key, tags, attributes, …), with the
+        ``credential_policy`` applied to every text in it: credentials and vault secrets
+        redacted (default), refused (``InvalidInput`` naming ``field``), or allowed."""
+        return guard_value(value, self.settings.credential_policy, self.scrubber, field)
 
-    def flush(self) -> int:
-        """Block until every queued chunk has its vector; returns how many were embedded.
-        Raises if the embedder fails (the chunks stay queued)."""
-        return self.indexer.flush()
+    def guard_fields(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """The fields of a write with ``guard`` applied to each one that holds caller text
+        (``WRITTEN_TEXT_FIELDS``: content, key, tags, attributes, source ids, …)."""
+        if not isinstance(fields, dict):
+            raise InvalidInput("fields", f"expected a mapping of field names, got {fields!r:.60}")
+        return {
+            name: self.guard(value, name)
+            if name in WRITTEN_TEXT_FIELDS and value is not None
+            else value
+            for name, value in fields.items()
+        }
 
-    def reindex(self, progress: Any = None) -> int:
-        """Re-embed every chunk with this store's embedder (after a model change);
-        ``progress(done, total)`` is called per batch. Returns the chunks embedded."""
-        return self.indexer.reindex(progress)
+    def flush(self, progress: Any = None) -> int:
+        """Block until every queued chunk has its vector; returns how many were embedded
+        (``progress(done, total)`` is called per batch). Raises if the embedder fails
+        (the chunks stay queued)."""
+        return self.indexer.flush(progress)
+
+    def index_written(self, wait: bool) -> None:
+        """After a committed write: embed its chunks now (``wait``) or in the background.
+
+        The write is durable before this runs, so a store failure here (a full disk,
+        a lock held too long) does not turn it into an error: the chunks stay queued,
+        are keyword-searchable already, and are embedded by the next flush or start.
+        An embedder failure still raises (the caller asked for the vectors)."""
+        if not wait:
+            self.indexer.notify()
+            return
+        try:
+            self.flush()
+        except StoreError as exc:
+            log.warning("saved; its vectors stay queued until the store can take them: %s", exc)
+
+    def reindex(self, progress: Any = None, *, force: bool = False) -> int:
+        """Re-embed every chunk with this store's embedder after a model change (or with
+        ``force``); on a store already of this model, embed only the chunks still
+        queued. ``progress(done, total)`` is called per batch. Returns the chunks
+        embedded: 0 when there was nothing to do."""
+        return self.indexer.reindex(progress, force=force)
 
     @property
     def location(self) -> str:
         return self.backend.location
 
-    def scope(self, name: str, *, shared: Sequence[str] = ()) -> ScopedMemory:
-        """A handle that reads and writes scope ``name`` and may read ``shared`` scopes."""
-        return ScopedMemory(self, name, shared=shared)
+    def scope(
+        self,
+        name: str,
+        *,
+        shared: Sequence[str] = (),
+        lead_of: Sequence[str] | str | None = None,
+        actor: str | None = None,
+    ) -> ScopedMemory:
+        """A handle that reads and writes scope ``name`` and may read ``shared`` scopes.
+        ``lead_of`` (scope names or glob patterns) grants the rights of a lead over
+        other scopes (``hivemem.rights``); ``actor`` is who writes through it, recorded
+        as ``updated_by`` (default: the scope's name)."""
+        return ScopedMemory(self, name, shared=shared, lead_of=lead_of, actor=actor)
 
     def scopes(self) -> list[str]:
         return self.backend.scopes()
@@ -200,9 +259,15 @@ class Store:
 
     def iter_memories(self, scopes: Sequence[str] | None = None) -> Iterator[Memory]:
         """Every row of the given scopes (all scopes when ``None``), any status."""
+        if scopes is not None:
+            limit = self.settings.max_scope_chars
+            scopes = [str(rules.name(s, "scopes", limit)) for s in as_tuple(scopes)]
+            if not scopes:
+                return iter(())
         return self.backend.iter_all(scopes)
 
     def close(self) -> None:
+        self.session_worker.close()
         self.scrubber.close()
         self.indexer.close()
         self.backend.close()

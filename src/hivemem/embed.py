@@ -296,13 +296,20 @@ class OpenAIEmbedder:
     ``dimension`` is required and checked on every vector: a server that answers with
     another size raises instead of writing vectors that do not fit (LESSONS 1). Local
     servers ignore the API key; pass ``api_key`` for hosted ones.
+
+    ``dimensions`` asks the model for shortened (Matryoshka) vectors — the request's
+    ``dimensions`` parameter, as text-embedding-3-large at 256 and text-embedding-3-small
+    at 512 are run by the seeds; ``dimension`` then defaults to it, and the identity
+    records it (``text-embedding-3-large@256:256``), so vectors of the full model and of
+    a shortened one are never mixed.
     """
 
     def __init__(
         self,
         *,
         model: str,
-        dimension: int,
+        dimension: int | None = None,
+        dimensions: int | None = None,
         base_url: str | None = None,
         api_key: str | None = None,
         batch_size: int = 64,
@@ -311,10 +318,21 @@ class OpenAIEmbedder:
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise InvalidInput("model", "expected the embedding model's name")
+        if dimensions is not None and (
+            isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions < 1
+        ):
+            raise InvalidInput("dimensions", "expected the shortened vector size, a whole number")
+        if dimension is None:
+            dimension = dimensions
         if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
             raise InvalidInput("dimension", "expected the model's vector size, a whole number")
+        if dimensions is not None and dimension != dimensions:
+            raise InvalidInput(
+                "dimension", f"{dimension} differs from the requested dimensions={dimensions}"
+            )
         self.model = model.strip()
         self._dimension = dimension
+        self.dimensions = dimensions
         self.base_url = base_url
         self._api_key = api_key or "no-key"
         self.batch_size = max(1, batch_size)
@@ -324,7 +342,8 @@ class OpenAIEmbedder:
 
     @property
     def identity(self) -> str:
-        return f"{self.model}:{self._dimension}"
+        shortened = f"@{self.dimensions}" if self.dimensions is not None else ""
+        return f"{self.model}{shortened}:{self._dimension}"
 
     @property
     def dimension(self) -> int:
@@ -354,7 +373,8 @@ class OpenAIEmbedder:
         for start in range(0, len(texts), self.batch_size):
             part = list(texts[start : start + self.batch_size])
             try:
-                response = client.embeddings.create(model=self.model, input=part)
+                extra = {"dimensions": self.dimensions} if self.dimensions is not None else {}
+                response = client.embeddings.create(model=self.model, input=part, **extra)
             except openai.APIError as exc:
                 where = self.base_url or "the OpenAI API"
                 raise HiveMemError(f"embedding request to {where} failed: {exc}") from exc

@@ -23,12 +23,123 @@ from enum import StrEnum
 
 
 class EntityType(StrEnum):
-    PERSON = "person"  # any proper name: people, places, organisations, acronyms
+    PERSON = "person"  # a proper name no rule places elsewhere (most are people)
+    ORGANIZATION = "organization"
+    PROJECT = "project"
+    LOCATION = "location"
+    TOOL = "tool"
+    CONCEPT = "concept"
     MENTION = "mention"
     HASHTAG = "hashtag"
     EMAIL = "email"
     URL = "url"
     DATE = "date"
+    OTHER = "other"
+
+
+# Types a more accurate extractor (spaCy, the LLM) may replace: the regex's guesses.
+GUESSED_TYPES = frozenset({EntityType.PERSON, EntityType.OTHER})
+
+# The cues of ``name_type``: legal-form and institution words that end an organisation's
+# name, words that open a project's, a small gazetteer of countries and large cities, and
+# tools an agent's memory often names. Lower case; multi-word entries are canonical names.
+_ORG_SUFFIX_TEXT = """
+    corp corporation inc incorporated ltd limited llc llp gmbh ag sa sas sarl bv nv plc
+    co company group holdings labs lab foundation university institute bank partners
+    ventures technologies systems software solutions association agency ministry
+    council committee"""
+_ORG_SUFFIXES = frozenset(_ORG_SUFFIX_TEXT.split())
+_PROJECT_HEADS = frozenset({"project", "operation", "initiative", "programme", "program"})
+_PLACE_TEXT = """
+    afghanistan albania algeria argentina armenia australia austria azerbaijan bangladesh
+    belarus belgium bolivia bosnia brazil bulgaria cambodia cameroon canada chile china
+    colombia croatia cuba cyprus czechia denmark ecuador egypt england estonia ethiopia
+    finland france germany ghana greece hungary iceland india indonesia iran iraq
+    ireland israel italy jamaica japan kazakhstan kenya korea kosovo latvia lebanon
+    lithuania luxembourg malaysia mali malta mexico moldova monaco mongolia montenegro
+    morocco nepal netherlands nigeria norway pakistan panama paraguay peru philippines
+    poland portugal qatar romania russia scotland senegal serbia singapore slovakia
+    slovenia somalia spain sudan sweden switzerland syria taiwan tanzania thailand tunisia
+    turkey uganda ukraine uruguay uzbekistan venezuela vietnam wales yemen zambia zimbabwe
+    europe asia africa america antarctica oceania
+    amsterdam athens atlanta auckland austin baghdad bangkok barcelona beijing beirut
+    belgrade berlin bern bogota boston brisbane brussels bucharest budapest cairo calgary
+    chicago copenhagen dallas delhi denver dubai dublin edinburgh frankfurt geneva glasgow
+    hamburg hanoi helsinki houston istanbul jakarta jerusalem johannesburg kyiv kiev lagos
+    lima lisbon liverpool london lyon madrid manchester manila marseille melbourne miami
+    milan montreal moscow mumbai munich nairobi naples oslo ottawa paris perth philadelphia
+    prague riga rome rotterdam santiago seattle seoul shanghai singapore sofia stockholm
+    stuttgart sydney taipei tallinn tehran tokyo toronto tunis turin vancouver venice
+    vienna vilnius warsaw washington zagreb zurich cologne dresden leipzig bremen hanover
+    nuremberg osaka kyoto mumbai bangalore chennai kolkata karachi lahore"""
+_PLACES = frozenset(_PLACE_TEXT.split()) | frozenset(
+    {
+        "new york", "new york city", "los angeles", "san francisco", "san diego", "san jose",
+        "hong kong", "new delhi", "buenos aires", "rio de janeiro", "sao paulo", "são paulo",
+        "mexico city", "cape town", "tel aviv", "kuala lumpur", "abu dhabi", "las vegas",
+        "new zealand", "south africa", "south korea", "north korea", "saudi arabia",
+        "united states", "united kingdom", "united arab emirates", "czech republic",
+        "sri lanka", "costa rica", "puerto rico", "north america", "south america",
+        "new jersey", "new mexico", "st petersburg", "saint petersburg", "the hague",
+    }
+)  # fmt: skip
+_TOOL_TEXT = """python javascript typescript java kotlin rust golang ruby php perl scala haskell
+    elixir erlang clojure sql sqlite postgresql postgres mysql mariadb mongodb redis
+    elasticsearch opensearch kafka rabbitmq docker kubernetes terraform ansible helm nginx
+    linux ubuntu debian fedora windows macos ios android git github gitlab bitbucket
+    jira confluence slack figma trello asana jenkins circleci vscode vim emacs
+    pycharm intellij xcode react vue angular svelte django flask fastapi
+    nodejs deno npm pip conda pytorch tensorflow numpy pandas jupyter excel
+    chatgpt copilot openai ollama vllm grafana prometheus datadog sentry
+    airflow spark hadoop snowflake bigquery redshift tableau looker aws azure gcp heroku
+    vercel netlify cloudflare twilio outlook gmail dropbox"""
+_TOOLS = frozenset(_TOOL_TEXT.split()) | frozenset(
+    {"google sheets", "visual studio", "visual studio code", "google cloud"}
+)
+
+
+def name_type(name: str) -> EntityType:
+    """The type of a proper name by cheap cues: an organisation's legal form or
+    institution word at its end ("Acme Corp", "Initech GmbH"), "Project"/"Operation" at
+    its start ("Project Alpha"), the bundled gazetteer of countries and large cities
+    ("Berlin", "New York"), known tool names ("PostgreSQL", "Docker"); otherwise
+    ``person``, the commonest proper name in an agent's dialogue."""
+    key = canonical(name)
+    words = key.replace(".", "").split()
+    if not words:
+        return EntityType.PERSON
+    if len(words) > 1 and words[-1] in _ORG_SUFFIXES:
+        return EntityType.ORGANIZATION
+    if len(words) > 1 and words[0] in _PROJECT_HEADS:
+        return EntityType.PROJECT
+    if key in _PLACES:
+        return EntityType.LOCATION
+    if key in _TOOLS:
+        return EntityType.TOOL
+    return EntityType.PERSON
+
+
+def without_legal_form(key: str) -> str | None:
+    """An organisation's canonical name without its legal-form or institution word
+    ("acme corp" → "acme"), or None when it has none."""
+    words = key.split()
+    if len(words) > 1 and words[-1].replace(".", "") in _ORG_SUFFIXES:
+        return " ".join(words[:-1])
+    return None
+
+
+def lookup_keys(name: str) -> list[str]:
+    """The keys an entity called ``name`` may be stored under: its canonical name and,
+    when the whole name is a date in any common form ("8 May 2023", "May 8, 2023",
+    "2023-05-08"), the date's key (``2023-05-08``)."""
+    keys = [canonical(name)]
+    stripped = " ".join(name.split())
+    match = _DATE.fullmatch(stripped)
+    if match is not None:
+        date_key = _date_canonical(stripped)
+        if date_key and date_key not in keys:
+            keys.append(date_key)
+    return keys
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,7 +354,7 @@ def extract(text: str, max_mentions: int = 32) -> list[Mention]:
         if 1 in taken[match.start() : match.end()]:
             continue
         for name in _names_in_run(match[0]):
-            found.append((match.start(), name, canonical(name), EntityType.PERSON))
+            found.append((match.start(), name, canonical(name), name_type(name)))
             names.add(found[-1][2])
         if len(names) >= max_mentions:
             break

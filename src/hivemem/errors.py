@@ -54,6 +54,15 @@ class Conflict(HiveMemError):
         self.current = current
 
 
+class Forbidden(HiveMemError):
+    """The handle may read the memory or scope but has no right to change it: a worker
+    deleting in the swarm scope it only reads, a learning injected into a scope the
+    handle does not lead. Rights come from configuration and tokens, never from a
+    model's arguments (``hivemem.rights``)."""
+
+    exit_code = 7
+
+
 class MissingDependency(HiveMemError):
     """An optional extra is needed; the message carries the install command."""
 
@@ -68,3 +77,9 @@ class StoreError(HiveMemError):
     """The database cannot be used: wrong file, newer schema, corruption, locked too long."""
 
     exit_code = 6
+
+
+class StoreFull(StoreError):
+    """The disk (or the filesystem quota) holding the store is full: the write was rolled
+    back whole, nothing of it was saved, and everything acknowledged before is intact.
+    Free space and retry. The driver's own error is chained as ``__cause__``."""

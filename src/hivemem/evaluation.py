@@ -192,7 +192,10 @@ def eval_locomo(
     question (e.g. ``SYSTEM_PROMPT_PREAMBLE``: what recall costs when an agent sends its
     system prompt along)."""
     conversations = load_locomo(path)
-    settings = (settings or Settings()).replace(track_access=False)
+    settings = (settings or Settings()).replace(
+        track_access=False,
+        consolidate_on_session_switch=False,  # retrieval of the turns only
+    )
     tallies = {c: _Tally() for c in LOCOMO_CATEGORIES}
     main, everything = _Tally(), _Tally()
     latencies: list[float] = []

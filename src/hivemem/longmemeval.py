@@ -248,7 +248,10 @@ def eval_longmemeval(
     """Load each question's haystack into its own scope of one temporary store, search the
     question (top ``SEARCH_LIMIT``), and score turns and sessions against the labels."""
     dataset = load_longmemeval(path, limit_questions=limit_questions)
-    settings = (settings or Settings()).replace(track_access=False)
+    settings = (settings or Settings()).replace(
+        track_access=False,
+        consolidate_on_session_switch=False,  # retrieval of the turns only
+    )
     overall = _Tally()
     by_type: dict[str, _Tally] = {}
     latencies: list[float] = []

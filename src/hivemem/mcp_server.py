@@ -49,20 +49,39 @@ def _sdk() -> tuple[Any, Any, Any]:
     return Server, mcp_types, anyio
 
 
-def bind(store: Store, scope: str, shared: Sequence[str] = ()) -> ScopedMemory:
+def bind(
+    store: Store,
+    scope: str,
+    shared: Sequence[str] = (),
+    *,
+    lead_of: Sequence[str] | str | None = None,
+    agent: str | None = None,
+) -> ScopedMemory:
     """The handle a server serves: ``scope``, the ``shared`` scopes read-only, and the
-    store's ``learning_scope`` (where ``inject_learning`` writes) among them."""
+    store's ``learning_scope`` (where ``inject_learning`` writes) among them. Its lead
+    rights are ``lead_of`` (default: the ``lead_of`` setting) and it writes as ``agent``
+    (default: the ``agent`` setting, else the scope's name)."""
     visible = list(shared)
     learning = store.settings.learning_scope
     if learning and learning != scope and learning not in visible:
         visible.append(learning)
-    return store.scope(scope, shared=visible)
+    return store.scope(
+        scope,
+        shared=visible,
+        lead_of=store.settings.lead_of if lead_of is None else lead_of,
+        actor=agent or store.settings.agent or None,
+    )
 
 
-def create_server(mem: ScopedMemory, *, name: str = "hivemem") -> Server:
-    """An MCP ``Server`` serving every tool over ``mem``."""
+def create_server(
+    mem: ScopedMemory, tools: Sequence[str] | None = None, *, name: str = "hivemem"
+) -> Server:
+    """An MCP ``Server`` serving the tools named in ``tools`` (default: every tool of
+    the table; ``hivemem.tools.select`` turns a profile into names) over ``mem``. A
+    call to a tool the server does not offer (under any of its names) is a tool error."""
     server_cls, types, anyio = _sdk()
     writer = anyio.CapacityLimiter(1)
+    offered = {n: toolsmod.NAMED[n] for n in (toolsmod.select() if tools is None else tools)}
     listed = [
         types.Tool(
             name=tool.name,
@@ -70,20 +89,29 @@ def create_server(mem: ScopedMemory, *, name: str = "hivemem") -> Server:
             input_schema=tool.parameters,
             annotations=types.ToolAnnotations(
                 read_only_hint=not tool.writes,
-                destructive_hint=tool.name == "memory_delete",
+                destructive_hint=tool.name in toolsmod.DESTRUCTIVE,
                 open_world_hint=False,
             ),
         )
-        for tool in toolsmod.TOOLS.values()
+        for tool in offered.values()
     ]
 
     async def on_list_tools(ctx: Any, params: Any) -> Any:
         return types.ListToolsResult(tools=listed)
 
     async def on_call_tool(ctx: Any, params: Any) -> Any:
-        tool = toolsmod.TOOLS.get(params.name)
+        # An offered tool answers to its other names too (Agent Swarm's memory-search).
+        other = toolsmod.NAMED.get(params.name)
+        tool = offered.get(params.name) or (
+            other if toolsmod.profiles.NAMES.get(params.name) in offered else None
+        )
+        if tool is None:
+            return _error(
+                types,
+                f"InvalidInput: name: unknown tool {params.name!r}; tools: {', '.join(offered)}",
+            )
         run = functools.partial(toolsmod.call, mem, params.name, params.arguments)
-        limiter = writer if tool is not None and tool.writes else None
+        limiter = writer if tool.writes else None
         try:
             result = await anyio.to_thread.run_sync(run, limiter=limiter)
         except HiveMemError as exc:
@@ -112,12 +140,12 @@ def _error(types: Any, message: str) -> Any:
     )
 
 
-def serve_stdio(mem: ScopedMemory) -> None:
+def serve_stdio(mem: ScopedMemory, tools: Sequence[str] | None = None) -> None:
     """Serve over stdin/stdout until the client closes the stream."""
     _, _, anyio = _sdk()
     from mcp.server.stdio import stdio_server
 
-    server = create_server(mem)
+    server = create_server(mem, tools)
 
     async def main() -> None:
         async with stdio_server() as (read, write):
@@ -126,10 +154,10 @@ def serve_stdio(mem: ScopedMemory) -> None:
     anyio.run(main)
 
 
-def serve_http(mem: ScopedMemory, host: str, port: int) -> None:
+def serve_http(mem: ScopedMemory, host: str, port: int, tools: Sequence[str] | None = None) -> None:
     """Serve streamable HTTP at ``http://HOST:PORT/mcp`` until interrupted."""
     _sdk()
     import uvicorn
 
-    app = create_server(mem).streamable_http_app(host=host)
+    app = create_server(mem, tools).streamable_http_app(host=host)
     uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import arguments
 from .errors import HiveMemError, InvalidInput, MissingDependency
 from .types import Kind, Memory, Source, Status
 
@@ -97,11 +98,13 @@ def note_key(path: Path, max_chars: int) -> str:
 
 def resolve_folder(folder: str | os.PathLike[str]) -> Path:
     """The folder as an absolute path; ``InvalidInput`` when it is not a folder."""
-    if not isinstance(folder, str | os.PathLike) or not str(folder).strip():
-        raise InvalidInput("folder", "expected the path of a folder")
-    root = Path(folder).expanduser()
-    if not root.exists():
-        raise InvalidInput("folder", f"{root} does not exist")
+    root = arguments.path(folder, "folder").expanduser()
+    try:
+        root.stat()
+    except FileNotFoundError:
+        raise InvalidInput("folder", f"{root} does not exist") from None
+    except OSError as exc:  # "File name too long", "Permission denied", a loop of links
+        raise InvalidInput("folder", f"cannot be read: {exc.strerror or exc}") from None
     if not root.is_dir():
         raise InvalidInput("folder", f"{root} is not a folder")
     return root.resolve()
@@ -259,6 +262,16 @@ def _index_file(
     return None
 
 
+def require_watchfiles() -> Any:
+    """The ``watchfiles`` module, or ``MissingDependency`` with the install command (the
+    CLI asks before it says it is watching)."""
+    try:
+        import watchfiles
+    except ImportError:
+        raise MissingDependency("watching a notes folder", "pip install 'hivemem[watch]'") from None
+    return watchfiles
+
+
 def watch_folder(
     mem: ScopedMemory,
     folder: str | os.PathLike[str],
@@ -270,10 +283,7 @@ def watch_folder(
     """Index ``folder``, then again after every change under it, until ``stop_event``
     is set (or Ctrl-C). ``on_report`` gets each pass's report. Returns the number of
     passes. Needs ``hivemem[watch]``."""
-    try:
-        import watchfiles
-    except ImportError:
-        raise MissingDependency("watching a notes folder", "pip install 'hivemem[watch]'") from None
+    watchfiles = require_watchfiles()
     root = resolve_folder(folder)
     passes = 0
 

@@ -1,14 +1,21 @@
 """Export and import of a store as JSON Lines: a lossless copy, history included.
 
-Format (``hivemem_export`` version 1)::
+Format (``hivemem_export`` version 2; version 1, memories only, is still read)::
 
-    {"hivemem_export": 1, "schema": ["0001_memories", ...], "exported_at": "...", "count": N}
+    {"hivemem_export": 2, "schema": [...], "exported_at": "...", "count": N,
+     "records": {"vault": V, ...}, "left_out": {"secret vault entries": S}}
     {"id": "...", "scope": "...", "kind": "fact", ..., "status": "superseded", ...}
     ... N lines, one per memory: every field of ``Memory.to_dict()``, oldest id first
+    {"record": "vault", "scope": "...", "key": "...", "value": "...", ...}
+    ... one line per record: vault entries, API tokens (hashes), entity aliases and
+    the consolidation state of sessions (``hivemem.backup``)
 
 Every row is exported whatever its status (superseded, deleted and archived rows too), so
 supersede chains, validity intervals and usage counts survive the trip. Derived data
-(chunks, the keyword index) is not exported: import rebuilds it from the content.
+(chunks, the keyword index, vectors) is not exported: import rebuilds it from the
+content. ``hivemem.backup.TABLES`` lists every table and what an export does with it;
+what is left out of a given export (secret vault values without ``include_secrets``) is
+counted in the header's ``left_out``.
 
 Import contract:
 
@@ -37,8 +44,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, TYPE_CHECKING, Any
 
-from . import rules
+from . import backup, rules
 from . import text as textmod
+from .audit import reason_chunks
 from .clock import to_text
 from .entities import extract
 from .errors import Conflict, HiveMemError, InvalidInput
@@ -48,7 +56,8 @@ from .types import Kind, Memory, Status, resolve_enum, resolve_type
 if TYPE_CHECKING:
     from .database import Store
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 MAX_PROBLEMS = 100  # problems listed in one report; validation stops after that many
 _BATCH = 500
 _USAGE_FIELDS = ("access_count", "last_accessed")
@@ -79,21 +88,30 @@ def export_jsonl(
     progress: Progress | None = None,
     *,
     include_secrets: bool = False,
+    details: dict[str, Any] | None = None,
 ) -> int:
     """Write the memories of ``scopes`` (every scope when ``None``) to ``fp`` as JSON
     Lines: a header line, then one line per memory of any status. Returns the number of
     memories written. The export reads one consistent snapshot of the store, so the
     header's count is exact even while other processes write. Secret values of the vault
-    are redacted from every line unless ``include_secrets``."""
+    are redacted from every line unless ``include_secrets`` (and secret vault entries
+    left out). ``details``, when given, receives ``records`` (counts per record kind) and
+    ``left_out`` (what was not exported, counted)."""
     chosen = _scope_list(scopes, store.settings)
     backend = store.backend
     with backend.snapshot():
         count = backend.stats(chosen, store.clock())["total"]
+        records, left_out = backup.export_records(store, chosen, include_secrets)
+        kinds: dict[str, int] = {}
+        for record in records:
+            kinds[record["record"]] = kinds.get(record["record"], 0) + 1
         header = {
             "hivemem_export": FORMAT_VERSION,
             "schema": backend.schema_version(),
             "exported_at": store.clock().isoformat(),
             "count": count,
+            "records": kinds,
+            "left_out": left_out,
         }
         fp.write(json.dumps(header) + "\n")
         written = 0
@@ -107,6 +125,12 @@ def export_jsonl(
                 progress(100)
         if progress is not None and written % 100:
             progress(written % 100)
+        for record in records:
+            line = json.dumps(record, ensure_ascii=False, allow_nan=False)
+            secret = record["record"] == "vault" and record["is_secret"]
+            fp.write((line if include_secrets or secret else store.scrub(line)) + "\n")
+    if details is not None:
+        details.update(records=kinds, left_out=left_out)
     if written != count:  # impossible inside a snapshot; a loud guard against silent loss
         raise HiveMemError(f"export wrote {written} memories but counted {count}")
     return written
@@ -157,6 +181,7 @@ class ImportReport:
     conflicts: tuple[ImportProblem, ...] = ()
     errors: tuple[ImportProblem, ...] = ()
     rows: int = 0  # memory lines read
+    records: Mapping[str, int] = field(default_factory=dict)  # imported, per record kind
     truncated: bool = False  # validation stopped after MAX_PROBLEMS problems
     header: Mapping[str, Any] = field(default_factory=dict)
 
@@ -170,6 +195,7 @@ class ImportReport:
             "imported": self.imported,
             "skipped_identical": self.skipped_identical,
             "rows": self.rows,
+            "records": dict(self.records),
             "conflicts": [p.to_dict() for p in self.conflicts],
             "errors": [p.to_dict() for p in self.errors],
             "truncated": self.truncated,
@@ -198,6 +224,8 @@ def import_jsonl(
     try:
         with store.backend.atomic():
             run.read(fp)
+            if not run.failed:
+                run.write_records()
             if run.errors or run.conflicts:
                 raise _Rollback
     except _Rollback:
@@ -226,6 +254,8 @@ class _Import:
         self.seen: dict[str, int] = {}  # id -> the line it first appeared on
         self.active_keys: dict[tuple[str, str], tuple[int, str]] = {}  # -> (line, id)
         self.sessions: dict[tuple[str, str], tuple[datetime, int]] = {}
+        self.records: list[tuple[int, dict[str, Any]]] = []  # non-memory lines, checked
+        self.records_imported: dict[str, int] = {}
 
     @property
     def failed(self) -> bool:
@@ -257,6 +287,9 @@ class _Import:
                 if not self.header:
                     return  # not an export: every later line would be noise
                 continue
+            if isinstance(value, dict) and "record" in value:
+                self.read_record(line_no, value)
+                continue
             self.rows += 1
             if self.progress is not None and self.rows % 100 == 0:
                 self.progress(100)
@@ -272,6 +305,17 @@ class _Import:
             self.progress(self.rows % 100)
         if not self.header and not self.errors:
             self.problem(self.errors, max(last_line, 1), "empty file: no export header")
+        announced = self.header.get("records") or {}
+        found: dict[str, int] = {}
+        for _, record in self.records:
+            found[record["record"]] = found.get(record["record"], 0) + 1
+        if self.header and not self.truncated and not self.errors and announced != found:
+            self.problem(
+                self.errors,
+                last_line,
+                f"the header announces records {announced} but the file holds {found} "
+                "(truncated or edited file?)",
+            )
         expected = self.header.get("count")
         if self.header and not self.truncated and expected != self.rows:
             self.problem(
@@ -283,6 +327,19 @@ class _Import:
         if not self.failed:
             for (scope, session_id), (when, count) in self.sessions.items():
                 self.backend.note_session(scope, session_id, when, count)
+
+    def read_record(self, line_no: int, value: dict[str, Any]) -> None:
+        problem = backup.check_record(value)
+        if problem is not None:
+            self.problem(self.errors, line_no, problem)
+        else:
+            self.records.append((line_no, value))
+
+    def write_records(self) -> None:
+        imported, conflicts = backup.import_records(self.store, self.records, self.target)
+        for line_no, message in conflicts:
+            self.problem(self.conflicts, line_no, message)
+        self.records_imported = imported
 
     def parse(self, line_no: int, raw: str) -> Any:
         try:
@@ -302,7 +359,7 @@ class _Import:
             )
             return
         version = value["hivemem_export"]
-        if version != FORMAT_VERSION:
+        if version not in READABLE_VERSIONS or isinstance(version, bool):
             newer = isinstance(version, int) and version > FORMAT_VERSION
             hint = "; upgrade hivemem to import it" if newer else ""
             self.problem(
@@ -321,6 +378,12 @@ class _Import:
         schema = value.get("schema", [])
         if not isinstance(schema, list) or not all(isinstance(n, str) for n in schema):
             self.problem(self.errors, line_no, "header: schema must be a list of migration names")
+            return
+        records = value.get("records", {})
+        if not isinstance(records, dict) or not all(
+            isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in records.values()
+        ):
+            self.problem(self.errors, line_no, "header: records must map kinds to counts")
             return
         self.header = dict(value)
 
@@ -361,7 +424,7 @@ class _Import:
                 continue  # keep validating; nothing will be committed
             pieces = textmod.chunk(
                 memory.content, self.settings.chunk_tokens, self.settings.chunk_overlap_tokens
-            )
+            ) + reason_chunks(memory)
             try:
                 self.backend.insert(memory, pieces, extract(memory.content))
             except Conflict as exc:  # pre-checks make this unreachable; report, not crash
@@ -455,6 +518,7 @@ class _Import:
             conflicts=tuple(self.conflicts),
             errors=tuple(self.errors),
             rows=self.rows,
+            records={} if self.failed else self.records_imported,
             truncated=self.truncated,
             header=self.header,
         )

@@ -114,12 +114,27 @@ def temporal_decay(age: float, profile: DecayProfile, half_life_days: float = 30
     return 0.4
 
 
-def access_boost(access_count: int, max_boost: float = 1.5, saturation: float = 10.0) -> float:
-    """``1 + (max_boost - 1) * (1 - exp(-count / saturation))``: 1.0 for a memory never
-    returned, approaching ``max_boost`` for one used often."""
+def access_boost(
+    access_count: int,
+    max_boost: float = 1.5,
+    saturation: float = 10.0,
+    *,
+    hours_since_access: float | None = None,
+    full_hours: float = 48.0,
+    fade_days: float = 14.0,
+) -> float:
+    """``1 + (max_boost - 1) * (1 - exp(-count / saturation)) * recency``: 1.0 for a
+    memory never returned, approaching ``max_boost`` for one used often — in full when
+    it was last used within ``full_hours`` (Agent Swarm: 48 h), then fading by half every
+    ``fade_days`` (a memory used often long ago is no longer "in use"). Without a last
+    access time the boost is not faded."""
     if access_count <= 0 or max_boost <= 1.0:
         return 1.0
-    return 1.0 + (max_boost - 1.0) * (1.0 - math.exp(-access_count / saturation))
+    recency = 1.0
+    if hours_since_access is not None and hours_since_access > full_hours:
+        late = (hours_since_access - full_hours) / 24.0
+        recency = 0.5 ** (late / fade_days) if fade_days > 0 else 0.0
+    return 1.0 + (max_boost - 1.0) * (1.0 - math.exp(-access_count / saturation)) * recency
 
 
 def group_prior(

@@ -3,13 +3,17 @@
 Two mechanisms, both compiled regular expressions (microseconds per call):
 
 - ``Scrubber`` holds every secret value of the vault (``hivemem.vault``, all scopes) and
-  replaces each occurrence with ``[REDACTED]`` in whatever text it is given. The store
-  passes search hits and snippets, ``context()`` blocks, tool results, log records and
-  exports through it. It follows other processes' vault changes (``PRAGMA
-  data_version``), so a secret set elsewhere is redacted here from the next call on.
+  replaces each occurrence (as is, JSON-escaped or URL-quoted) with ``[REDACTED]`` in
+  whatever it is given; ``Scrubber.scrubbed`` reaches every text inside a value
+  (``Memory``, ``Hit``, ``Entity``, lists, mappings). Every public method of the facade
+  returns through ``scrubs_output``, so every field of every result (content, key, tags,
+  attributes, snippets, errors) is clean for every front end; ``context()`` blocks, tool
+  results, log records and exports pass through it too. It follows other processes'
+  vault changes (``PRAGMA data_version``), so a secret set elsewhere is redacted here
+  from the next call on.
 - ``find_credentials`` recognises well-known credential shapes (API keys, tokens, private
-  keys, JWTs, bearer tokens) in memory content; ``guard`` applies the
-  ``credential_policy`` setting on every write: ``redact`` (default: the credential
+  keys, JWTs, bearer tokens); ``guard_value`` applies the ``credential_policy`` setting
+  to every text field of every write (``WRITTEN_TEXT_FIELDS``): ``redact`` (default: the credential
   becomes ``[REDACTED:<kind>]`` and a warning is logged), ``reject`` (``InvalidInput``,
   nothing written) or ``allow``. Registered vault secrets found in content are treated
   the same way, so a secret never reaches the keyword or vector index.
@@ -17,19 +21,40 @@ Two mechanisms, both compiled regular expressions (microseconds per call):
 
 from __future__ import annotations
 
+import dataclasses
+import enum
+import functools
+import json
 import logging
 import re
 import threading
+import urllib.parse
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
-from .errors import InvalidInput
+from .errors import HiveMemError, InvalidInput
 
 log = logging.getLogger("hivemem.redact")
 
 REDACTED = "[REDACTED]"
 POLICIES = ("redact", "reject", "allow")
+# Every field of a write that holds caller text: ``credential_policy`` applies to each.
+WRITTEN_TEXT_FIELDS = frozenset(
+    {
+        "content",
+        "key",
+        "tags",
+        "attributes",
+        "source_ids",
+        "session_id",
+        "role",
+        "updated_by",
+        "source",
+        "supersede_reason",
+    }
+)
 MIN_SECRET_CHARS = 6  # shorter values cannot be redacted without mangling ordinary text
 
 # (kind, literal, pattern, needs a word boundary before it). Every pattern starts with
@@ -154,8 +179,11 @@ class Scrubber:
     def _set(self, values: frozenset[str]) -> None:
         with self._lock:
             self._values = values
-            # Longest first: a secret that contains another is redacted whole.
-            ordered = sorted(values, key=lambda v: (-len(v), v))
+            # Longest first: a secret that contains another is redacted whole. Each value
+            # also in the forms outputs write it in: JSON-escaped (a log line holding a JSON
+            # body) and URL-quoted (a request path in an access log).
+            forms = {form for value in values for form in _forms(value)}
+            ordered = sorted(forms, key=lambda v: (-len(v), v))
             self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
         install_log_filter()  # loggers created since the store opened get the filter too
 
@@ -180,15 +208,93 @@ class Scrubber:
             return text
         return pattern.sub(lambda _: replacement, text)
 
+    def scrubbed(self, value: Any) -> Any:
+        """``value`` with every registered secret redacted from every text it holds, at
+        any depth: strings, lists, tuples, mappings (keys too) and dataclass values such
+        as ``Memory``, ``Hit``, ``Entity`` (a copy; the same object when nothing
+        changes). Enums, numbers and times are left as they are."""
+        self._refresh()
+        if self._pattern is None:
+            return value
+        return _deep(value, lambda text: self.scrub(text, refresh=False))
+
     def close(self) -> None:
         _LOG_FILTER.detach(self)
 
 
-def guard(content: object, policy: str, scrubber: Scrubber | None = None) -> object:
-    """Apply ``credential_policy`` to memory content about to be written.
+F = TypeVar("F", bound=Callable[..., Any])
 
-    Returns the content to store (unchanged unless redacted). Anything but text is
-    returned as it is, for the write's own validation to refuse.
+
+def scrubs_output(method: F) -> F:
+    """Decorator of the facade's public methods (``self.store.scrubber`` is the store's
+    scrubber): the result, and the message and ``current`` of a ``HiveMemError`` it
+    raises, leave with every registered secret redacted (``Scrubber.scrubbed``). One
+    place for every front end: library, tools, MCP, HTTP and CLI all read through it."""
+
+    @functools.wraps(method)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        scrubber: Scrubber = self.store.scrubber
+        try:
+            result = method(self, *args, **kwargs)
+        except HiveMemError as exc:
+            clean = scrubber.scrubbed(exc.message)
+            if clean != exc.message:
+                exc.message, exc.args = clean, (clean,)
+            current = getattr(exc, "current", None)
+            if current is not None:
+                exc.current = scrubber.scrubbed(current)  # type: ignore[attr-defined]
+            raise
+        return scrubber.scrubbed(result)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _forms(value: str) -> set[str]:
+    """``value`` as outputs may write it: as is, JSON-escaped, URL-quoted."""
+    out = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
+    out |= {urllib.parse.quote(value, safe=""), urllib.parse.quote(value)}
+    out.add(urllib.parse.quote_plus(value))
+    return {form for form in out if len(form) >= MIN_SECRET_CHARS}
+
+
+def _deep(value: Any, scrub: Callable[[str], str]) -> Any:
+    """``value`` with ``scrub`` applied to every string inside it (see ``scrubbed``)."""
+    if isinstance(value, enum.Enum) or value is None or isinstance(value, bool | int | float):
+        return value  # a StrEnum is a str, but its value is a vocabulary word
+    if isinstance(value, str):
+        clean = scrub(value)
+        return value if clean == value else clean
+    if isinstance(value, list | tuple):
+        items = [_deep(v, scrub) for v in value]
+        if all(a is b for a, b in zip(items, value, strict=True)):
+            return value
+        return type(value)(items) if isinstance(value, list) else tuple(items)
+    if isinstance(value, Mapping):
+        pairs = [(_deep(k, scrub), _deep(v, scrub)) for k, v in value.items()]
+        if all(k is a and v is b for (k, v), (a, b) in zip(pairs, value.items(), strict=True)):
+            return value
+        return dict(pairs)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {}
+        for f in dataclasses.fields(value):
+            if not f.init:
+                continue
+            old = getattr(value, f.name)
+            new = _deep(old, scrub)
+            if new is not old:
+                changes[f.name] = new
+        return dataclasses.replace(value, **changes) if changes else value
+    return value
+
+
+def guard(
+    content: object, policy: str, scrubber: Scrubber | None = None, field: str = "content"
+) -> object:
+    """Apply ``credential_policy`` to one text about to be written (``field`` names it
+    in the error and the warning).
+
+    Returns the text to store (unchanged unless redacted). Anything but text is returned
+    as it is, for the write's own validation to refuse.
     """
     if not isinstance(content, str):
         return content
@@ -206,7 +312,7 @@ def guard(content: object, policy: str, scrubber: Scrubber | None = None) -> obj
     if policy == "reject":
         where = f" at character {found[0].start}" if found else ""
         raise InvalidInput(
-            "content",
+            field,
             f"contains a credential ({', '.join(kinds)}{where}); keep secrets in the vault "
             "(`hivemem vault set KEY --secret`), or change the credential_policy setting",
         )
@@ -214,8 +320,27 @@ def guard(content: object, policy: str, scrubber: Scrubber | None = None) -> obj
     if secret:
         assert scrubber is not None
         redacted = scrubber.scrub(redacted, replacement="[REDACTED:vault-secret]")
-    log.warning("credential redacted from memory content before saving: %s", ", ".join(kinds))
+    log.warning("credential redacted from memory %s before saving: %s", field, ", ".join(kinds))
     return redacted
+
+
+def guard_value(
+    value: Any, policy: str, scrubber: Scrubber | None = None, field: str = "content"
+) -> Any:
+    """``guard`` applied to every text inside ``value`` (a string, a list or tuple of
+    them, a JSON object: keys and values at any depth). ``field`` names the top-level
+    field; the error of a ``reject`` names it."""
+    if isinstance(value, str):
+        return guard(value, policy, scrubber, field)
+    if isinstance(value, list | tuple):
+        items = [guard_value(v, policy, scrubber, field) for v in value]
+        return items if isinstance(value, list) else tuple(items)
+    if isinstance(value, Mapping):
+        return {
+            guard_value(k, policy, scrubber, field): guard_value(v, policy, scrubber, field)
+            for k, v in value.items()
+        }
+    return value
 
 
 class _SecretLogFilter(logging.Filter):
@@ -244,11 +369,24 @@ class _SecretLogFilter(logging.Filter):
             message = record.getMessage()
         except Exception:  # a malformed record is logging's to report, not ours
             return True
-        clean = message
-        for scrubber in scrubbers:
-            clean = scrubber.scrub(clean, refresh=False)
+
+        def scrub(text: str) -> str:
+            for scrubber in scrubbers:
+                text = scrubber.scrub(text, refresh=False)
+            return text
+
+        clean = scrub(message)
         if clean != message:
-            record.msg, record.args = clean, ()
+            # Keep the record's shape where the secret sits in its arguments: some
+            # formatters read ``args`` themselves (uvicorn's access log unpacks a tuple).
+            record.msg = scrub(record.msg) if isinstance(record.msg, str) else record.msg
+            record.args = _deep(record.args, scrub) if record.args else record.args
+            try:
+                reshaped = record.getMessage()
+            except Exception:
+                reshaped = message
+            if reshaped != clean and scrub(reshaped) != reshaped:
+                record.msg, record.args = clean, ()
         if record.exc_info and record.exc_text is None:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
@@ -260,9 +398,11 @@ class _SecretLogFilter(logging.Filter):
 _LOG_FILTER = _SecretLogFilter()
 
 
-def install_log_filter() -> logging.Filter:
-    """Put the secret filter on the ``hivemem`` logger and its existing children."""
-    names = ["hivemem"] + [
+def install_log_filter(others: Iterable[str] = ()) -> logging.Filter:
+    """Put the secret filter on the ``hivemem`` logger and its existing children, and on
+    the loggers named in ``others`` (the web server's access log, where a request path
+    may hold a key)."""
+    names = ["hivemem", *others] + [
         name for name in list(logging.root.manager.loggerDict) if name.startswith("hivemem.")
     ]
     for name in names:

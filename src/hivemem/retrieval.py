@@ -108,7 +108,10 @@ def search(
                     c.chunk_id, c.chunk_seq, c.chunk_text = match.chunk_id, match.seq, match.text
             lanes_run.append("vector")
             if backend.vectors.has_pending():
-                notes.append("some memories are still being embedded: found by keyword only")
+                notes.append(
+                    "some memories are still being embedded: found by keyword only until "
+                    "then (run `hivemem reindex`, or store.flush(), to finish now)"
+                )
     focus = textmod.query_focus(query.text)
     if (
         not query.fts_syntax
@@ -164,9 +167,19 @@ def search(
         backend, scopes, query, now, scored, settings.superseded_factor, _current_candidate
     )
     if reranker is not None and len(scored) > 1:
+        # The re-ranker sees ``rerank_depth`` candidates before diversity cuts to the
+        # limit, and has the last word over the exact-match rule below.
         scored = _rerank(reranker, focus, scored, settings, notes)
-    if settings.mmr_lambda < 1.0 and len(scored) > 1:
-        scored = _diversify(backend, indexer, scored, query.limit, settings.mmr_lambda)
+        exact: list[Ranked] = []
+    else:
+        exact, scored = _split_exact(scored, [] if query.fts_syntax else terms)
+    room = query.limit - len(exact)
+    if settings.mmr_lambda < 1.0:  # each group diversified within itself
+        if len(exact) > 1:
+            exact = _diversify(backend, indexer, exact, query.limit, settings.mmr_lambda)
+        if len(scored) > 1 and room > 0:
+            scored = _diversify(backend, indexer, scored, room, settings.mmr_lambda)
+    scored = _lifted(exact, scored) + scored
     scored = [s for s in scored if s.score >= query.min_score]
     hits = []
     for item in scored[: query.limit]:
@@ -271,6 +284,43 @@ def _add_neighbours(
                 c.lanes["context"] = {"of": anchors.index(anchor) + 1, "score": round(value, 6)}
 
 
+def _split_exact(scored: list[Ranked], terms: Sequence[str]) -> tuple[list[Ranked], list[Ranked]]:
+    """The candidates whose best chunk holds every term of the query, and the others.
+
+    Trigger: a memory matches the query's words exactly (a unique token, an id, every
+    word of a question). Why: fusion weighs the keyword lane at 0.6, and the session
+    prior, MMR (which keeps only ``limit`` and drops a turn like its neighbours) and the
+    access boost of often-returned memories could otherwise push it below loosely
+    related vector hits, out of the results altogether (issue 11: an acknowledged memory
+    not found by its own unique token). Outcome: exact matches lead; MMR diversifies
+    each group within itself (near-duplicate exact matches are still penalised). A
+    re-ranker, asked for explicitly, still has the last word."""
+    wanted = set(terms)
+    if not wanted:
+        return [], scored
+
+    def is_exact(item: Ranked) -> bool:
+        # A superseded version never leads: the current version outranks it (LESSONS 13).
+        return item.memory.status is not Status.SUPERSEDED and wanted <= set(item.candidate.matched)
+
+    exact = [s for s in scored if is_exact(s)]
+    if not exact or len(exact) == len(scored):
+        return [], scored
+    return exact, [s for s in scored if not is_exact(s)]
+
+
+def _lifted(exact: list[Ranked], rest: list[Ranked]) -> list[Ranked]:
+    """``exact`` in their order; one scoring below the best of ``rest`` is lifted to that
+    score by an ``exact`` factor, so scores still fall with rank and the explanation adds
+    up."""
+    ceiling = rest[0].score if rest else 0.0
+    for item in exact:
+        if 0 < item.score < ceiling:
+            item.factors = {**item.factors, "exact": ceiling / item.score}
+            item.score = ceiling
+    return exact
+
+
 def _add_keyword(candidates: dict[str, _Candidate], keyword: list[KeywordCandidate]) -> None:
     for rank, k in enumerate(keyword, start=1):
         c = candidates.setdefault(k.match.memory_id, _Candidate(k.match.memory_id))
@@ -367,7 +417,15 @@ def adjustments(memory: Memory, settings: Settings, now: datetime) -> dict[str, 
         factor = 1.0 - settings.decay_weight + settings.decay_weight * decay
         if factor < 1.0:
             factors["decay"] = factor
-    boost = ranking.access_boost(memory.access_count, settings.max_access_boost)
+    boost = ranking.access_boost(
+        memory.access_count,
+        settings.max_access_boost,
+        hours_since_access=(
+            (now - memory.last_accessed).total_seconds() / 3600 if memory.last_accessed else None
+        ),
+        full_hours=settings.access_recency_hours,
+        fade_days=settings.access_fade_days,
+    )
     if boost > 1.0:
         factors["access"] = boost
     if memory.confidence < 1.0:

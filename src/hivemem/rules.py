@@ -18,6 +18,7 @@ from typing import Any
 from uuid6 import uuid7
 
 from . import text as textmod
+from .arguments import MAX_REF_CHARS, bad_character, storable
 from .clock import parse_time
 from .errors import InvalidInput
 from .settings import Settings
@@ -51,9 +52,7 @@ def valid_content(value: object, settings: Settings, field: str = "content") -> 
     try:
         size = len(value.encode("utf-8"))
     except UnicodeEncodeError as exc:
-        raise InvalidInput(
-            field, f"not valid UTF-8 (unpaired surrogate at character {exc.start})"
-        ) from None
+        raise bad_character(field, exc.start) from None
     if "\x00" in value:
         raise InvalidInput(field, f"contains a NUL character at {value.index(chr(0))}")
     if not value.strip():
@@ -69,13 +68,7 @@ def valid_content(value: object, settings: Settings, field: str = "content") -> 
 
 def utf8(value: str, field: str) -> str:
     """``value`` unchanged if SQLite can store it (valid UTF-8: no unpaired surrogate)."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidInput(
-            field, f"not valid UTF-8 (unpaired surrogate at character {exc.start})"
-        ) from None
-    return value
+    return storable(value, field)
 
 
 def name(value: object, field: str, max_chars: int, *, optional: bool = False) -> str | None:
@@ -87,10 +80,7 @@ def name(value: object, field: str, max_chars: int, *, optional: bool = False) -
         raise InvalidInput(field, "is required")
     if not isinstance(value, str):
         raise InvalidInput(field, f"expected text, got {type(value).__name__}")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidInput(field, "not valid UTF-8") from None
+    storable(value, field)
     value = unicodedata.normalize("NFC", value.strip())
     if not value:
         raise InvalidInput(field, "is empty")
@@ -144,10 +134,7 @@ def valid_attributes(
         raise InvalidInput(
             field, f"{size} bytes exceeds the limit of {settings.max_attributes_bytes}"
         )
-    try:
-        encoded.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidInput(field, "not valid UTF-8") from None
+    storable(encoded, field)
     return json.loads(encoded)
 
 
@@ -227,8 +214,10 @@ def build_memory(
     else:
         expires = optional_time(expires_at, "expires_at")
     ids = as_tuple(source_ids)
-    if not all(isinstance(i, str) and i for i in ids):
-        raise InvalidInput("source_ids", "expected a list of memory ids")
+    for index, item in enumerate(ids):
+        if not isinstance(item, str) or not item or len(item) > MAX_REF_CHARS:
+            raise InvalidInput(f"source_ids[{index}]", "expected a memory id")
+        storable(item, f"source_ids[{index}]")
     return Memory(
         id=str(uuid7()),
         scope=scope,

@@ -142,12 +142,16 @@ def keyword_lane(
     weights = {t: idf(stats.total_chunks, stats.doc_freq.get(t, 0)) for t in terms}
     postings = stats.postings or stats.doc_freq
 
-    def run(match: Query, used: Sequence[str] = ()) -> list[KeywordCandidate]:
+    def run(
+        match: Query, used: Sequence[str] = (), time_limit_s: float | None = None
+    ) -> list[KeywordCandidate]:
         # Terms so common that scoring every match would cost more than the budget are
         # searched newest first (FTS5 then scores only the rows it returns).
         walked = sum(postings.get(t, 0) for t in used)
         newest_first = walked > settings.keyword_match_budget
-        found = backend.keyword_search(scopes, match, terms, fetch, now, newest_first=newest_first)
+        found = backend.keyword_search(
+            scopes, match, terms, fetch, now, newest_first=newest_first, time_limit_s=time_limit_s
+        )
         matches = best_chunk_per_memory(found)
         matched = backend.matched_terms([m.chunk_id for m in matches], terms)
         out = []
@@ -157,8 +161,8 @@ def keyword_lane(
         out.sort(key=lambda c: (-c.coverage, c.rank))
         return out
 
-    if query.fts_syntax:
-        return terms, run(query)
+    if query.fts_syntax:  # the caller's own FTS5 syntax: its cost is bounded by time
+        return terms, run(query, time_limit_s=settings.fts_time_limit_ms / 1000)
     chosen = selective_terms(terms, postings, settings.keyword_match_budget)
     candidates = run(replace(query, text=textmod.fts_or_query(chosen), fts_syntax=True), chosen)
     excluded = [t for t in terms if t not in chosen]

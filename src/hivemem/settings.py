@@ -76,7 +76,15 @@ class Settings:
         "too few were found.",
     )
     max_query_terms: int = _setting(
-        32, "Most distinct terms kept from a query (the rarest are kept)."
+        32,
+        "Most distinct terms kept from a query (the rarest are kept). An FTS5-syntax "
+        "query (fts_syntax=True) may hold at most this many words, else InvalidInput.",
+    )
+    fts_time_limit_ms: int = _setting(
+        2_000,
+        "Longest an FTS5-syntax search (fts_syntax=True) may run in SQLite; past it the "
+        "search stops with InvalidInput (prefix* terms over a large store cost the most). "
+        "Natural-language searches are bounded by max_query_terms and keyword_match_budget.",
     )
     track_access: bool = _setting(
         True, "Searches and gets bump access_count/last_accessed of what they return."
@@ -86,7 +94,24 @@ class Settings:
     embedder: str = _setting(
         "local",
         "Embedder for the vector lane: `local` (bundled offline model), `hash` (tests), "
-        "`openai` (needs hivemem[openai]; set via the library), or `none` (keyword only).",
+        "`openai` (needs hivemem[openai]; configured by the embed_* settings), or `none` "
+        "(keyword only).",
+    )
+    embed_model: str = _setting(
+        "text-embedding-3-small",
+        "Model name for `embedder = openai` (any OpenAI-compatible embeddings endpoint).",
+    )
+    embed_base_url: str = _setting("", "Endpoint of `embedder = openai` (empty: the OpenAI API).")
+    embed_dimensions: int = _setting(
+        512,
+        "Vector size of `embedder = openai`, sent as the request's Matryoshka `dimensions` "
+        "parameter (the seeds: text-embedding-3-small at 512, -3-large at 256); 0 sends "
+        "none and takes the model's full size from embed_full_dimension.",
+    )
+    embed_full_dimension: int = _setting(
+        1536,
+        "Vector size of `embedder = openai` when embed_dimensions is 0 (the model's own). "
+        "The API key comes from HIVEMEM_EMBED_API_KEY, read by the CLI and servers only.",
     )
     embed_in_background: bool = _setting(
         True, "Embed new chunks in a background thread right after each write."
@@ -164,6 +189,14 @@ class Settings:
     max_access_boost: float = _setting(
         1.5, "Highest multiplier for often-used memories (1 = no boost)."
     )
+    access_recency_hours: float = _setting(
+        48.0,
+        "The access boost applies in full to a memory last used within this many hours "
+        "(Agent Swarm's MEMORY_ACCESS_RECENCY_HOURS), then fades.",
+    )
+    access_fade_days: float = _setting(
+        14.0, "Past access_recency_hours, the access boost halves every this many days."
+    )
     mmr_lambda: float = _setting(
         0.7, "MMR trade-off between relevance (1.0) and diversity; 1 keeps the fused order."
     )
@@ -224,6 +257,17 @@ class Settings:
         "A session has ended, and is consolidated, when a later session of its scope has "
         "started or nothing was added to it for this long.",
     )
+    session_summaries: bool = _setting(
+        True,
+        "When consolidation finishes a session, what was learned in it becomes a "
+        "`session_summary` memory (LLM, or the session's facts without one; TTL 3 days).",
+    )
+    consolidate_on_session_switch: bool = _setting(
+        True,
+        "When a scope's new session starts (its first episode), consolidate the scope's "
+        "earlier open sessions at once in a background thread (never on the write path), "
+        "as the assistant seed does; the nightly job still runs.",
+    )
     consolidate_fact_type: str = _setting(
         "reference",
         "Type of consolidated facts: `reference` keeps them out of the pinned part of "
@@ -246,6 +290,12 @@ class Settings:
         "Facts naming the same entities, this similar apart from negations, with "
         "opposite polarity (one negated) are a conflict.",
     )
+    llm_conflicts: bool = _setting(
+        True,
+        "With an LLM configured, consolidation asks it which existing facts each new fact "
+        "contradicts (once per batch); off, or when the call fails, the heuristic judges "
+        "(polarity, and a changed residence or employer of the same subject).",
+    )
     conflict_confidence: float = _setting(
         0.3, "Confidence an older fact drops to when a new fact contradicts it."
     )
@@ -255,6 +305,13 @@ class Settings:
         "`power` (the ADR's confidence × exp(−rate × days^decay_exponent)).",
     )
     decay_exponent: float = _setting(0.8, "Exponent of days in the `power` decay formula.")
+    decay_from: str = _setting(
+        "last_access",
+        "What a fact's confidence decays from: `last_access` (the assistant seed: a search "
+        "or get that returns it starts its curve again from its base confidence; "
+        "measured in docs/maintenance.md) or `created` (its creation, or the last time its "
+        "confidence was set).",
+    )
     decay_prune_below: float = _setting(
         0.05, "Facts whose decayed confidence falls below this are soft-deleted."
     )
@@ -264,6 +321,11 @@ class Settings:
     reflect_window_days: float = _setting(7.0, "Days of new facts a reflection looks back on.")
     reflect_min_interval_days: float = _setting(
         6.0, "Days that must pass after a reflection before the next one."
+    )
+    reflect_vault_versions: int = _setting(
+        24,
+        "A key with at least this many versions (supersedes) is flagged by the "
+        "reflection as a counter or cache that belongs in the vault (openhive's anti-pattern).",
     )
     summarize_after_days: float = _setting(
         30.0, "Memories older than this are grouped into summaries."
@@ -324,6 +386,18 @@ class Settings:
         "",
         "Shared scope the inject_learning tool writes a lead's learnings to (it must be "
         "one of the session's scopes; empty: inject_learning is refused).",
+    )
+    lead_of: str = _setting(
+        "",
+        "Scopes (names or glob patterns, comma-separated) a server's handle leads: it may "
+        "delete, correct, confirm and purge their memories and inject learnings into them "
+        "(`serve-mcp --lead-of`; docs/tools.md). Empty: the own scope only.",
+    )
+    agent: str = _setting(
+        "",
+        "Who a server's handle writes as, recorded as `updated_by` on every write "
+        "(`serve-mcp --agent`; empty: the scope's name). HTTP requests write as their "
+        "token's name.",
     )
     mcp_host: str = _setting("127.0.0.1", "Address `hivemem serve-mcp --transport http` uses.")
     mcp_port: int = _setting(8766, "Port `hivemem serve-mcp --transport http` listens on.")

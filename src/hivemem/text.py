@@ -366,3 +366,22 @@ def snippet(text: str, terms: list[str], width: int = 200) -> str:
     prefix = "…" if start > 0 else ""
     suffix = "…" if end < len(flat) else ""
     return prefix + flat[start:end].strip() + suffix
+
+
+def token_window(text: str, terms: list[str], tokens: int) -> str:
+    """About ``tokens`` tokens (``count_tokens``' units) of ``text``, starting a little
+    before the first query term found: the whole text when it is that short."""
+    spans = [m.span() for m in _TOKEN.finditer(text)]
+    if len(spans) <= tokens:
+        return text.strip()
+    lowered = text.lower()
+    positions = [p for p in (lowered.find(t.lower()) for t in terms if t) if p >= 0]
+    first = 0
+    if positions:
+        at = min(positions)
+        first = next((i for i, (start, _end) in enumerate(spans) if start >= at), 0)
+        first = max(0, min(first - tokens // 8, len(spans) - tokens))
+    last = first + tokens - 1
+    prefix = "…" if first > 0 else ""
+    suffix = "…" if last < len(spans) - 1 else ""
+    return prefix + text[spans[first][0] : spans[last][1]].strip() + suffix

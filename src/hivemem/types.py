@@ -215,8 +215,9 @@ class Explanation:
 
 @dataclass(frozen=True, slots=True)
 class Entity:
-    """A named thing memories mention (a person, place, @handle, #tag, email, URL,
-    date), canonical within its scope, with the other names it goes by."""
+    """A named thing memories mention, canonical within its scope, with the other names
+    it goes by. ``type``: person, organization, project, location, tool, concept,
+    mention (@handle), hashtag, email, url, date or other."""
 
     id: int
     scope: str
@@ -227,6 +228,8 @@ class Entity:
     first_seen: datetime
     last_seen: datetime
     aliases: tuple[str, ...] = ()
+    protected: bool = False  # decay leaves its memories alone; no job retypes it
+    summary: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -239,6 +242,8 @@ class Entity:
             "first_seen": self.first_seen.isoformat(),
             "last_seen": self.last_seen.isoformat(),
             "aliases": list(self.aliases),
+            "protected": self.protected,
+            "summary": self.summary,
         }
 
 
@@ -283,6 +288,7 @@ class Query:
     min_score: float = 0.0
     include_expired: bool = False
     fts_syntax: bool = False  # opt-in: ``text`` is FTS5 query syntax, errors raise
+    categories: tuple[str, ...] = ()  # automatic categories (corvid); see ScopedMemory.search
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,6 +306,7 @@ class ListFilter:
     as_of: datetime | None = None
     include_expired: bool = True
     key: str | None = None
+    categories: tuple[str, ...] = ()
 
 
 def as_tuple(value: T | Sequence[T] | None) -> tuple[T, ...]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from . import rules
+from . import arguments, rules
 from .errors import Conflict, InvalidInput, NotFound
 from .redact import MIN_SECRET_CHARS
 
@@ -127,13 +127,17 @@ class Vault:
             return default
 
     def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and self._rows.get(self.scope, key) is not None
+        if not isinstance(key, str):
+            return False
+        try:  # a key that could never be stored (a lone surrogate) is not in the vault
+            arguments.storable(key, "key")
+        except InvalidInput:
+            return False
+        return self._rows.get(self.scope, key) is not None
 
     def list(self, prefix: str | None = None) -> list[VaultEntry]:
         """Every entry of the scope (keys starting with ``prefix``), by key."""
-        if prefix is not None and not isinstance(prefix, str):
-            raise InvalidInput("prefix", "expected text")
-        return [_entry(r) for r in self._rows.list(self.scope, prefix or None)]
+        return [_entry(r) for r in self._rows.list(self.scope, arguments.prefix(prefix))]
 
     def delete(self, key: str) -> VaultEntry:
         """Remove ``key``; returns the removed entry; raises ``NotFound``."""
@@ -165,8 +169,8 @@ def _encode(value: Any, secret: bool, max_bytes: int) -> str:
         encoded.encode("utf-8")
     except (TypeError, ValueError) as exc:
         raise InvalidInput("value", f"not a JSON value: {exc}") from None
-    except UnicodeEncodeError:
-        raise InvalidInput("value", "not valid UTF-8 (unpaired surrogate)") from None
+    except UnicodeEncodeError as exc:
+        raise arguments.bad_character("value", exc.start) from None
     size = len(encoded.encode("utf-8"))
     if size > max_bytes:
         raise InvalidInput(

@@ -5,15 +5,19 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
 import click
 
-from hivemem import Conflict, InvalidInput, Settings, Store, doctor
+from hivemem import Conflict, InvalidInput, Settings, Store, StoreError, doctor
+from hivemem.database import default_path
 from hivemem.portability import ImportReport, export_jsonl, import_jsonl
+from hivemem.rescue import RescueReport, rescue_jsonl
 
 from .common import Env, echo_json, json_option, pass_env, stats_lines
 
@@ -57,30 +61,100 @@ def _progress(label: str, total: int) -> Iterator[Any]:
 @click.option(
     "--include-secrets",
     is_flag=True,
-    help="Keep secret values of the vault where memories contain them (default: redacted).",
+    help="Export the vault's secret entries and keep secret values where memories "
+    "contain them (default: secret entries left out, values redacted).",
 )
+@click.option("--force", is_flag=True, help="Overwrite FILE if it exists.")
 @pass_env
-def export_(env: Env, file: str, scope_only: bool, include_secrets: bool) -> None:
-    """Write memories to a JSON Lines file.
+@click.pass_context
+def export_(
+    ctx: click.Context,
+    env: Env,
+    file: str,
+    scope_only: bool,
+    include_secrets: bool,
+    force: bool,
+) -> None:
+    """Write the store to a JSON Lines file (a lossless backup).
 
     Every memory of every scope (or --scope-only), any status, history included, goes to
-    FILE (- for standard output, the default). The file is written whole or not at all:
-    it is built next to FILE and renamed. Secret values of the vault are redacted from
-    it unless --include-secrets.
+    FILE (- for standard output, the default), then the vault's entries, the HTTP API's
+    tokens (as hashes; only when every scope is exported), entity aliases and which
+    sessions were consolidated. What is derived (chunks, keyword index, vectors) is
+    rebuilt on import. The file is written whole or not at all: it is built next to FILE
+    and renamed (or copied to standard output); an existing FILE is kept unless --force.
+    Secret vault entries are left out, and secret values redacted from memories, unless
+    --include-secrets; what was left out is said on stderr and counted in the file's
+    header.
+
+    On a damaged store (one that cannot be opened, or whose full scan fails) export is a
+    rescue: it reads the file row by row and writes every memory that can still be read,
+    then prints the rows counted, exported and unreadable; it exits with status 6 when
+    some rows could not be read.
     """
-    store = env.store()
+    if file != "-" and Path(file).exists() and not force:
+        raise InvalidInput("file", f"{file} exists: pass --force to overwrite it")
     scopes = [env.scope] if scope_only else None
-    total = store.scope(env.scope).stats()["total"] if scope_only else store.stats()["total"]
-    with _progress("exporting", total) as bar:
-        if file == "-":
-            with _utf8(sys.stdout.buffer, "w") as out:
-                count = export_jsonl(
-                    store, out, scopes, bar.update, include_secrets=include_secrets
-                )
-        else:
-            count = _export_to_file(store, Path(file), scopes, bar.update, include_secrets)
     where = "standard output" if file == "-" else file
-    click.echo(f"exported {count} memories to {where}", err=True)
+    details: dict[str, Any] = {}
+    try:
+        store = env.store()
+        total = store.scope(env.scope).stats()["total"] if scope_only else store.stats()["total"]
+        with _progress("exporting", total) as bar:
+            count = _write_whole(
+                file,
+                lambda fp: export_jsonl(
+                    store,
+                    fp,
+                    scopes,
+                    bar.update,
+                    include_secrets=include_secrets,
+                    details=details,
+                ),
+            )
+    except StoreError as exc:
+        click.echo(f"warning: {exc}", err=True)
+        click.echo("exporting every memory that can still be read, row by row", err=True)
+        env.close()
+        location = env.db or str(default_path())
+        aside = None if file == "-" else Path(file + ".rejected.jsonl")
+        reports: list[RescueReport] = []
+
+        def rescue(fp: IO[str]) -> int:
+            with contextlib.ExitStack() as stack:
+                rejects = stack.enter_context(aside.open("w", encoding="utf-8")) if aside else None
+                reports.append(
+                    rescue_jsonl(
+                        location, fp, scopes, include_secrets=include_secrets, rejects=rejects
+                    )
+                )
+            return reports[-1].exported
+
+        _write_whole(file, rescue)
+        report = reports[-1]
+        click.echo(f"{report.summary()} → {where}", err=True)
+        for memory_id, why in report.rejected[:_SHOWN_PROBLEMS]:
+            click.echo(f"  set aside {memory_id}: {why}", err=True)
+        if report.rejected:
+            kept = f"kept in {aside}" if aside else "export to a FILE to keep them"
+            click.echo(f"  rows set aside: {len(report.rejected)} ({kept})", err=True)
+        elif aside is not None:
+            aside.unlink(missing_ok=True)
+        for memory_id in report.undecodable[:_SHOWN_PROBLEMS]:
+            click.echo(f"  undecodable row {memory_id!r}", err=True)
+        if not include_secrets and not report.secrets_redacted:
+            click.echo("warning: the vault could not be read: secrets were not redacted", err=True)
+        if not report.complete:
+            ctx.exit(StoreError.exit_code)
+        return
+    records = details.get("records") or {}
+    extra = "".join(f", {n} {kind.replace('_', ' ')}" for kind, n in sorted(records.items()))
+    click.echo(
+        f"exported {count} memories{extra} to {where} (counted {total}, 0 unreadable)", err=True
+    )
+    for what, n in sorted((details.get("left_out") or {}).items()):
+        hint = " (--include-secrets to keep them)" if "secret" in what else ""
+        click.echo(f"left out: {n} {what}{hint}", err=True)
 
 
 @contextlib.contextmanager
@@ -97,54 +171,105 @@ def _utf8(binary: IO[bytes], mode: str) -> Iterator[IO[str]]:
         text.detach()
 
 
-def _export_to_file(
-    store: Store,
-    path: Path,
-    scopes: list[str] | None,
-    progress: Callable[[int], None],
-    include_secrets: bool = False,
-) -> int:
+def _write_whole(file: str, write: Callable[[IO[str]], int]) -> int:
+    """Run ``write`` into a file beside ``file`` (a temporary file for ``-``), then rename
+    it into place (copy it to standard output): a failed export leaves nothing behind."""
+    if file == "-":
+        with tempfile.TemporaryFile("w+", encoding="utf-8", newline="\n") as fp:
+            count = write(fp)
+            fp.seek(0)
+            with _utf8(sys.stdout.buffer, "w") as out:
+                shutil.copyfileobj(fp, out)
+        return count
+    path = Path(file)
+    if not path.name or path.name in (".", ".."):
+        raise click.BadParameter(f"{path} is a folder; give a file name", param_hint="FILE")
     partial = path.with_name(path.name + ".partial")
     try:
         with partial.open("w", encoding="utf-8", newline="\n") as fp:
-            count = export_jsonl(store, fp, scopes, progress, include_secrets=include_secrets)
+            count = write(fp)
         os.replace(partial, path)
-    except OSError as exc:
-        raise click.FileError(str(path), hint=exc.strerror or str(exc)) from None
+    except (OSError, ValueError) as exc:  # ValueError: a name no file system can hold
+        raise click.FileError(str(path), hint=_why(exc)) from None
     finally:
-        partial.unlink(missing_ok=True)
+        with contextlib.suppress(OSError, ValueError):
+            partial.unlink(missing_ok=True)
     return count
+
+
+def _why(exc: Exception) -> str:
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    return "not a file name this system can hold (a NUL or an unpaired surrogate)"
 
 
 @click.command("import")
 @click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--into-scope", help="Put every memory into this scope instead of its own.")
+@click.option(
+    "--no-embed",
+    is_flag=True,
+    help="Return without embedding the imported memories (`hivemem reindex` does it later).",
+)
 @json_option
 @pass_env
-def import_(env: Env, file: str, into_scope: str | None, as_json: bool) -> None:
+def import_(env: Env, file: str, into_scope: str | None, no_embed: bool, as_json: bool) -> None:
     """Load a file written by `hivemem export`.
 
     FILE may be - for standard input. All or nothing: when any line is invalid or
     clashes with the store, nothing is imported and every problem is listed with its
     line number. Memories already present are skipped, so importing a file twice is
-    safe.
+    safe. Then the imported memories are embedded for the vector lane, with a progress
+    bar (--no-embed leaves that to `hivemem reindex`; until then they are found by
+    keyword).
     """
-    store = env.store()
-    if file == "-":
-        with _utf8(sys.stdin.buffer, "r") as stdin:
-            report = _import(store, stdin, into_scope, 0)
-    else:
-        total = _count_lines(file)
-        with _open(file) as fp:
-            report = _import(store, fp, into_scope, total)
+    store = env.store(create_folder=True)
+    with store.indexer.owning():  # this command embeds what it imports, all of it
+        if file == "-":
+            with _utf8(sys.stdin.buffer, "r") as stdin:
+                report = _import(store, stdin, into_scope, 0)
+        else:
+            total = _count_lines(file)
+            with _open(file) as fp:
+                report = _import(store, fp, into_scope, total)
+        _fail_unless_ok(report, as_json)
+        embedded = 0 if no_embed else _embed_queued(store)
+    queued = store.indexer.pending() if store.indexer.enabled else 0
     if as_json:
-        echo_json(report.to_dict())
-    elif report.ok:
+        echo_json({**report.to_dict(), "embedded": embedded, "queued": queued})
+        return
+    records = "".join(
+        f", {n} {kind.replace('_', ' ')}" for kind, n in sorted(report.records.items())
+    )
+    click.echo(
+        f"imported {report.imported} memories{records}, skipped {report.skipped_identical} "
+        "already present"
+    )
+    if embedded:
+        click.echo(f"embedded {embedded} chunks with {store.indexer.identity}")
+    if queued:
         click.echo(
-            f"imported {report.imported} memories, skipped {report.skipped_identical} "
-            "already present"
+            f"{queued} chunks wait for their vectors (found by keyword until then): "
+            "run `hivemem reindex` to embed them now",
+            err=True,
         )
-    _fail_unless_ok(report)
+
+
+def _embed_queued(store: Store, label: str = "embedding") -> int:
+    """Embed every queued chunk in this process, with a progress bar; returns how many."""
+    if not store.indexer.enabled or not store.indexer.pending():
+        return 0
+    with contextlib.ExitStack() as stack:
+        bar: list[Any] = []  # made on the first report, which knows the total
+        seen = [0]
+
+        def step(current: int, total: int) -> None:
+            if not bar:
+                bar.append(stack.enter_context(_progress(label, total)))
+            bar[0].update(current - seen[0])
+            seen[0] = current
+
+        return store.flush(step)
 
 
 def _import(store: Store, fp: IO[str], scope: str | None, total: int) -> ImportReport:
@@ -158,8 +283,8 @@ def _import(store: Store, fp: IO[str], scope: str | None, total: int) -> ImportR
 def _open(file: str) -> Iterator[IO[str]]:
     try:
         fp = open(file, encoding="utf-8-sig")  # noqa: SIM115 - closed below
-    except OSError as exc:
-        raise click.FileError(file, hint=exc.strerror or str(exc)) from None
+    except (OSError, ValueError) as exc:
+        raise click.FileError(file, hint=_why(exc)) from None
     with fp:
         yield fp
 
@@ -169,13 +294,15 @@ def _count_lines(file: str) -> int:
     try:
         with open(file, "rb") as fp:
             return max(sum(1 for line in fp if line.strip()) - 1, 0)
-    except OSError as exc:
-        raise click.FileError(file, hint=exc.strerror or str(exc)) from None
+    except (OSError, ValueError) as exc:
+        raise click.FileError(file, hint=_why(exc)) from None
 
 
-def _fail_unless_ok(report: ImportReport) -> None:
+def _fail_unless_ok(report: ImportReport, as_json: bool = False) -> None:
     if report.ok:
         return
+    if as_json:
+        echo_json(report.to_dict())
     problems = [*report.errors, *report.conflicts]
     problems.sort(key=lambda p: p.line)
     for problem in problems[:_SHOWN_PROBLEMS]:
@@ -213,17 +340,21 @@ def stats(env: Env, all_scopes: bool, as_json: bool) -> None:
 @click.option("--repair", is_flag=True, help="Rebuild what is missing (never drops a memory).")
 @json_option
 @pass_env
-@click.pass_context
-def doctor_(ctx: click.Context, env: Env, repair: bool, as_json: bool) -> None:
+def doctor_(env: Env, repair: bool, as_json: bool) -> None:
     """Check the store's health.
 
     Checks the file's integrity, the schema, the keyword index and the key and
     supersede rules, and prints sizes and counts. Exits with status 1 when a check fails
     (after --repair: when one still fails).
     """
-    store = env.store()
-    fixed = doctor.repair(store) if repair else None
-    report = doctor.diagnose(store)
+    try:
+        store = env.store()
+    except StoreError as exc:  # a file too damaged to open is a finding, not a crash
+        store, fixed = None, None
+        report = doctor.unopenable(env.db or str(default_path()), exc)
+    if store is not None:
+        fixed = doctor.repair(store) if repair else None
+        report = doctor.diagnose(store)
     if as_json:
         echo_json({**report.to_dict(), "repair": fixed.to_dict() if fixed else None})
     else:
@@ -233,13 +364,16 @@ def doctor_(ctx: click.Context, env: Env, repair: bool, as_json: bool) -> None:
                 f"after; memories without chunks {fixed.unchunked_before} → "
                 f"{fixed.unchunked_after} ({fixed.rebuilt} rebuilt)"
             )
+            for problem in fixed.problems:
+                click.echo(f"repair could not: {problem}")
         click.echo(report.location)
         for check in report.checks:
             click.echo(f"{'ok  ' if check.ok else 'FAIL'}  {check.name:<16} {check.detail}")
             if check.fix:
                 click.echo(f"      {'':<16} fix: {check.fix}")
     if not report.ok:
-        ctx.exit(1)
+        failed = ", ".join(check.name for check in report.failed)
+        raise click.ClickException(f"{len(report.failed)} check(s) failed: {failed}")  # exit 1
 
 
 @click.command("settings")
@@ -265,16 +399,18 @@ def settings_(env: Env, as_json: bool) -> None:
 
 
 @click.command()
+@click.option("--force", is_flag=True, help="Re-embed every chunk even if the model is the same.")
 @json_option
 @pass_env
-def reindex(env: Env, as_json: bool) -> None:
-    """Re-embed every chunk with the current embedder.
+def reindex(env: Env, force: bool, as_json: bool) -> None:
+    """Embed what the vector lane is missing, with a progress bar.
 
-    The embedder is the `embedder` setting (HIVEMEM_EMBEDDER).
-
-    Run it after changing the embedding model: until then the vector lane is off and
-    search uses the keyword lane. Drops the old vectors, records the new model, and
-    embeds every chunk (texts already in the embedding cache are not embedded again).
+    The embedder is the `embedder` setting (HIVEMEM_EMBEDDER). After a change of model
+    (until then the vector lane is off and search uses the keyword lane): drops the old
+    vectors, records the new model and embeds every chunk (texts already in the
+    embedding cache are not embedded again). On a store of this model already: embeds
+    the chunks still queued (after an import, say), or says there is nothing to do.
+    This command does the work itself; the background worker stands aside.
     """
     store = env.store()
     with contextlib.ExitStack() as stack:
@@ -287,10 +423,12 @@ def reindex(env: Env, as_json: bool) -> None:
             bar[0].update(current - seen[0])
             seen[0] = current
 
-        done = store.reindex(step)
+        done = store.reindex(step, force=force)
     identity = store.indexer.identity
     if as_json:
         echo_json({"embedded": done, "embedder": identity})
+    elif done == 0:
+        click.echo(f"nothing to do: every chunk has its vector from {identity}")
     else:
         click.echo(f"embedded {done} chunks with {identity}")
 

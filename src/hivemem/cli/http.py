@@ -41,7 +41,8 @@ def serve_http(env: Env, host: str | None, port: int | None, learning_scope: str
 
     Every route but /v1/health needs a bearer token from `hivemem token create`; the
     scope comes from the URL (/v1/scopes/SCOPE/...) and must be granted to the token.
-    The OpenAPI schema is at /openapi.json, interactive docs at /docs.
+    The OpenAPI schema is at /openapi.json, interactive docs at /docs, the web
+    inspector at /ui (sign in with a token).
     """
     from hivemem.http import serve
 
@@ -54,6 +55,70 @@ def serve_http(env: Env, host: str | None, port: int | None, learning_scope: str
         settings.http_port if port is None else port,
         settings,
     )
+
+
+@click.command("ui")
+@click.option(
+    "--port",
+    type=int,
+    default=None,
+    help="Port to listen on (default: setting http_port, or a free one when it is taken).",
+)
+@click.option("--no-browser", is_flag=True, help="Print the link; do not open a browser.")
+@pass_env
+def ui(env: Env, port: int | None, no_browser: bool) -> None:
+    """Open the web inspector in a browser, signed in.
+
+    Needs `pip install 'hivemem[http]'`. Serves the HTTP API and the inspector on
+    127.0.0.1, prints a one-time link that signs this browser in as the local user
+    (every scope, read and write), and opens it. The link works once; API tokens sign
+    in at /ui/login as well. Stop with Ctrl-C.
+    """
+    import secrets
+    import webbrowser
+
+    from hivemem.http import serve
+
+    settings = env.settings
+    chosen = settings.http_port if port is None else port
+    if port is None and not _free("127.0.0.1", chosen):
+        chosen = _free_port("127.0.0.1")  # e.g. serve-http already runs on http_port
+    key = secrets.token_urlsafe(32)
+    link = f"http://127.0.0.1:{chosen}/ui/start?key={key}"
+
+    def ready() -> None:
+        click.echo(f"HiveMem inspector: {link}", err=True)
+        click.echo("(the link signs in once; Ctrl-C stops the server)", err=True)
+        if not no_browser:
+            webbrowser.open(link)
+
+    serve(
+        env.store(create_folder=True),
+        "127.0.0.1",
+        chosen,
+        settings,
+        ui_start_key=key,
+        on_ready=ready,
+    )
+
+
+def _free(host: str, port: int) -> bool:
+    import socket
+
+    with socket.socket() as probe:
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def _free_port(host: str) -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
 
 
 @click.group()
@@ -127,4 +192,4 @@ def token_revoke(env: Env, id_or_name: str, as_json: bool) -> None:
     click.echo(_line(info))
 
 
-COMMANDS = (serve_http, token)
+COMMANDS = (serve_http, ui, token)

@@ -11,6 +11,8 @@ import click
 
 from hivemem.bench import format_table, run_bench
 from hivemem.bench_long import format_long, run_long_bench
+from hivemem.decay_sim import PROFILES, simulate
+from hivemem.decay_sim import format_table as format_decay_table
 from hivemem.errors import InvalidInput
 from hivemem.evaluation import SYSTEM_PROMPT_PREAMBLE, eval_locomo, format_report
 from hivemem.longmemeval import eval_longmemeval, format_lme_report
@@ -18,8 +20,31 @@ from hivemem.suites import format_suite, run_suite, suites_for
 
 from .common import Env, echo_json, json_option, pass_env
 
+# The default is quick (seconds); --full is the README's bench (minutes).
+QUICK: dict[str, Any] = {
+    "sizes": (1_000,),
+    "queries": 50,
+    "writes": 200,
+    "model_sentences": 256,
+    "model_queries": 20,
+}
+FULL: dict[str, Any] = {
+    "sizes": (10_000, 100_000),
+    "queries": 200,
+    "writes": 2000,
+    "model_sentences": 1000,
+    "model_queries": 100,
+}
+# Disk per loaded memory: its store with vectors (~3.9 kB) and the keyword-only copy
+# (~1.6 kB), as the README's bench measured.
+BYTES_PER_MEMORY = 5_500
 
-def _sizes(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[int, ...]:
+
+def _sizes(
+    _ctx: click.Context, _param: click.Parameter, value: str | None
+) -> tuple[int, ...] | None:
+    if value is None:
+        return None
     try:
         sizes = tuple(int(part.replace("_", "")) for part in value.split(",") if part.strip())
     except ValueError:
@@ -29,27 +54,50 @@ def _sizes(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[in
     return sizes
 
 
-def _stage_printer() -> Any:
-    """Progress on stderr: one line per stage, rewritten in place on a terminal."""
-    if not sys.stderr.isatty():
+def _stage_printer(quiet: bool = False) -> Any:
+    """Progress on stderr, terminal or not (a log file, CI): on a terminal one line per
+    stage rewritten in place; elsewhere a line when a stage starts, at each tenth of it,
+    and when it ends. None when ``quiet``."""
+    if quiet:
         return None
+    if sys.stderr.isatty():
 
-    def report(stage: str, done: int, total: int) -> None:
-        click.echo(f"\r{stage}: {done}/{total}", err=True, nl=done >= total)
+        def redraw(stage: str, done: int, total: int) -> None:
+            click.echo(f"\r{stage}: {done}/{total}", err=True, nl=done >= total)
 
-    return report
+        return redraw
+
+    shown: dict[str, int] = {}  # stage -> the last tenth printed
+
+    def lines(stage: str, done: int, total: int) -> None:
+        tenth = 10 * done // max(total, 1)
+        if done == 0 or done >= total or tenth > shown.get(stage, 0):
+            shown[stage] = tenth
+            click.echo(f"{stage}: {done}/{total}", err=True)
+
+    return lines
 
 
 @click.command()
 @click.option(
-    "--sizes",
-    default="10000,100000",
-    show_default=True,
-    callback=_sizes,
-    help="Corpus sizes (memories), comma-separated; e.g. 1000000 for 1M.",
+    "--full",
+    is_flag=True,
+    help="The README's bench: sizes 10000,100000, 200 queries, 2000 writes (minutes, "
+    "~0.5 GB of temporary files).",
 )
-@click.option("--queries", default=200, show_default=True, help="Searches per size and mode.")
-@click.option("--writes", default=2000, show_default=True, help="Single writes measured per size.")
+@click.option(
+    "--sizes",
+    default=None,
+    callback=_sizes,
+    help="Corpus sizes (memories), comma-separated; e.g. 1000000 for 1M "
+    "[default: 1000; with --full 10000,100000].",
+)
+@click.option(
+    "--queries", type=int, help="Searches per size and mode [default: 50; --full/--sizes 200]."
+)
+@click.option(
+    "--writes", type=int, help="Single writes per size [default: 200; --full/--sizes 2000]."
+)
 @click.option("--batch", default=100, show_default=True, help="Episodes per batched write.")
 @click.option(
     "--no-model",
@@ -65,10 +113,11 @@ def _stage_printer() -> Any:
 )
 @click.option(
     "--long-scopes",
-    default=20,
+    default=0,
     show_default=True,
     type=click.IntRange(min=0),
-    help="Scopes of the long-memory corpus (turns of ~1 kB; 0 skips it).",
+    help="Also time the long-memory corpus: this many scopes of ~1 kB turns (0: skip; "
+    "the README's figures use 20).",
 )
 @click.option(
     "--long-turns",
@@ -77,46 +126,97 @@ def _stage_printer() -> Any:
     type=click.IntRange(min=1),
     help="Turns per scope of the long-memory corpus.",
 )
+@click.option("--quiet", is_flag=True, help="No progress on stderr.")
+@click.option(
+    "--ui",
+    "ui_pages",
+    is_flag=True,
+    help="Time the web inspector's pages instead (list, search, memory, overview …; "
+    "--queries requests per page; needs the http extra).",
+)
 @json_option
 @pass_env
 def bench(
     env: Env,
-    sizes: tuple[int, ...],
-    queries: int,
-    writes: int,
+    full: bool,
+    sizes: tuple[int, ...] | None,
+    queries: int | None,
+    writes: int | None,
     batch: int,
     skip_model: bool,
     keep_folder: str | None,
     long_scopes: int,
     long_turns: int,
+    quiet: bool,
+    ui_pages: bool,
     as_json: bool,
 ) -> None:
     """Time writes, vector indexing and searches on generated data.
 
-    For each size, a fresh store is filled with generated episodes while the embedding
-    worker runs, and the vectors still queued are flushed; then single and batched
-    writes and the same natural-language questions are timed (p50/p95/p99) keyword only,
-    hybrid, and in the vector lane alone. The vectors come from the hash embedder at the
-    default model's dimension (the index costs the same); the real model is timed once
-    per run: load, sentences/s, query embedding. Then the long-memory corpus: scopes of
-    500 turns of ~1 kB, searched at limit 10 and 50, the first query of each scope and
-    warm ones. HIVEMEM_* settings apply.
+    By default a quick run (1,000 memories, 50 queries, seconds); --full is the
+    README's bench (10,000 and 100,000 memories, 200 queries, minutes), and so is any
+    --sizes unless --queries and --writes say otherwise. For each size, a fresh store is
+    filled with generated episodes while the embedding worker runs, and the vectors still
+    queued are flushed; then single and batched writes and the same natural-language questions are
+    timed (p50/p95/p99) keyword only, hybrid, and in the vector lane alone. The vectors
+    come from the hash embedder at the default model's dimension (the index costs the
+    same); the real model is timed once per run: load, sentences/s, query embedding.
+    Progress goes to stderr (--quiet: none). HIVEMEM_* settings apply. With
+    --long-scopes, the long-memory corpus too: scopes of ~1 kB turns, searched at limit
+    10 and 50, the first query of each scope and warm ones.
+
+    With --ui, the same corpus is loaded and the inspector's pages are timed instead,
+    through the whole HTTP app in process (see docs/inspector.md).
     """
+    if ui_pages:
+        from hivemem.bench_ui import format_ui_table, run_ui_bench
+
+        try:
+            found = run_ui_bench(
+                sizes or QUICK["sizes"],
+                queries or QUICK["queries"],
+                keep_folder,
+                _stage_printer(quiet),
+                settings=env.settings,
+            )
+        except ValueError as exc:
+            raise InvalidInput("bench", str(exc)) from None
+        if as_json:
+            echo_json([r.to_dict() for r in found])
+        else:
+            click.echo(format_ui_table(found))
+        return
+    # --sizes asks for a measurement: the full bench's queries and writes, as the README's
+    # figures (`hivemem bench --sizes 10000,100000`) were taken.
+    plan = FULL if full or sizes else QUICK
+    sizes = sizes or plan["sizes"]
+    if (full or sum(sizes) >= 10_000) and not quiet:
+        where = keep_folder or "a temporary folder, removed at the end"
+        size_mb = sum(sizes) * BYTES_PER_MEMORY / 1e6
+        click.echo(
+            f"note: the full bench loads {' and '.join(f'{n:,}' for n in sizes)} memories: "
+            f"minutes on 2 cores, about {size_mb:,.1f} MB written to {where}",
+            err=True,
+        )
     try:
         report = run_bench(
             sizes,
-            queries,
-            writes,
+            plan["queries"] if queries is None else queries,
+            plan["writes"] if writes is None else writes,
             batch,
             path=keep_folder,
-            progress=_stage_printer(),
+            progress=_stage_printer(quiet),
             settings=env.settings,
             model=not skip_model,
+            model_sentences=plan["model_sentences"],
+            model_queries=plan["model_queries"],
         )
     except ValueError as exc:
         raise InvalidInput("bench", str(exc)) from None
     long = (
-        run_long_bench(long_scopes, long_turns, settings=env.settings, progress=_stage_printer())
+        run_long_bench(
+            long_scopes, long_turns, settings=env.settings, progress=_stage_printer(quiet)
+        )
         if long_scopes
         else None
     )
@@ -130,7 +230,7 @@ def bench(
 
 @click.group(name="eval")
 def eval_() -> None:
-    """Retrieval quality on public long-memory benchmarks."""
+    """Retrieval quality benchmarks, and the decay simulation."""
 
 
 @eval_.command()
@@ -149,6 +249,8 @@ def locomo(env: Env, path: str, limit: int, system_prompt: bool, as_json: bool) 
     Each conversation goes into its own scope of a temporary store, every turn an
     episode with its session and date; every question is searched and its hits are
     scored against the annotated evidence turns. Categories 1-4 make the headline.
+    PATH is LoCoMo's locomo10.json (not shipped: data/locomo10.json of the
+    snap-research/locomo repository on GitHub, CC BY-NC 4.0; see the README).
     """
     preamble = SYSTEM_PROMPT_PREAMBLE if system_prompt else ""
     report = eval_locomo(path, limit=limit, settings=env.settings, preamble=preamble)
@@ -174,7 +276,9 @@ def longmemeval(env: Env, path: str, limit_questions: int | None, as_json: bool)
     Each question's haystack goes into its own scope of a temporary store, every turn an
     episode with its session and date; the question is searched (top 50) and scored at
     turn level (any has_answer turn in the top k) and session level (any answer session
-    in the top k). Abstention questions are skipped.
+    in the top k). Abstention questions are skipped. PATH is LongMemEval's JSON (not
+    shipped: longmemeval_s_cleaned.json of the xiaowu0162/longmemeval-cleaned dataset
+    on Hugging Face, MIT; see the README).
     """
     report = eval_longmemeval(
         path, limit_questions=limit_questions, settings=env.settings, progress=_progress()
@@ -183,6 +287,50 @@ def longmemeval(env: Env, path: str, limit_questions: int | None, as_json: bool)
         echo_json(report.to_dict())
     else:
         click.echo(format_lme_report(report))
+
+
+@eval_.command()
+@click.option("--days", default=365, show_default=True, type=click.IntRange(min=1))
+@click.option("--facts-per-day", default=3, show_default=True, type=click.IntRange(min=1))
+@click.option(
+    "--decay-every", default=7, show_default=True, type=click.IntRange(min=1),
+    help="Days between runs of the decay job.",
+)  # fmt: skip
+@click.option(
+    "--profile", "names", multiple=True, metavar="NAME",
+    help="Only these profiles (repeatable; default: all).",
+)  # fmt: skip
+@json_option
+@pass_env
+def decay(
+    env: Env, days: int, facts_per_day: int, decay_every: int, names: tuple[str, ...], as_json: bool
+) -> None:
+    """Simulate a year of use under each confidence-decay profile: what is pruned and
+    what a search still finds (docs/maintenance.md explains the workload).
+
+    Profiles: the seeds' configurations (rate 0.1 from last access, the ADR's power
+    formula) beside HiveMem's default. Runs in temporary stores; a few minutes.
+    """
+    chosen = tuple(p for p in PROFILES if not names or p.name in names)
+    unknown = set(names) - {p.name for p in PROFILES}
+    if unknown:
+        raise click.BadParameter(
+            f"unknown {sorted(unknown)}; valid: {', '.join(p.name for p in PROFILES)}",
+            param_hint="--profile",
+        )
+    printer = _stage_printer()
+    outcomes = simulate(
+        chosen,
+        days=days,
+        facts_per_day=facts_per_day,
+        decay_every=decay_every,
+        settings=env.settings,
+        progress=(lambda name, done, total: printer(name, done, total)) if printer else None,
+    )
+    if as_json:
+        echo_json([o.to_dict() for o in outcomes])
+    else:
+        click.echo(format_decay_table(outcomes))
 
 
 @eval_.command(name="all")
@@ -251,7 +399,7 @@ def all_(
 
 
 def _progress() -> Any:
-    """Questions done, on stderr, rewritten in place on a terminal."""
+    """Questions done, on stderr (rewritten in place on a terminal)."""
     printer = _stage_printer()
     if printer is None:
         return None

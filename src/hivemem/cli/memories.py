@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from hivemem import Conflict
+from hivemem import Conflict, InvalidInput
 from hivemem.types import Kind, Status
 
 from .common import (
@@ -65,6 +65,12 @@ def _filters(**given: Any) -> dict[str, Any]:
     }
 
 
+def full_option(fn: Any) -> Any:
+    return click.option(
+        "--full", is_flag=True, help="Show each memory's whole content (default: one line)."
+    )(fn)
+
+
 def _print_memory(env: Env, memory: Any, as_json: bool, verb: str = "") -> None:
     if as_json:
         echo_json(memory.to_dict())
@@ -111,6 +117,7 @@ def add(
     """
     text = read_content(content)
     extra: dict[str, Any] = {"source": source} if source else {}
+    env.store(create_folder=True)  # like init and serve-mcp: a new store in a new folder
     if episode:
         if key or kind or reason or minor:
             raise click.UsageError("--episode takes no --key, --kind, --reason or --minor")
@@ -148,6 +155,7 @@ def add(
 @_filter_options
 @click.option("--min-score", default=0.0, type=float, help="Drop hits scoring below (0-1).")
 @click.option("--explain", is_flag=True, help="Show how each score was made.")
+@full_option
 @json_option
 @pass_env
 def search(
@@ -156,14 +164,18 @@ def search(
     limit: int,
     min_score: float,
     explain: bool,
+    full: bool,
     as_json: bool,
     **filters: Any,
 ) -> None:
     """Find memories matching QUERY, best first.
 
     Each hit has a score in [0, 1] that means the same across queries. Superseded
-    memories are shown flagged and ranked lower; deleted ones never appear.
+    memories are shown flagged and ranked lower; deleted ones never appear. An empty
+    QUERY is an error (exit 2), as it is over HTTP.
     """
+    if not read_content(query).strip():
+        raise InvalidInput("query", "is empty: give the words to search for")
     hits = env.memory().search(query, limit, min_score=min_score, **_filters(**filters))
     if as_json:
         echo_json([hit.to_dict() for hit in hits])
@@ -171,7 +183,7 @@ def search(
     if not hits:
         click.echo("no matches", err=True)
     for hit in hits:
-        for line in hit_lines(hit, env.scope, explain):
+        for line in hit_lines(hit, env.scope, explain, full=full):
             click.echo(line)
 
 
@@ -180,10 +192,11 @@ def search(
 @click.option("--key", help="Only memories under this key (add --status to see old ones).")
 @click.option("--limit", default=100, show_default=True, type=int, help="Most rows to show.")
 @click.option("--offset", default=0, show_default=True, type=int, help="Rows to skip.")
+@full_option
 @json_option
 @pass_env
 def list_(
-    env: Env, key: str | None, limit: int, offset: int, as_json: bool, **filters: Any
+    env: Env, key: str | None, limit: int, offset: int, full: bool, as_json: bool, **filters: Any
 ) -> None:
     """List memories, newest first.
 
@@ -196,7 +209,7 @@ def list_(
     if not memories:
         click.echo("no memories", err=True)
     for memory in memories:
-        click.echo(memory_line(memory, env.scope))
+        click.echo(memory_line(memory, env.scope, full=full))
 
 
 @click.command()
@@ -219,9 +232,10 @@ def show(env: Env, id_or_key: str, as_of: str | None, as_json: bool) -> None:
 
 @click.command()
 @click.argument("id_or_key")
+@full_option
 @json_option
 @pass_env
-def history(env: Env, id_or_key: str, as_json: bool) -> None:
+def history(env: Env, id_or_key: str, full: bool, as_json: bool) -> None:
     """Show every version of a memory, oldest first.
 
     ID_OR_KEY is any version's id, or the key; the whole supersede chain is shown.
@@ -231,7 +245,7 @@ def history(env: Env, id_or_key: str, as_json: bool) -> None:
         echo_json([m.to_dict() for m in versions])
         return
     for memory in versions:
-        click.echo(history_line(memory))
+        click.echo(history_line(memory, full=full))
 
 
 @click.command()
@@ -247,31 +261,101 @@ def forget(env: Env, id_or_key: str, as_json: bool) -> None:
 
 
 @click.command()
-@click.argument("memory_id")
+@click.argument("id_or_key")
 @click.argument("content")
 @click.option("--reason", help="Why it changed (default: corrected).")
 @click.option("--minor", is_flag=True, help="A wording fix: keeps usage and confidence.")
 @json_option
 @pass_env
 def correct(
-    env: Env, memory_id: str, content: str, reason: str | None, minor: bool, as_json: bool
+    env: Env, id_or_key: str, content: str, reason: str | None, minor: bool, as_json: bool
 ) -> None:
     """Replace a memory's content with a new version.
 
-    MEMORY_ID is the current version; CONTENT the new text (or - for standard input).
-    The old version stays in the history, superseded by the new one.
+    ID_OR_KEY is the current version's id, or its key; CONTENT the new text (or - for
+    standard input). The old version stays in the history, superseded by the new one.
     """
-    memory = env.memory().correct(memory_id, read_content(content), reason=reason, minor=minor)
+    mem = env.memory()
+    memory_id = mem.get(id_or_key).id  # a key names its active memory, as in show
+    memory = mem.correct(memory_id, read_content(content), reason=reason, minor=minor)
     _print_memory(env, memory, as_json, "saved")
 
 
 @click.command()
-@click.argument("memory_id")
+@click.argument("id_or_key")
 @json_option
 @pass_env
-def confirm(env: Env, memory_id: str, as_json: bool) -> None:
-    """Confirm a memory: confidence 1.0 and protected from decay."""
-    _print_memory(env, env.memory().confirm(memory_id), as_json, "confirmed")
+def confirm(env: Env, id_or_key: str, as_json: bool) -> None:
+    """Confirm a memory: confidence 1.0 and protected from decay.
+
+    ID_OR_KEY is the memory's id, or its key (its active memory).
+    """
+    mem = env.memory()
+    _print_memory(env, mem.confirm(mem.get(id_or_key).id), as_json, "confirmed")
 
 
-COMMANDS = (add, search, list_, show, history, forget, correct, confirm)
+@click.command()
+@click.argument("id_or_key", required=False)
+@click.option("--all", "everything", is_flag=True, help="Erase everything the scope holds.")
+@click.option("--yes", is_flag=True, help="Erase for real (without it: only show what would go).")
+@click.option(
+    "--no-vacuum",
+    is_flag=True,
+    help="Skip the VACUUM after the erase (faster on a big store; freed pages are still "
+    "zeroed by secure_delete, but older free pages may keep stale copies).",
+)
+@click.option("--audit", is_flag=True, help="List the purge records of the scope instead.")
+@json_option
+@pass_env
+def purge(
+    env: Env,
+    id_or_key: str | None,
+    everything: bool,
+    yes: bool,
+    no_vacuum: bool,
+    audit: bool,
+    as_json: bool,
+) -> None:
+    """Erase a memory (its whole chain) or a whole scope, for good.
+
+    Unlike forget, nothing is kept: rows, keyword index entries, vectors, cached
+    embeddings, entity links, and the memories drawn from it (consolidated facts,
+    summaries); with --all also the scope's sessions, vault, run log and the tokens
+    bound to it alone. An audit record without content stays (--audit lists them).
+    Without --yes it prints what would be erased and exits with status 1, erasing
+    nothing.
+    """
+    if audit:
+        from hivemem.purge import audit as purge_log
+
+        records = purge_log(env.store(), env.scope)
+        if as_json:
+            echo_json(records)
+            return
+        for r in records:
+            counts = ", ".join(f"{n} {k}" for k, n in r["counts"].items())
+            click.echo(f"{r['purged_at']}  {r['target']:<6}  by {r['purged_by']}  {counts}")
+        if not records:
+            click.echo("no purges in this scope", err=True)
+        return
+    if everything == bool(id_or_key):
+        raise click.UsageError("give ID_OR_KEY, or --all for the whole scope")
+    mem = env.memory()
+    options = {"dry_run": not yes, "vacuum": not no_vacuum}
+    report = mem.purge_all(**options) if everything else mem.purge(id_or_key or "", **options)
+    if as_json:
+        echo_json(report.to_dict())
+    else:
+        what = f"scope {report.scope!r}" if everything else f"chain of {id_or_key!r}"
+        verb = "would erase" if report.dry_run else "erased"
+        click.echo(f"{verb} {what}: " + ", ".join(f"{n} {k}" for k, n in report.counts.items()))
+        for memory_id in report.memory_ids[:20]:
+            click.echo(f"  {memory_id}")
+        if len(report.memory_ids) > 20:
+            click.echo(f"  … and {len(report.memory_ids) - 20} more")
+    if report.dry_run:
+        click.echo("nothing was erased: add --yes to erase for good", err=True)
+        raise SystemExit(1)
+
+
+COMMANDS = (add, search, list_, show, history, forget, correct, confirm, purge)

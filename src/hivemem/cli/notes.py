@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from hivemem.notes import IndexReport, index_folder, watch_folder
+from hivemem.notes import IndexReport, index_folder, require_watchfiles, watch_folder
 
 from .common import Env, echo_json, json_option, pass_env
 
@@ -63,6 +63,7 @@ def index(env: Env, folder: str, watch: bool, as_json: bool) -> None:
     """
     mem = env.memory()
     if watch:
+        require_watchfiles()  # a missing extra fails before "watching" is printed
         click.echo(f"watching {folder} (Ctrl-C to stop)", err=True)
         watch_folder(mem, folder, on_report=lambda report: _report(report, as_json))
         return

@@ -14,7 +14,8 @@ Mapping (nothing here re-implements a rule; every call goes through the facade):
   an episode of session ``run_id`` (or a new session id). No LLM runs on this path
   (``infer`` is accepted and ignored): facts are drawn from episodes later, by
   consolidation. An exact duplicate of an existing fact is reported with event ``NONE``.
-- ``update`` is a correction (a new version superseding the old); ``delete`` is soft.
+- ``update`` is a correction (a new version superseding the old); ``delete`` is soft;
+  ``delete_all(user_id=…, purge=True)`` erases a user's data for good.
   Ids stay usable: an old id resolves to the current version of its chain.
 - Results are ``{"results": [...]}`` with ``id``, ``memory``, ``score``, ``created_at``,
   ``updated_at``, ``metadata`` plus the ids, as Mem0 returns them.
@@ -231,9 +232,23 @@ class Memory:
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
+        purge: bool = False,
         **_: Any,
     ) -> dict[str, Any]:
+        """Soft-delete every memory of the identity; ``purge=True`` erases them for good
+        instead (``hivemem.purge``: rows, index entries, vectors; for a whole user, also
+        the scope's sessions and vault) — a user's right to erasure."""
         handle, extra = self._resolve(None, user_id, agent_id, run_id)
+        if purge:
+            if not extra:
+                report = handle.purge_all()
+            else:
+                ids = [r.id for r in handle.list(limit=10_000) if self._matches(r, extra)]
+                for memory_id in ids:
+                    handle.purge(memory_id, vacuum=memory_id == ids[-1])
+                report = None
+            count = report.counts["memories"] if report else len(ids)
+            return {"message": f"{count} memories erased for good"}
         if extra:
             count = 0
             for record in handle.list(limit=10_000):

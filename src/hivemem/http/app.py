@@ -33,6 +33,8 @@ from ..database import Store
 from ..errors import HiveMemError, InvalidInput
 from ..settings import Settings
 from ..store.tokens import SQLiteTokens, TokenInfo
+from . import ui
+from .docs import mount_docs
 from .errors import ERROR_SCHEMA, STATUSES, error_body, from_library
 from .middleware import BodyTooLarge, Guard, log, render
 from .routes import PREFIX, REST_ROUTES, Route, operations
@@ -96,11 +98,15 @@ class Api:
         token = await run_in_threadpool(self.tokens.verify, secret.strip())
         if token is None:
             raise ApiError(401, "unknown or revoked token")
-        now = time.monotonic()
-        if now - self._touched.get(token.id, -math.inf) >= TOUCH_EVERY_S:
-            self._touched[token.id] = now  # fire and forget, on the writer's queue
-            self.writer.submit(self._touch, token.id)
+        self.note_use(token.id)
         return token
+
+    def note_use(self, token_id: str) -> None:
+        """Record that a token was used (its ``last_used_at``), at most once a minute."""
+        now = time.monotonic()
+        if now - self._touched.get(token_id, -math.inf) >= TOUCH_EVERY_S:
+            self._touched[token_id] = now  # fire and forget, on the writer's queue
+            self.writer.submit(self._touch, token_id)
 
     def _touch(self, token_id: str) -> None:
         try:
@@ -110,20 +116,23 @@ class Api:
 
     def bind(self, token: TokenInfo, request: Request, writes: bool) -> hivemem.ScopedMemory:
         """The handle for the URL's scope, after checking the token grants it (write for
-        a write) and every ``shared`` scope asked for: read, or write for a write tool,
-        since a write tool may write to a shared scope (inject_learning does)."""
+        a write) and read on every ``shared`` scope asked for. The handle leads every
+        other scope the token may write (``hivemem.rights``: a write tool that changes a
+        shared scope, inject_learning into a worker's scope, needs write there, else
+        the library answers ``Forbidden``, 403) and writes as the token's name."""
         shared = request.query_params.getlist("shared")
-        mem = self.store.scope(request.path_params["scope"], shared=shared)
+        lead_of = [s for s, level in token.scopes.items() if level == "write"]
+        mem = self.store.scope(
+            request.path_params["scope"], shared=shared, lead_of=lead_of, actor=token.name
+        )
         level = "write" if writes else "read"
         if not token.can(mem.name, level):
             granted = token.scopes.get(mem.name)
             why = f"only {granted}" if granted else "no access"
             raise ApiError(403, f"this token has {why} on scope {mem.name!r}; {level} is needed")
         for other in mem.shared:
-            if not token.can(other, level):
-                raise ApiError(
-                    403, f"this token cannot {level} the shared scope {other!r}", "shared"
-                )
+            if not token.can(other, "read"):
+                raise ApiError(403, f"this token cannot read the shared scope {other!r}", "shared")
         return mem
 
 
@@ -196,7 +205,7 @@ async def arguments(request: Request, route: Route, tool: Any) -> dict[str, Any]
 
 def _endpoint(api: Api, route: Route) -> Any:
     async def endpoint(request: Request) -> Response:
-        tool = toolsmod.TOOLS[route.tool]
+        tool = toolsmod.NAMED[route.tool]
         token = await api.authenticate(request)
         mem = api.bind(token, request, tool.writes)
         args = await arguments(request, route, tool)
@@ -211,9 +220,13 @@ def _endpoint(api: Api, route: Route) -> Any:
     return endpoint
 
 
-def create_app(store: Store, settings: Settings | None = None) -> FastAPI:
-    """The ASGI app over ``store``. Settings default to the store's. Call
-    ``app.state.api.close()`` (or run the app's lifespan) to stop the writer thread."""
+def create_app(
+    store: Store, settings: Settings | None = None, *, ui_start_key: str | None = None
+) -> FastAPI:
+    """The ASGI app over ``store``, with the web inspector under ``/ui``
+    (``ui_start_key``: the one-time key of ``hivemem ui``'s link). Settings default to
+    the store's. Call ``app.state.api.close()`` (or run the app's lifespan) to stop the
+    writer thread."""
     settings = settings or store.settings
     api = Api(store, settings)
 
@@ -228,10 +241,11 @@ def create_app(store: Store, settings: Settings | None = None) -> FastAPI:
         version=hivemem.__version__,
         description="Long-term memory for AI agents. Every route but /v1/health needs a "
         "bearer token (`hivemem token create`) granted the scope in the URL.",
-        docs_url="/docs",
+        docs_url=None,  # served offline by mount_docs below
         redoc_url=None,
     )
     app.state.api = api
+    mount_docs(app)
 
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> Response:
@@ -271,14 +285,15 @@ def create_app(store: Store, settings: Settings | None = None) -> FastAPI:
         """The token this request carries: its name and the scopes it is granted."""
         return json_response((await api.authenticate(request)).to_dict())
 
-    @app.get("/v1/tools", operation_id="list_tools", tags=["meta"], responses=_errors(401))
-    async def list_tools(request: Request) -> Response:
-        """Every tool as an OpenAI-style function definition."""
+    @app.get("/v1/tools", operation_id="list_tools", tags=["meta"], responses=_errors(401, 422))
+    async def list_tools(request: Request, profile: str | None = None) -> Response:
+        """The tools as OpenAI-style function definitions: every tool, or those of
+        ``profile`` (a profile name or a comma-separated list of tool names)."""
         await api.authenticate(request)
-        return json_response({"tools": toolsmod.openai_functions()})
+        return json_response({"tools": toolsmod.openai_functions(profile)})
 
-    for route in operations(toolsmod.TOOLS):
-        tool = toolsmod.TOOLS[route.tool]
+    for route in operations(toolsmod.NAMED):
+        tool = toolsmod.NAMED[route.tool]
         app.add_api_route(
             route.path,
             _endpoint(api, route),
@@ -307,6 +322,7 @@ def create_app(store: Store, settings: Settings | None = None) -> FastAPI:
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+    ui.mount(app, api, ui_start_key)  # the web inspector: /ui (hivemem.http.ui)
     # Inside Starlette's own error middleware: a bug answers in the one error shape.
     app.add_middleware(Guard, max_body_bytes=settings.http_max_body_bytes)
     return app

@@ -11,13 +11,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import Conflict, HiveMemError, InvalidInput, MissingDependency, NotFound, StoreError
+from ..errors import (
+    Conflict,
+    Forbidden,
+    HiveMemError,
+    InvalidInput,
+    MissingDependency,
+    NotFound,
+    StoreError,
+    StoreFull,
+)
 
 # status -> (code, when): the statuses the API can answer with, for the docs and OpenAPI.
 STATUSES: dict[int, tuple[str, str]] = {
     400: ("bad_request", "The request cannot be read: the body is not a JSON object."),
     401: ("unauthorized", "No bearer token, or one that is unknown or revoked."),
-    403: ("forbidden", "The token is not granted this scope, or only read on a write."),
+    403: (
+        "forbidden",
+        "The token is not granted this scope, or only read on a write, or the handle has "
+        "no lead right on the scope it would change (`Forbidden`).",
+    ),
     404: ("not_found", "No such memory, entity, tool or route in this scope."),
     405: ("method_not_allowed", "The route exists but not with this method."),
     409: ("conflict", "The write breaks a rule, e.g. a key that has an active memory."),
@@ -26,6 +39,7 @@ STATUSES: dict[int, tuple[str, str]] = {
     500: ("internal", "A bug in HiveMem: the server logs it; no data was half-written."),
     501: ("missing_dependency", "The operation needs an optional extra that is not installed."),
     503: ("store_unavailable", "The store cannot be used now (locked too long, damaged)."),
+    507: ("insufficient_storage", "The disk holding the store is full; nothing was written."),
 }
 
 
@@ -43,6 +57,8 @@ def from_library(exc: HiveMemError) -> tuple[int, dict]:
     """Status and body for an error the library raised on purpose."""
     if isinstance(exc, InvalidInput):
         return 422, error_body(422, exc.message, exc.field)
+    if isinstance(exc, Forbidden):
+        return 403, error_body(403, exc.message)
     if isinstance(exc, NotFound):
         return 404, error_body(404, exc.message)
     if isinstance(exc, Conflict):
@@ -50,6 +66,8 @@ def from_library(exc: HiveMemError) -> tuple[int, dict]:
         return 409, error_body(409, exc.message, current=current)
     if isinstance(exc, MissingDependency):
         return 501, error_body(501, exc.message, install=exc.install)
+    if isinstance(exc, StoreFull):
+        return 507, error_body(507, exc.message)
     if isinstance(exc, StoreError):
         return 503, error_body(503, exc.message)
     return 400, error_body(400, exc.message)

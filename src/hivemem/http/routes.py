@@ -31,9 +31,13 @@ REST_ROUTES: dict[str, tuple[str, str, dict[str, str]]] = {
     "get_entity_info": ("GET", "/entities/{name}", {"name": "name"}),
     "memory_consolidate": ("POST", "/consolidate", {}),
     "inject_learning": ("POST", "/learnings", {}),
+    "search_memory": ("POST", "/search_memory", {}),
+    "memory_related": ("GET", "/memories/{id}/related", {"id": "id"}),
+    "memory_purge": ("POST", "/memories/{id}/purge", {"id": "id"}),
+    "memory_purge_all": ("POST", "/purge", {}),
 }
 
-_ERROR_STATUSES = (400, 401, 403, 404, 409, 413, 422, 500, 501, 503)
+_ERROR_STATUSES = (400, 401, 403, 404, 409, 413, 422, 500, 501, 503, 507)
 
 
 @dataclass(frozen=True)

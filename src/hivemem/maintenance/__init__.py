@@ -223,7 +223,7 @@ def run_job(
         results.append(result)
     if any(r.counts for r in results):
         store.indexer.notify()  # new summaries, facts, reflections: embed them
-    return results
+    return store.scrubbed(results)
 
 
 def _run_one(
@@ -250,6 +250,7 @@ def _run_one(
     except Exception as exc:
         status = "failed"
         reason = str(exc) if isinstance(exc, HiveMemError) else f"{type(exc).__name__}: {exc}"
+        reason = store.scrub(reason)  # the run log and the result are output: no secrets
         log.warning("maintenance job %s failed on scope %r: %s", job.name, scope, reason)
         maint.finish_run(run_id, store.clock(), status, _plain(ctx.counts), reason)
         if raise_errors:
@@ -269,7 +270,7 @@ def run_log(store: Store, job: str | None = None, scope: str | None = None, limi
     """The newest runs first (``RunRecord``), of one job and/or scope when given."""
     if job is not None:
         job = get_job(job).name
-    return store.backend.maintenance.runs(job, scope, limit)
+    return store.scrubbed(store.backend.maintenance.runs(job, scope, limit))
 
 
 __all__ = [

@@ -4,8 +4,8 @@ regex rules fast enough for the write path (tens of microseconds), and the
 
 Each category has weighted patterns; the category with the highest total wins, and its
 confidence grows with the evidence: ``min(0.95, 0.35 + 0.2 × score)``, so one weak cue
-gives ~0.5 and several strong ones ~0.95. No cue at all gives the kind's fallback
-(``conversation`` for episodes, ``fact`` for facts, ``general`` otherwise) at 0.3.
+gives ~0.5 and several strong ones ~0.95. No cue at all gives ``general`` at confidence
+0 (corvid's invariant: 0 means no keyword matched; a non-zero confidence is >= 0.1).
 A category given by the caller is never replaced.
 """
 
@@ -123,7 +123,6 @@ _RULES: dict[str, list[tuple[re.Pattern[str], float]]] = {
         (re.compile(r"\?\s*$"), 0.6),
     ],
 }
-_FALLBACK = {Kind.EPISODE: "conversation", Kind.FACT: "fact"}
 
 
 def _caseless(rules: dict[str, list[tuple[re.Pattern[str], float]]]) -> list[tuple[str, list]]:
@@ -155,9 +154,8 @@ def categorize(text: str, kind: Kind | str | None = None) -> tuple[str, float]:
         score = sum(w for pattern, w, low in rules if pattern.search(lower if low else sample))
         if score > best_score:
             best, best_score = category, score
-    if not best:
-        fallback = _FALLBACK.get(Kind(kind) if kind else None, "general")  # type: ignore[arg-type]
-        return fallback, 0.3
+    if not best:  # corvid: no keyword matched → general, confidence 0
+        return "general", 0.0
     return best, round(min(0.95, 0.35 + 0.2 * best_score), 3)
 
 

@@ -2,8 +2,11 @@
 
 A session has ended when a later session of its scope has started, or when nothing was
 added to it for ``consolidate_idle_minutes`` (``mem.consolidate(session_id=...)`` takes
-one at once). Its episodes are read ``consolidate_batch_size`` (30) at a time, in the
-order they were written; each batch becomes candidate facts:
+one at once; the option ``before_sessions`` takes every open session first seen before
+those, which ``hivemem.sessions`` passes when a new session starts). When the last batch
+of a session is done, its summary is written (``session_summary``). Its episodes are
+read ``consolidate_batch_size`` (30) at a time, in the order they were written; each
+batch becomes candidate facts:
 
 - with an LLM: the model is asked for the durable facts of the batch (JSON schema), each
   with the turns it came from (provenance in ``source_ids``) and optionally a ``key``;
@@ -40,6 +43,7 @@ from ..entities import extract
 from ..errors import InvalidInput
 from ..llm import LLMError
 from ..types import Kind, Memory, Status
+from . import conflicts, session_summary
 from .similarity import candidates as similar
 from .similarity import jaccard, negated, words
 
@@ -98,9 +102,12 @@ class Candidate:
 def run(ctx: JobContext) -> None:
     maint, s = ctx.maint, ctx.settings
     wanted = ctx.options.get("session_id")
+    started = ctx.options.get("before_sessions")
     if wanted is not None:
         found = maint.session(ctx.scope, wanted)
         sessions = [found] if found is not None else []
+    elif started:  # a new session started: every open one seen before it has ended
+        sessions = maint.open_sessions(ctx.scope, list(started))
     else:
         ended = ctx.now - timedelta(minutes=s.consolidate_idle_minutes)
         sessions = maint.pending_sessions(ctx.scope, ended)
@@ -119,12 +126,17 @@ def _session(ctx: JobContext, session_id: str) -> None:
         page = maint.episodes(ctx.scope, session_id, cursor, size)
         episodes = [m for _, m in page]
         found, method = _extract(ctx, session_id, state, episodes) if page else ([], "")
+        # The LLM judges conflicts here, outside the lock; None: the heuristic does.
+        judged = conflicts.ask(ctx, [c.content for c in found]) if found else None
         with backend.atomic():
             # Re-read under the write lock: another process may have done this batch.
             if int(maint.session_state(ctx.scope, session_id).get("cursor", 0)) != cursor:
                 continue
-            written = _write(ctx, session_id, found, method)
+            written = _write(ctx, session_id, found, method, judged)
             last = len(page) < size  # fewer than a page: nothing after it (yet)
+            # With summaries on, the session is marked consolidated only once its summary
+            # is stored (``_finish``): a crash in between redoes the summary, not the facts.
+            done = last and not s.session_summaries
             state = {
                 **state,
                 "cursor": page[-1][0] if page else cursor,
@@ -134,13 +146,40 @@ def _session(ctx: JobContext, session_id: str) -> None:
             }
             state.pop("last_error", None)
             maint.set_session_state(
-                ctx.scope, session_id, state, consolidated_at=ctx.clock() if last else None
+                ctx.scope, session_id, state, consolidated_at=ctx.clock() if done else None
             )
         ctx.counts["episodes"] += len(page)
         if page:
             ctx.counts["batches"] += 1
         if last:
+            if not done:
+                _finish(ctx, session_id)
             return
+
+
+def _finish(ctx: JobContext, session_id: str) -> None:
+    """Write the session's summary (``session_summary``) and mark it consolidated."""
+    summary = session_summary.build(ctx, session_id)  # may ask the LLM: no lock held
+    with ctx.backend.atomic():
+        if ctx.maint.session(ctx.scope, session_id) is None:
+            return  # another process finished it meanwhile
+        if summary is not None:
+            current = ctx.backend.by_key([ctx.scope], summary.key)
+            if current is not None:  # a summary of an earlier pass: this one replaces it
+                now = ctx.clock()
+                ctx.backend.set_status(ctx.scope, current.id, Status.SUPERSEDED, now, now, NAME)
+                summary = replace(
+                    summary,
+                    supersedes_id=current.id,
+                    supersede_reason="the session went on after its last summary",
+                    supersede_kind="hard",
+                )
+            ctx.insert(summary)
+            ctx.counts["summaries"] += 1
+        state = ctx.maint.session_state(ctx.scope, session_id)
+        if summary is not None:
+            state["summary_id"] = summary.id
+        ctx.maint.set_session_state(ctx.scope, session_id, state, consolidated_at=ctx.clock())
 
 
 def _extract(
@@ -213,13 +252,20 @@ def _latest_time(episodes: list[Memory]) -> Any:
     return max(times) if times else None
 
 
-def _write(ctx: JobContext, session_id: str, found: list[Candidate], method: str) -> int:
-    """Inside the batch's transaction: dedup, resolve conflicts and insert; returns how
-    many facts were written."""
+def _write(
+    ctx: JobContext,
+    session_id: str,
+    found: list[Candidate],
+    method: str,
+    judged: dict[int, list[str]] | None = None,
+) -> int:
+    """Inside the batch's transaction: dedup, resolve conflicts (as the LLM ``judged``
+    them, by candidate index, or by the heuristic) and insert; returns how many facts
+    were written."""
     s, backend, counts = ctx.settings, ctx.backend, ctx.counts
     seen: set[str] = set()
     written = 0
-    for candidate in found:
+    for index, candidate in enumerate(found):
         now = ctx.clock()
         try:
             record = rules.build_memory(
@@ -265,7 +311,8 @@ def _write(ctx: JobContext, session_id: str, found: list[Candidate], method: str
         elif backend.find_duplicate(ctx.scope, Kind.FACT.value, record.content_hash):
             counts["duplicates"] += 1
             continue
-        record = _dedup_or_link(ctx, record)
+        verdict = None if judged is None else judged.get(index, [])
+        record = _dedup_or_link(ctx, record, verdict)
         if record is None:
             counts["near_duplicates"] += 1
             continue
@@ -275,9 +322,12 @@ def _write(ctx: JobContext, session_id: str, found: list[Candidate], method: str
     return written
 
 
-def _dedup_or_link(ctx: JobContext, record: Memory) -> Memory | None:
+def _dedup_or_link(
+    ctx: JobContext, record: Memory, verdict: list[str] | None = None
+) -> Memory | None:
     """``None`` for a near duplicate of an active fact; else the record, linked to the
-    facts it contradicts (whose confidence drops)."""
+    facts it contradicts (whose confidence drops): those of the LLM's ``verdict`` when
+    it judged, else those of the heuristic (``conflicts`` module, polarity rule)."""
     s, maint = ctx.settings, ctx.maint
     mine, polarity = words(record.content), negated(record.content)
     floor = min(s.dedup_jaccard, s.conflict_overlap)
@@ -294,8 +344,15 @@ def _dedup_or_link(ctx: JobContext, record: Memory) -> Memory | None:
             return None
         theirs = names.get(other.id, set())
         same_entities = bool(own_names & theirs) or (not own_names and not theirs)
-        if not same_polarity and same_entities and overlap >= s.conflict_overlap:
+        heuristic = verdict is None and not same_polarity and same_entities
+        if heuristic and overlap >= s.conflict_overlap:
             contradicted.append(other)
+    if verdict is None:
+        known = {m.id for m in contradicted}
+        contradicted += [m for m in conflicts.by_attribute(ctx, record) if m.id not in known]
+    else:
+        judged = ctx.backend.get_many([ctx.scope], verdict)
+        contradicted = [m for m in judged if m.status is Status.ACTIVE and m.kind is Kind.FACT]
     for other in contradicted:
         if other.confidence > s.conflict_confidence:
             ctx.backend.update(

@@ -1,9 +1,11 @@
 """``decay``: Ebbinghaus forgetting of facts.
 
 Each unprotected active fact (``decay_rate > 0``; confirmed facts have 0 and are never
-touched) has ``confidence = base × f(decay_rate, days)``, where ``days`` runs from its
-anchor (its creation, or the last time someone else set its confidence) and ``f`` is the
-``decay_formula``:
+touched, nor are facts linked to a protected entity) has
+``confidence = base × f(decay_rate, days)``, where ``days`` runs from its anchor (its
+creation, or the last time someone else set its confidence; with ``decay_from =
+last_access``, its last access when that is later: a fact in use is refreshed) and
+``f`` is the ``decay_formula``:
 
 - ``exponential``: ``exp(−rate × days)``
 - ``power`` (the ADR's): ``exp(−rate × days^decay_exponent)`` (0.8 by default)
@@ -31,6 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
 NAME = "decay"
 HELP = "Decay the confidence of facts over time; soft-delete those that fall below the floor."
 FORMULAS = ("exponential", "power")
+DECAY_FROM = ("created", "last_access")
 _EPSILON = 1e-6  # smaller changes are not written (a rerun a moment later changes nothing)
 
 
@@ -53,6 +56,11 @@ def _days(since: datetime, now: datetime) -> float:
 def run(ctx: JobContext) -> None:
     s, maint, counts = ctx.settings, ctx.maint, ctx.counts
     factor(s.decay_formula, 0.0, 0.0)  # an unknown formula fails before anything is written
+    if s.decay_from not in DECAY_FROM:
+        raise InvalidInput(
+            "decay_from", f"unknown value {s.decay_from!r}; valid: {', '.join(DECAY_FROM)}"
+        )
+    from_access = s.decay_from == "last_access"
     after = ""
     while True:
         rows = maint.decaying(ctx.scope, [Kind.FACT], after, s.maintenance_batch_size)
@@ -72,8 +80,11 @@ def run(ctx: JobContext) -> None:
                     base, anchor = memory.confidence, now
                 else:
                     base, anchor = float(row.base or 0.0), row.anchor or memory.created_at
+                start = anchor
+                if from_access and memory.last_accessed and memory.last_accessed > start:
+                    start = memory.last_accessed  # in use: its curve starts again
                 value = base * factor(
-                    s.decay_formula, memory.decay_rate, _days(anchor, now), s.decay_exponent
+                    s.decay_formula, memory.decay_rate, _days(start, now), s.decay_exponent
                 )
                 changed = abs(value - memory.confidence) > _EPSILON
                 if value < s.decay_prune_below:

@@ -4,10 +4,16 @@ Runs only when both hold: no reflection in the last ``reflect_min_interval_days`
 and at least ``reflect_min_facts`` (3) facts were made in the last
 ``reflect_window_days`` (7) since the last reflection. Otherwise the run is logged as
 skipped, with the reason. The reflection is a memory of kind ``reflection``, type
-``lesson``, ``decay_rate`` 0 (it never decays), with the facts it reflects on in
-``source_ids``; ``context()`` shows the latest one. With an LLM it is the model's
-summary of patterns, changes and open questions; without one, an extractive digest: the
-most mentioned names and the newest facts, as written.
+``lesson``, tagged ``weekly``, ``decay_rate`` 0 (it never decays), with the facts it
+reflects on in ``source_ids``; ``context()`` shows the latest one. With an LLM it is the
+model's summary of patterns, changes and open questions, read from the window's facts
+and its dialogue turns (the newest ``_MAX_EPISODES``); without one, an extractive
+digest: the most mentioned names and the newest facts, as written.
+
+Either way it flags openhive's vault anti-pattern: a key superseded at least
+``reflect_vault_versions`` times holds a counter, progress state or a cache, which
+pollutes search and bloats history — the reflection names such keys and suggests the
+vault (``hivemem vault set``), and lists them in ``attributes.vault_candidates``.
 """
 
 from __future__ import annotations
@@ -28,10 +34,12 @@ NAME = "reflect"
 HELP = "Write a weekly reflection on the new facts (at most once per 6 days, needs 3 new facts)."
 SOURCE = "reflection"
 _MAX_FACTS = 200  # facts one reflection reads
+_MAX_EPISODES = 100  # dialogue turns one reflection reads (the newest)
 _SYSTEM = (
     "You maintain the long-term memory of an AI agent. Below are the facts it learned "
-    "this week. Write a short reflection (at most 8 bullet points): what was learned, "
-    "patterns, changes of mind, open questions worth following up. Plain markdown."
+    "this week and recent dialogue turns. Write a short reflection (at most 8 bullet "
+    "points): what was learned, patterns, changes of mind, open questions worth "
+    "following up. Plain markdown."
 )
 
 
@@ -55,7 +63,14 @@ def run(ctx: JobContext) -> None:
         )
     llm = ctx.llm
     if llm is not None:
-        listing = "\n".join(f"- {' '.join(m.content.split())}" for m in reversed(facts))
+        turns = maint.since(ctx.scope, Kind.EPISODE, start, _MAX_EPISODES)
+        listing = "Facts:\n" + "\n".join(
+            f"- {' '.join(m.content.split())}" for m in reversed(facts)
+        )
+        if turns:
+            listing += "\nRecent dialogue:\n" + "\n".join(
+                f"{m.role}: {' '.join(m.content.split())}" for m in reversed(turns)
+            )
         body = str(
             llm.complete(
                 [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": listing}]
@@ -64,8 +79,11 @@ def run(ctx: JobContext) -> None:
         method = f"llm:{llm.identity}"
     else:
         body, method = digest(facts), "extractive"
+    heavy = maint.busy_keys(ctx.scope, s.reflect_vault_versions)
+    if heavy:
+        body += "\n" + vault_advice(heavy)
     heading = f"Reflection on {len(facts)} facts learned {start:%Y-%m-%d} to {ctx.now:%Y-%m-%d}"
-    content = _fit(f"{heading}:\n{body}", s.max_content_bytes)
+    content = fit(f"{heading}:\n{body}", s.max_content_bytes)
     with ctx.backend.atomic():
         now = ctx.clock()
         record = rules.build_memory(
@@ -79,11 +97,26 @@ def run(ctx: JobContext) -> None:
             decay_rate=0.0,
             expires_at=None,
             source_ids=[m.id for m in facts],
-            attributes={"reflected_by": method, "facts": len(facts)},
+            tags=["weekly"],
+            attributes={
+                "reflected_by": method,
+                "facts": len(facts),
+                **({"vault_candidates": dict(heavy)} if heavy else {}),
+            },
         )
         ctx.insert(record)
     ctx.counts["reflections"] += 1
     ctx.counts["facts"] += len(facts)
+
+
+def vault_advice(keys: list[tuple[str, int]]) -> str:
+    """The reflection's note on keys written over and over (openhive's anti-pattern)."""
+    named = ", ".join(f"`{key}` ({versions} versions)" for key, versions in keys)
+    return (
+        f"- Vault candidates: {named}. A key rewritten this often holds a counter, "
+        "progress state or a cache: keep it in the vault (`hivemem vault set`), where it "
+        "is read by key and never pollutes search or prompts."
+    )
 
 
 def digest(facts: list[Memory], shown: int = 10) -> str:
@@ -101,7 +134,7 @@ def digest(facts: list[Memory], shown: int = 10) -> str:
     return "\n".join(lines)
 
 
-def _fit(text: str, limit: int) -> str:
+def fit(text: str, limit: int) -> str:
     """``text`` cut to at most ``limit`` UTF-8 bytes (a memory's size limit)."""
     data = text.encode("utf-8")
     if len(data) <= limit:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from .. import rules
 from ..types import Kind, Memory, MemoryType, Status
-from .reflect import _fit
+from .reflect import fit
 
 if TYPE_CHECKING:  # pragma: no cover
     from . import JobContext
@@ -107,7 +107,7 @@ def _summarize(ctx: JobContext, label: str, members: list[Memory]) -> None:
             ctx.scope,
             s,
             now,
-            content=_fit(f"{heading}:\n{body}", s.max_content_bytes),
+            content=fit(f"{heading}:\n{body}", s.max_content_bytes),
             kind=Kind.SUMMARY,
             type=MemoryType.HISTORICAL,
             source=SOURCE,

@@ -56,6 +56,7 @@ class VectorIndex(Protocol):
     (``hivemem.store.vectors`` documents the SQLite layout)."""
 
     unavailable: str | None  # why this store cannot hold vectors, or None
+    exact_scan: str | None  # why search scans vectors exactly (no KNN index), or None
 
     def recorded_identity(self) -> str | None: ...
 
@@ -116,7 +117,40 @@ class EntityIndex(Protocol):
 
     def add_alias(self, scope: str, entity_id: int, alias: str) -> None: ...
 
+    def link(self, scope: str, memory_id: str, mentions: Sequence[Mention], when: datetime) -> None:
+        """Link a memory to the entities ``mentions`` name (made if new), in one write."""
+        ...
+
     def total_memories(self, scopes: Sequence[str]) -> int: ...
+
+
+class Purges(Protocol):
+    """Hard deletes (``hivemem.purge``; the SQLite layout in ``store/purge.py``)."""
+
+    def scope_ids(self, scope: str) -> list[str]: ...
+
+    def derived(self, scope: str, memory_ids: Sequence[str]) -> list[str]: ...
+
+    def plan(self, scope: str, memory_ids: Sequence[str], whole_scope: bool) -> dict[str, int]: ...
+
+    def secure(self) -> AbstractContextManager[None]:
+        """Freed content overwritten (SQLite's ``secure_delete``) within the block."""
+        ...
+
+    def erase(
+        self,
+        scope: str,
+        memory_ids: Sequence[str],
+        *,
+        whole_scope: bool,
+        target: str,
+        by: str | None,
+        now: datetime,
+    ) -> dict[str, int]: ...
+
+    def compact(self, vacuum: bool) -> dict[str, bool]: ...
+
+    def audit(self, scope: str | None = None, limit: int = 50) -> list[dict[str, Any]]: ...
 
 
 class Backend(Protocol):
@@ -125,6 +159,7 @@ class Backend(Protocol):
     location: str
     vectors: VectorIndex
     entities: EntityIndex
+    purges: Purges
 
     def atomic(self) -> AbstractContextManager[None]:
         """A write transaction (``BEGIN IMMEDIATE``); nested calls are savepoints."""
@@ -180,10 +215,12 @@ class Backend(Protocol):
         now: datetime,
         *,
         newest_first: bool = False,
+        time_limit_s: float | None = None,
     ) -> list[ChunkMatch]:
         """The ``limit`` best chunks by BM25 that pass scope and filters. With
         ``newest_first`` (terms so common that ranking every match would cost too much)
-        they are the best among the newest matches instead."""
+        they are the best among the newest matches instead. Past ``time_limit_s`` the
+        search stops with ``InvalidInput`` naming the query (a caller's FTS5 syntax)."""
         ...
 
     def term_stats(
@@ -244,8 +281,8 @@ class Backend(Protocol):
         """Count an access of each memory (best effort)."""
         ...
 
-    def note_session(self, scope: str, session_id: str, when: datetime, episodes: int) -> None:
-        """Register a session on first sight; count its episodes."""
+    def note_session(self, scope: str, session_id: str, when: datetime, episodes: int) -> bool:
+        """Register a session on first sight; count its episodes; True when new."""
         ...
 
     # --- meta and health

@@ -10,11 +10,13 @@ tens of microseconds on the write path.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..clock import from_text, to_text
+from ..entities import without_legal_form
 from ..types import Entity, ListFilter, Query
 from .rows import placeholders
 
@@ -24,9 +26,24 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def link_mentions(
-    conn: Any, scope: str, memory_id: str, mentions: Sequence[Mention], when: str
+    conn: Any,
+    scope: str,
+    memory_id: str,
+    mentions: Sequence[Mention],
+    when: str,
+    *,
+    protection: bool = True,
 ) -> None:
-    """Inside a write: resolve or create each mention's entity and link the memory."""
+    """Inside a write: resolve or create each mention's entity and link the memory.
+    ``protection=False`` is for migrations older than the ``protected`` column."""
+    by_alias = (
+        "SELECT a.entity_id FROM entity_aliases a CROSS JOIN entities e "
+        "ON e.id = a.entity_id WHERE a.scope = ? AND a.alias = ? "
+        "AND (e.protected = 0 OR e.type = ?) ORDER BY a.entity_id LIMIT 1"
+        if protection
+        else "SELECT entity_id FROM entity_aliases WHERE scope = ? AND alias = ? "
+        "AND ? IS NOT NULL ORDER BY entity_id LIMIT 1"
+    )
     for mention in mentions:
         kind = mention.type.value
         row = conn.execute(
@@ -34,21 +51,21 @@ def link_mentions(
             (scope, mention.canonical, kind),
         ).fetchone()
         if row is None:
-            row = conn.execute(
-                "SELECT entity_id FROM entity_aliases WHERE scope = ? AND alias = ? "
-                "ORDER BY entity_id LIMIT 1",
-                (scope, mention.canonical),
-            ).fetchone()
+            # By alias; a protected entity takes mentions of its own type only (it is
+            # never merged with a namesake of another type).
+            row = conn.execute(by_alias, (scope, mention.canonical, kind)).fetchone()
         if row is None:
             row = conn.execute(
                 "INSERT INTO entities (scope, canonical, type, name, first_seen, last_seen) "
                 "VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
                 (scope, mention.canonical, kind, mention.name, when, when),
             ).fetchone()
-            conn.execute(
-                "INSERT OR IGNORE INTO entity_aliases (scope, alias, entity_id) VALUES (?, ?, ?)",
-                (scope, mention.canonical, row[0]),
-            )
+            for alias in _aliases_of_new(mention):
+                conn.execute(
+                    "INSERT OR IGNORE INTO entity_aliases (scope, alias, entity_id) "
+                    "VALUES (?, ?, ?)",
+                    (scope, alias, row[0]),
+                )
         linked = conn.execute(
             "INSERT OR IGNORE INTO memory_entities (memory_id, entity_id) VALUES (?, ?)",
             (memory_id, row[0]),
@@ -59,6 +76,33 @@ def link_mentions(
                 "last_seen = MAX(last_seen, ?) WHERE id = ?",
                 (when, row[0]),
             )
+
+
+def _aliases_of_new(mention: Mention) -> list[str]:
+    """A new entity's aliases: its canonical name, and for an organisation also the name
+    without its legal form ("acme corp" is also "acme")."""
+    out = [mention.canonical]
+    short = without_legal_form(mention.canonical) if mention.type.value == "organization" else None
+    return [*out, short] if short else out
+
+
+def retype(conn: Any, entity_id: int, kind: str) -> bool:
+    """Inside a write: give an unprotected entity a new type (a more accurate extractor
+    placed it); False when it is protected or its scope has that name with that type."""
+    row = conn.execute(
+        "SELECT scope, canonical, protected FROM entities WHERE id = ?", (entity_id,)
+    )
+    found = row.fetchone()
+    if found is None or found[2]:
+        return False
+    taken = conn.execute(
+        "SELECT 1 FROM entities WHERE scope = ? AND canonical = ? AND type = ?",
+        (found[0], found[1], kind),
+    ).fetchone()
+    if taken:
+        return False
+    conn.execute("UPDATE entities SET type = ? WHERE id = ?", (kind, entity_id))
+    return True
 
 
 class SQLiteEntityIndex:
@@ -78,11 +122,10 @@ class SQLiteEntityIndex:
         )
         rows = self._db._read(
             "SELECT e.id, e.scope, e.name, e.canonical, e.type, e.mention_count, "
-            f"e.first_seen, e.last_seen, {gather} FROM entities e WHERE " + where,
+            f"e.first_seen, e.last_seen, {gather}, e.protected, e.summary "
+            "FROM entities e WHERE " + where,
             params,
         )
-        import json
-
         return [
             Entity(
                 id=r[0],
@@ -94,6 +137,8 @@ class SQLiteEntityIndex:
                 first_seen=from_text(r[6]),  # type: ignore[arg-type]
                 last_seen=from_text(r[7]),  # type: ignore[arg-type]
                 aliases=tuple(sorted(a for a in json.loads(r[8]) if a != r[3])),
+                protected=bool(r[9]),
+                summary=r[10],
             )
             for r in rows
         ]
@@ -146,6 +191,43 @@ class SQLiteEntityIndex:
                 "INSERT OR IGNORE INTO entity_aliases (scope, alias, entity_id) VALUES (?, ?, ?)",
                 [scope, alias, entity_id],
             )
+
+    def link(self, scope: str, memory_id: str, mentions: Sequence[Mention], when: datetime) -> None:
+        """Link ``memory_id`` to the entities ``mentions`` name (made if new), in one write."""
+        with self._db.atomic():
+            link_mentions(self._db._conn, scope, memory_id, mentions, to_text(when))
+
+    def describe(
+        self,
+        scope: str,
+        entity_id: int,
+        *,
+        type: str | None = None,  # noqa: A002 - the domain's word
+        summary: str | None = None,
+        protected: bool | None = None,
+    ) -> bool:
+        """Set an entity's type, summary and/or protected flag (own scope). Returns False
+        when the scope already has an entity of that name with that type."""
+        with self._db.atomic():
+            if type is not None:
+                taken = self._db._read(
+                    "SELECT 1 FROM entities e WHERE e.scope = ? AND e.type = ? AND e.id != ? "
+                    "AND e.canonical = (SELECT canonical FROM entities WHERE id = ?)",
+                    [scope, type, entity_id, entity_id],
+                )
+                if taken:
+                    return False
+            sets, params = [], []
+            for column, value in (("type", type), ("summary", summary), ("protected", protected)):
+                if value is not None:
+                    sets.append(f"{column} = ?")
+                    params.append(int(value) if isinstance(value, bool) else value)
+            if sets:
+                self._db._write(
+                    f"UPDATE entities SET {', '.join(sets)} WHERE scope = ? AND id = ?",
+                    [*params, scope, entity_id],
+                )
+        return True
 
     def total_memories(self, scopes: Sequence[str]) -> int:
         """Memories of the scopes (any status): the N of the entity lane's IDF. Read

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..clock import from_text, to_text
 from ..types import Kind, Memory, MemoryType, Status
 from .crossrefs import SQLiteCrossRefs
-from .entities import link_mentions
+from .entities import link_mentions, retype
 from .rows import SELECT, placeholders, row_to_memory
 from .runlog import SQLiteRunLog
 
@@ -72,6 +72,37 @@ class SQLiteMaintenance(SQLiteRunLog, SQLiteCrossRefs):
             [scope, session_id],
         )
         return self._pending(rows[0]) if rows else None
+
+    def open_sessions(self, scope: str, before: Sequence[str]) -> list[PendingSession]:
+        """Sessions of ``scope`` not yet consolidated that were first seen before all of
+        the sessions ``before`` (by the order of first sight), oldest first."""
+        rows = self._db._read(
+            "SELECT session_id, started_at, last_event_at, attributes FROM sessions "
+            "WHERE scope = ? AND consolidated_at IS NULL AND rowid < (SELECT MIN(rowid) "
+            f"FROM sessions WHERE scope = ? AND session_id IN ({placeholders(before)})) "
+            "ORDER BY started_at, session_id",
+            [scope, scope, *before],
+        )
+        return [self._pending(r) for r in rows]
+
+    def busy_keys(self, scope: str, versions: int, limit: int = 10) -> list[tuple[str, int]]:
+        """Keys of ``scope`` with at least ``versions`` rows (each supersede adds one),
+        most versions first: the vault anti-pattern the reflection flags."""
+        rows = self._db._read(
+            "SELECT key, COUNT(*) AS n FROM memories WHERE scope = ? AND key IS NOT NULL "
+            "GROUP BY key HAVING n >= ? ORDER BY n DESC, key LIMIT ?",
+            [scope, max(2, versions), limit],
+        )
+        return [(r[0], int(r[1])) for r in rows]
+
+    def session_facts(self, scope: str, session_id: str, limit: int) -> list[Memory]:
+        """Active facts consolidation drew from a session, in the order written."""
+        return self._memories(
+            "m.scope = ? AND m.session_id = ? AND m.kind = 'fact' AND m.status = 'active' "
+            "AND m.source = 'consolidation'",
+            [scope, session_id, limit],
+            "ORDER BY m.rowid LIMIT ?",
+        )
 
     @staticmethod
     def _pending(row: Sequence[Any]) -> PendingSession:
@@ -292,6 +323,16 @@ class SQLiteMaintenance(SQLiteRunLog, SQLiteCrossRefs):
         if self._db._read("SELECT 1 FROM memories WHERE scope = ? AND id = ?", [scope, memory_id]):
             link_mentions(self._db._conn, scope, memory_id, mentions, to_text(when))
 
+    def retype_guessed(self, scope: str, key: str, kind: str) -> int:
+        """Inside a write: entities of ``scope`` named ``key`` whose type was the regex's
+        guess (``person``/``other``) take ``kind`` (unless protected); returns how many."""
+        rows = self._db._read(
+            "SELECT id FROM entities WHERE scope = ? AND canonical = ? "
+            "AND type IN ('person', 'other') AND type != ? AND protected = 0",
+            [scope, key, kind],
+        )
+        return sum(retype(self._db._conn, r[0], kind) for r in rows)
+
     def set_category(
         self, scope: str, memory_id: str, category: str | None, confidence: float
     ) -> None:
@@ -350,12 +391,15 @@ class SQLiteMaintenance(SQLiteRunLog, SQLiteCrossRefs):
     def decaying(
         self, scope: str, kinds: Sequence[Kind | str], after: str, limit: int
     ) -> list[DecayRow]:
-        """Active, unprotected (decay_rate > 0) memories with their decay state, by id."""
+        """Active, unprotected memories (decay_rate > 0, no protected entity linked) with
+        their decay state, by id."""
         rows = self._db._read(
             f"SELECT {SELECT}, d.base, d.anchor, d.applied FROM memories m "
             "LEFT JOIN decay_state d ON d.memory_id = m.id "
             f"WHERE m.scope = ? AND m.status = 'active' AND m.decay_rate > 0 AND m.id > ? "
-            f"AND m.kind IN ({placeholders(kinds)}) ORDER BY m.id LIMIT ?",
+            f"AND m.kind IN ({placeholders(kinds)}) AND NOT EXISTS (SELECT 1 FROM "
+            "memory_entities me CROSS JOIN entities e ON e.id = me.entity_id "
+            "WHERE me.memory_id = m.id AND e.protected = 1) ORDER BY m.id LIMIT ?",
             [scope, after, *(str(k) for k in kinds), limit],
         )
         return [DecayRow(row_to_memory(r[:-3]), r[-3], from_text(r[-2]), r[-1]) for r in rows]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import text as textmod
+from ..errors import StoreError
 from . import termcounts
 
 Connection = Any  # a DB-API connection of the sqlite3 family
@@ -90,6 +91,17 @@ def apply(conn: Connection, now: str, upto: str | None = None) -> list[str]:
         if m.name == upto:
             break
     return done
+
+
+def refuse_newer(conn: Connection, location: str) -> None:
+    """Refuse a database written by a newer HiveMem (migrations this one does not know)."""
+    known = set(known_names())
+    unknown = [name for name in applied(conn) if name not in known]
+    if unknown:
+        raise StoreError(
+            f"{location} was written by a newer HiveMem (schema {unknown[-1]}); "
+            "upgrade hivemem to open it"
+        )
 
 
 def known_names() -> list[str]:
@@ -278,7 +290,9 @@ def _entities(conn: Connection) -> None:
         "SELECT id, scope, content, created_at FROM memories ORDER BY rowid"
     ).fetchall()
     for memory_id, scope, content, created_at in rows:
-        link_mentions(conn, scope, memory_id, entitymod.extract(content), created_at)
+        link_mentions(
+            conn, scope, memory_id, entitymod.extract(content), created_at, protection=False
+        )
 
 
 def insert_chunks(conn: Connection, memory_id: str, pieces: list[str]) -> None:
@@ -382,7 +396,49 @@ def _api_tokens(conn: Connection) -> None:
     )
 
 
-@migration("0010_scope_terms")
+@migration("0010_entity_types")
+def _entity_types(conn: Connection) -> None:
+    # Entities carry a real type (``hivemem.entities.name_type``), a protected flag
+    # (decay leaves memories linked to a protected entity alone; no job retypes it) and
+    # an optional summary. Names the regex stored as ``person`` before types existed are
+    # typed again by the same cues new writes use.
+    conn.execute("ALTER TABLE entities ADD COLUMN protected INTEGER NOT NULL DEFAULT 0")
+    conn.execute("ALTER TABLE entities ADD COLUMN summary TEXT")
+    from .. import entities as entitymod
+
+    rows = conn.execute("SELECT id, scope, canonical, name FROM entities WHERE type = 'person'")
+    for entity_id, scope, key, name in rows.fetchall():
+        kind = entitymod.name_type(name).value
+        if kind == "person":
+            continue
+        taken = conn.execute(
+            "SELECT 1 FROM entities WHERE scope = ? AND canonical = ? AND type = ?",
+            (scope, key, kind),
+        ).fetchone()
+        if not taken:
+            conn.execute("UPDATE entities SET type = ? WHERE id = ?", (kind, entity_id))
+
+
+@migration("0011_purges")
+def _purges(conn: Connection) -> None:
+    # The audit of hard purges (``hivemem.purge``): what was erased, when and by whom,
+    # never the content. ``memory_ids`` are the erased rows' ids (time-ordered uuids
+    # that carry nothing of the text); ``counts`` what each table lost.
+    conn.execute(
+        """CREATE TABLE purges (
+            id INTEGER PRIMARY KEY,
+            scope TEXT NOT NULL,
+            target TEXT NOT NULL CHECK (target IN ('memory', 'scope')),
+            memory_ids TEXT NOT NULL DEFAULT '[]',
+            counts TEXT NOT NULL DEFAULT '{}',
+            purged_by TEXT,
+            purged_at TEXT NOT NULL
+        )"""
+    )
+    conn.execute("CREATE INDEX purges_scope ON purges (scope, purged_at)")
+
+
+@migration("0012_scope_terms")
 def _scope_terms(conn: Connection) -> None:
     # Keyword statistics per scope (``store/termcounts.py``): one tenant's writes never
     # move another tenant's IDF weights.

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import text as textmod
+from ..audit import reason_chunk
 from . import migrations, termcounts
 
 
@@ -22,46 +23,59 @@ class RepairMixin:
     _conn: Any
 
     def health(self) -> dict[str, Any]:
-        """Integrity of the file and of the derived index; counts of pending work."""
-        integrity = [r[0] for r in self._read("PRAGMA integrity_check")]
+        """Integrity of the file and of the derived index; counts of pending work.
+
+        Each figure is read on its own: one that cannot be read (a damaged page) is
+        ``None`` and its error is under ``errors[name]``, so one bad table does not hide
+        what the others say."""
+        out: dict[str, Any] = {"errors": {}}
+        for name, read in self._health_reads().items():
+            try:
+                out[name] = read()
+            except Exception as exc:  # a damaged file: whatever the driver raised
+                out[name] = None
+                out["errors"][name] = str(exc) or type(exc).__name__
+        out["fts_ok"], out["fts_error"] = out.pop("fts") or (False, out["errors"].get("fts"))
+        return out
+
+    def _fts_check(self) -> tuple[bool, str | None]:
         try:
             self._read(
                 "INSERT INTO chunks_fts (chunks_fts, rank) VALUES ('integrity-check', 1)", raw=True
             )
-            fts_ok, fts_error = True, None
-        except _driver().DatabaseError as exc:
-            fts_ok, fts_error = False, str(exc)
-        unchunked = self._read(
-            "SELECT COUNT(*) FROM memories m WHERE NOT EXISTS "
-            "(SELECT 1 FROM chunks c WHERE c.memory_id = m.id)"
-        )[0][0]
-        broken_links = self._read(
-            "SELECT COUNT(*) FROM memories m WHERE m.supersedes_id IS NOT NULL AND NOT EXISTS "
-            "(SELECT 1 FROM memories p WHERE p.id = m.supersedes_id)"
-        )[0][0]
-        duplicate_active = self._read(
-            "SELECT COUNT(*) FROM (SELECT scope, key FROM memories WHERE status = 'active' "
-            "AND key IS NOT NULL GROUP BY scope, key HAVING COUNT(*) > 1)"
-        )[0][0]
-        sessions_pending = self._read(
-            "SELECT COUNT(*) FROM sessions WHERE consolidated_at IS NULL"
-        )[0][0]
+            return True, None
+        except (_driver().DatabaseError, MemoryError) as exc:
+            return False, str(exc) or "damaged"
+
+    def _health_reads(self) -> dict[str, Any]:
+        one = self._read
         return {
-            "vectors": self.vectors.count(),
-            "chunks_awaiting_vectors": self.vectors.pending_count(),
-            "vector_index_unavailable": self.vectors.unavailable,
-            "integrity": integrity,
-            "fts_ok": fts_ok,
-            "fts_error": fts_error,
-            "memories_without_chunks": unchunked,
-            "broken_supersede_links": broken_links,
-            "keys_with_several_active": duplicate_active,
-            "sessions_not_consolidated": sessions_pending,
-            "journal_mode": self._read("PRAGMA journal_mode")[0][0],
-            "sqlite_version": _driver().sqlite_version,
-            "driver": _driver().__name__,
-            "page_count": self._read("PRAGMA page_count")[0][0],
-            "page_size": self._read("PRAGMA page_size")[0][0],
+            "integrity": lambda: [r[0] for r in one("PRAGMA integrity_check")],
+            "fts": self._fts_check,
+            "memories_without_chunks": lambda: one(
+                "SELECT COUNT(*) FROM memories m WHERE NOT EXISTS "
+                "(SELECT 1 FROM chunks c WHERE c.memory_id = m.id)"
+            )[0][0],
+            "broken_supersede_links": lambda: one(
+                "SELECT COUNT(*) FROM memories m WHERE m.supersedes_id IS NOT NULL AND NOT "
+                "EXISTS (SELECT 1 FROM memories p WHERE p.id = m.supersedes_id)"
+            )[0][0],
+            "keys_with_several_active": lambda: one(
+                "SELECT COUNT(*) FROM (SELECT scope, key FROM memories WHERE status = 'active' "
+                "AND key IS NOT NULL GROUP BY scope, key HAVING COUNT(*) > 1)"
+            )[0][0],
+            "sessions_not_consolidated": lambda: one(
+                "SELECT COUNT(*) FROM sessions WHERE consolidated_at IS NULL"
+            )[0][0],
+            "vectors": self.vectors.count,
+            "chunks_awaiting_vectors": self.vectors.pending_count,
+            "vector_index_unavailable": lambda: self.vectors.unavailable,
+            "vector_exact_scan": lambda: getattr(self.vectors, "exact_scan", None),
+            "journal_mode": lambda: one("PRAGMA journal_mode")[0][0],
+            "sqlite_version": lambda: _driver().sqlite_version,
+            "driver": lambda: _driver().__name__,
+            "page_count": lambda: one("PRAGMA page_count")[0][0],
+            "page_size": lambda: one("PRAGMA page_size")[0][0],
         }
 
     def rebuild_chunks(self, memory_ids: Sequence[str], size: int, overlap: int) -> int:
@@ -69,16 +83,20 @@ class RepairMixin:
         done = 0
         with self.atomic():
             for memory_id in memory_ids:
-                row = self._read("SELECT content, scope FROM memories WHERE id = ?", [memory_id])
+                row = self._read(
+                    "SELECT content, supersede_reason, supersede_kind, scope FROM memories "
+                    "WHERE id = ?",
+                    [memory_id],
+                )
                 if not row:
                     continue
                 old = self._read("SELECT id FROM chunks WHERE memory_id = ?", [memory_id])
                 self.vectors.delete_chunks([r[0] for r in old])
                 self._write("DELETE FROM chunks WHERE memory_id = ?", [memory_id])
-                pieces = textmod.chunk(row[0][0], size, overlap)
+                pieces = textmod.chunk(row[0][0], size, overlap) + reason_chunk(*row[0][1:3])
                 migrations.insert_chunks(self._conn, memory_id, pieces)
                 termcounts.settle(self._conn)
-                termcounts.add(self._conn, row[0][1], pieces)
+                termcounts.add(self._conn, row[0][3], pieces)
                 done += 1
         return done
 

@@ -17,7 +17,7 @@ subtracts the queue on the next write (the triggers cannot tokenize).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from . import scratch
@@ -116,11 +116,19 @@ def backfill(conn: Connection) -> None:
         last = max(r[2] for r in rows)
 
 
+def per_term(stems: Mapping[str, Sequence[str]], counts: Mapping[str, int]) -> dict[str, int]:
+    """A query term's count is its most frequent stem's."""
+    return {
+        term: max((counts.get(s, 0) for s in group), default=0) for term, group in stems.items()
+    }
+
+
 def read(
-    conn: Connection, scopes: Sequence[str], stems: Iterable[str]
+    conn: Connection, scopes: Sequence[str], stems: Mapping[str, Sequence[str]]
 ) -> tuple[int, dict[str, int]]:
-    """(chunks in ``scopes``, chunks holding each stem) summed over ``scopes``."""
-    wanted = sorted({"", *stems})
+    """(chunks in ``scopes``, chunks holding each query term) summed over ``scopes``;
+    ``stems`` maps each term to its index stems."""
+    wanted = sorted({"", *(s for group in stems.values() for s in group)})
     scope_marks = ", ".join("?" * len(scopes))
     term_marks = ", ".join("?" * len(wanted))
     rows = conn.execute(
@@ -129,4 +137,4 @@ def read(
         [*scopes, *wanted],
     ).fetchall()
     counts = {term: int(n) for term, n in rows}
-    return max(0, counts.pop("", 0)), counts
+    return max(0, counts.pop("", 0)), per_term(stems, counts)

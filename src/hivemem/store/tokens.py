@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from uuid6 import uuid7
 
+from ..arguments import ref
 from ..clock import from_text, to_text
 from ..errors import InvalidInput, NotFound
 from ..rules import name as clean_name
@@ -119,6 +120,7 @@ class SQLiteTokens:
         return self.get(token_id), secret
 
     def get(self, token_id: str) -> TokenInfo:
+        token_id = ref(token_id, "token", what="a token id")
         rows = self._db._read(f"SELECT {_COLUMNS} FROM api_tokens WHERE id = ?", [token_id])
         if not rows:
             raise NotFound(f"no token {token_id!r}")
@@ -131,8 +133,7 @@ class SQLiteTokens:
 
     def find(self, id_or_name: str) -> TokenInfo:
         """A token by id, else the one active token of that name."""
-        if not isinstance(id_or_name, str) or not id_or_name.strip():
-            raise InvalidInput("token", "give a token id or name")
+        id_or_name = ref(id_or_name, "token", what="a token id or name")
         rows = self._db._read(f"SELECT {_COLUMNS} FROM api_tokens WHERE id = ?", [id_or_name])
         if not rows:
             rows = self._db._read(

@@ -99,7 +99,7 @@ class SQLiteVault:
         the file since the last call. Cheap: one pragma, no table read. A closed store
         reports no change. Asked again within ``_RECHECK_SECONDS`` it answers no without
         asking SQLite (a tool result scrubs many strings in a row)."""
-        if self._db._conn is None:
+        if self._db.closed:
             return False
         now = time.monotonic()
         if self._data_version is not None and now - self._checked_at < _RECHECK_SECONDS:

@@ -26,6 +26,15 @@ the log's newest sequence number (one indexed lookup) and loads only what is new
 lingers in the cache until the scope is reloaded, but never in results: every candidate
 is re-read with its chunk and filters before it is scored.
 
+Exact scan. Without sqlite-vec (not installed, or a SQLite that cannot load extensions)
+the lane does not switch off: vectors are still computed and kept in ``embedding_cache``
+(``vector_log`` lists the chunks done), and a search scans the scope's float vectors
+exactly in numpy — the brute-force cosine the Agent Swarm seed falls back to. It is
+exact (no binary pre-selection), and costs a read of every vector of the scope per query,
+so it suits stores up to some tens of thousands of chunks; ``hivemem doctor`` says which
+mode a store runs in. When sqlite-vec comes back, ``bind`` queues the chunks the vec0
+table lacks (their vectors come from the cache: nothing is embedded twice).
+
 Pending work is the ``vector_queue`` table, filled by a trigger in the transaction that
 writes a chunk: a crash between a write and its embedding leaves the chunk queued.
 """
@@ -48,6 +57,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 IDENTITY_KEY = "embedding_identity"
 EPOCH_KEY = "vector_epoch"
+MODE_KEY = "vector_mode"  # "exact" once vectors were stored without sqlite-vec
 TABLE = "chunk_vectors"
 LOG = "vector_log"
 _KNN_MAX = 4096  # widest KNN page per scope before the lane settles for what passed
@@ -134,9 +144,11 @@ def hamming_nearest(words: np.ndarray, query: np.ndarray, k: int) -> np.ndarray:
 class SQLiteVectorIndex:
     """Vector storage and KNN of one SQLite store (the backend's connection and lock)."""
 
-    def __init__(self, backend: SQLiteBackend, unavailable: str | None) -> None:
+    def __init__(self, backend: SQLiteBackend, no_extension: str | None) -> None:
         self._db = backend
-        self.unavailable = unavailable  # why vectors cannot be used here, or None
+        self.unavailable: str | None = None  # vectors can always be held (see exact scan)
+        # Why sqlite-vec is not loaded (the lane then scans exactly), or None.
+        self.exact_scan: str | None = no_extension
         self._bits: dict[str, _ScopeBits] = {}
         self._epoch: str | None = None
         self._cache_lock = threading.Lock()
@@ -157,13 +169,26 @@ class SQLiteVectorIndex:
             self._create(dimension)
             if recorded is None:
                 self._db.set_meta(IDENTITY_KEY, identity)
+            mode = self._db.meta().get(MODE_KEY)
+            if self.exact_scan is not None and mode != "exact":
+                self._db.set_meta(MODE_KEY, "exact")
+            elif self.exact_scan is None and mode == "exact":
+                # Trigger: sqlite-vec is back after vectors were stored without it. Why:
+                # those chunks have no bit vector, so KNN would never see them. Outcome:
+                # queue them again (their float vectors are in the cache).
+                self._db._write(
+                    "INSERT OR IGNORE INTO vector_queue (chunk_id) SELECT id FROM chunks "
+                    f"WHERE id NOT IN (SELECT chunk_id FROM {TABLE})"
+                )
+                self._db.set_meta(MODE_KEY, "knn")
         return None
 
     def reset(self, identity: str, dimension: int) -> int:
         """Drop every vector, record ``identity`` and queue every chunk again; returns
         how many chunks are queued. The embedding cache is kept (it is keyed by model)."""
         with self._db.atomic():
-            self._db._write(f"DROP TABLE IF EXISTS {TABLE}")
+            if self.exact_scan is None:  # a vec0 table cannot be dropped without its module
+                self._db._write(f"DROP TABLE IF EXISTS {TABLE}")
             self._db._write(f"DROP TABLE IF EXISTS {LOG}")
             self._create(dimension)
             epoch = int(self._db.meta().get(EPOCH_KEY, "0")) + 1
@@ -173,11 +198,12 @@ class SQLiteVectorIndex:
         return self.pending_count()
 
     def _create(self, dimension: int) -> None:
-        self._db._write(
-            f"CREATE VIRTUAL TABLE IF NOT EXISTS {TABLE} USING vec0 ("
-            " chunk_id INTEGER PRIMARY KEY, scope TEXT PARTITION KEY,"
-            f" embedding bit[{int(dimension)}])"
-        )
+        if self.exact_scan is None:
+            self._db._write(
+                f"CREATE VIRTUAL TABLE IF NOT EXISTS {TABLE} USING vec0 ("
+                " chunk_id INTEGER PRIMARY KEY, scope TEXT PARTITION KEY,"
+                f" embedding bit[{int(dimension)}])"
+            )
         self._db._write(
             f"CREATE TABLE IF NOT EXISTS {LOG} ("
             " seq INTEGER PRIMARY KEY AUTOINCREMENT, scope TEXT NOT NULL,"
@@ -186,8 +212,9 @@ class SQLiteVectorIndex:
         self._db._write(f"CREATE INDEX IF NOT EXISTS {LOG}_scope ON {LOG} (scope, seq)")
 
     def _table_exists(self) -> bool:
+        name = LOG if self.exact_scan is not None else TABLE
         return bool(
-            self._db._read("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", [TABLE])
+            self._db._read("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", [name])
         )
 
     # ------------------------------------------------------------------ pending work
@@ -249,12 +276,13 @@ class SQLiteVectorIndex:
                     "VALUES (?, ?, ?)",
                     [chunk.text_hash, model, blob],
                 )
-                self._db._write(f"DELETE FROM {TABLE} WHERE chunk_id = ?", [chunk.chunk_id])
-                self._db._write(
-                    f"INSERT INTO {TABLE} (chunk_id, scope, embedding) "
-                    "VALUES (?, ?, vec_quantize_binary(?))",
-                    [chunk.chunk_id, chunk.scope, blob],
-                )
+                if self.exact_scan is None:
+                    self._db._write(f"DELETE FROM {TABLE} WHERE chunk_id = ?", [chunk.chunk_id])
+                    self._db._write(
+                        f"INSERT INTO {TABLE} (chunk_id, scope, embedding) "
+                        "VALUES (?, ?, vec_quantize_binary(?))",
+                        [chunk.chunk_id, chunk.scope, blob],
+                    )
                 self._db._write(
                     f"INSERT INTO {LOG} (scope, chunk_id) VALUES (?, ?)",
                     [chunk.scope, chunk.chunk_id],
@@ -264,7 +292,7 @@ class SQLiteVectorIndex:
 
     def delete_chunks(self, chunk_ids: Sequence[int]) -> None:
         """Inside a write: drop the vectors of chunks about to be deleted."""
-        if chunk_ids and self.unavailable is None and self._table_exists():
+        if chunk_ids and self.exact_scan is None and self._table_exists():
             self._db._write(
                 f"DELETE FROM {TABLE} WHERE chunk_id IN ({placeholders(chunk_ids)})",
                 list(chunk_ids),
@@ -273,6 +301,13 @@ class SQLiteVectorIndex:
     def count(self) -> int:
         if self.unavailable is not None or not self._table_exists():
             return 0
+        if self.exact_scan is not None:
+            return int(
+                self._db._read(
+                    f"SELECT COUNT(DISTINCT l.chunk_id) FROM {LOG} l "
+                    "JOIN chunks c ON c.id = l.chunk_id"
+                )[0][0]
+            )
         return int(self._db._read(f"SELECT COUNT(*) FROM {TABLE}")[0][0])
 
     # ------------------------------------------------------------------ search
@@ -299,6 +334,8 @@ class SQLiteVectorIndex:
         blob = to_blob(vector)
         where, extra = self._db._filter_sql(query, now)
         filters = " AND ".join(["m.scope = ?", *where]) if where else "m.scope = ?"
+        if self.exact_scan is not None:
+            return self._exact(scopes, vector, filters, extra, fetch, model)
         rows: list[Any] = []
         query_bits = to_words(
             np.frombuffer(
@@ -324,19 +361,31 @@ class SQLiteVectorIndex:
                     rows.extend(passed)
                     break
                 k = min(k * 4, _KNN_MAX)
-        if not rows:
-            return []
-        matrix = np.frombuffer(b"".join(r[4] for r in rows), dtype=np.float32).reshape(
-            len(rows), -1
-        )
-        similarities = matrix @ np.asarray(vector, dtype=np.float32)
-        best: dict[str, VectorMatch] = {}
-        for row, similarity in zip(rows, similarities.tolist(), strict=True):
-            current = best.get(row[1])
-            if current is None or similarity > current.similarity:
-                best[row[1]] = VectorMatch(row[0], row[1], row[2], row[3], similarity)
-        ranked = sorted(best.values(), key=lambda m: (-m.similarity, m.chunk_id))
-        return ranked[:fetch]
+        return _best(rows, vector, fetch)
+
+    def _exact(
+        self,
+        scopes: Sequence[str],
+        vector: np.ndarray,
+        filters: str,
+        extra: Sequence[Any],
+        fetch: int,
+        model: str,
+    ) -> list[VectorMatch]:
+        """Without sqlite-vec: every embedded chunk of each scope that passes the
+        filters, scored by exact cosine in numpy."""
+        rows: list[Any] = []
+        for scope in scopes:
+            rows.extend(
+                self._db._read(
+                    "SELECT c.id, c.memory_id, c.seq, c.text, e.vector FROM chunks c "
+                    "CROSS JOIN memories m ON m.id = c.memory_id "
+                    "JOIN embedding_cache e ON e.text_hash = c.text_hash AND e.model = ? "
+                    f"WHERE {filters}",
+                    [model, scope, *extra],
+                )
+            )
+        return _best(rows, vector, fetch)
 
     def _scope_bits(self, scope: str, model: str) -> _ScopeBits:
         """``scope``'s bit vectors, loaded on first use and brought up to date from
@@ -410,3 +459,18 @@ def _quantised(rows: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
         return ids, np.zeros((0, 0), dtype=np.uint64)
     floats = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
     return ids, to_words(np.packbits(floats > 0, axis=1, bitorder="little"))
+
+
+def _best(rows: Sequence[Any], vector: np.ndarray, fetch: int) -> list[VectorMatch]:
+    """Each memory's best chunk by exact cosine (rows carry float32 vectors), best first."""
+    if not rows:
+        return []
+    matrix = np.frombuffer(b"".join(r[4] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+    similarities = matrix @ np.asarray(vector, dtype=np.float32)
+    best: dict[str, VectorMatch] = {}
+    for row, similarity in zip(rows, similarities.tolist(), strict=True):
+        current = best.get(row[1])
+        if current is None or similarity > current.similarity:
+            best[row[1]] = VectorMatch(row[0], row[1], row[2], row[3], similarity)
+    ranked = sorted(best.values(), key=lambda m: (-m.similarity, m.chunk_id))
+    return ranked[:fetch]

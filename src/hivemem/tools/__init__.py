@@ -18,15 +18,18 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from ..arguments import MAX_OFFSET
 from ..core import ScopedMemory
 from ..errors import HiveMemError, InvalidInput
 from . import handlers as h
+from . import profiles
 from .handlers import LEARNING_TYPES, memory_dict, store_of
 from .schema import (
     ALIASES,
+    CATEGORY,
     CONTENT,
     FILTERS,
     ID,
@@ -34,6 +37,8 @@ from .schema import (
     MAX,
     MINOR,
     REASON,
+    SNIPPET,
+    SOURCE,
     TAGS,
     TYPE,
     obj,
@@ -78,6 +83,8 @@ TOOLS: dict[str, Tool] = {
                 supersede_reason=REASON,
                 minor=MINOR,
                 tags=TAGS,
+                source=SOURCE,
+                category=CATEGORY,
             ),
             h.memory_save,
             True,
@@ -85,14 +92,17 @@ TOOLS: dict[str, Tool] = {
         _tool(
             "memory_search",
             """Search long-term memory with a natural-language query (keyword and semantic
-            search combined). Returns the best matches with a snippet, a score in [0, 1],
-            their type, and whether each is current or superseded by a newer version.
-            Use memory_get with an id for the full text.""",
+            search combined). Returns the best matches, each with its key, a snippet of
+            the matching text (about 400 tokens), a score in [0, 1], its type, whether it
+            is current (is_active) or superseded, and source: hybrid (found by meaning)
+            or keyword. search_mode says which search ran. Use memory_get for the full
+            text.""",
             obj(
                 ["query"],
                 query=string("What to look for, in plain words.", 4000),
                 max_results=MAX,
                 filters={**FILTERS, "description": "Optional filters, combined with AND."},
+                snippet_tokens=SNIPPET,
             ),
             h.memory_search,
             False,
@@ -107,13 +117,21 @@ TOOLS: dict[str, Tool] = {
         ),
         _tool(
             "memory_list",
-            """List current memories, newest first, optionally of one type, kind or tag.""",
+            """List current memories, newest first, optionally of one type, kind, tag or
+            category.""",
             obj(
                 type=FILTERS["properties"]["type"],
                 kind=FILTERS["properties"]["kind"],
                 tags=FILTERS["properties"]["tags"],
+                category=FILTERS["properties"]["category"],
                 max_results={**MAX, "default": 20},
-                offset={"type": "integer", "minimum": 0, "default": 0, "description": "Skip."},
+                offset={
+                    "type": "integer",
+                    "minimum": 0,
+                    "maximum": MAX_OFFSET,
+                    "default": 0,
+                    "description": "Skip.",
+                },
             ),
             h.memory_list,
             False,
@@ -121,7 +139,8 @@ TOOLS: dict[str, Tool] = {
         _tool(
             "memory_delete",
             """Delete a memory (by id or key) so it no longer appears in search. The
-            deletion is recorded; memory_get still shows the row.""",
+            deletion is recorded; memory_get still shows the row. A lead may delete in
+            the shared scope it leads; others are refused.""",
             obj(["id"], id=ID),
             h.memory_delete,
             True,
@@ -129,14 +148,30 @@ TOOLS: dict[str, Tool] = {
         _tool(
             "remember_fact",
             """Remember a fact learned in this conversation (about the user, the project,
-            the world). Saying the same fact twice stores it once.""",
+            the world). Say how sure you are (confidence) and which people, projects or
+            things it is about (entity_names). Saying the same fact twice stores it
+            once.""",
             obj(
                 ["content"],
                 content=CONTENT,
+                confidence={
+                    "type": "number",
+                    "minimum": 0,
+                    "maximum": 1,
+                    "default": 1.0,
+                    "description": "How sure you are, from 0 to 1.",
+                },
+                entity_names={
+                    "type": "array",
+                    "items": {"type": "string", "minLength": 1, "maxLength": 200},
+                    "maxItems": 32,
+                    "description": "Names of the people, projects or things it is about.",
+                },
                 key=KEY,
                 type=TYPE,
                 supersede_reason=REASON,
                 tags=TAGS,
+                source=SOURCE,
             ),
             h.remember_fact,
             True,
@@ -166,7 +201,8 @@ TOOLS: dict[str, Tool] = {
         _tool(
             "memory_stats",
             """Counts of the memories in this session's scope (and its shared scopes): by
-            status, kind and type, expired, sessions.""",
+            status, kind (episodes, facts …) and type, expired, sessions; when the latest
+            memory was recorded and when consolidation last ran.""",
             obj(),
             h.memory_stats,
             False,
@@ -185,8 +221,11 @@ TOOLS: dict[str, Tool] = {
         ),
         _tool(
             "memory_consolidate",
-            """Turn the dialogue of finished sessions (or of one session) into lasting
-            facts now, instead of waiting for the scheduled job.""",
+            """Consolidate memory now instead of waiting for the schedule: extract lasting
+            facts from the dialogue of finished sessions (or of one session), checking
+            each against duplicates and contradicting facts; then decay confidence and
+            prune facts faded below the floor; then write the weekly reflection when
+            one is due. Slow with an LLM: use sparingly.""",
             obj(session_id=string("Only this session (ended or not).", 200)),
             h.memory_consolidate,
             True,
@@ -194,9 +233,12 @@ TOOLS: dict[str, Tool] = {
         _tool(
             "inject_learning",
             """For a lead agent: record a learning every worker of the team will see, in
-            the team's shared scope. Categories: mistake-pattern (an error to avoid),
-            best-practice (a way that works), codebase-knowledge (how the code is laid
-            out), preference (how the team or user wants things done).""",
+            the team's shared scope (or, with target_scope, in one worker's own memory).
+            Only a lead of that scope may. Categories: mistake-pattern (an error to
+            avoid), best-practice (a way that works), codebase-knowledge (how the code is
+            laid out), preference (how the team or user wants things done). With a
+            topic, the entry is keyed learn:{topic}:{hash} and tagged with its evidence
+            (confidence, corroborated, domains, verified).""",
             obj(
                 ["content", "category"],
                 content=string("The learning, stated so a worker can act on it."),
@@ -205,30 +247,123 @@ TOOLS: dict[str, Tool] = {
                     "enum": list(LEARNING_TYPES),
                     "description": "What kind of learning it is.",
                 },
+                target_scope=string("A worker's scope to teach instead of the team.", 200),
                 key=KEY,
                 supersede_reason=REASON,
                 tags=TAGS,
+                topic=string("A research topic: the key becomes learn:{topic}:{hash}.", 200),
+                confidence=string("How sure the finding is.", enum=["high", "medium", "low"]),
+                corroborated={
+                    "type": "integer",
+                    "minimum": 0,
+                    "maximum": 1000,
+                    "description": "How many independent domains corroborate it.",
+                },
+                domains={
+                    "type": "array",
+                    "items": {"type": "string", "minLength": 1, "maxLength": 253},
+                    "maxItems": 64,
+                    "description": "The corroborating root domains.",
+                },
+                verified=string("When it was last verified (ISO date).", 40),
             ),
             h.inject_learning,
+            True,
+        ),
+        _tool(
+            "search_memory",
+            """Search long-term memory (keyword, semantic and entity search fused). The
+            main retrieval tool: use it before answering about earlier conversations,
+            people, projects or preferences. kind narrows to episode (dialogue), fact,
+            reflection, summary or note; tag to memories carrying that tag.""",
+            obj(
+                ["query"],
+                query=string("What to look for, in plain words.", 4000),
+                kind=FILTERS["properties"]["kind"],
+                tag=string("Only memories carrying this tag, e.g. 'work'.", 100),
+                limit={**MAX, "description": "Most results to return."},
+                category=FILTERS["properties"]["category"],
+                snippet_tokens=SNIPPET,
+            ),
+            h.search_memory,
+            False,
+        ),
+        _tool(
+            "memory_related",
+            """Memories related to one memory (by id or key): those sharing the most
+            words with it, best first, as the cross-reference job found them.""",
+            obj(["id"], id=ID, max_results={**MAX, "default": 10}),
+            h.memory_related,
+            False,
+        ),
+        _tool(
+            "memory_purge",
+            """Erase a memory for good (by id or key): every version of it, its index
+            entries, vectors and entity links. Unlike memory_delete nothing is kept but
+            an audit record without the content. Irreversible: for data that must be
+            forgotten (privacy, a secret saved by mistake).""",
+            obj(
+                ["id"],
+                id=ID,
+                dry_run={"type": "boolean", "default": False, "description": "Only report."},
+            ),
+            h.memory_purge,
+            True,
+        ),
+        _tool(
+            "memory_purge_all",
+            """Erase everything this scope holds, for good: memories, their index
+            entries, vectors, entities, sessions, vault, run log and the tokens bound to
+            this scope alone. Irreversible; confirm with the scope's name.""",
+            obj(
+                ["confirm"],
+                confirm=string("The scope's name, to confirm.", 200),
+                dry_run={"type": "boolean", "default": False, "description": "Only report."},
+            ),
+            h.memory_purge_all,
             True,
         ),
     )
 }
 
+# Every name a tool answers to (``profiles.NAMES``: Agent Swarm's hyphenated names) as
+# its own entry, so MCP, HTTP and function lists can offer it under that name.
+NAMED: dict[str, Tool] = {
+    **TOOLS,
+    **{
+        other: replace(
+            TOOLS[name],
+            name=other,
+            description=f"{TOOLS[name].description} (Also known as {name}.)",
+        )
+        for other, name in profiles.NAMES.items()
+    },
+}
 
-def openai_functions() -> list[dict[str, Any]]:
-    """Every tool as an OpenAI-style function definition (``tools=`` of a chat call);
-    a fresh copy each time, so a caller's changes never reach the table."""
+DESTRUCTIVE = frozenset({"memory_delete", "memory-delete", "memory_purge", "memory_purge_all"})
+
+
+def select(spec: str | None = None) -> list[str]:
+    """The tool names a server offers for ``spec``: ``None`` or ``all`` (every tool of
+    ``TOOLS``), a profile (``core``, ``adr005``, ``assistant``, ``openhive``,
+    ``corvid``, ``swarm``) or a comma-separated list of names (``docs/tools.md``)."""
+    return profiles.select(spec, NAMED, list(TOOLS))
+
+
+def openai_functions(profile: str | None = None) -> list[dict[str, Any]]:
+    """The tools of ``profile`` (default: every tool; see ``select``) as OpenAI-style
+    function definitions (``tools=`` of a chat call); a fresh copy each time, so a
+    caller's changes never reach the table."""
     return [
         {
             "type": "function",
             "function": {
-                "name": t.name,
-                "description": t.description,
-                "parameters": copy.deepcopy(t.parameters),
+                "name": NAMED[name].name,
+                "description": NAMED[name].description,
+                "parameters": copy.deepcopy(NAMED[name].parameters),
             },
         }
-        for t in TOOLS.values()
+        for name in select(profile)
     ]
 
 
@@ -238,9 +373,9 @@ def tool_schema(name: str) -> dict[str, Any]:
 
 
 def _lookup(name: object) -> Tool:
-    if not isinstance(name, str) or name not in TOOLS:
-        raise InvalidInput("name", f"unknown tool {name!r}; tools: {', '.join(TOOLS)}")
-    return TOOLS[name]
+    if not isinstance(name, str) or name not in NAMED:
+        raise InvalidInput("name", f"unknown tool {name!r}; tools: {', '.join(NAMED)}")
+    return NAMED[name]
 
 
 def call(mem: ScopedMemory, name: str, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -271,13 +406,16 @@ def _scrubbed(value: Any, scrub: Callable[[str], str]) -> Any:
 
 __all__ = [
     "ALIASES",
+    "DESTRUCTIVE",
     "LEARNING_TYPES",
+    "NAMED",
     "TOOLS",
     "Tool",
     "call",
     "memory_dict",
     "openai_functions",
     "resolve_aliases",
+    "select",
     "tool_schema",
     "validate",
 ]

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import InvalidInput
-from ..types import TYPE_ALIASES, Kind, MemoryType
+from ..types import CATEGORIES, TYPE_ALIASES, Kind, MemoryType, Source
 
 # Names models send for an argument → the argument, where the tool has it.
 ALIASES: Mapping[str, str] = {
@@ -28,6 +28,7 @@ ALIASES: Mapping[str, str] = {
     "new_content": "content",
     "correction": "content",
     "memory_id": "id",
+    "memoryId": "id",
     "mid": "id",
     "key_or_id": "id",
     "memory_type": "type",
@@ -103,7 +104,31 @@ FILTERS = obj(
         "description": "Also return superseded (outdated) versions, flagged and ranked lower.",
     },
     min_score={"type": "number", "minimum": 0, "maximum": 1, "description": "Score floor."},
+    category={
+        "type": "string",
+        "enum": list(CATEGORIES),
+        "description": "Only memories of this automatic category; when none is left, "
+        "the unfiltered results come back, flagged category_fallback.",
+    },
 )
+CATEGORY = {
+    "type": "string",
+    "enum": list(CATEGORIES),
+    "description": "The memory's category (default: chosen automatically from its words).",
+}
+SOURCE = string(
+    "Where it came from; it sets how long it lives: manual (never expires), "
+    "task_completion (7 days), session_summary (3 days), file_index (30 days), "
+    "conversation, consolidation, import.",
+    enum=[s.value for s in Source if s.value != "promotion"],
+)
+SNIPPET = {
+    "type": "integer",
+    "minimum": 10,
+    "maximum": 2000,
+    "default": 400,
+    "description": "About how many tokens of matching text each result's snippet holds.",
+}
 
 CONTENT = string("The text to remember: one self-contained statement.")
 REASON = string("Why this replaces the current memory under the same key.", 1000)

@@ -1,0 +1,451 @@
+"""The five seed designs' users, working as they do (issue #14): their tool names and
+argument shapes (ADR 005, Agent Swarm, openhive, corvid), tool profiles, lead rights,
+categories as a filter, and the audit habits — through the library, ``tools.call``, the
+MCP server (SDK in-memory client) and the HTTP API (in-process client)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+
+import anyio
+import httpx
+import pytest
+
+import hivemem
+from hivemem import Forbidden, InvalidInput, NotFound, Settings, learning, mcp_server, tools
+from hivemem.http import create_app
+from hivemem.store.tokens import SQLiteTokens
+
+mcp = pytest.importorskip("mcp")
+from mcp import Client  # noqa: E402
+
+
+def call(mem, name, **args):
+    out = tools.call(mem, name, args)
+    json.dumps(out)
+    return out
+
+
+def mcp_calls(mem, calls, names=None):
+    async def main():
+        async with Client(mcp_server.create_server(mem, names)) as client:
+            listed = [t.name for t in (await client.list_tools()).tools]
+            return listed, [await client.call_tool(n, a) for n, a in calls]
+
+    return anyio.run(main)
+
+
+def http(app, method, url, token, **kwargs):
+    async def go():
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+            return await c.request(
+                method, url, headers={"Authorization": f"Bearer {token}"}, **kwargs
+            )
+
+    return asyncio.run(go())
+
+
+@pytest.fixture
+def app(store):
+    application = create_app(store)
+    yield application
+    application.state.api.close()
+
+
+# ----------------------------------------------------------------------------- §1 tools
+
+
+def test_adr005_search_memory_and_remember_fact_take_their_arguments(mem):
+    saved = call(
+        mem,
+        "remember_fact",
+        content="Vitaly prefers concise answers",
+        confidence=0.8,
+        entity_names=["Vitaly", "Project Alpha"],
+        tags=["work"],
+    )
+    assert saved["memory"]["confidence"] == 0.8
+    entity, linked = mem.entity("Project Alpha")
+    assert [m.id for m in linked] == [saved["memory"]["id"]]
+    mem.add_episode("Vitaly asked for shorter replies", "s1", "user")
+    found = call(mem, "search_memory", query="concise answers", kind="fact", tag="work", limit=5)
+    assert [r["id"] for r in found["results"]] == [saved["memory"]["id"]]
+    assert call(mem, "search_memory", query="concise", tag="home")["results"] == []
+    with pytest.raises(InvalidInput, match="confidence"):
+        tools.call(mem, "remember_fact", {"content": "x", "confidence": 2})
+
+
+def test_swarm_hyphenated_tools_answer_in_mcp_and_http(store, app):
+    worker = store.scope("worker-1")
+    memory = worker.save("The API needs the Bearer prefix", key="auth")
+    listed, (found, got, deleted) = mcp_calls(
+        worker,
+        [
+            ("memory-search", {"query": "bearer prefix", "limit": 3}),
+            ("memory-get", {"memoryId": memory.id}),
+            ("memory-delete", {"memoryId": memory.id}),
+        ],
+        tools.select("swarm"),
+    )
+    assert listed == ["memory-search", "memory-get", "memory-delete", "inject-learning"]
+    assert json.loads(found.content[0].text)["results"][0]["id"] == memory.id
+    assert json.loads(got.content[0].text)["memory"]["id"] == memory.id
+    assert worker.store.backend.get(["worker-1"], memory.id).access_count == 2  # search, get
+    assert json.loads(deleted.content[0].text)["memory"]["status"] == "deleted"
+    token = SQLiteTokens(store.backend).create("w", {"worker-1": "write"}, store.clock())[1]
+    again = worker.save("Retry with backoff on 429", key="retry")
+    out = http(app, "POST", "/v1/scopes/worker-1/tools/memory-search", token, json={"query": "429"})
+    assert out.status_code == 200 and out.json()["results"][0]["id"] == again.id
+    got = http(
+        app, "POST", "/v1/scopes/worker-1/tools/memory-get", token, json={"memoryId": again.id}
+    )
+    assert got.status_code == 200 and got.json()["memory"]["key"] == "retry"
+
+
+def test_memory_stats_gives_counts_by_kind_and_the_two_times(mem, store, app):
+    empty = call(mem, "memory_stats")
+    assert empty["latest_record_at"] is None and empty["last_consolidation_at"] is None
+    mem.add_episode("We moved the standup to 9", "s1", "user")
+    last = mem.save("Standups are at 9")
+    result = mem.consolidate("s1")
+    stats = call(mem, "memory_stats")
+    assert stats["active_by_kind"]["episode"] == 1 and stats["active_by_kind"]["fact"] >= 1
+    assert stats["latest_record_at"] >= last.created_at.isoformat()
+    assert stats["last_consolidation_at"] == result.finished_at.isoformat()
+    token = SQLiteTokens(store.backend).create("r", {"team-a": "read"}, store.clock())[1]
+    over_http = http(app, "GET", "/v1/scopes/team-a/stats", token).json()
+    assert over_http["last_consolidation_at"] == stats["last_consolidation_at"]
+
+
+def test_memory_search_answers_in_openhives_shape(db_path, clock):
+    long_text = " ".join(f"word{i}" for i in range(600)) + " kubernetes upgrade notes"
+    with hivemem.open(db_path, clock=clock, embedder="hash") as store:
+        mem = store.scope("team")
+        mem.save(long_text, key="long")
+        store.flush()
+        out = call(mem, "memory_search", query="kubernetes upgrade")
+        [hit] = out["results"]
+        assert out["search_mode"] == "hybrid"
+        assert hit["key"] == "long" and hit["is_active"] and hit["type"] == "context"
+        assert hit["source"] in {"hybrid", "keyword"} and hit["origin"] == "manual"
+        assert 200 <= hivemem.text.count_tokens(hit["snippet"]) <= 402  # its whole chunk
+        assert "kubernetes" in hit["snippet"]
+        short = call(mem, "memory_search", query="kubernetes", snippet_tokens=20)
+        assert hivemem.text.count_tokens(short["results"][0]["snippet"]) <= 22
+
+
+def test_profiles_choose_the_tools_offered(mem):
+    assert tools.select("core") == [
+        "search_memory",
+        "remember_fact",
+        "correct_fact",
+        "confirm_fact",
+        "memory_stats",
+        "get_entity_info",
+        "memory_consolidate",
+    ]
+    assert tools.select("openhive") == [
+        "memory_save",
+        "memory_search",
+        "memory_list",
+        "memory_delete",
+    ]
+    assert tools.select("memory_get, memory-search") == ["memory_get", "memory-search"]
+    assert [f["function"]["name"] for f in tools.openai_functions(profile="assistant")] == (
+        tools.select("core")[:6]
+    )
+    with pytest.raises(InvalidInput, match="unknown tool or profile 'nope'"):
+        tools.select("nope")
+    listed, (refused,) = mcp_calls(mem, [("memory_save", {"content": "x"})], tools.select("core"))
+    assert listed == tools.select("core")
+    assert refused.is_error and "unknown tool 'memory_save'" in refused.content[0].text
+    assert mem.list() == []
+    mem.save("Tabs, not spaces")
+    _, (other_name,) = mcp_calls(mem, [("memory-search", {"query": "tabs"})])  # default set
+    assert json.loads(other_name.content[0].text)["results"][0]["snippet"] == "Tabs, not spaces"
+
+
+def test_http_lists_a_profiles_functions(store, app):
+    token = SQLiteTokens(store.backend).create("r", {"team-a": "read"}, store.clock())[1]
+    listed = http(app, "GET", "/v1/tools?profile=swarm", token)
+    assert [f["function"]["name"] for f in listed.json()["tools"]] == tools.select("swarm")
+    assert http(app, "GET", "/v1/tools?profile=nope", token).status_code == 422
+
+
+def test_serve_mcp_refuses_an_unknown_profile(db_path):
+    from click.testing import CliRunner
+
+    from hivemem.cli import main
+
+    out = CliRunner().invoke(main, ["--db", str(db_path), "serve-mcp", "--tools", "nope"])
+    assert out.exit_code == 2 and "unknown tool or profile" in out.output
+
+
+def test_memory_consolidate_runs_extract_decay_and_reflect(mem):
+    mem.add_episode("Alice moved to Munich", "s1", "user")
+    out = call(mem, "memory_consolidate", session_id="s1")
+    assert [r["job"] for r in out["runs"]] == ["consolidate", "decay", "reflect"]
+    assert out["result"]["counts"]["sessions"] == 1
+
+
+def test_the_source_of_a_write_sets_its_ttl_through_the_tools(mem, clock):
+    out = call(mem, "memory_save", content="Task 42 failed: missing key", source="task_completion")
+    assert out["memory"]["source"] == "task_completion" and out["memory"]["expires_at"]
+    clock.advance(days=8)
+    assert call(mem, "memory_search", query="task failed missing key")["results"] == []
+    assert call(mem, "memory_get", id=out["memory"]["id"])["memory"]["source"] == "task_completion"
+
+
+# ----------------------------------------------------------------------------- §3 rights
+
+
+def test_a_lead_deletes_and_corrects_in_the_swarm_scope_a_worker_cannot(store):
+    swarm = store.scope("swarm")
+    wrong = swarm.save("Deploys need two approvals", key="deploys")
+    worker = store.scope("worker-1", shared=["swarm"])
+    for action in (
+        lambda: worker.delete(wrong.id),
+        lambda: worker.correct(wrong.id, "One approval"),
+        lambda: tools.call(worker, "memory_delete", {"id": "deploys"}),
+    ):
+        with pytest.raises(Forbidden, match="only a lead of 'swarm'"):
+            action()
+    lead = store.scope("lead", shared=["swarm"], lead_of=["swarm", "worker-*"])
+    fixed = lead.correct("deploys", "Deploys need one approval", reason="policy changed")
+    assert fixed.scope == "swarm" and fixed.updated_by == "lead"
+    assert worker.get("deploys").content == "Deploys need one approval"
+    gone = tools.call(lead, "memory_delete", {"id": fixed.id})["memory"]
+    assert gone["status"] == "deleted" and gone["scope"] == "swarm"
+    private = worker.save("My scratch note")
+    with pytest.raises(NotFound):
+        store.scope("other-lead", lead_of=["swarm"]).delete(private.id)
+    assert lead.delete(private.id).scope == "worker-1"  # worker-* is led too
+
+
+def test_inject_learning_targets_the_swarm_by_default_or_one_worker(db_path, clock):
+    settings = Settings().replace(learning_scope="swarm")
+    with hivemem.open(db_path, settings=settings, clock=clock, embedder="hash") as store:
+        lead = store.scope("lead", lead_of=["swarm", "worker-*"])
+        shared = call(lead, "inject_learning", content="Run lint first", category="best-practice")
+        assert shared["scope"] == "swarm"
+        one = call(
+            lead,
+            "inject_learning",
+            content="You keep forgetting the migrations",
+            category="mistake-pattern",
+            target_scope="worker-2",
+        )
+        assert one["scope"] == "worker-2"
+        assert store.scope("worker-2").list()[0].attributes["injected_by"] == "lead"
+        assert store.scope("worker-3").list() == []
+        worker = store.scope("worker-2", shared=["swarm"])
+        with pytest.raises(Forbidden):
+            call(worker, "inject_learning", content="x", category="preference")
+        with pytest.raises(Forbidden):
+            call(lead, "inject_learning", content="x", category="preference", target_scope="ops")
+
+
+def test_rights_over_http_come_from_the_tokens_write_grant(store, app):
+    swarm = store.scope("swarm").save("Cache TTL is 5 minutes", key="ttl")
+    tokens = SQLiteTokens(store.backend)
+    worker = tokens.create("worker", {"worker": "write", "swarm": "read"}, store.clock())[1]
+    lead = tokens.create("lead", {"lead": "write", "swarm": "write"}, store.clock())[1]
+    url = "/v1/scopes/{scope}/tools/memory_delete?shared=swarm"
+    refused = http(app, "POST", url.format(scope="worker"), worker, json={"id": swarm.id})
+    assert refused.status_code == 403 and refused.json()["error"]["code"] == "forbidden"
+    done = http(app, "POST", url.format(scope="lead"), lead, json={"id": swarm.id})
+    assert done.status_code == 200, done.text
+    assert done.json()["memory"]["status"] == "deleted"
+    assert store.scope("swarm").get(swarm.id).updated_by == "lead"  # the token's name
+    purge = http(app, "POST", "/v1/scopes/worker/purge", worker, json={"confirm": "worker"})
+    assert purge.status_code == 200 and purge.json()["purged"]["target"] == "scope"
+    reader = tokens.create("reader", {"lead": "read"}, store.clock())[1]
+    assert (
+        http(app, "POST", "/v1/scopes/lead/purge", reader, json={"confirm": "lead"}).status_code
+        == 403
+    )
+
+
+def test_a_worker_gets_a_tool_error_over_mcp(store):
+    store.scope("swarm").save("Shared", key="s")
+    worker = mcp_server.bind(store, "worker", ["swarm"])
+    _, (failed,) = mcp_calls(worker, [("memory_delete", {"id": "s"})])
+    assert failed.is_error and failed.content[0].text.startswith("Forbidden:")
+    lead = mcp_server.bind(store, "lead", ["swarm"], lead_of=["swarm"], agent="lead-7")
+    _, (ok,) = mcp_calls(lead, [("memory_delete", {"id": "s"})])
+    assert json.loads(ok.content[0].text)["memory"]["status"] == "deleted"
+    assert store.scope("swarm").history("s")[0].updated_by == "lead-7"
+
+
+# ----------------------------------------------------------------------------- §5 categories
+
+
+def test_category_filters_list_and_search_and_falls_back_when_it_keeps_nothing(mem, store, app):
+    cred = mem.save("secret token for GitHub", key="api-key")
+    plain = mem.save("The sky was grey over the harbour")
+    assert hivemem.categories.of(mem, cred) == ("credential", pytest.approx(0.65))
+    assert hivemem.categories.of(mem, plain) == ("general", 0.0)
+    assert [m.id for m in mem.list(category="credential")] == [cred.id]
+    assert [h.memory.id for h in mem.search("token github", category="credential")] == [cred.id]
+    fallback = mem.search("harbour sky", category="credential")
+    assert [h.memory.id for h in fallback] == [plain.id]
+    assert fallback[0].explain.notes[0].startswith(hivemem.categories.FALLBACK_NOTE)
+    out = call(mem, "memory_search", query="harbour sky", filters={"category": "credential"})
+    assert out["category_fallback"] is True and out["results"][0]["id"] == plain.id
+    saved = call(mem, "memory_save", content="password for the staging database")
+    assert saved["category"] == "credential" and saved["category_confidence"] > 0
+    with pytest.raises(InvalidInput, match="unknown category"):
+        mem.list(category="nope")
+    _, (listed,) = mcp_calls(mem, [("memory_list", {"category": "credential"})])
+    assert len(json.loads(listed.content[0].text)["memories"]) == 2
+    token = SQLiteTokens(store.backend).create("r", {"team-a": "read"}, store.clock())[1]
+    got = http(app, "GET", "/v1/scopes/team-a/memories?category=general", token)
+    assert [m["id"] for m in got.json()["memories"]] == [plain.id]
+
+
+# ----------------------------------------------------------------------------- §9 audit
+
+
+def test_updated_by_is_the_handles_actor_on_every_write(store):
+    mem = store.scope("team", actor="session-9")
+    saved = mem.save("a")
+    assert saved.updated_by == "session-9"
+    assert call(mem, "memory_save", content="b")["memory"]["updated_by"] == "session-9"
+    fixed = mem.correct(saved.id, "a, corrected")
+    assert fixed.updated_by == "session-9"
+    assert mem.get(saved.id).updated_by == "session-9"  # the superseded row too
+    assert mem.delete(fixed.id).updated_by == "session-9"
+    assert store.scope("plain").save("c").updated_by == "plain"
+
+
+def test_a_supersede_reason_is_searchable_context(mem):
+    mem.save("Cache sessions in memcached", key="cache")
+    new = mem.save(
+        "Cache sessions in Redis",
+        key="cache",
+        supersede_reason="memcached evicted sessions under load and logged users out",
+    )
+    hits = mem.search("evicted under load")
+    assert hits[0].memory.id == new.id
+    quiet = mem.save("Cache sessions in Redis 7", key="cache", minor=True)
+    assert quiet.supersede_reason == "minor correction"
+
+
+def test_the_reason_stays_searchable_after_an_export_and_a_repair(tmp_path, mem, store):
+    import io
+
+    from hivemem.portability import export_jsonl, import_jsonl
+
+    mem.save("Deploy with blue-green", key="deploy")
+    new = mem.save(
+        "Deploy with canaries", key="deploy", supersede_reason="blue-green doubled costs"
+    )
+    out = io.StringIO()
+    export_jsonl(store, out)
+    with hivemem.open(tmp_path / "copy.db", embedder="hash") as copy:
+        assert import_jsonl(copy, io.StringIO(out.getvalue())).ok
+        assert copy.scope("team-a").search("doubled costs")[0].memory.id == new.id
+    store.backend.rebuild_chunks([new.id], 400, 80)  # what doctor --repair runs
+    assert mem.search("doubled costs")[0].memory.id == new.id
+
+
+def test_a_type_suggestion_is_logged_and_returned_but_never_applied(mem, caplog):
+    with caplog.at_level(logging.INFO, logger="hivemem.audit"):
+        out = call(mem, "memory_save", content="Never deploy on Fridays", type="context")
+    assert out["memory"]["type"] == "context"
+    assert "lesson" in out["type_suggestion"]
+    assert any("reads like a lesson" in r.message for r in caplog.records)
+    assert "type_suggestion" not in call(mem, "memory_save", content="Never x", type="lesson")
+
+
+def test_learning_entries_use_openhives_keys_and_confidence_tags(store):
+    lead = store.scope("lead", lead_of=["research"])
+    claim = "SQLite WAL allows one writer at a time"
+    first = lead.inject_learning(
+        claim,
+        "codebase-knowledge",
+        to="research",
+        topic="SQLite concurrency",
+        confidence="high",
+        corroborated=2,
+        domains=["sqlite.org", "example.com"],
+        verified="2026-01-01",
+    )
+    assert first.key == learning.learn_key("SQLite concurrency", claim)
+    assert first.key.startswith("learn:sqlite-concurrency:") and len(first.key.split(":")[2]) == 12
+    assert {"confidence:high", "corroborated:2", "domains:example.com,sqlite.org"} <= set(
+        first.tags
+    )
+    assert "verified:2026-01-01" in first.tags
+    same = lead.inject_learning(
+        claim, "codebase-knowledge", to="research", topic="SQLite concurrency", confidence="high",
+        corroborated=2, domains=["sqlite.org", "example.com"], verified="2026-01-01",
+    )  # fmt: skip
+    assert same.id == first.id  # nothing new: a no-op
+    again = lead.inject_learning(
+        claim, "codebase-knowledge", to="research", topic="SQLite concurrency",
+        confidence="high", corroborated=3, domains=["sqlite.org", "example.com", "b.io"],
+        verified="2026-03-01",
+    )  # fmt: skip
+    assert again.supersedes_id == first.id and again.supersede_reason.startswith("re-verified")
+    with pytest.raises(InvalidInput, match="confidence"):
+        lead.inject_learning("x", "preference", to="research", confidence="sure")
+    # a lead of one named scope teaches it by default, without a learning_scope setting
+    assert lead.inject_learning("Prefer small PRs", "preference").scope == "research"
+
+
+def test_the_seed_arguments_reach_the_library_over_mcp_and_http(store, app):
+    mem = mcp_server.bind(store, "team-a", lead_of=["research"])
+    _, (fact, stats, learned) = mcp_calls(
+        mem,
+        [
+            (
+                "remember_fact",
+                {
+                    "content": "Project Alpha ships in May",
+                    "confidence": 0.7,
+                    "entity_names": ["Project Alpha"],
+                    "source": "task_completion",
+                },
+            ),
+            ("memory_stats", {}),
+            (
+                "inject_learning",
+                {
+                    "content": "FTS5 optimize merges segments",
+                    "category": "codebase-knowledge",
+                    "target_scope": "research",
+                    "topic": "fts5",
+                    "confidence": "medium",
+                },
+            ),
+        ],
+    )
+    made = json.loads(fact.content[0].text)["memory"]
+    assert (made["confidence"], made["source"]) == (0.7, "task_completion")
+    assert made["expires_at"] is not None  # the task_completion TTL
+    assert json.loads(stats.content[0].text)["latest_record_at"] == made["created_at"]
+    key = json.loads(learned.content[0].text)["memory"]["key"]
+    assert key.startswith("learn:fts5:")
+    token = SQLiteTokens(store.backend).create("t", {"team-a": "write"}, store.clock())[1]
+    saved = http(
+        app,
+        "POST",
+        "/v1/scopes/team-a/facts",
+        token,
+        json={"content": "Berta leads Project Beta", "entity_names": ["Berta"], "confidence": 0.9},
+    ).json()
+    assert saved["memory"]["confidence"] == 0.9 and saved["category_confidence"] >= 0
+    assert [m.id for m in store.scope("team-a").entity("Berta")[1]] == [saved["memory"]["id"]]
+    found = http(
+        app, "POST", "/v1/scopes/team-a/search_memory", token, json={"query": "Berta", "limit": 2}
+    ).json()
+    assert found["results"][0]["id"] == saved["memory"]["id"]
+    shaped = http(app, "POST", "/v1/scopes/team-a/search", token, json={"query": "Alpha"}).json()
+    assert shaped["search_mode"] in {"hybrid", "keyword"}
+    assert {"key", "snippet", "score", "type", "is_active", "source", "origin"} <= set(
+        shaped["results"][0]
+    )
