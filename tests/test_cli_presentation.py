@@ -81,9 +81,10 @@ def test_every_exit_code_is_documented_in_help_and_docs(run):
         assert f"\n    {code}  " in page, code
     assert {code for code, _ in EXIT_CODES} >= {0, 1, 2, 3, 4, 5, 6}
     exit_codes = {
-        getattr(hivemem.errors, name).exit_code
-        for name in ("HiveMemError", "InvalidInput", "NotFound", "Conflict", "MissingDependency")
-    } | {hivemem.StoreError.exit_code}
+        value.exit_code
+        for value in vars(hivemem.errors).values()
+        if isinstance(value, type) and issubclass(value, hivemem.HiveMemError)
+    }
     assert exit_codes <= {code for code, _ in EXIT_CODES}
 
 

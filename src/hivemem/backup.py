@@ -62,6 +62,8 @@ TABLES: dict[str, str] = {
     "decay_state": "derived: the decay job's bookkeeping; confidence itself is exported",
     "memory_jobs": "derived: which maintenance jobs saw a memory; they run again",
     "maintenance_runs": "this file's own run log (hivemem maintain --log)",
+    "purges": "this file's own audit of erasures (hivemem purge --audit): ids and counts "
+    "of what is gone for good; not carried to another file",
     "meta": "this file's own state: embedding model and index epochs",
     "migrations": "this file's own schema version",
 }
