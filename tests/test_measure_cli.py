@@ -24,6 +24,10 @@ def test_bench_command_prints_json_figures(monkeypatch):
             "--batch",
             "5",
             "--no-model",
+            "--long-scopes",
+            "2",
+            "--long-turns",
+            "12",
             "--json",
         ],
     )
@@ -35,6 +39,12 @@ def test_bench_command_prints_json_figures(monkeypatch):
         assert size[mode]["latency"]["count"] == 5
     assert report["model"] is None
     assert report["settings_changed"] == {"vector_pool": 80}  # HIVEMEM_* settings apply
+    long = report["long_memories"]
+    assert long["scopes"] == 2 and long["turns_per_scope"] == 12
+    assert long["mean_turn_chars"] > 900
+    assert [r["limit"] for r in long["results"]] == [10, 50]
+    for r in long["results"]:
+        assert r["first_query"]["count"] == 2 and r["warm"]["count"] == 20
 
 
 def test_bench_command_prints_a_table():
@@ -51,9 +61,12 @@ def test_bench_command_prints_a_table():
             "--batch",
             "3",
             "--no-model",
+            "--long-scopes",
+            "0",
         ],
     )
     assert result.exit_code == 0, result.output
+    assert "Long memories" not in result.output
     assert "N=100" in result.output and "search hybrid (hash) p50 (ms)" in result.output
     assert "vector indexing (hash) vectors/s" in result.output
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import pytest
 
 from hivemem.ranking import (
@@ -12,10 +13,13 @@ from hivemem.ranking import (
     age_days,
     calibrate_cosine,
     cosine,
+    diversity_factors,
+    diversity_order,
     group_prior,
     mmr,
     rrf,
     temporal_decay,
+    token_similarity,
     weighted,
 )
 
@@ -145,11 +149,48 @@ def test_group_prior_favours_the_session_where_most_matched():
     scores = {"a1": 0.5, "a2": 0.5, "b1": 0.6, "fact": 0.4}
     groups = {"a1": "A", "a2": "A", "b1": "B"}
     factors = group_prior(scores, groups, 0.5)
-    # A's mass 1.0 is the best; B's 0.6; the fact (no session) is a group of its own
-    assert factors == pytest.approx({"a1": 1.0, "a2": 1.0, "b1": 0.8, "fact": 0.7})
+    # A's mass 1.0 is the best; B's 0.6; the fact (no session) is neither helped nor hurt
+    assert factors == pytest.approx({"a1": 1.0, "a2": 1.0, "b1": 0.8, "fact": 1.0})
 
 
 def test_group_prior_off_or_empty_changes_nothing():
     assert group_prior({"a": 0.3}, {"a": "A"}, 0.0) == {"a": 1.0}
     assert group_prior({}, {}, 0.7) == {}
     assert group_prior({"a": 0.0, "b": 0.0}, {}, 0.7) == {"a": 1.0, "b": 1.0}
+
+
+def test_vectorised_diversity_takes_the_same_order_as_the_reference():
+    rng = np.random.default_rng(7)
+    vectors = rng.normal(size=(40, 16))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    sim = vectors @ vectors.T
+    scores = sorted(rng.uniform(0.1, 1.0, size=40), reverse=True)
+    ids = [str(i) for i in range(40)]
+    reference = diversity_factors(
+        list(zip(ids, scores, strict=True)),
+        lambda a, b: float(sim[int(a), int(b)]),
+        limit=12,
+        lambda_=0.7,
+    )
+    fast = diversity_order(scores, sim, limit=12, lambda_=0.7)
+    assert [str(i) for i, _ in fast] == [i for i, _ in reference]
+    assert [f for _, f in fast] == pytest.approx(
+        [max(0.3, f) if f < 1 else f for _, f in reference]
+    )
+
+
+def test_token_similarity_is_jaccard_of_word_sets():
+    sim = token_similarity(["a b c", "a b d", "x", ""])
+    assert sim[0, 1] == pytest.approx(2 / 4)
+    assert sim[0, 2] == 0 and sim[3, 3] == 0
+    assert sim[0, 0] == pytest.approx(1.0)
+
+
+def test_length_prior_judges_only_long_memories_saved_on_purpose():
+    from hivemem.ranking import length_prior
+
+    lengths = {"turn": 100, "fact": 120, "summary": 1000, "long turn": 900, "x": 80}
+    factors = length_prior(lengths, {"fact", "summary"}, 0.5)
+    # median 120: only what is over twice that is judged, and only saved memories
+    assert factors == {"summary": pytest.approx((240 / 1000) ** 0.5)}
+    assert length_prior(lengths, {"summary"}, 0.0) == {}

@@ -110,8 +110,8 @@ def test_a_reply_that_completes_the_question_outranks_a_turn_with_one_word(tmp_p
     store, mem, reply, decoy = _puppy_chat(tmp_path / "off.db", clock, 0.0)
     with store:
         hits = mem.search(query)
-        scores = {h.memory.id: h.score for h in hits}
-        assert scores[reply.id] == scores[decoy.id]  # alone, the two hold the same word
+        fused = {h.memory.id: h.explain.fused for h in hits}
+        assert fused[reply.id] == fused[decoy.id]  # alone, the two hold the same word
         assert all("window" not in h.explain.lanes.get("keyword", {}) for h in hits)
 
 
@@ -182,7 +182,9 @@ class _BrokenReranker:
 
 
 def _ranked_store(tmp_path, clock, reranker):
-    settings = Settings(decay_weight=0, neighbour_weight=0, previous_weight=0, track_access=False)
+    settings = Settings(
+        decay_weight=0, neighbour_weight=0, previous_weight=0, track_access=False, mmr_lambda=1.0
+    )
     return hivemem.open(
         tmp_path / "r.db", clock=clock, settings=settings, embedder="none", reranker=reranker
     )

@@ -301,11 +301,13 @@ def test_deleted_memories_never_come_back_and_superseded_ones_are_flagged(cstore
     old = mem.save(CAR, key="ride", wait=True)
     new = mem.save("Sold it and bought a bicycle", key="ride", supersede_reason="sold", wait=True)
     hits = mem.search("automobile")
-    assert ids(hits) == [old.id]
-    assert hits[0].memory.status.value == "superseded"
-    assert hits[0].explain.factors["superseded"] == cstore.settings.superseded_factor
-    assert hits[0].explain.notes[0] == "superseded: a newer version exists"
-    assert new.id not in ids(hits)
+    # the current version comes first even though only the old one matches the query
+    assert ids(hits) == [new.id, old.id]
+    assert hits[0].explain.lanes["current"] == {"of": old.id}
+    assert hits[1].memory.status.value == "superseded"
+    assert hits[1].explain.factors["superseded"] == cstore.settings.superseded_factor
+    assert hits[1].explain.notes[0] == "superseded: a newer version exists"
+    assert hits[1].score < hits[0].score
 
 
 # ----------------------------------------------------------------------------- failures

@@ -54,6 +54,8 @@ TABLES: dict[str, str] = {
     "chunk_vectors": "derived: vectors, re-embedded after import (hivemem reindex)",
     "vector_queue": "derived: the chunks waiting for their vectors",
     "vector_log": "derived: the vector index's change log",
+    "scope_terms": "derived: keyword statistics per scope, counted from the chunks",
+    "scope_terms_gone": "derived: deleted chunks not yet subtracted from scope_terms",
     "embedding_cache": "derived: vectors cached by text hash; re-embedded on demand",
     "memory_categories": "derived: the categorizer's confidence (the category is exported)",
     "cross_refs": "derived: rebuilt by `hivemem maintain --job cross-refs`",

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import arguments
 from .errors import InvalidInput
+from .hitset import one_per_memory
 from .types import Kind, Memory, MemoryType, Status
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -298,9 +299,9 @@ def _add_pinned(mem: ScopedMemory, block: _Block) -> int:
         identity = memory_type is MemoryType.IDENTITY
         fetch = _MAX_FETCH if identity else min(_MAX_FETCH, block.max_entries + 1)
         title = _TITLES[memory_type]
-        for memory in mem.list(
-            type=memory_type, kind=_PINNED_KINDS, include_expired=False, limit=fetch
-        ):
+        listed = mem.list(type=memory_type, kind=_PINNED_KINDS, include_expired=False, limit=fetch)
+        # A promoted memory is listed in the own scope and in the shared one: once.
+        for memory in one_per_memory(listed, mem.name, lambda m: m):
             if not identity and len(block.entries) >= block.max_entries:
                 left_out += 1  # no room for any entry: skip counting its tokens
                 continue

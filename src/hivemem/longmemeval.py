@@ -11,6 +11,7 @@ and are skipped. Labels are used only to score, never to retrieve.
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 import tempfile
@@ -134,11 +135,16 @@ def _parse_question(path: str | Path, index: int, item: Any) -> LmeQuestion:
 
 
 def load_longmemeval(path: str | Path, *, limit_questions: int | None = None) -> LmeDataset:
-    """Read LongMemEval's published JSON: the first ``limit_questions`` questions that are
-    not abstentions (all when None). Raises ``InvalidInput`` naming what is wrong."""
+    """Read LongMemEval's published JSON (gzipped when the name ends in ``.gz``): the
+    first ``limit_questions`` questions that are not abstentions (all when None). Raises
+    ``InvalidInput`` naming what is wrong."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        if str(path).endswith(".gz"):
+            with gzip.open(path, "rt", encoding="utf-8") as handle:
+                data = json.load(handle)
+        else:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError, EOFError) as exc:
         raise InvalidInput("path", f"cannot read {path} as LongMemEval JSON: {exc}") from None
     if not isinstance(data, list):
         raise InvalidInput(

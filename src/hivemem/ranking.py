@@ -15,9 +15,13 @@ ranked first by every lane scores 1.0.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Mapping, Sequence
+import re
+import zlib
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from datetime import datetime
 from enum import StrEnum
+
+import numpy as np
 
 # ----------------------------------------------------------------------------- fusion
 
@@ -138,7 +142,9 @@ def group_prior(
 ) -> dict[str, float]:
     """A factor per memory from the score mass of its group (a dialogue session):
     ``1 − weight + weight × mass(group) / mass(best group)``, where a group's mass is the
-    sum of its members' scores. Memories missing from ``groups`` are a group of their own.
+    sum of its members' scores. Memories missing from ``groups`` keep 1.0: the prior is
+    about dialogue, and a memory saved on purpose (a fact, a decision, a summary) is
+    neither helped nor hurt by which session matched most.
 
     Why: a session in which many turns match the query is about the query's topic, so
     its turns are likelier answers than a lone match in an unrelated session — the
@@ -148,13 +154,35 @@ def group_prior(
         return {key: 1.0 for key in scores}
     mass: dict[Hashable, float] = {}
     for key, score in scores.items():
-        group = groups.get(key, ("memory", key))
-        mass[group] = mass.get(group, 0.0) + max(0.0, score)
-    best = max(mass.values())
+        if key in groups:
+            mass[groups[key]] = mass.get(groups[key], 0.0) + max(0.0, score)
+    best = max(mass.values(), default=0.0)
     if best <= 0:
         return {key: 1.0 for key in scores}
     return {
-        key: 1.0 - weight + weight * mass[groups.get(key, ("memory", key))] / best for key in scores
+        key: 1.0 - weight + weight * mass[groups[key]] / best if key in groups else 1.0
+        for key in scores
+    }
+
+
+def length_prior(
+    lengths: Mapping[str, int], subject: Collection[str], weight: float
+) -> dict[str, float]:
+    """``(2 × median / length) ** weight`` for the memories in ``subject`` more than
+    twice as long as the median of ``lengths`` (every candidate of the query); the rest
+    keep 1.0 (facts of ordinary length are never judged by it).
+
+    Why: a long text (a session summary) holds many of a query's words, and is close to
+    many queries, by chance; among texts saved on purpose, the one that says the thing
+    in few words is the better answer (BM25's length normalisation, as a prior)."""
+    if weight <= 0 or not lengths or not subject:
+        return {}
+    ordered = sorted(lengths.values())
+    long = 2 * max(1, ordered[len(ordered) // 2])
+    return {
+        key: (long / lengths[key]) ** weight
+        for key in subject
+        if key in lengths and lengths[key] > long
     }
 
 
@@ -215,6 +243,71 @@ def diversity_factors(
         for index, (item, _) in enumerate(remaining):
             redundancy[index] = max(redundancy[index], similarity(item, taken))
     return chosen
+
+
+def diversity_order(
+    scores: Sequence[float],
+    similarity: np.ndarray | Callable[[int], np.ndarray],
+    limit: int,
+    lambda_: float = 0.7,
+) -> list[tuple[int, float]]:
+    """``diversity_factors`` vectorised: (index, factor) in the order taken. ``scores``
+    are best first; ``similarity`` is a matrix, or a function giving the column of one
+    candidate (its similarity in [0, 1] to every candidate).
+
+    Each step is one numpy pass over the candidates (argmax of ``score × factor``, then
+    the similarity column of the one taken), so the cost is ``limit`` columns, not the
+    ``n²`` matrix, and no Python call per pair.
+    """
+    n = len(scores)
+    if n == 0 or limit <= 0:
+        return []
+    column = similarity if callable(similarity) else (lambda j: similarity[:, j])
+    values = np.asarray(scores, dtype=np.float64)
+    redundancy = np.zeros(n)
+    open_ = np.ones(n, dtype=bool)
+    penalty = 1.0 - lambda_
+    out: list[tuple[int, float]] = []
+    for _ in range(min(limit, n)):
+        factor = 1.0 - penalty * redundancy
+        value = np.where(open_, values * factor, -np.inf)
+        taken = int(np.argmax(value))  # first of equals: the better-ranked candidate
+        out.append((taken, float(factor[taken])))
+        open_[taken] = False
+        if penalty > 0:
+            np.maximum(redundancy, np.clip(column(taken), 0.0, 1.0), out=redundancy)
+    return out
+
+
+_TOKEN = re.compile(r"\w+")
+
+
+_FEATURES = 1024  # hashed word features: Jaccard within about a percent, cost fixed
+
+
+def word_features(texts: Sequence[str]) -> np.ndarray:
+    """Each text's lowercased word set, hashed into ``_FEATURES`` buckets (0/1 rows):
+    the cost is fixed however long the texts are; a collision can only raise a
+    similarity, slightly."""
+    matrix = np.zeros((len(texts), _FEATURES), dtype=np.float32)
+    for i, text in enumerate(texts):
+        words = set(_TOKEN.findall(text.lower()))
+        if words:
+            matrix[i, [zlib.crc32(w.encode()) % _FEATURES for w in words]] = 1.0
+    return matrix
+
+
+def jaccard_column(features: np.ndarray, j: int) -> np.ndarray:
+    """Jaccard similarity of every row of ``word_features`` to row ``j``."""
+    shared = features @ features[j]
+    union = features.sum(axis=1) + features[j].sum() - shared
+    return np.divide(shared, union, out=np.zeros_like(shared), where=union > 0)
+
+
+def token_similarity(texts: Sequence[str]) -> np.ndarray:
+    """Jaccard similarity of the texts' word sets (``word_features``), as a matrix."""
+    features = word_features(texts)
+    return np.stack([jaccard_column(features, j) for j in range(len(texts))], axis=1)
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:

@@ -25,22 +25,24 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 import numpy as np
 
 from . import entities as entitymod
-from . import ranking
+from . import hitset, ranking
 from . import rerank as rerankmod
 from . import text as textmod
+from .hitset import Ranked
 from .indexer import Indexer
 from .rerank import Reranker
 from .search import KeywordCandidate, idf, keyword_lane
 from .settings import Settings
 from .store.base import Backend
-from .types import Explanation, Hit, Memory, MemoryType, Query, Status
+from .types import Explanation, Hit, Kind, Memory, MemoryType, Query, Status
 
 _DECAY_EXEMPT = (MemoryType.IDENTITY, MemoryType.LESSON)
+_POOL_FLOOR = 60  # candidates read, adjusted and diversified (see search())
+_DIVERSITY_CHARS = 2_000  # text compared by word sets where a candidate has no vector
 log = logging.getLogger("hivemem.retrieval")
 
 
@@ -67,7 +69,7 @@ def search(
     reranker: Reranker | None = None,
 ) -> list[Hit]:
     """Hits for ``query`` in ``scopes``, best first (see the module docstring)."""
-    fetch = query.limit * settings.candidate_multiplier
+    fetch = lane_fetch(query.limit, settings.candidate_multiplier)
     notes: list[str] = []
     candidates: dict[str, _Candidate] = {}
 
@@ -75,7 +77,6 @@ def search(
     _add_keyword(candidates, keyword)
     lanes_run = ["keyword"] if terms or query.fts_syntax else []
 
-    vector_ran = False
     if query.fts_syntax:
         pass  # FTS5 syntax is not language: the vector lane has nothing to embed
     elif not indexer.enabled:
@@ -106,7 +107,6 @@ def search(
                 if c.chunk_id is None:
                     c.chunk_id, c.chunk_seq, c.chunk_text = match.chunk_id, match.seq, match.text
             lanes_run.append("vector")
-            vector_ran = True
             if backend.vectors.has_pending():
                 notes.append(
                     "some memories are still being embedded: found by keyword only until "
@@ -125,17 +125,29 @@ def search(
     fused = _fuse(candidates, lanes_run, settings)
     if settings.neighbour_weight > 0:
         _add_neighbours(backend, scopes, query, now, settings, fused, candidates)
-    # Only the best ``2 × fetch`` go on: the adjustments move scores by a bounded factor,
-    # and reading, re-scoring and diversifying every candidate the windows and neighbours
-    # brought in cost more than the lanes themselves at 100k memories.
-    if len(fused) > 2 * fetch:
-        fused = dict(sorted(fused.items(), key=lambda item: -item[1])[: 2 * fetch])
+    # Only the best ``pool`` go on: the adjustments move scores by a bounded factor, and
+    # reading, re-scoring and diversifying every candidate the windows and neighbours
+    # brought in cost more than the lanes themselves at 100k memories. The pool is
+    # 2 × fetch up to 60 (limit 10: as measured on LoCoMo), then twice the limit, so its
+    # cost grows with the limit, not with limit × multiplier.
+    pool = min(2 * fetch, max(_POOL_FLOOR, 2 * query.limit, settings.rerank_depth))
+    if len(fused) > pool:
+        fused = dict(sorted(fused.items(), key=lambda item: -item[1])[:pool])
     memories = {m.id: m for m in backend.get_many(scopes, list(fused))}
+    # The session prior is about dialogue: only episodes belong to a session's mass, and
+    # a memory saved on purpose (fact, decision, summary, note) keeps its score.
     sessions = {
-        m.id: (m.scope, m.session_id) for m in memories.values() if m.session_id is not None
+        m.id: (m.scope, m.session_id)
+        for m in memories.values()
+        if m.session_id is not None and m.kind is Kind.EPISODE
     }
     prior = ranking.group_prior(fused, sessions, settings.session_weight)
-    scored: list[tuple[float, float, _Candidate, Memory, dict[str, float]]] = []
+    lengths = ranking.length_prior(
+        {m.id: len(m.content) for m in memories.values()},
+        {m.id for m in memories.values() if m.kind is not Kind.EPISODE},
+        settings.length_weight,
+    )
+    scored: list[Ranked] = []
     for memory_id, base in fused.items():
         memory = memories.get(memory_id)
         if memory is None or base <= 0:  # deleted between the reads; or no lane scored it
@@ -143,24 +155,41 @@ def search(
         factors = adjustments(memory, settings, now)
         if prior[memory_id] < 1.0:
             factors["session"] = prior[memory_id]
+        if lengths.get(memory_id, 1.0) < 1.0:
+            factors["length"] = lengths[memory_id]
         score = base
         for value in factors.values():
             score *= value
-        scored.append((min(1.0, score), base, candidates[memory_id], memory, factors))
-    scored.sort(key=lambda s: (-s[0], -s[1], s[3].id))
-    exact, scored = _split_exact(scored, [] if query.fts_syntax else terms)
+        scored.append(Ranked(min(1.0, score), base, candidates[memory_id], memory, factors))
+    scored.sort(key=Ranked.sort_key)
+    scored = hitset.one_per_memory(scored, scopes[0], lambda r: r.memory)
+    scored = hitset.current_above_superseded(
+        backend, scopes, query, now, scored, settings.superseded_factor, _current_candidate
+    )
+    if reranker is not None and len(scored) > 1:
+        # The re-ranker sees ``rerank_depth`` candidates before diversity cuts to the
+        # limit, and has the last word over the exact-match rule below.
+        scored = _rerank(reranker, focus, scored, settings, notes)
+        exact: list[Ranked] = []
+    else:
+        exact, scored = _split_exact(scored, [] if query.fts_syntax else terms)
     room = query.limit - len(exact)
-    if vector_ran and settings.mmr_lambda < 1.0:  # each group diversified within itself
+    if settings.mmr_lambda < 1.0:  # each group diversified within itself
         if len(exact) > 1:
             exact = _diversify(backend, indexer, exact, query.limit, settings.mmr_lambda)
         if len(scored) > 1 and room > 0:
             scored = _diversify(backend, indexer, scored, room, settings.mmr_lambda)
     scored = _lifted(exact, scored) + scored
-    if reranker is not None and len(scored) > 1:
-        scored = _rerank(reranker, focus, scored, settings, notes)
-    scored = [s for s in scored if s[0] >= query.min_score]
+    scored = [s for s in scored if s.score >= query.min_score]
     hits = []
-    for score, base, c, memory, factors in scored[: query.limit]:
+    for item in scored[: query.limit]:
+        score, base, c, memory, factors = (
+            item.score,
+            item.base,
+            item.candidate,
+            item.memory,
+            item.factors,
+        )
         hit_notes = list(notes)
         if memory.status is Status.SUPERSEDED:
             hit_notes.insert(0, "superseded: a newer version exists")
@@ -175,6 +204,24 @@ def search(
         snippet = textmod.snippet(c.chunk_text or memory.content, terms)
         hits.append(Hit(memory=memory, score=round(score, 6), explain=explain, snippet=snippet))
     return hits
+
+
+_EXTRA_FLOOR = 10  # the limit up to which every lane fetches limit × multiplier
+
+
+def lane_fetch(limit: int, multiplier: int) -> int:
+    """Candidates each lane returns: ``limit × multiplier`` up to limit 10 (as measured
+    on LoCoMo), then the limit plus the same headroom (``(multiplier − 1) × 10``): a hit
+    beyond the first candidates is there for the ranks past 10, where any match of the
+    lanes will do. So a search's cost grows with the limit, not limit × multiplier."""
+    return limit + (multiplier - 1) * min(limit, _EXTRA_FLOOR)
+
+
+def _current_candidate(current: Memory, superseded: Memory) -> _Candidate:
+    """The lane record of a current version brought in by its superseded match."""
+    c = _Candidate(current.id)
+    c.lanes["current"] = {"of": superseded.id}  # type: ignore[dict-item]
+    return c
 
 
 def _entity_lane(
@@ -237,7 +284,7 @@ def _add_neighbours(
                 c.lanes["context"] = {"of": anchors.index(anchor) + 1, "score": round(value, 6)}
 
 
-def _split_exact(scored: list[Any], terms: Sequence[str]) -> tuple[list[Any], list[Any]]:
+def _split_exact(scored: list[Ranked], terms: Sequence[str]) -> tuple[list[Ranked], list[Ranked]]:
     """The candidates whose best chunk holds every term of the query, and the others.
 
     Trigger: a memory matches the query's words exactly (a unique token, an id, every
@@ -251,24 +298,27 @@ def _split_exact(scored: list[Any], terms: Sequence[str]) -> tuple[list[Any], li
     wanted = set(terms)
     if not wanted:
         return [], scored
-    exact = [s for s in scored if wanted <= set(s[2].matched)]
+
+    def is_exact(item: Ranked) -> bool:
+        # A superseded version never leads: the current version outranks it (LESSONS 13).
+        return item.memory.status is not Status.SUPERSEDED and wanted <= set(item.candidate.matched)
+
+    exact = [s for s in scored if is_exact(s)]
     if not exact or len(exact) == len(scored):
         return [], scored
-    return exact, [s for s in scored if not wanted <= set(s[2].matched)]
+    return exact, [s for s in scored if not is_exact(s)]
 
 
-def _lifted(exact: list[Any], rest: list[Any]) -> list[Any]:
+def _lifted(exact: list[Ranked], rest: list[Ranked]) -> list[Ranked]:
     """``exact`` in their order; one scoring below the best of ``rest`` is lifted to that
     score by an ``exact`` factor, so scores still fall with rank and the explanation adds
     up."""
-    ceiling = rest[0][0] if rest else 0.0
-    out = []
-    for score, base, c, memory, factors in exact:
-        if 0 < score < ceiling:
-            factors = {**factors, "exact": ceiling / score}
-            score = ceiling
-        out.append((score, base, c, memory, factors))
-    return out
+    ceiling = rest[0].score if rest else 0.0
+    for item in exact:
+        if 0 < item.score < ceiling:
+            item.factors = {**item.factors, "exact": ceiling / item.score}
+            item.score = ceiling
+    return exact
 
 
 def _add_keyword(candidates: dict[str, _Candidate], keyword: list[KeywordCandidate]) -> None:
@@ -384,16 +434,16 @@ def adjustments(memory: Memory, settings: Settings, now: datetime) -> dict[str, 
 
 
 def _rerank(
-    reranker: Reranker, text: str, scored: list[Any], settings: Settings, notes: list[str]
-) -> list[Any]:
+    reranker: Reranker, text: str, scored: list[Ranked], settings: Settings, notes: list[str]
+) -> list[Ranked]:
     """Re-score the best ``rerank_depth``; on any failure keep the order and say why."""
     head, tail = scored[: settings.rerank_depth], scored[settings.rerank_depth :]
     try:
-        raw = reranker.score(text, [s[2].chunk_text or s[3].content for s in head])
+        raw = reranker.score(text, [s.candidate.chunk_text or s.memory.content for s in head])
         if len(raw) != len(head):
             raise ValueError(f"{len(raw)} scores for {len(head)} texts")
         blended = rerankmod.blend(
-            [s[0] for s in head], [float(x) for x in raw], settings.rerank_weight
+            [s.score for s in head], [float(x) for x in raw], settings.rerank_weight
         )
     except Exception as exc:  # a re-ranker may fail in any way: the fused order stands
         log.warning("re-ranker %s failed, fused order kept: %s", reranker.name, exc)
@@ -401,46 +451,72 @@ def _rerank(
         return scored
     order = sorted(range(len(head)), key=lambda i: -raw[i])
     rank = {i: r for r, i in enumerate(order, start=1)}
-    out = []
-    for i, (_, base, candidate, memory, factors) in enumerate(head):
-        candidate.lanes["rerank"] = {"rank": rank[i], "score": round(float(raw[i]), 6)}
-        out.append((min(1.0, blended[i]), base, candidate, memory, factors))
-    out.sort(key=lambda s: (-s[0], -s[1], s[3].id))
-    floor = out[-1][0] if out else 0.0
-    # The tail was not re-scored: it stays below the re-scored head.
-    return out + [(min(s[0], floor), *s[1:]) for s in tail]
+    for i, item in enumerate(head):
+        item.candidate.lanes["rerank"] = {"rank": rank[i], "score": round(float(raw[i]), 6)}
+        item.score = min(1.0, blended[i])
+    head.sort(key=Ranked.sort_key)
+    floor = head[-1].score if head else 0.0
+    for item in tail:  # not re-scored: it stays below the re-scored head
+        item.score = min(item.score, floor)
+    return head + tail
 
 
 def _diversify(
     backend: Backend,
     indexer: Indexer,
-    scored: list[Any],
+    scored: list[Ranked],
     limit: int,
     lambda_: float,
-) -> list[Any]:
-    """The ``limit`` best after the diversity penalty (``ranking.diversity_factors`` on
-    the candidates' chunk vectors; those without a vector count as unlike everything)."""
-    assert indexer.identity is not None
-    chunk_ids = [s[2].chunk_id for s in scored if s[2].chunk_id is not None]
-    vectors = backend.vectors.vectors(indexer.identity, chunk_ids)
-    index = {s[3].id: i for i, s in enumerate(scored)}
-    dimension = next((len(v) for v in vectors.values()), 0)
-    matrix = np.zeros((len(scored), dimension), dtype=np.float32)
-    for i, s in enumerate(scored):
-        vector = vectors.get(s[2].chunk_id)
-        if vector is not None:
-            matrix[i] = vector
-    similarities = matrix @ matrix.T  # one product instead of a call per pair
+) -> list[Ranked]:
+    """The ``limit`` best after the diversity penalty (``ranking.diversity_order``).
 
-    def similarity(a: str, b: str) -> float:
-        return float(similarities[index[a], index[b]])
+    Similarity is the cosine of the candidates' chunk vectors where both have one, and
+    the Jaccard similarity of their word sets otherwise (keyword-only search, or a
+    memory not embedded yet): three near-duplicates never fill the top three."""
+    n = len(scored)
+    has = np.zeros(n, dtype=bool)
+    matrix = np.zeros((n, 1), dtype=np.float32)
+    if indexer.enabled and indexer.identity is not None:
+        chunk_of = _chunk_ids(backend, scored)
+        vectors = backend.vectors.vectors(indexer.identity, list(chunk_of.values()))
+        if vectors:
+            matrix = np.zeros((n, len(next(iter(vectors.values())))), dtype=np.float32)
+            for i in range(n):
+                vector = vectors.get(chunk_of.get(i, -1))
+                if vector is not None:
+                    matrix[i] = vector
+                    has[i] = True
+    features = None
+    if not has.all():
+        features = ranking.word_features(
+            [(s.candidate.chunk_text or s.memory.content)[:_DIVERSITY_CHARS] for s in scored]
+        )
+
+    def column(j: int) -> np.ndarray:
+        # Vectors where both have one (a product per candidate taken, not n²), word
+        # sets otherwise (keyword-only search, or a memory not embedded yet).
+        cosine = matrix @ matrix[j]
+        if features is None:
+            return cosine
+        words = ranking.jaccard_column(features, j)
+        return np.where(has & has[j], cosine, words)
 
     out = []
-    for memory_id, factor in ranking.diversity_factors(
-        [(s[3].id, s[0]) for s in scored], similarity, limit, lambda_
-    ):
-        score, base, candidate, memory, factors = scored[index[memory_id]]
+    for index, factor in ranking.diversity_order([s.score for s in scored], column, limit, lambda_):
+        item = scored[index]
         if factor < 1.0:
-            factors = {**factors, "diversity": factor}
-        out.append((score * factor, base, candidate, memory, factors))
+            item.factors = {**item.factors, "diversity": factor}
+        item.score *= factor
+        out.append(item)
+    return out
+
+
+def _chunk_ids(backend: Backend, scored: list[Ranked]) -> dict[int, int]:
+    """Position → the chunk that stands for the candidate: the chunk a lane matched, else
+    (a neighbour brought in as dialogue context) the memory's first chunk."""
+    out = {i: s.candidate.chunk_id for i, s in enumerate(scored) if s.candidate.chunk_id}
+    missing = {s.memory.id: i for i, s in enumerate(scored) if i not in out}
+    if missing:
+        for chunk in backend.memory_chunks(list(missing)):
+            out.setdefault(missing[chunk.memory_id], chunk.chunk_id)
     return out

@@ -85,14 +85,21 @@ def window_coverage(
     Anna"): neither holds every query term, the pair does. ``share`` 1 scores the pair's
     union; 0 scores the turn alone.
     """
+    total = sum(weights.values())
+    if total <= 0:
+        return dict.fromkeys(own, 0.0)
+
+    def mass(terms: set[str]) -> float:
+        return min(1.0, sum(weights.get(t, 0.0) for t in terms) / total)
+
     out = {}
     for memory_id, terms in own.items():
         alone = set(terms)
         together = set(alone)
         for other in windows.get(memory_id, ()):
             together |= set(own.get(other, ()))
-        base = coverage(weights, alone)
-        out[memory_id] = base + share * (coverage(weights, together) - base)
+        base = mass(alone)
+        out[memory_id] = base if together == alone else base + share * (mass(together) - base)
     return out
 
 
@@ -130,16 +137,18 @@ def keyword_lane(
     terms = textmod.query_terms(textmod.query_focus(query.text), settings.max_query_terms)
     if not terms and not query.fts_syntax:
         return terms, []
-    stats = backend.term_stats(terms)
+    # Weights from the visible scopes' own statistics; plans from the whole index's.
+    stats = backend.term_stats(terms, scopes)
     weights = {t: idf(stats.total_chunks, stats.doc_freq.get(t, 0)) for t in terms}
+    postings = stats.postings or stats.doc_freq
 
     def run(
         match: Query, used: Sequence[str] = (), time_limit_s: float | None = None
     ) -> list[KeywordCandidate]:
         # Terms so common that scoring every match would cost more than the budget are
         # searched newest first (FTS5 then scores only the rows it returns).
-        postings = sum(stats.doc_freq.get(t, 0) for t in used)
-        newest_first = postings > settings.keyword_match_budget
+        walked = sum(postings.get(t, 0) for t in used)
+        newest_first = walked > settings.keyword_match_budget
         found = backend.keyword_search(
             scopes, match, terms, fetch, now, newest_first=newest_first, time_limit_s=time_limit_s
         )
@@ -154,7 +163,7 @@ def keyword_lane(
 
     if query.fts_syntax:  # the caller's own FTS5 syntax: its cost is bounded by time
         return terms, run(query, time_limit_s=settings.fts_time_limit_ms / 1000)
-    chosen = selective_terms(terms, stats.doc_freq, settings.keyword_match_budget)
+    chosen = selective_terms(terms, postings, settings.keyword_match_budget)
     candidates = run(replace(query, text=textmod.fts_or_query(chosen), fts_syntax=True), chosen)
     excluded = [t for t in terms if t not in chosen]
     if excluded and len(candidates) < query.limit:

@@ -161,6 +161,12 @@ class Settings:
         "query coverage that the turns just before and after it add to its own (0 turns "
         "it off).",
     )
+    length_weight: float = _setting(
+        0.5,
+        "Length prior for memories saved on purpose (not episodes): one more than twice "
+        "as long as the query's median candidate scores x (2 median / length) ** w, since "
+        "a long text (a session summary) matches many words by chance. 0 turns it off.",
+    )
     session_weight: float = _setting(
         0.7,
         "Session prior: a hit's score is multiplied by 1 - w + w x (its session's share of "

@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from hivemem.bench import format_table, run_bench
+from hivemem.bench_long import format_long, run_long_bench
 from hivemem.bench_postgres import format_pg_table, run_pg_bench
 from hivemem.decay_sim import PROFILES, simulate
 from hivemem.decay_sim import format_table as format_decay_table
@@ -17,6 +18,7 @@ from hivemem.errors import InvalidInput
 from hivemem.evaluation import SYSTEM_PROMPT_PREAMBLE, eval_locomo, format_report
 from hivemem.longmemeval import eval_longmemeval, format_lme_report
 from hivemem.store.postgres import is_url
+from hivemem.suites import format_suite, run_suite, suites_for
 
 from .common import Env, echo_json, json_option, pass_env
 
@@ -111,6 +113,21 @@ def _stage_printer(quiet: bool = False) -> Any:
     type=click.Path(file_okay=False),
     help="Keep the generated stores in this folder (default: a temporary folder).",
 )
+@click.option(
+    "--long-scopes",
+    default=0,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Also time the long-memory corpus: this many scopes of ~1 kB turns (0: skip; "
+    "the README's figures use 20).",
+)
+@click.option(
+    "--long-turns",
+    default=500,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Turns per scope of the long-memory corpus.",
+)
 @click.option("--quiet", is_flag=True, help="No progress on stderr.")
 @click.option(
     "--ui",
@@ -130,6 +147,8 @@ def bench(
     batch: int,
     skip_model: bool,
     keep_folder: str | None,
+    long_scopes: int,
+    long_turns: int,
     quiet: bool,
     ui_pages: bool,
     as_json: bool,
@@ -144,7 +163,9 @@ def bench(
     timed (p50/p95/p99) keyword only, hybrid, and in the vector lane alone. The vectors
     come from the hash embedder at the default model's dimension (the index costs the
     same); the real model is timed once per run: load, sentences/s, query embedding.
-    Progress goes to stderr (--quiet: none). HIVEMEM_* settings apply.
+    Progress goes to stderr (--quiet: none). HIVEMEM_* settings apply. With
+    --long-scopes, the long-memory corpus too: scopes of ~1 kB turns, searched at limit
+    10 and 50, the first query of each scope and warm ones.
 
     With --ui, the same corpus is loaded and the inspector's pages are timed instead,
     through the whole HTTP app in process (see docs/inspector.md).
@@ -206,10 +227,19 @@ def bench(
         )
     except ValueError as exc:
         raise InvalidInput("bench", str(exc)) from None
+    long = (
+        run_long_bench(
+            long_scopes, long_turns, settings=env.settings, progress=_stage_printer(quiet)
+        )
+        if long_scopes
+        else None
+    )
     if as_json:
-        echo_json(report.to_dict())
+        echo_json({**report.to_dict(), "long_memories": long.to_dict() if long else None})
     else:
         click.echo(format_table(report))
+        if long is not None:
+            click.echo("\n" + format_long(long))
 
 
 @click.group(name="eval")
@@ -315,6 +345,71 @@ def decay(
         echo_json([o.to_dict() for o in outcomes])
     else:
         click.echo(format_decay_table(outcomes))
+
+
+@eval_.command(name="all")
+@click.option(
+    "--locomo",
+    "locomo_path",
+    type=click.Path(exists=True, dir_okay=False),
+    help="LoCoMo JSON (locomo10.json): the episodes and mixed suites.",
+)
+@click.option(
+    "--longmemeval",
+    "lme_path",
+    type=click.Path(exists=True, dir_okay=False),
+    help="LongMemEval JSON, plain or .gz (e.g. longmemeval_s_dev120.json.gz).",
+)
+@click.option(
+    "--suite",
+    "only",
+    type=click.Choice(["longmemeval", "locomo", "locomo-mixed"]),
+    multiple=True,
+    help="Run only these suites (repeatable; default: every suite a file was given for).",
+)
+@click.option(
+    "--limit-questions",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="About N questions per suite (a quick run; every document is still stored).",
+)
+@click.option(
+    "--ablation",
+    is_flag=True,
+    help="Also score each stage turned off in turn (and a 2 kB system prompt).",
+)
+@json_option
+@pass_env
+def all_(
+    env: Env,
+    locomo_path: str | None,
+    lme_path: str | None,
+    only: tuple[str, ...],
+    limit_questions: int | None,
+    ablation: bool,
+    as_json: bool,
+) -> None:
+    """Score retrieval on LongMemEval, LoCoMo episodes and LoCoMo mixed, each beside
+    plain BM25 over the same documents, with search p50/p95 and the right answer's score.
+
+    LoCoMo mixed stores the turns plus the data set's observations as facts (no session)
+    and its session summaries; a hit is an evidence turn or an observation citing one.
+    """
+    if locomo_path is None and lme_path is None:
+        raise InvalidInput("path", "give --locomo PATH and/or --longmemeval PATH")
+    names = {"LongMemEval": "longmemeval", "LoCoMo episodes": "locomo"}
+    names["LoCoMo mixed"] = "locomo-mixed"
+    reports = []
+    printer = _stage_printer()
+    for suite in suites_for(locomo_path, lme_path, limit_questions):
+        if only and names[suite.name] not in only:
+            continue
+        report = run_suite(suite, env.settings, ablation=ablation, progress=printer)
+        reports.append(report)
+        if not as_json:
+            click.echo(format_suite(report) + "\n")
+    if as_json:
+        echo_json([r.to_dict() for r in reports])
 
 
 def _progress() -> Any:

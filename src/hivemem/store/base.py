@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -32,10 +32,13 @@ class ChunkMatch:
 
 @dataclass(frozen=True, slots=True)
 class TermStats:
-    """Document frequencies of a query's terms in the keyword index (of all scopes)."""
+    """Document frequencies of a query's terms: ``total_chunks`` and ``doc_freq`` over
+    the scopes asked for (all when none), ``postings`` over the whole keyword index
+    (what a MATCH walks: for choosing a plan, never for a score)."""
 
     total_chunks: int
     doc_freq: Mapping[str, int]  # query term -> chunks containing it
+    postings: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,7 +223,9 @@ class Backend(Protocol):
         search stops with ``InvalidInput`` naming the query (a caller's FTS5 syntax)."""
         ...
 
-    def term_stats(self, terms: Sequence[str]) -> TermStats: ...
+    def term_stats(
+        self, terms: Sequence[str], scopes: Sequence[str] | None = None
+    ) -> TermStats: ...
 
     def matched_terms(
         self, chunk_ids: Sequence[int], terms: Sequence[str]
@@ -238,6 +243,13 @@ class Backend(Protocol):
         """For each episode among ``memory_ids``, the episodes just before and after it
         in its session (insertion order) that pass the query's filters, as (id, whether
         it comes after)."""
+        ...
+
+    def passing(
+        self, scopes: Sequence[str], memory_ids: Sequence[str], query: Query, now: datetime
+    ) -> set[str]:
+        """Those of ``memory_ids`` that are visible in ``scopes`` and pass the query's
+        filters (status, kind, type, tags, sessions, times, expiry)."""
         ...
 
     def sessions(self, scope: str) -> list[SessionInfo]: ...

@@ -17,6 +17,7 @@ from typing import Any
 
 from .. import text as textmod
 from ..errors import StoreError
+from . import termcounts
 
 Connection = Any  # a DB-API connection of the sqlite3 family
 
@@ -435,3 +436,12 @@ def _purges(conn: Connection) -> None:
         )"""
     )
     conn.execute("CREATE INDEX purges_scope ON purges (scope, purged_at)")
+
+
+@migration("0012_scope_terms")
+def _scope_terms(conn: Connection) -> None:
+    # Keyword statistics per scope (``store/termcounts.py``): one tenant's writes never
+    # move another tenant's IDF weights.
+    for sql in termcounts.SCHEMA:
+        conn.execute(sql)
+    termcounts.backfill(conn)

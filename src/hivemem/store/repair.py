@@ -10,7 +10,7 @@ from typing import Any
 
 from .. import text as textmod
 from ..audit import reason_chunk
-from . import migrations
+from . import migrations, termcounts
 
 
 class RepairMixin:
@@ -84,7 +84,8 @@ class RepairMixin:
         with self.atomic():
             for memory_id in memory_ids:
                 row = self._read(
-                    "SELECT content, supersede_reason, supersede_kind FROM memories WHERE id = ?",
+                    "SELECT content, supersede_reason, supersede_kind, scope FROM memories "
+                    "WHERE id = ?",
                     [memory_id],
                 )
                 if not row:
@@ -92,8 +93,10 @@ class RepairMixin:
                 old = self._read("SELECT id FROM chunks WHERE memory_id = ?", [memory_id])
                 self.vectors.delete_chunks([r[0] for r in old])
                 self._write("DELETE FROM chunks WHERE memory_id = ?", [memory_id])
-                pieces = textmod.chunk(row[0][0], size, overlap) + reason_chunk(*row[0][1:])
+                pieces = textmod.chunk(row[0][0], size, overlap) + reason_chunk(*row[0][1:3])
                 migrations.insert_chunks(self._conn, memory_id, pieces)
+                termcounts.settle(self._conn)
+                termcounts.add(self._conn, row[0][3], pieces)
                 done += 1
         return done
 

@@ -38,6 +38,7 @@ def _connection() -> Any:
         conn = sqlite_driver.connect(":memory:", isolation_level=None, check_same_thread=False)
         conn.execute(f"CREATE VIRTUAL TABLE scratch USING fts5 (t, tokenize = '{TOKENIZE}')")
         conn.execute("CREATE VIRTUAL TABLE scratch_vocab USING fts5vocab(scratch, 'instance')")
+        conn.execute("CREATE VIRTUAL TABLE scratch_rows USING fts5vocab(scratch, 'row')")
         _conn = conn
     return _conn
 
@@ -61,6 +62,20 @@ def tokens(text: str) -> tuple[str, ...]:
         finally:
             conn.execute("ROLLBACK")
     return tuple(r[0] for r in rows)
+
+
+def doc_counts(texts: Sequence[str]) -> dict[str, int]:
+    """For the index terms of ``texts``: how many of the texts hold each (FTS5's own
+    tokenizer, so the counts are the keyword index's)."""
+    with _lock:
+        conn = _connection()
+        conn.execute("BEGIN")
+        try:
+            conn.executemany("INSERT INTO scratch (t) VALUES (?)", [(t,) for t in texts])
+            rows = conn.execute("SELECT term, doc FROM scratch_rows").fetchall()
+        finally:
+            conn.execute("ROLLBACK")
+    return dict(rows)
 
 
 def matches(texts: Sequence[tuple[int, str]], terms: Sequence[str]) -> dict[int, set[str]]:

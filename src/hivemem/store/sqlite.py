@@ -27,7 +27,7 @@ from ..clock import from_text, to_text
 from ..entities import Mention
 from ..errors import Conflict, StoreError
 from ..types import ListFilter, Memory, Query, Status
-from . import migrations, scratch
+from . import migrations, scratch, termcounts
 from .base import ChunkMatch, SessionInfo, TermStats
 from .entities import SQLiteEntityIndex, link_mentions
 from .failures import is_full, search_error, store_error
@@ -480,17 +480,7 @@ class SQLiteBackend(KeywordPlans, RepairMixin):
         found = {n for row in pairs for n in row[1:] if n is not None}
         if not found:
             return {}
-        clause, params = self._scope_clause(scopes)
-        where, extra = self._filter_sql(query, now)
-        filters = " AND ".join([clause, *where])
-        listed = list(found)
-        passing = {
-            r[0]
-            for r in self._read(
-                f"SELECT m.id FROM memories m WHERE m.id IN ({placeholders(listed)}) AND {filters}",
-                [*listed, *params, *extra],
-            )
-        }
+        passing = self.passing(scopes, list(found), query, now)
         out: dict[str, list[tuple[str, bool]]] = {}
         for anchor, before, after in pairs:
             sides = [(n, later) for n, later in ((before, False), (after, True)) if n in passing]
@@ -498,15 +488,36 @@ class SQLiteBackend(KeywordPlans, RepairMixin):
                 out[anchor] = sides
         return out
 
+    def passing(
+        self, scopes: Sequence[str], memory_ids: Sequence[str], query: Query, now: datetime
+    ) -> set[str]:
+        if not memory_ids:
+            return set()
+        clause, params = self._scope_clause(scopes)
+        where, extra = self._filter_sql(query, now)
+        filters = " AND ".join([clause, *where])
+        listed = list(dict.fromkeys(memory_ids))
+        return {
+            r[0]
+            for r in self._read(
+                f"SELECT m.id FROM memories m WHERE m.id IN ({placeholders(listed)}) AND {filters}",
+                [*listed, *params, *extra],
+            )
+        }
+
     def _stems(self, terms: Sequence[str]) -> dict[str, list[str]]:
         """Each term as the keyword index tokenizes it (porter stems)."""
         return {term: list(scratch.stems(term)) for term in terms}
 
-    def term_stats(self, terms: Sequence[str]) -> TermStats:
-        """Document frequencies, cached per stem: counting a stem's chunks walks its whole
-        postings list (~0.2 ms for a common term at 100k chunks), and IDF weights barely
-        move while the index grows. A cached count is reused until the index has grown
-        or shrunk by more than 1% since it was read."""
+    def term_stats(self, terms: Sequence[str], scopes: Sequence[str] | None = None) -> TermStats:
+        """Document frequencies of ``terms`` (a term's count is its most frequent stem's).
+
+        With ``scopes`` the frequencies and the chunk total are those of these scopes
+        (``store/termcounts.py``: scores never depend on other tenants), and
+        ``postings`` are the whole index's (what a MATCH walks, for plan choices).
+        Whole-index counts are cached per stem: counting a stem's chunks walks its
+        postings list (~0.2 ms for a common term at 100k chunks); a cached count is
+        reused until the index has grown or shrunk by more than 1% since it was read."""
         if not terms:
             return TermStats(0, {})
         stems = self._stems(terms)
@@ -532,10 +543,13 @@ class SQLiteBackend(KeywordPlans, RepairMixin):
             for stem in stale:
                 freq[stem] = rows.get(stem, 0)
                 self._doc_freq[stem] = (freq[stem], total)
-        doc_freq = {
-            term: max((freq.get(s, 0) for s in group), default=0) for term, group in stems.items()
-        }
-        return TermStats(total, doc_freq)
+
+        postings = termcounts.per_term(stems, freq)
+        if scopes is None:
+            return TermStats(total, postings, postings)
+        with self._lock:
+            scoped_total, scoped = termcounts.read(self._conn, scopes, stems)
+        return TermStats(scoped_total, scoped, postings)
 
     def matched_terms(self, chunk_ids: Sequence[int], terms: Sequence[str]) -> dict[int, set[str]]:
         """Which of ``terms`` each chunk matches, as the keyword index would decide (FTS5
@@ -596,6 +610,8 @@ class SQLiteBackend(KeywordPlans, RepairMixin):
                 raise Conflict(f"a memory with id {memory.id} already exists") from None
             raise
         migrations.insert_chunks(self._conn, memory.id, list(chunks))
+        termcounts.settle(self._conn)
+        termcounts.add(self._conn, memory.scope, list(chunks))
         if mentions:
             link_mentions(self._conn, memory.scope, memory.id, mentions, to_text(memory.created_at))
 

@@ -1,0 +1,135 @@
+"""`hivemem eval all`: three suites from one run, each beside plain BM25."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+from click.testing import CliRunner
+
+from hivemem import Settings
+from hivemem.cli import main
+from hivemem.suites import format_suite, locomo_suite, longmemeval_suite, run_suite
+
+SETTINGS = Settings(embedder="hash")
+
+
+def _locomo(tmp_path):
+    turns = [
+        ("D1:1", "Ann", "I adopted a puppy named Rex last week"),
+        ("D1:2", "Bob", "Congrats! What breed is he?"),
+        ("D1:3", "Ann", "A beagle, he loves the park"),
+        ("D1:4", "Bob", "My sister moved to Lisbon for work"),
+    ]
+    data = [
+        {
+            "sample_id": "conv-x",
+            "conversation": {
+                "speaker_a": "Ann",
+                "speaker_b": "Bob",
+                "session_1_date_time": "1:56 pm on 8 May, 2023",
+                "session_1": [{"speaker": s, "dia_id": d, "text": t} for d, s, t in turns],
+            },
+            "observation": {
+                "session_1_observation": {
+                    "Ann": [["Ann adopted a beagle puppy called Rex.", "D1:1"]],
+                    "Bob": [["Bob's sister lives in Lisbon.", ["D1:4"]]],
+                }
+            },
+            "session_summary": {"session_1_summary": "Ann and Bob talked about a new puppy."},
+            "qa": [
+                {"question": "What is the puppy's name?", "evidence": ["D1:1"], "category": 4},
+                {"question": "Where did Bob's sister move?", "evidence": ["D1:4"], "category": 1},
+                {"question": "Who adopted a cat?", "evidence": ["D1:9"], "category": 5},
+            ],
+        }
+    ]
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def _longmemeval(tmp_path):
+    def session(text, answer=None):
+        turn = {"role": "user", "content": text}
+        if answer is not None:
+            turn["has_answer"] = answer
+        return [turn, {"role": "assistant", "content": "Noted."}]
+
+    question = {
+        "question_id": "q1",
+        "question_type": "single-session-user",
+        "question": "What is the name of my parrot?",
+        "question_date": "2023/06/01 (Thu) 10:00",
+        "answer": "Kiwi",
+        "answer_session_ids": ["s2"],
+        "haystack_session_ids": ["s1", "s2", "s3"],
+        "haystack_dates": ["2023/05/20 (Sat) 02:21"] * 3,
+        "haystack_sessions": [
+            session("We cooked pasta with basil"),
+            session("My parrot is named Kiwi", answer=True),
+            session("The printer jammed again"),
+        ],
+    }
+    path = tmp_path / "lme.json.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        json.dump([question], handle)
+    return path
+
+
+def test_mixed_locomo_stores_observations_as_facts_and_counts_the_turns_they_cite(tmp_path):
+    suite = locomo_suite(_locomo(tmp_path), mixed=True)
+    [unit] = suite.units
+    kinds = [d.kind for d in unit.docs]
+    assert kinds.count("episode") == 4 and kinds.count("fact") == 2
+    assert kinds.count("summary") == 1
+    facts = {d.content: d.labels for d in unit.docs if d.kind == "fact"}
+    assert facts["Bob's sister lives in Lisbon."] == ("D1:4",)
+    assert all(d.session is None for d in unit.docs if d.kind != "episode")
+    assert [i.gold for i in unit.items] == [("D1:1",), ("D1:4",)]  # D1:9 does not exist
+    report = run_suite(suite, SETTINGS)
+    assert report.memories == 7
+    assert report.overall["hivemem"]["hit@10"] == 1.0
+    assert set(report.overall["bm25"]) == {"hit@1", "hit@5", "hit@10"}
+    assert report.answer_score_p5 is not None and 0 < report.answer_score_p5 <= 1
+    table = format_suite(report)
+    assert "BM25 hit@10" in table and "search p50" in table
+
+
+def test_longmemeval_reads_gzip_and_scores_sessions_and_turns(tmp_path):
+    suite = longmemeval_suite(_longmemeval(tmp_path))
+    report = run_suite(suite, SETTINGS, ablation=True)
+    assert report.overall["hivemem"] == {
+        "session@5": 1.0,
+        "session@10": 1.0,
+        "turn@5": 1.0,
+        "turn@10": 1.0,
+    }
+    assert report.overall["bm25"]["turn@5"] == 1.0
+    assert set(report.ablation) >= {"- window", "- session prior", "- vectors", "- diversity"}
+    assert "+ 2 kB system prompt" in format_suite(report)
+
+
+def test_eval_all_runs_the_three_suites(tmp_path, monkeypatch):
+    result = CliRunner().invoke(
+        main,
+        [
+            "eval",
+            "all",
+            "--locomo",
+            str(_locomo(tmp_path)),
+            "--longmemeval",
+            str(_longmemeval(tmp_path)),
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    names = [r["suite"] for r in json.loads(result.stdout)]
+    assert names == ["LongMemEval", "LoCoMo episodes", "LoCoMo mixed"]
+    only = CliRunner().invoke(
+        main, ["eval", "all", "--locomo", str(_locomo(tmp_path)), "--suite", "locomo"]
+    )
+    assert only.exit_code == 0, only.output
+    assert "LoCoMo episodes" in only.output and "LoCoMo mixed" not in only.output
+    nothing = CliRunner().invoke(main, ["eval", "all"])
+    assert nothing.exit_code != 0 and "--locomo" in nothing.output
