@@ -32,10 +32,13 @@ SKIP_BLOCKS = {
     "`make test` is this suite",
     ("llm.md", "get_llm("): "needs a running LLM endpoint (Ollama, vLLM, llama.cpp) or an API key",
     ("llm.md", "schema=person"): "needs a running LLM endpoint (it continues the block above)",
+    ("inspector.md", "HIVEMEM_SCREENSHOTS"): "a developer's step: the browser tests take the "
+    "screenshots (tests/test_ui_browser.py)",
 }
 SKIP_LINES = {
     "serve-http": "starts a server that runs until stopped (tests/test_http.py serves it)",
     "serve-mcp": "starts a server that runs until stopped (tests/test_mcp.py serves it)",
+    " ui ": "starts the inspector's server until stopped (tests/test_ui.py serves it)",
     "curl ": "needs the HTTP server of the line above",
     "--watch": "runs until Ctrl-C (tests/test_notes.py watches a folder)",
     "pip install": "an install step: the test environment has every extra",
