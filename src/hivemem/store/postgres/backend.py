@@ -449,6 +449,20 @@ class PostgresBackend(KeywordMixin):
             "ORDER BY m.created_at DESC, m.id DESC LIMIT %s OFFSET %s",
         )
 
+    def passing(
+        self, scopes: Sequence[str], memory_ids: Sequence[str], query: Query, now: datetime
+    ) -> set[str]:
+        if not memory_ids:
+            return set()
+        clause, params = self._scope_clause(scopes)
+        where, extra = self._filter_sql(query, now)
+        filters = " AND ".join([clause, "m.id = ANY(%s)", *where])
+        rows = self._q(
+            f"SELECT m.id FROM memories m WHERE {filters}",
+            [*params, list(dict.fromkeys(memory_ids)), *extra],
+        )
+        return {r[0] for r in rows}
+
     def iter_all(self, scopes: Sequence[str] | None) -> Iterator[Memory]:
         if scopes is None:
             where, params = "TRUE", []

@@ -204,9 +204,12 @@ class KeywordMixin:
         count, tokens, _ = cached  # type: ignore[misc]
         return count, (tokens / count if count else 1.0)
 
-    def term_stats(self: PostgresBackend, terms: Sequence[str]) -> TermStats:
-        """Document frequencies over every scope (the protocol's contract, as SQLite):
-        per term, the largest count among its stems."""
+    def term_stats(
+        self: PostgresBackend, terms: Sequence[str], scopes: Sequence[str] | None = None
+    ) -> TermStats:
+        """Document frequencies over every scope: per term, the largest count among its
+        stems. ``scopes`` is not used yet: per-scope statistics (as SQLite keeps them,
+        ``store/termcounts.py``) are a gap of this backend (docs/postgres.md)."""
         if not terms:
             return TermStats(0, {})
         size = self._index_size()
