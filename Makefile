@@ -30,7 +30,7 @@ browser:
 	sh .ci/install-browser.sh
 
 demo: install-runtime
-	$(BIN)/python -m hivemem.demo
+	$(BIN)/python -m hivemem.frontends.demo
 
 test: install browser
 	$(BIN)/ruff check src tests examples

@@ -26,7 +26,7 @@ def _free_port() -> int:
 
 def _start(url: str) -> tuple[subprocess.Popen, str]:
     port = _free_port()
-    command = ["-c", "from hivemem.cli import main; main()", "--db", url]
+    command = ["-c", "from hivemem.frontends.cli import main; main()", "--db", url]
     server = subprocess.Popen(
         [sys.executable, *command, "serve-http", "--port", str(port)],
         stdout=subprocess.PIPE,
@@ -52,7 +52,7 @@ def _wait(server: subprocess.Popen, base: str) -> None:
 def test_two_nodes_share_one_memory(pg_url):
     from click.testing import CliRunner
 
-    from hivemem.cli import main
+    from hivemem.frontends.cli import main
 
     made = CliRunner().invoke(main, ["--db", pg_url, "token", "create", "t", "--write", "a"])
     assert made.exit_code == 0, made.output

@@ -104,7 +104,7 @@ def test_search_results_and_scores_agree_across_backends(both):
 def test_vector_lane_agrees_across_backends(both):
     import numpy as np
 
-    from hivemem.embed import HashEmbedder
+    from hivemem.providers.embed import HashEmbedder
 
     model = HashEmbedder()
     now = datetime(2026, 1, 2, tzinfo=UTC)
@@ -336,7 +336,7 @@ def test_a_missing_extra_says_how_to_install_it(monkeypatch):
 def test_hivemem_db_and_the_cli_open_postgres(pg_url, monkeypatch):
     from click.testing import CliRunner
 
-    from hivemem.cli import main
+    from hivemem.frontends.cli import main
 
     monkeypatch.setenv("HIVEMEM_DB", pg_url)
     with hivemem.open() as store:

@@ -14,9 +14,9 @@ import sqlean
 from click.testing import CliRunner
 
 import hivemem
-from hivemem.backup import EXPORTED, TABLES, table_coverage
-from hivemem.cli import main
-from hivemem.portability import export_jsonl, import_jsonl
+from hivemem.frontends.cli import main
+from hivemem.lifecycle.backup import EXPORTED, TABLES, table_coverage
+from hivemem.lifecycle.portability import export_jsonl, import_jsonl
 from hivemem.store.tokens import SQLiteTokens
 
 SECRET = "zq-5e4d3c2b1a-backup-secret"
@@ -80,7 +80,9 @@ def test_every_table_is_exported_or_listed_as_derived(tmp_path, clock):
     finally:
         store.close()
     gaps = sorted(name for name, what in coverage.items() if what is None)
-    assert gaps == [], f"tables neither exported nor listed in hivemem.backup.TABLES: {gaps}"
+    assert gaps == [], (
+        f"tables neither exported nor listed in hivemem.lifecycle.backup.TABLES: {gaps}"
+    )
     stale = sorted(set(TABLES) - set(coverage))
     assert stale == [], f"TABLES lists tables the store does not have: {stale}"
 

@@ -12,14 +12,14 @@ import pytest
 
 import hivemem
 from hivemem import Settings
-from hivemem.bench import (
+from hivemem.evaluation.bench import (
     BenchReport,
     CorpusGenerator,
     LatencyStats,
     format_table,
     run_bench,
 )
-from hivemem.embed import HashEmbedder
+from hivemem.providers.embed import HashEmbedder
 
 
 def test_bench_runs_end_to_end_on_a_real_file(tmp_path):

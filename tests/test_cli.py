@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 import hivemem
 from hivemem import Settings
-from hivemem.cli import main
+from hivemem.frontends.cli import main
 
 READ_COMMANDS = ["search", "list", "show", "history", "stats", "doctor", "settings"]
 

@@ -14,8 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 import hivemem
-from hivemem.cli import main
-from hivemem.cli.common import EXIT_CODES
+from hivemem.frontends.cli import main
+from hivemem.frontends.cli.common import EXIT_CODES
 
 
 @pytest.fixture
@@ -176,7 +176,7 @@ def test_mcp_config_prints_this_installs_absolute_command(run, tmp_path):
 
 
 def _json_commands():
-    from hivemem.cli.reference import _walk
+    from hivemem.frontends.cli.reference import _walk
 
     return [
         " ".join(path)

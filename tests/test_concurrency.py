@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 import hivemem
-from hivemem.store.sqlite import sqlite_driver
+from hivemem.store.sqlite.backend import sqlite_driver
 
 pytestmark = pytest.mark.slow
 

@@ -11,8 +11,8 @@ import pytest
 
 import hivemem
 from hivemem import Kind, run_job
-from hivemem.llm import OpenAIChatLLM
-from hivemem.maintenance.conflicts import Claim, claim
+from hivemem.lifecycle.maintenance.conflicts import Claim, claim
+from hivemem.providers.llm import OpenAIChatLLM
 from test_llm import Reply, _Server
 
 

@@ -9,8 +9,8 @@ import types
 import pytest
 
 import hivemem
-from hivemem import context as contextmod
-from hivemem.context import ContextProvider, build_context, estimate_tokens
+from hivemem.lifecycle import context as contextmod
+from hivemem.lifecycle.context import ContextProvider, build_context, estimate_tokens
 
 
 @pytest.fixture
@@ -81,7 +81,7 @@ def test_identity_is_never_dropped_by_the_budget(mem, caplog):
     mem.save("You are Ada", type="identity")
     for i in range(5):
         mem.save(f"lesson number {i}", type="lesson")
-    with caplog.at_level(logging.WARNING, logger="hivemem.context"):
+    with caplog.at_level(logging.WARNING, logger="hivemem.lifecycle.context"):
         block = mem.context(max_entries=3)
     assert "You are Ada" in block
     assert sum("lesson number" in line for line in block.splitlines()) == 2
@@ -92,7 +92,7 @@ def test_identity_is_never_dropped_by_the_budget(mem, caplog):
 def test_identity_alone_over_the_token_budget_is_kept_with_a_warning(mem, caplog):
     mem.save("You are Ada, " + "very " * 40 + "careful", type="identity")
     mem.save("a lesson that cannot fit", type="lesson")
-    with caplog.at_level(logging.WARNING, logger="hivemem.context"):
+    with caplog.at_level(logging.WARNING, logger="hivemem.lifecycle.context"):
         block = mem.context(max_tokens=10)
     assert "You are Ada" in block
     assert "lesson" not in block
@@ -151,15 +151,15 @@ def test_token_budget_is_respected_with_the_default_counter(mem, clock):
 def test_eighty_percent_of_the_budget_logs_a_warning(mem, caplog):
     for i in range(4):
         mem.save(f"lesson {i}", type="lesson")
-    with caplog.at_level(logging.WARNING, logger="hivemem.context"):
+    with caplog.at_level(logging.WARNING, logger="hivemem.lifecycle.context"):
         mem.context(max_entries=10)
     assert caplog.records == []  # 40%: quiet
-    with caplog.at_level(logging.WARNING, logger="hivemem.context"):
+    with caplog.at_level(logging.WARNING, logger="hivemem.lifecycle.context"):
         block = mem.context(max_entries=5)
     assert block.count("\n- ") == 4  # 80%: all shown, but warned
     assert "80% used by pinned memories" in caplog.text
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="hivemem.context"):
+    with caplog.at_level(logging.WARNING, logger="hivemem.lifecycle.context"):
         build_context(mem, max_tokens=200, count_tokens=words)  # 4 entries, 14 words: quiet
         assert caplog.records == []
         build_context(mem, max_tokens=16, count_tokens=words)

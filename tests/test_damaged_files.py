@@ -24,10 +24,11 @@ from click.testing import CliRunner
 
 import hivemem
 from damage import DAMAGES, build, damaged_copy, readable_rows
-from hivemem import HiveMemError, doctor
-from hivemem.cli import main as cli_main
-from hivemem.portability import export_jsonl, import_jsonl
-from hivemem.rescue import rescue_jsonl
+from hivemem import HiveMemError
+from hivemem.evaluation import doctor
+from hivemem.frontends.cli import main as cli_main
+from hivemem.lifecycle.portability import export_jsonl, import_jsonl
+from hivemem.lifecycle.rescue import rescue_jsonl
 
 FAST = [
     "flip_memory_leaves",

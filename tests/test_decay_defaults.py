@@ -12,9 +12,9 @@ from click.testing import CliRunner
 
 import hivemem
 from hivemem import InvalidInput, Settings, run_job
-from hivemem.cli import main
-from hivemem.decay_sim import PROFILES, simulate
-from hivemem.ranking import access_boost
+from hivemem.evaluation.decay_sim import PROFILES, simulate
+from hivemem.frontends.cli import main
+from hivemem.retrieval.ranking import access_boost
 
 
 def test_access_boost_is_full_within_48_hours_and_fades_after():

@@ -12,7 +12,7 @@ import sys
 def _demo() -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HIVEMEM_")}
     done = subprocess.run(
-        [sys.executable, "-m", "hivemem.demo"],
+        [sys.executable, "-m", "hivemem.frontends.demo"],
         capture_output=True,
         text=True,
         env=env,
@@ -46,7 +46,7 @@ def test_demo_output_is_identical_in_two_runs_and_explains_itself():
 
 
 def test_demo_docstring_names_the_model_it_uses():
-    import hivemem.demo
+    import hivemem.frontends.demo
 
-    doc = hivemem.demo.__doc__ or ""
+    doc = hivemem.frontends.demo.__doc__ or ""
     assert "no model" not in doc and "bundled embedding model" in doc

@@ -20,8 +20,8 @@ from click.testing import CliRunner
 
 import hivemem
 from hivemem import StoreError, StoreFull
-from hivemem.cli import main as cli_main
-from hivemem.http import create_app
+from hivemem.frontends.cli import main as cli_main
+from hivemem.frontends.http import create_app
 from hivemem.store.tokens import SQLiteTokens
 
 FILLER = " ".join(f"word{i}" for i in range(120))

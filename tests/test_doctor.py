@@ -11,9 +11,9 @@ import sqlean as sqlite3  # the file holds vec0 shadow tables (STRICT): a curren
 from click.testing import CliRunner
 
 import hivemem
-from hivemem import doctor
-from hivemem.cli import main
-from hivemem.portability import export_jsonl, import_jsonl
+from hivemem.evaluation import doctor
+from hivemem.frontends.cli import main
+from hivemem.lifecycle.portability import export_jsonl, import_jsonl
 
 NAMES = [
     "integrity",
@@ -177,7 +177,7 @@ def test_doctor_reports_the_vector_lane_and_a_model_change(tmp_path):
         store.scope("a").save("the build server is hopper", wait=True)
         check = {c.name: c for c in doctor.diagnose(store).checks}["vectors"]
         assert check.ok and check.detail == "1 chunk vectors by hash-bow:256; 0 queued"
-    with hivemem.open(path, embedder=hivemem.embed.HashEmbedder(dimension=32)) as store:
+    with hivemem.open(path, embedder=hivemem.providers.embed.HashEmbedder(dimension=32)) as store:
         check = {c.name: c for c in doctor.diagnose(store).checks}["vectors"]
         assert not check.ok and "hash-bow:256" in check.detail
         assert check.fix == "run `hivemem reindex`"
@@ -189,7 +189,7 @@ def test_doctor_reports_the_vector_lane_and_a_model_change(tmp_path):
 
 
 def test_a_failed_maintenance_run_is_reported_with_its_error(db_path, clock):
-    from hivemem.llm import OpenAIChatLLM
+    from hivemem.providers.llm import OpenAIChatLLM
 
     unreachable = OpenAIChatLLM("m", base_url="http://127.0.0.1:9/v1", max_retries=0, timeout=1)
     with hivemem.open(db_path, clock=clock, embedder="none", llm=unreachable) as store:

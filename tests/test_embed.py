@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
-import hivemem.embed as embed
+import hivemem.providers.embed as embed
 from hivemem import InvalidInput, MissingDependency, StoreError
-from hivemem.embed import Embedder, HashEmbedder, LocalEmbedder, get_embedder
-from hivemem.ranking import cosine
+from hivemem.providers.embed import Embedder, HashEmbedder, LocalEmbedder, get_embedder
+from hivemem.retrieval.ranking import cosine
 
 
 def test_registry_finds_builtins_and_rejects_unknown_names():

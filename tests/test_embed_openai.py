@@ -9,8 +9,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from hivemem import HiveMemError, InvalidInput
-from hivemem.embed import HashEmbedder, OpenAIEmbedder, get_embedder
-from hivemem.ranking import cosine
+from hivemem.providers.embed import HashEmbedder, OpenAIEmbedder, get_embedder
+from hivemem.retrieval.ranking import cosine
 
 
 class _Server:

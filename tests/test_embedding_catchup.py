@@ -13,9 +13,9 @@ from click.testing import CliRunner
 
 import hivemem
 from hivemem import Settings
-from hivemem.cli import main
-from hivemem.embed import HashEmbedder
-from hivemem.portability import export_jsonl
+from hivemem.frontends.cli import main
+from hivemem.lifecycle.portability import export_jsonl
+from hivemem.providers.embed import HashEmbedder
 
 
 @pytest.fixture

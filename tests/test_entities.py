@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from hivemem.entities import (
+from hivemem.providers.entities import (
     EntityType,
     Mention,
     canonical,
@@ -77,7 +77,7 @@ def test_names_are_typed_by_cues(text, expected):
 
 
 def test_dates_in_any_common_form_share_one_key():
-    from hivemem.entities import lookup_keys
+    from hivemem.providers.entities import lookup_keys
 
     forms = ["8 May 2023", "May 8, 2023", "2023-05-08", "8th of May 2023", "may 8 2023"]
     keys = {m.canonical for form in forms for m in extract(f"met on {form}.")}

@@ -9,9 +9,10 @@ import sqlite3
 import pytest
 
 import hivemem
-from hivemem import Conflict, InvalidInput, NotFound, run_job, tools
-from hivemem.http import create_app
-from hivemem.store import migrations
+from hivemem import Conflict, InvalidInput, NotFound, run_job
+from hivemem.frontends import tools
+from hivemem.frontends.http import create_app
+from hivemem.store.sqlite import migrations
 from hivemem.store.tokens import SQLiteTokens
 from test_http import Client
 
@@ -141,7 +142,7 @@ def test_enrich_runs_spacy_and_the_llm_together_and_merges_by_span(db_path, cloc
     import json
 
     spacy = pytest.importorskip("spacy")
-    from hivemem.llm import OpenAIChatLLM
+    from hivemem.providers.llm import OpenAIChatLLM
     from test_llm import _Server
 
     nlp = spacy.blank("en")
@@ -194,8 +195,8 @@ def test_enrich_runs_spacy_and_the_llm_together_and_merges_by_span(db_path, cloc
 
 
 def test_merge_prefers_the_longest_then_the_most_confident_span():
-    from hivemem.entities import EntityType, Mention
-    from hivemem.maintenance.enrich import Span, merge
+    from hivemem.lifecycle.maintenance.enrich import Span, merge
+    from hivemem.providers.entities import EntityType, Mention
 
     def span(start, end, name, kind, sure):
         return Span(start, end, Mention(name, name.lower(), EntityType(kind)), sure)

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from hivemem import InvalidInput
-from hivemem.evaluation import eval_locomo, format_report, parse_evidence, parse_locomo_time
+from hivemem.evaluation.locomo import eval_locomo, format_report, parse_evidence, parse_locomo_time
 
 
 def test_evidence_defects_are_repaired():

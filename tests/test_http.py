@@ -17,10 +17,10 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 
 import hivemem
-from hivemem import tools
-from hivemem.http import create_app
-from hivemem.http.errors import STATUSES
-from hivemem.http.routes import REST_ROUTES
+from hivemem.frontends import tools
+from hivemem.frontends.http import create_app
+from hivemem.frontends.http.errors import STATUSES
+from hivemem.frontends.http.routes import REST_ROUTES
 from hivemem.store.tokens import SQLiteTokens
 
 
@@ -367,7 +367,7 @@ def test_error_bodies_never_echo_a_vault_secret(client, grants, store):
 
 def test_missing_extra_is_a_missing_dependency(store, monkeypatch):
     monkeypatch.setitem(sys.modules, "fastapi", None)
-    monkeypatch.delitem(sys.modules, "hivemem.http.app", raising=False)
+    monkeypatch.delitem(sys.modules, "hivemem.frontends.http.app", raising=False)
     with pytest.raises(hivemem.MissingDependency, match=r"pip install 'hivemem\[http\]'"):
         create_app(store)
 
@@ -453,14 +453,14 @@ def test_fuzz_the_openapi_schema_no_5xx(case, fuzz_target):
 def test_serve_http_answers_on_a_real_socket(db_path):
     from click.testing import CliRunner
 
-    from hivemem.cli import main
+    from hivemem.frontends.cli import main
 
     made = CliRunner().invoke(main, ["--db", str(db_path), "token", "create", "t", "--write", "a"])
     secret = made.output.split("token: ")[1].split()[0]
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    command = ["-c", "from hivemem.cli import main; main()", "--db", str(db_path)]
+    command = ["-c", "from hivemem.frontends.cli import main; main()", "--db", str(db_path)]
     server = subprocess.Popen(
         [sys.executable, *command, "serve-http", "--port", str(port), "--learning-scope", "a"],
         stdout=subprocess.PIPE,
@@ -501,7 +501,7 @@ def test_serve_http_answers_on_a_real_socket(db_path):
 def test_serve_http_without_the_extra_says_how_to_install(db_path, monkeypatch):
     from click.testing import CliRunner
 
-    from hivemem.cli import main
+    from hivemem.frontends.cli import main
 
     monkeypatch.setitem(sys.modules, "uvicorn", None)
     result = CliRunner().invoke(main, ["--db", str(db_path), "serve-http"])

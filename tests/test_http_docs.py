@@ -8,7 +8,7 @@ import re
 import httpx
 import pytest
 
-from hivemem.http import create_app
+from hivemem.frontends.http import create_app
 
 
 @pytest.fixture

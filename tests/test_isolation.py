@@ -213,7 +213,7 @@ def test_shared_scopes_are_readable_and_written_only_by_promote(store):
     with pytest.raises(NotFound):
         agent2.promote(private.id, to="swarm")
 
-    # Nobody but promote (and a lead, hivemem.rights) writes the shared scope: its
+    # Nobody but promote (and a lead, hivemem.write.rights) writes the shared scope: its
     # readers are refused, clearly.
     for attempt in (
         lambda: agent2.correct(promoted.id, "deploys need one approval"),

@@ -10,8 +10,8 @@ import pytest
 
 import hivemem
 from hivemem import text as textmod
-from hivemem.bench import CorpusGenerator
-from hivemem.store.sqlite import SQLiteBackend
+from hivemem.evaluation.bench import CorpusGenerator
+from hivemem.store.sqlite.backend import SQLiteBackend
 from hivemem.types import Query, Status
 
 

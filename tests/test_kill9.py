@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 import hivemem
-from hivemem import doctor
+from hivemem.evaluation import doctor
 
 pytestmark = pytest.mark.slow
 SRC = str(Path(hivemem.__file__).resolve().parents[1])

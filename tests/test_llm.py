@@ -15,7 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from hivemem.errors import InvalidInput, MissingDependency
-from hivemem.llm import (
+from hivemem.providers.llm import (
     LLM,
     AnthropicLLM,
     LLMError,

@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from hivemem import InvalidInput, Settings
-from hivemem.cli import main
-from hivemem.longmemeval import eval_longmemeval, format_lme_report, parse_lme_date
+from hivemem.evaluation.longmemeval import eval_longmemeval, format_lme_report, parse_lme_date
+from hivemem.frontends.cli import main
 
 # Keyword-designed outcomes: no dialogue-context spreading, so each rank is by the turn itself.
 SETTINGS = Settings(embedder="hash", neighbour_weight=0, window_weight=0, session_weight=0)

@@ -12,10 +12,10 @@ import pytest
 
 import hivemem
 from hivemem import InvalidInput, Kind, NotFound, Settings, Status, run_job
-from hivemem.maintenance import consolidate as consolidate_module
-from hivemem.maintenance import run_log
-from hivemem.maintenance.decay import factor
-from hivemem.maintenance.similarity import jaccard, negated, words
+from hivemem.lifecycle.maintenance import consolidate as consolidate_module
+from hivemem.lifecycle.maintenance import run_log
+from hivemem.lifecycle.maintenance.decay import factor
+from hivemem.lifecycle.maintenance.similarity import jaccard, negated, words
 
 
 def _state(store) -> list[dict]:
@@ -518,12 +518,12 @@ def test_caseless_rules_hold_no_capital_letter_and_match_any_case():
     import importlib
     import re
 
-    rules = importlib.import_module("hivemem.maintenance.categorize")._RULES
+    rules = importlib.import_module("hivemem.lifecycle.maintenance.categorize")._RULES
     for patterns in rules.values():
         for pattern, _weight in patterns:
             if pattern.flags & re.IGNORECASE:  # run on lowercased text: a capital never matches
                 assert not re.search(r"(?<!\\)[A-Z]", pattern.pattern), pattern.pattern
-    from hivemem.maintenance.categorize import categorize
+    from hivemem.lifecycle.maintenance.categorize import categorize
 
     assert categorize("MY PASSWORD IS HUNTER2")[0] == "credential"
     assert categorize("My Password is hunter2") == categorize("my password is hunter2")
@@ -534,7 +534,7 @@ def test_enrich_without_the_pipeline_skips_quietly_and_never_imports_spacy(tmp_p
     spaCy's E050 text and without importing spaCy (~2 s on every scheduled run)."""
     script = (
         "import sys, hivemem\n"
-        "from hivemem.maintenance import run_job\n"
+        "from hivemem.lifecycle.maintenance import run_job\n"
         f"store = hivemem.open({str(tmp_path / 'm.db')!r}, embedder='none')\n"
         "store.scope('a').save('met acme corp in berlin')\n"
         "[result] = run_job(store, 'enrich', 'a')\n"

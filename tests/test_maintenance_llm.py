@@ -11,8 +11,8 @@ import pytest
 
 import hivemem
 from hivemem import Status, run_job
-from hivemem.llm import LLMError, OpenAIChatLLM
-from hivemem.maintenance import run_log
+from hivemem.lifecycle.maintenance import run_log
+from hivemem.providers.llm import LLMError, OpenAIChatLLM
 from test_llm import Reply, _Server
 
 
@@ -207,7 +207,7 @@ def test_llm_enrichment_links_entities_the_regexes_missed(llm_store, server):
 def test_the_cli_gives_the_llm_its_key_from_the_environment(db_path, server):
     from click.testing import CliRunner
 
-    from hivemem.cli import main
+    from hivemem.frontends.cli import main
 
     with hivemem.open(db_path, embedder="none") as store:
         store.scope("default").add_episodes(

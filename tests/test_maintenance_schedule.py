@@ -12,8 +12,8 @@ from click.testing import CliRunner
 import hivemem
 from conftest import FakeClock
 from hivemem import InvalidInput, Settings
-from hivemem.cli import main
-from hivemem.maintenance import run_log, scheduler
+from hivemem.frontends.cli import main
+from hivemem.lifecycle.maintenance import run_log, scheduler
 
 WEDNESDAY = datetime(2026, 1, 7, 3, 30, tzinfo=UTC)
 

@@ -1,4 +1,4 @@
-"""The MCP server (``hivemem.mcp_server``): every tool through the SDK's in-process
+"""The MCP server (``hivemem.frontends.mcp``): every tool through the SDK's in-process
 client, errors as tool error results, a real ``hivemem serve-mcp`` over stdio and over
 streamable HTTP, and two server processes writing one database file at once."""
 
@@ -17,13 +17,15 @@ import pytest
 from click.testing import CliRunner
 
 import hivemem
-from hivemem import MissingDependency, Settings, mcp_server, tools
-from hivemem.cli import main as cli_main
+from hivemem import MissingDependency, Settings
+from hivemem.frontends import mcp as mcp_server
+from hivemem.frontends import tools
+from hivemem.frontends.cli import main as cli_main
 
 mcp = pytest.importorskip("mcp")
 from mcp import Client, StdioServerParameters  # noqa: E402
 
-HIVEMEM = [sys.executable, "-c", "from hivemem.cli import main; main()"]
+HIVEMEM = [sys.executable, "-c", "from hivemem.frontends.cli import main; main()"]
 
 
 def run(fn, *args):

@@ -6,7 +6,7 @@ import json
 
 from click.testing import CliRunner
 
-from hivemem.cli import main
+from hivemem.frontends.cli import main
 
 
 def test_bench_command_prints_json_figures(monkeypatch):
@@ -84,7 +84,7 @@ def test_default_bench_is_quick_and_shows_progress_on_stderr_without_a_terminal(
 
 
 def test_progress_without_a_terminal_prints_each_tenth_once(capsys):
-    from hivemem.cli.measure import _stage_printer
+    from hivemem.frontends.cli.measure import _stage_printer
 
     report = _stage_printer()
     for done in (0, 5, 10, 15, 55, 100):

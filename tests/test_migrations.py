@@ -18,9 +18,9 @@ import pytest
 import hivemem
 from hivemem import Conflict, Status, StoreError
 from hivemem import text as textmod
-from hivemem.store import migrations
-from hivemem.store.base import SessionInfo
-from hivemem.store.sqlite import sqlite_driver
+from hivemem.store.protocols import SessionInfo
+from hivemem.store.sqlite import migrations
+from hivemem.store.sqlite.backend import sqlite_driver
 
 NOW = "2025-03-01T09:00:00.000000Z"
 FIRST_THREE = ["0001_memories", "0002_chunks_fts", "0003_sessions"]

@@ -16,8 +16,8 @@ from click.testing import CliRunner
 
 import hivemem
 from hivemem import InvalidInput, MissingDependency, Settings
-from hivemem.cli import main
-from hivemem.notes import index_folder, note_key, watch_folder
+from hivemem.frontends.cli import main
+from hivemem.lifecycle.notes import index_folder, note_key, watch_folder
 
 
 @pytest.fixture

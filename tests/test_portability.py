@@ -10,7 +10,7 @@ import pytest
 
 import hivemem
 from hivemem import Status
-from hivemem.portability import FORMAT_VERSION, export_jsonl, import_jsonl
+from hivemem.lifecycle.portability import FORMAT_VERSION, export_jsonl, import_jsonl
 
 
 def _rows(store, scopes=None):
@@ -271,7 +271,7 @@ def test_an_import_links_entities_and_embeds_like_a_write(tmp_path):
     import io
 
     import hivemem
-    from hivemem.portability import export_jsonl, import_jsonl
+    from hivemem.lifecycle.portability import export_jsonl, import_jsonl
 
     with hivemem.open(tmp_path / "a.db", embedder="hash") as source:
         source.scope("a").save("Zoltan runs the night shift", wait=True)

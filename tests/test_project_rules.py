@@ -67,7 +67,9 @@ def test_public_api_is_declared():
 
 
 def test_cli_reference_is_generated_from_the_commands():
-    from hivemem.cli.reference import markdown as cli_markdown
+    from hivemem.frontends.cli.reference import markdown as cli_markdown
 
     page = (ROOT / "docs" / "cli.md").read_text()
-    assert page == cli_markdown(), "regenerate: python -m hivemem.cli.reference > docs/cli.md"
+    assert page == cli_markdown(), (
+        "regenerate: python -m hivemem.frontends.cli.reference > docs/cli.md"
+    )

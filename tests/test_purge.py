@@ -1,4 +1,4 @@
-"""Hard purges (``hivemem.purge``): the erased text is found nowhere in the database
+"""Hard purges (``hivemem.write.purge``): the erased text is found nowhere in the database
 file's bytes afterwards — main file, FTS shadow tables, WAL — while other scopes keep
 everything; the audit keeps no content; the CLI guards with --yes; the Mem0 adapter,
 the tools and the HTTP routes reach it (write-scoped)."""
@@ -12,11 +12,12 @@ import pytest
 from click.testing import CliRunner
 
 import hivemem
-from hivemem import Forbidden, NotFound, tools
-from hivemem import purge as purgemod
-from hivemem.cli import main
-from hivemem.compat.mem0 import Memory as Mem0
+from hivemem import Forbidden, NotFound
+from hivemem.frontends import tools
+from hivemem.frontends.cli import main
+from hivemem.frontends.compat.mem0 import Memory as Mem0
 from hivemem.store.tokens import SQLiteTokens
+from hivemem.write import purge as purgemod
 
 SECRET_WORDS = ("zorblaxian", "quintessence", "xylophonia", "marchetti", "vexquarium")
 
@@ -208,7 +209,7 @@ def test_purge_routes_need_a_write_grant_and_erase_over_http(db_path, clock):
 
     import httpx
 
-    from hivemem.http import create_app
+    from hivemem.frontends.http import create_app
 
     with hivemem.open(db_path, clock=clock, embedder="hash") as store:
         mem = store.scope("alice")

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from hivemem.ranking import (
+from hivemem.retrieval.ranking import (
     DecayProfile,
     access_boost,
     age_days,
@@ -105,7 +105,7 @@ def _similarity_of(vectors):
 
 
 def test_diversity_factors_keep_values_non_increasing_and_penalise_near_duplicates():
-    from hivemem.ranking import diversity_factors
+    from hivemem.retrieval.ranking import diversity_factors
 
     vectors = {"a": (1.0, 0.0), "a2": (0.99, 0.05), "b": (0.0, 1.0), "c": (0.6, 0.8)}
     scores = {"a": 1.0, "a2": 0.95, "b": 0.7, "c": 0.65}
@@ -124,7 +124,7 @@ def test_diversity_factors_keep_values_non_increasing_and_penalise_near_duplicat
 
 
 def test_diversity_factors_with_lambda_one_keep_the_order_and_factors_of_one():
-    from hivemem.ranking import diversity_factors
+    from hivemem.retrieval.ranking import diversity_factors
 
     vectors = {"a": (1.0, 0.0), "a2": (1.0, 0.0), "b": (0.0, 1.0)}
     candidates = [("a", 0.9), ("a2", 0.8), ("b", 0.3)]
@@ -133,7 +133,7 @@ def test_diversity_factors_with_lambda_one_keep_the_order_and_factors_of_one():
 
 
 def test_diversity_factors_respect_the_limit_and_empty_input():
-    from hivemem.ranking import diversity_factors
+    from hivemem.retrieval.ranking import diversity_factors
 
     def same(x, y):
         return 1.0
@@ -187,7 +187,7 @@ def test_token_similarity_is_jaccard_of_word_sets():
 
 
 def test_length_prior_judges_only_long_memories_saved_on_purpose():
-    from hivemem.ranking import length_prior
+    from hivemem.retrieval.ranking import length_prior
 
     lengths = {"turn": 100, "fact": 120, "summary": 1000, "long turn": 900, "x": 80}
     factors = length_prior(lengths, {"fact", "summary"}, 0.5)

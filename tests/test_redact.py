@@ -10,7 +10,7 @@ import pytest
 
 import hivemem
 from hivemem import InvalidInput, Settings
-from hivemem.redact import (
+from hivemem.write.redact import (
     REDACTED,
     Scrubber,
     find_credentials,
@@ -157,7 +157,9 @@ def test_log_filter_scrubs_hivemem_records_of_any_child_logger(store, caplog):
     store.vault("a").set("pw", "correct-horse-battery", secret=True)
     install_log_filter()
     with caplog.at_level(logging.INFO, logger="hivemem"):
-        logging.getLogger("hivemem.retrieval").warning("failed with %s", "correct-horse-battery")
+        logging.getLogger("hivemem.retrieval.pipeline").warning(
+            "failed with %s", "correct-horse-battery"
+        )
         logging.getLogger("hivemem").info("plain correct-horse-battery")
         late = logging.getLogger("hivemem.created-after-open")
         store.vault("a").set("pw2", "another-secret-value", secret=True)
@@ -176,6 +178,6 @@ def test_log_filter_scrubs_exception_text(store, caplog):
         try:
             raise RuntimeError("boom exception-secret-1")
         except RuntimeError:
-            logging.getLogger("hivemem.indexer").exception("failed")
+            logging.getLogger("hivemem.lifecycle.indexer").exception("failed")
     assert "exception-secret-1" not in caplog.text
     assert REDACTED in caplog.text

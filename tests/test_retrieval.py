@@ -6,7 +6,7 @@ import pytest
 
 import hivemem
 from hivemem import Settings
-from hivemem.search import window_coverage
+from hivemem.retrieval.keyword import window_coverage
 
 
 @pytest.fixture

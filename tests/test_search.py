@@ -11,7 +11,7 @@ import pytest
 
 import hivemem
 from hivemem import Kind, Query, Settings
-from hivemem.search import coverage, idf
+from hivemem.retrieval.keyword import coverage, idf
 
 
 @pytest.fixture
@@ -146,7 +146,7 @@ def test_event_time_accepts_datetime_and_dates(mem):
 
 
 def test_selective_terms_keep_the_rarest_within_the_budget():
-    from hivemem.search import selective_terms
+    from hivemem.retrieval.keyword import selective_terms
 
     freq = {"kevin": 3, "game": 900, "task": 1500, "meeting": 40}
     assert selective_terms(["kevin", "game", "task", "meeting"], freq, 1000) == [

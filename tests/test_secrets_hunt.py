@@ -30,11 +30,13 @@ import pytest
 from click.testing import CliRunner
 
 import hivemem
-from hivemem import ContextProvider, Settings, mcp_server, tools
-from hivemem.cli import main as cli_main
-from hivemem.http import create_app
-from hivemem.maintenance import job_names, run_job, run_log
-from hivemem.portability import export_jsonl
+from hivemem import ContextProvider, Settings
+from hivemem.frontends import mcp as mcp_server
+from hivemem.frontends import tools
+from hivemem.frontends.cli import main as cli_main
+from hivemem.frontends.http import create_app
+from hivemem.lifecycle.maintenance import job_names, run_job, run_log
+from hivemem.lifecycle.portability import export_jsonl
 from hivemem.store.tokens import SQLiteTokens
 
 FAST_SECRETS = ['pa"ss\\wörd-Zq81x']
@@ -145,7 +147,7 @@ def library_surfaces(store, ids, hunt: Hunt) -> None:
 
 
 def _mem0(store) -> object:
-    from hivemem.compat.mem0 import Memory as Mem0Memory
+    from hivemem.frontends.compat.mem0 import Memory as Mem0Memory
 
     compat = Mem0Memory(store)
     return [compat.get_all(user_id="team-a"), compat.search("deploy token", user_id="team-a")]
@@ -306,7 +308,13 @@ def test_the_http_access_log_of_a_real_server_holds_no_secret(db_path, clock, se
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     server = subprocess.Popen(
-        [sys.executable, "-c", "from hivemem.cli import main; main()", "--db", str(db_path)]
+        [
+            sys.executable,
+            "-c",
+            "from hivemem.frontends.cli import main; main()",
+            "--db",
+            str(db_path),
+        ]
         + ["serve-http", "--port", str(port)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -14,9 +14,12 @@ import httpx
 import pytest
 
 import hivemem
-from hivemem import Forbidden, InvalidInput, NotFound, Settings, learning, mcp_server, tools
-from hivemem.http import create_app
+from hivemem import Forbidden, InvalidInput, NotFound, Settings
+from hivemem.frontends import mcp as mcp_server
+from hivemem.frontends import tools
+from hivemem.frontends.http import create_app
 from hivemem.store.tokens import SQLiteTokens
+from hivemem.write import learning
 
 mcp = pytest.importorskip("mcp")
 from mcp import Client  # noqa: E402
@@ -184,7 +187,7 @@ def test_http_lists_a_profiles_functions(store, app):
 def test_serve_mcp_refuses_an_unknown_profile(db_path):
     from click.testing import CliRunner
 
-    from hivemem.cli import main
+    from hivemem.frontends.cli import main
 
     out = CliRunner().invoke(main, ["--db", str(db_path), "serve-mcp", "--tools", "nope"])
     assert out.exit_code == 2 and "unknown tool or profile" in out.output
@@ -292,13 +295,13 @@ def test_a_worker_gets_a_tool_error_over_mcp(store):
 def test_category_filters_list_and_search_and_falls_back_when_it_keeps_nothing(mem, store, app):
     cred = mem.save("secret token for GitHub", key="api-key")
     plain = mem.save("The sky was grey over the harbour")
-    assert hivemem.categories.of(mem, cred) == ("credential", pytest.approx(0.65))
-    assert hivemem.categories.of(mem, plain) == ("general", 0.0)
+    assert hivemem.write.categories.of(mem, cred) == ("credential", pytest.approx(0.65))
+    assert hivemem.write.categories.of(mem, plain) == ("general", 0.0)
     assert [m.id for m in mem.list(category="credential")] == [cred.id]
     assert [h.memory.id for h in mem.search("token github", category="credential")] == [cred.id]
     fallback = mem.search("harbour sky", category="credential")
     assert [h.memory.id for h in fallback] == [plain.id]
-    assert fallback[0].explain.notes[0].startswith(hivemem.categories.FALLBACK_NOTE)
+    assert fallback[0].explain.notes[0].startswith(hivemem.write.categories.FALLBACK_NOTE)
     out = call(mem, "memory_search", query="harbour sky", filters={"category": "credential"})
     assert out["category_fallback"] is True and out["results"][0]["id"] == plain.id
     saved = call(mem, "memory_save", content="password for the staging database")
@@ -343,7 +346,7 @@ def test_a_supersede_reason_is_searchable_context(mem):
 def test_the_reason_stays_searchable_after_an_export_and_a_repair(tmp_path, mem, store):
     import io
 
-    from hivemem.portability import export_jsonl, import_jsonl
+    from hivemem.lifecycle.portability import export_jsonl, import_jsonl
 
     mem.save("Deploy with blue-green", key="deploy")
     new = mem.save(
@@ -359,7 +362,7 @@ def test_the_reason_stays_searchable_after_an_export_and_a_repair(tmp_path, mem,
 
 
 def test_a_type_suggestion_is_logged_and_returned_but_never_applied(mem, caplog):
-    with caplog.at_level(logging.INFO, logger="hivemem.audit"):
+    with caplog.at_level(logging.INFO, logger="hivemem.write.audit"):
         out = call(mem, "memory_save", content="Never deploy on Fridays", type="context")
     assert out["memory"]["type"] == "context"
     assert "lesson" in out["type_suggestion"]

@@ -1,4 +1,4 @@
-"""The session lifecycle (``hivemem.sessions``): summaries when a session ends (LLM and
+"""The session lifecycle (``hivemem.lifecycle.sessions``): summaries when a session ends (LLM and
 extractive), task results with their TTL, and consolidation of earlier sessions in the
 background when a new session starts — never on the write path."""
 
@@ -11,9 +11,10 @@ from datetime import timedelta
 import pytest
 
 import hivemem
-from hivemem import InvalidInput, Kind, Settings, Status, tools
-from hivemem.llm import OpenAIChatLLM
-from hivemem.maintenance import run_log
+from hivemem import InvalidInput, Kind, Settings, Status
+from hivemem.frontends import tools
+from hivemem.lifecycle.maintenance import run_log
+from hivemem.providers.llm import OpenAIChatLLM
 from test_llm import Reply, _Server
 
 

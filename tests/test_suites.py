@@ -8,8 +8,8 @@ import json
 from click.testing import CliRunner
 
 from hivemem import Settings
-from hivemem.cli import main
-from hivemem.suites import format_suite, locomo_suite, longmemeval_suite, run_suite
+from hivemem.evaluation.suites import format_suite, locomo_suite, longmemeval_suite, run_suite
+from hivemem.frontends.cli import main
 
 SETTINGS = Settings(embedder="hash")
 

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 import hivemem
-from hivemem.cli import main
+from hivemem.frontends.cli import main
 from hivemem.store.tokens import SQLiteTokens, hash_token
 
 
@@ -141,7 +141,7 @@ def test_cli_errors_are_one_line_and_an_exit_code(db_path):
 
 
 def test_token_commands_have_short_help_and_documented_options():
-    from hivemem.cli.http import token
+    from hivemem.frontends.cli.http import token
 
     for name, command in token.commands.items():
         assert command.help and not command.get_short_help_str(limit=60).endswith("..."), name

@@ -13,11 +13,11 @@ import httpx
 import pytest
 
 import hivemem
-from hivemem import inspection
-from hivemem.http import create_app
-from hivemem.http.ui.render import growth_chart
-from hivemem.http.ui.routes import _safe_next
-from hivemem.maintenance import run_job
+from hivemem.frontends.http import create_app
+from hivemem.frontends.http.ui.render import growth_chart
+from hivemem.frontends.http.ui.routes import _safe_next
+from hivemem.lifecycle import inspection
+from hivemem.lifecycle.maintenance import run_job
 from hivemem.store.tokens import SQLiteTokens
 
 HOSTILE = '<script>alert("x")</script> and "><img src=x onerror=alert(1)>'
@@ -450,7 +450,7 @@ def test_hivemem_ui_serves_on_localhost_with_a_one_time_link(db_path):
     browser = (
         f"{sys.executable} -c \"import sys; open({str(opened)!r}, 'w').write(sys.argv[1])\" %s"
     )
-    command = ["-c", "from hivemem.cli import main; main()", "--db", str(db_path)]
+    command = ["-c", "from hivemem.frontends.cli import main; main()", "--db", str(db_path)]
     server = subprocess.Popen(
         [sys.executable, *command, "ui"],
         stdout=subprocess.DEVNULL,
@@ -485,7 +485,7 @@ def test_hivemem_ui_serves_on_localhost_with_a_one_time_link(db_path):
 
 
 def test_the_ui_bench_times_every_page(tmp_path):
-    from hivemem.bench_ui import format_ui_table, run_ui_bench
+    from hivemem.evaluation.bench_ui import format_ui_table, run_ui_bench
 
     [result] = run_ui_bench([300], requests=2, path=tmp_path)
     names = [p.page for p in result.pages]

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 import hivemem
-from hivemem.http import create_app
-from hivemem.maintenance import run_job
+from hivemem.frontends.http import create_app
+from hivemem.lifecycle.maintenance import run_job
 from hivemem.store.tokens import SQLiteTokens
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")

@@ -16,10 +16,10 @@ from click.testing import CliRunner
 
 import hivemem
 from hivemem import Conflict, InvalidInput, NotFound, Settings
-from hivemem.cli import main
-from hivemem.portability import export_jsonl
-from hivemem.redact import REDACTED
-from hivemem.vault import MASK
+from hivemem.frontends.cli import main
+from hivemem.lifecycle.portability import export_jsonl
+from hivemem.write.redact import REDACTED
+from hivemem.write.vault import MASK
 
 SECRET = "zq-9f8e7d6c5b4a-Mellon-Vault"  # no credential shape: only the vault knows it
 
@@ -163,7 +163,7 @@ def test_errors_never_show_a_secret(leaky):
 
 
 def test_tool_results_never_show_a_secret(leaky):
-    tools = pytest.importorskip("hivemem.tools")
+    tools = pytest.importorskip("hivemem.frontends.tools")
     _, mem = leaky
     for name, args in [
         ("memory_search", {"query": "deploy password"}),
@@ -177,7 +177,7 @@ def test_tool_results_never_show_a_secret(leaky):
 def test_logs_never_show_a_secret(leaky, caplog):
     store, _ = leaky
     with caplog.at_level(logging.DEBUG, logger="hivemem"):
-        logging.getLogger("hivemem.maintenance").warning("job failed on %r", SECRET)
+        logging.getLogger("hivemem.lifecycle.maintenance").warning("job failed on %r", SECRET)
     assert caplog.records and SECRET not in caplog.text
 
 
@@ -264,7 +264,7 @@ def test_cli_export_redacts_unless_include_secrets(cli, db_path, tmp_path, monke
 
 
 def test_upgrade_from_0007_adds_the_vault_and_api_tokens_tables(tmp_path, clock):
-    from hivemem.store import migrations
+    from hivemem.store.sqlite import migrations
 
     path = tmp_path / "old.db"
     conn = sqlite3.connect(path, isolation_level=None)

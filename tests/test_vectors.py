@@ -22,9 +22,9 @@ import pytest
 
 import hivemem
 from hivemem import HiveMemError, Settings
-from hivemem.embed import HashEmbedder, OpenAIEmbedder
-from hivemem.ranking import cosine
-from hivemem.store.vectors import hamming_nearest, to_words
+from hivemem.providers.embed import HashEmbedder, OpenAIEmbedder
+from hivemem.retrieval.ranking import cosine
+from hivemem.store.sqlite.vectors import hamming_nearest, to_words
 from hivemem.text import STOPWORDS
 from test_embed_openai import _Server
 
@@ -391,7 +391,7 @@ def test_an_openai_compatible_server_end_to_end(db_path, clock):
 @pytest.fixture(scope="module")
 def local_model():
     pytest.importorskip("onnxruntime")
-    from hivemem.embed import LocalEmbedder
+    from hivemem.providers.embed import LocalEmbedder
 
     embedder = LocalEmbedder()
     embedder.embed_batch(["warm up"])  # loads the model once for this module
@@ -602,7 +602,7 @@ def test_without_sqlite_vec_the_vector_lane_scans_exactly_instead_of_switching_o
         assert ids(mem.search("puppy")) == [dog.id]
         mem.delete(car.id)
         assert mem.search("automobile") == []  # filters hold in the scan
-        from hivemem.doctor import diagnose
+        from hivemem.evaluation.doctor import diagnose
 
         vectors = next(c for c in diagnose(store).checks if c.name == "vectors")
         assert vectors.ok and "exact scan" in vectors.detail

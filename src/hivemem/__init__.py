@@ -7,9 +7,6 @@ mem.save("Never deploy on Fridays", key="deploy-lesson", type="warning")
 hits = mem.search("when can we deploy?")
 """
 
-from .context import ContextProvider
-from .core import ScopedMemory
-from .database import Store, default_path, open
 from .errors import (
     Conflict,
     Forbidden,
@@ -20,9 +17,12 @@ from .errors import (
     StoreError,
     StoreFull,
 )
-from .maintenance import JobResult, run_job
-from .maintenance.crossrefs import Related
-from .notes import IndexReport, index_folder, watch_folder
+from .facade.database import Store, default_path, open
+from .facade.memory import ScopedMemory
+from .lifecycle.context import ContextProvider
+from .lifecycle.maintenance import JobResult, run_job
+from .lifecycle.maintenance.crossrefs import Related
+from .lifecycle.notes import IndexReport, index_folder, watch_folder
 from .settings import Settings
 from .types import (
     Entity,
@@ -35,7 +35,7 @@ from .types import (
     Source,
     Status,
 )
-from .vault import Vault, VaultEntry
+from .write.vault import Vault, VaultEntry
 
 __version__ = "0.1.0"
 

@@ -1,6 +1,6 @@
 """Validation of the arguments of reads and changes: ids, keys, prefixes, offsets, lists.
 
-``hivemem.rules`` validates what becomes a row; this module validates the other values a
+``hivemem.write.rules`` validates what becomes a row; this module validates the other values a
 caller hands the facade (``ScopedMemory``, ``Vault``, the token table, the notes index)
 before any of them reaches SQLite. Each function returns the clean value or raises
 ``InvalidInput`` naming the field in plain words: no ``UnicodeEncodeError``,

@@ -58,7 +58,7 @@ class Forbidden(HiveMemError):
     """The handle may read the memory or scope but has no right to change it: a worker
     deleting in the swarm scope it only reads, a learning injected into a scope the
     handle does not lead. Rights come from configuration and tokens, never from a
-    model's arguments (``hivemem.rights``)."""
+    model's arguments (``hivemem.write.rights``)."""
 
     exit_code = 7
 

@@ -371,7 +371,7 @@ class Settings:
         "Comma-separated file extensions `hivemem index` treats as notes.",
     )
 
-    # HTTP API (`hivemem serve-http`, hivemem/http/).
+    # HTTP API (`hivemem serve-http`, hivemem/frontends/http/).
     http_host: str = _setting(
         "127.0.0.1", "Address `hivemem serve-http` listens on (0.0.0.0: every interface)."
     )
@@ -382,7 +382,7 @@ class Settings:
         "before it reaches the library.",
     )
 
-    # Tools and the MCP server (`hivemem serve-mcp`, hivemem/tools.py, docs/tools.md).
+    # Tools and the MCP server (`hivemem serve-mcp`, hivemem/frontends/tools.py, docs/tools.md).
     learning_scope: str = _setting(
         "",
         "Shared scope the inject_learning tool writes a lead's learnings to (it must be "

@@ -222,7 +222,7 @@ class Entity:
     id: int
     scope: str
     name: str  # as first written
-    canonical: str  # the lookup key (hivemem.entities.canonical)
+    canonical: str  # the lookup key (hivemem.providers.entities.canonical)
     type: str
     mention_count: int  # memories that mention it
     first_seen: datetime

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hivemem.cli import main
+from hivemem.frontends.cli import main
 
 from .hostile import FUZZ, cli_text, tally
 

@@ -2,7 +2,7 @@
 tokens, answers below 500, and every error is the one shape
 ``{"error": {"code", "message", "field"?}}`` with the code of its status.
 
-The routes are the API's own list (``hivemem.http.routes.operations`` over the tool
+The routes are the API's own list (``hivemem.frontends.http.routes.operations`` over the tool
 registry, plus the meta routes), so a new tool's routes are fuzzed without a change here.
 Requests go through the real app in process (httpx's ASGI transport). This complements
 the schemathesis run in tests/test_http.py, which only sends what the OpenAPI schema
@@ -23,10 +23,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import hivemem
-from hivemem import tools
-from hivemem.http import create_app
-from hivemem.http.errors import STATUSES
-from hivemem.http.routes import operations
+from hivemem.frontends import tools
+from hivemem.frontends.http import create_app
+from hivemem.frontends.http.errors import STATUSES
+from hivemem.frontends.http.routes import operations
 from hivemem.store.tokens import SQLiteTokens
 
 from .hostile import FUZZ, hostile_text, hostile_value, tally

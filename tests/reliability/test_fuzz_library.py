@@ -20,7 +20,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import hivemem
-from hivemem import ContextProvider, HiveMemError, ScopedMemory, Store, Vault, tools
+from hivemem import ContextProvider, HiveMemError, ScopedMemory, Store, Vault
+from hivemem.frontends import tools
 
 from .hostile import FUZZ, hostile_text, hostile_value, tally
 

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from ..settings import Settings
-from .base import Backend
 from .postgres import is_url
 from .postgres import open_backend as open_postgres
-from .sqlite import SQLiteBackend
-from .vault import SQLiteVault
+from .protocols import Backend
+from .sqlite.backend import SQLiteBackend
+from .sqlite.vault import SQLiteVault
 
 
 def open_backend(location: str | Path, settings: Settings) -> Backend:

@@ -19,7 +19,7 @@ from typing import Any
 
 from .. import text as textmod
 
-try:  # pragma: no cover - the same driver choice as hivemem.store.sqlite
+try:  # pragma: no cover - the same driver choice as hivemem.store.sqlite.backend
     import sqlean as sqlite_driver
 except ImportError:  # pragma: no cover
     import sqlite3 as sqlite_driver  # type: ignore[no-redef]

@@ -22,10 +22,10 @@ from uuid6 import uuid7
 from ..arguments import ref
 from ..clock import from_text, to_text
 from ..errors import InvalidInput, NotFound
-from ..rules import name as clean_name
+from ..write.rules import name as clean_name
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .sqlite import SQLiteBackend
+    from .sqlite.backend import SQLiteBackend
 
 TOKEN_PREFIX = "hm_"
 LEVELS = ("read", "write")

@@ -2,7 +2,7 @@
 
 ``hivemem.open("postgresql://user:password@host/db")`` (and ``--db``, ``HIVEMEM_DB``)
 opens it through ``hivemem.store.factory``. It implements the storage protocol of
-``hivemem.store.base`` (docs/postgres.md says which parts, and what is not there yet):
+``hivemem.store.protocols`` (docs/postgres.md says which parts, and what is not there yet):
 
 - ``backend``: connections (psycopg 3 with psycopg-pool), transactions, memories, sessions;
 - ``keyword``: the keyword lane on ``tsvector`` + GIN with FTS5's BM25 and tokenizer;

@@ -1,4 +1,4 @@
-"""``PostgresBackend``: the storage protocol of ``hivemem.store.base`` on PostgreSQL.
+"""``PostgresBackend``: the storage protocol of ``hivemem.store.protocols`` on PostgreSQL.
 
 Connections. A psycopg-pool ``ConnectionPool`` of autocommit connections, each checked on
 checkout (a restarted server is reconnected to, not reported). A read outside a
@@ -43,10 +43,10 @@ from psycopg import errors as pgerrors
 from psycopg_pool import ConnectionPool
 
 from ...clock import from_text, to_text
-from ...entities import Mention
 from ...errors import Conflict, StoreError
+from ...providers.entities import Mention
 from ...types import ListFilter, Memory, Query, Status
-from ..base import SessionInfo
+from ..protocols import SessionInfo
 from ..rows import COLUMNS, JSON_FIELDS, SELECT, TIME_FIELDS, UPDATABLE, row_to_memory
 from ..rows import INSERT as SQLITE_INSERT
 from . import NotOnPostgres, migrations, redact, secrets_of
@@ -95,7 +95,7 @@ def connect_error(exc: Exception, url: str) -> StoreError:
 
 
 class PostgresBackend(KeywordMixin):
-    """See ``hivemem.store.base.Backend`` for the contract of each method."""
+    """See ``hivemem.store.protocols.Backend`` for the contract of each method."""
 
     def __init__(self, url: str, *, pool_size: int = 8, timeout_s: float = 10.0) -> None:
         self.location = redact(url)

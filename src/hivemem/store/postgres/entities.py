@@ -1,4 +1,4 @@
-"""Entities of the PostgreSQL store (the rules of ``hivemem.store.entities``).
+"""Entities of the PostgreSQL store (the rules of ``hivemem.store.sqlite.entities``).
 
 ``link_mentions`` runs inside the write of a memory: each mention resolves to an entity
 of the memory's scope by canonical name and type, then by alias, else a new entity
@@ -18,7 +18,7 @@ from ...clock import from_text, to_text
 from ...types import Entity, ListFilter, Query
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...entities import Mention
+    from ...providers.entities import Mention
     from .backend import PostgresBackend
 
 

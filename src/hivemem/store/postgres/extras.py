@@ -17,7 +17,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..vault import _RECHECK_SECONDS, SQLiteVault
+from ..sqlite.vault import _RECHECK_SECONDS, SQLiteVault
 from . import NotOnPostgres
 
 if TYPE_CHECKING:  # pragma: no cover

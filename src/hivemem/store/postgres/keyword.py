@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from ... import text as textmod
 from ...types import Query
 from .. import scratch
-from ..base import ChunkMatch, TermStats
+from ..protocols import ChunkMatch, TermStats
 
 if TYPE_CHECKING:  # pragma: no cover
     from .backend import PostgresBackend

@@ -1,5 +1,5 @@
 """Named, ordered schema migrations of the PostgreSQL store (the rules of the SQLite
-store's ``hivemem.store.migrations``): each migration runs in its own transaction together
+store's ``hivemem.store.sqlite.migrations``): each migration runs in its own transaction together
 with the row that records it in ``migrations``; the record of applied names is the truth;
 a database that holds a name this HiveMem does not know was written by a newer one and is
 refused. Several nodes opening one database at once serialise on an advisory lock, and

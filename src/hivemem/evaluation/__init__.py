@@ -1,0 +1,1 @@
+"""Measurement: the evaluation suites, the benchmarks and ``doctor``."""

@@ -1,0 +1,385 @@
+"""Health checks of a store, and the one repair that is always safe.
+
+``diagnose`` reads; it never writes and never raises for a damaged store: whatever it
+cannot read becomes a failed check. ``repair`` re-derives what can be re-derived from
+``memories`` alone (missing chunks, and so the keyword index) and never deletes or
+changes a memory row; its report carries the row counts before and after, so a repair
+that lost rows could not go unnoticed (LESSONS 7).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import StoreError
+from ..store.sqlite import migrations
+
+if TYPE_CHECKING:
+    from ..facade.database import Store
+
+
+LARGE_QUEUE = 1000  # queued chunks from which the vectors check is a finding
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One finding. ``ok`` false means something is wrong; ``fix`` says what to do."""
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "ok": self.ok, "detail": self.detail, "fix": self.fix}
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """Every check of one store, in a fixed order."""
+
+    location: str
+    checks: tuple[Check, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    @property
+    def failed(self) -> tuple[Check, ...]:
+        return tuple(c for c in self.checks if not c.ok)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "location": self.location,
+            "ok": self.ok,
+            "checks": [c.to_dict() for c in self.checks],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class RepairReport:
+    """What ``repair`` did. ``memories_before == memories_after`` always holds (``None``
+    where a damaged table cannot be counted); ``problems`` names each step a damaged
+    file did not let run."""
+
+    memories_before: int | None
+    memories_after: int | None
+    unchunked_before: int
+    unchunked_after: int
+    rebuilt: int
+    index_rebuilt: bool = False
+    problems: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "memories_before": self.memories_before,
+            "memories_after": self.memories_after,
+            "unchunked_before": self.unchunked_before,
+            "unchunked_after": self.unchunked_after,
+            "rebuilt": self.rebuilt,
+            "index_rebuilt": self.index_rebuilt,
+            "problems": list(self.problems),
+        }
+
+
+_REPAIR = "run `hivemem doctor --repair`"
+_RESTORE = "restore from a backup or an export (`hivemem import`)"
+_RESCUE = (
+    "`hivemem export FILE` saves every memory still readable (row by row, with counts); "
+    "import it into a new store, or restore from a backup"
+)
+_REBUILD_INDEX = "run `hivemem doctor --repair` (rebuilds the index from the memories)"
+
+
+def diagnose(store: Store) -> Report:
+    """Check the file, the schema, the derived index and the write rules' invariants.
+    Never raises for a damaged store: each check runs on its own, and one that cannot
+    read what it needs is a failed check saying so (the others still report)."""
+    try:
+        health = store.backend.health()
+    except Exception as exc:  # a damaged file: report it, whatever the driver raised
+        health = {"errors": {"health": str(exc)}}
+    checks = [_guarded(name, build, store, health) for name, build in _CHECKS]
+    return Report(store.location, tuple(checks))
+
+
+def unopenable(location: str, error: BaseException) -> Report:
+    """The report on a file ``hivemem.open`` refuses (damaged header, not a database)."""
+    return Report(location, (Check("open", False, f"cannot open the store: {error}", _RESCUE),))
+
+
+def _guarded(name: str, build: Any, store: Store, health: dict[str, Any]) -> Check:
+    try:
+        return build(store, health)
+    except Exception as exc:  # a damaged file: this check fails, the others go on
+        return Check(name, False, f"could not be checked: {exc}", _RESCUE)
+
+
+def _need(health: dict[str, Any], name: str) -> Any:
+    """A figure of ``health``; raises with its read error when it could not be read."""
+    errors = health.get("errors", {})
+    if name in errors or name not in health:
+        raise StoreError(errors.get(name) or errors.get("health") or f"{name} unreadable")
+    return health[name]
+
+
+def _vectors(store: Store, health: dict[str, Any]) -> Check:
+    """The vector lane: on, with this store's model, and how much is still queued.
+    Off by choice (no embedder) is fine; off because the store's vectors are another
+    model's, or sqlite-vec cannot load, is a finding; so is a queue of ``LARGE_QUEUE``
+    chunks or more (an import's, say: a short CLI call embeds only a few batches)."""
+    indexer = store.indexer
+    pending = _need(health, "chunks_awaiting_vectors")
+    if indexer.embedder is None:
+        return Check("vectors", True, "no embedder configured: keyword and entity lanes only")
+    if health["vector_index_unavailable"]:
+        return Check(
+            "vectors", False, str(health["vector_index_unavailable"]), "pip install sqlite-vec"
+        )
+    if not indexer.enabled:
+        return Check("vectors", False, str(indexer.disabled), "run `hivemem reindex`")
+    detail = f"{_need(health, 'vectors')} chunk vectors by {indexer.identity}; {pending} queued"
+    if health.get("vector_exact_scan"):
+        detail += (
+            f"; exact scan, no KNN index ({health['vector_exact_scan']}; "
+            "pip install sqlite-vec for large stores)"
+        )
+    if indexer.last_error:
+        return Check(
+            "vectors",
+            False,
+            f"{detail}; the embedder failed: {indexer.last_error}",
+            "check the embedder (endpoint, model); queued chunks are embedded once it works",
+        )
+    if pending >= LARGE_QUEUE:
+        return Check(
+            "vectors",
+            False,
+            f"{detail}: until they are embedded these are found by keyword only",
+            "run `hivemem reindex` to embed the queued chunks now (with a progress bar)",
+        )
+    return Check("vectors", True, detail)
+
+
+def _keyword_index(store: Store, health: dict[str, Any]) -> Check:
+    ok, error = health.get("fts_ok"), health.get("fts_error")
+    if ok is None:
+        raise StoreError(error or "the keyword index cannot be read")
+    if ok:
+        return Check("keyword_index", True, "FTS5 index consistent")
+    return Check("keyword_index", False, f"FTS5: {error}", _REBUILD_INDEX)
+
+
+def _chunks(store: Store, health: dict[str, Any]) -> Check:
+    unchunked = _need(health, "memories_without_chunks")
+    if not unchunked:
+        return Check("chunks", True, "every memory has its chunks")
+    detail = f"{unchunked} memories without chunks (not keyword-searchable)"
+    return Check("chunks", False, detail, _REPAIR)
+
+
+def _links(store: Store, health: dict[str, Any]) -> Check:
+    broken = _need(health, "broken_supersede_links")
+    if not broken:
+        return Check("supersede_links", True, "every supersede link points to a stored memory")
+    return Check(
+        "supersede_links",
+        False,
+        f"{broken} memories supersede a row that does not exist",
+        "import the export that holds the missing versions; history stops at the gap",
+    )
+
+
+def _active_keys(store: Store, health: dict[str, Any]) -> Check:
+    several = _need(health, "keys_with_several_active")
+    if not several:
+        return Check("active_keys", True, "at most one active memory per key")
+    return Check(
+        "active_keys",
+        False,
+        f"{several} (scope, key) pairs with more than one active memory",
+        "keep one with `hivemem forget` on the others (the unique index is damaged: "
+        + _RESTORE
+        + ")",
+    )
+
+
+def _sessions(store: Store, health: dict[str, Any]) -> Check:
+    pending = _need(health, "sessions_not_consolidated")
+    return Check("sessions", True, f"{pending} sessions not consolidated yet")
+
+
+def _driver(store: Store, health: dict[str, Any]) -> Check:
+    return Check("driver", True, f"SQLite {health['sqlite_version']} via {health['driver']}")
+
+
+_CHECKS: tuple[tuple[str, Any], ...] = (
+    ("integrity", lambda store, health: _integrity(list(_need(health, "integrity")))),
+    ("schema", lambda store, health: _schema(store)),
+    ("keyword_index", _keyword_index),
+    ("chunks", _chunks),
+    ("supersede_links", _links),
+    ("active_keys", _active_keys),
+    ("vectors", lambda store, health: _vectors(store, health)),
+    ("journal_mode", lambda store, health: _journal(store, _need(health, "journal_mode"))),
+    ("sessions", _sessions),
+    ("maintenance", lambda store, health: _maintenance(store)),
+    ("driver", _driver),
+    ("file_size", lambda store, health: _size(store, health)),
+    ("memories", lambda store, health: _counts(store)),
+)
+
+
+def _maintenance(store: Store) -> Check:
+    """The newest run of each maintenance job: a job whose last run failed is a problem
+    (its error is shown); jobs never run are only listed."""
+    from ..lifecycle.maintenance import job_names, run_log
+
+    latest: dict[str, Any] = {}
+    for run in run_log(store, limit=500):  # newest first
+        latest.setdefault(run.job, run)
+    failed = [r for r in latest.values() if r.status == "failed"]
+    if failed:
+        detail = "; ".join(
+            f"{r.job} failed at {r.started_at:%Y-%m-%d %H:%M}: {r.error}" for r in failed
+        )
+        jobs = " ".join(sorted(r.job for r in failed))
+        return Check(
+            "maintenance",
+            False,
+            detail,
+            f"see `hivemem maintain --log`, then `hivemem maintain {jobs}`",
+        )
+    never = [name for name in job_names() if name not in latest]
+    detail = f"last runs of {len(latest)} jobs ok" if latest else "no job has run yet"
+    if never:
+        detail += f"; never run: {', '.join(never)}"
+    return Check("maintenance", True, detail)
+
+
+def _integrity(results: list[str]) -> Check:
+    if results == ["ok"]:
+        return Check("integrity", True, "PRAGMA integrity_check: ok")
+    problems = [
+        line for entry in results for line in entry.splitlines() if not line.startswith("***")
+    ]
+    return Check(
+        "integrity",
+        False,
+        f"the file is damaged: {len(problems)} problems, first: {problems[0] if problems else '?'}",
+        "`hivemem export` saves every memory still readable; import it into a new file, "
+        "or restore from a backup",
+    )
+
+
+def _schema(store: Store) -> Check:
+    applied = store.backend.schema_version()
+    known = migrations.known_names()
+    if applied == known:
+        return Check("schema", True, f"{len(applied)} migrations, latest {applied[-1]}")
+    missing = [n for n in known if n not in applied]
+    unknown = [n for n in applied if n not in known]
+    detail = f"applied {applied}; this HiveMem knows {known}"
+    if unknown:
+        return Check("schema", False, detail, "upgrade hivemem: the file has a newer schema")
+    return Check(
+        "schema", False, f"{detail}; missing {missing}", "reopen the store to apply migrations"
+    )
+
+
+def _journal(store: Store, mode: str) -> Check:
+    if store.location == ":memory:" or mode == "wal":
+        return Check("journal_mode", True, mode)
+    return Check(
+        "journal_mode",
+        False,
+        f"{mode} (not WAL: concurrent readers and writers will block each other)",
+        "keep the file on a local disk; network filesystems cannot use WAL",
+    )
+
+
+def _size(store: Store, health: dict[str, Any]) -> Check:
+    logical = _need(health, "page_count") * _need(health, "page_size")
+    if store.location == ":memory:":
+        return Check("file_size", True, f"in memory, {_human(logical)}")
+    path = Path(store.location)
+    sizes = {
+        suffix: os.path.getsize(f"{path}{suffix}")
+        for suffix in ("", "-wal")
+        if os.path.exists(f"{path}{suffix}")
+    }
+    detail = f"{_human(sizes.get('', 0))} ({path})"
+    if sizes.get("-wal"):
+        detail += f", WAL {_human(sizes['-wal'])}"
+    return Check("file_size", True, detail)
+
+
+def _counts(store: Store) -> Check:
+    stats = store.stats()
+    parts = ", ".join(f"{n} {status}" for status, n in sorted(stats["by_status"].items()))
+    return Check("memories", True, f"{stats['total']} memories ({parts or 'none'})")
+
+
+def _human(size: int) -> str:
+    if size < 1024:
+        return f"{size} B"
+    value = size / 1024
+    for unit in ("KiB", "MiB"):
+        if value < 1024:
+            return f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"
+
+
+def repair(store: Store) -> RepairReport:
+    """Rebuild the chunks (and keyword index entries) of memories that have none, and the
+    whole keyword index when it is inconsistent.
+
+    Only derived tables are written; every memory row stays as it was. Never raises for
+    a damaged store: a step that cannot run (its pages are damaged) is skipped and named
+    in ``problems``, with the rescue to use instead. Raises ``StoreError`` if the row
+    count changed, which would be a bug in HiveMem.
+    """
+    backend = store.backend
+    problems: list[str] = []
+
+    def step(what: str, run: Any, default: Any) -> Any:
+        try:
+            return run()
+        except Exception as exc:  # a damaged file: name it, go on with the next step
+            problems.append(f"{what}: {exc}")
+            return default
+
+    before = step("count memories", lambda: store.stats()["total"], None)
+    missing = step("find memories without chunks", backend.unchunked_ids, [])
+    rebuilt = step(
+        "rebuild chunks",
+        lambda: backend.rebuild_chunks(
+            missing, store.settings.chunk_tokens, store.settings.chunk_overlap_tokens
+        ),
+        0,
+    )
+    index_rebuilt = not step("check the keyword index", lambda: backend.health()["fts_ok"], True)
+    if index_rebuilt:
+        index_rebuilt = step(
+            "rebuild the keyword index", lambda: backend.rebuild_keyword_index() or True, False
+        )
+    after = step("count memories again", lambda: store.stats()["total"], None)
+    if before is not None and after is not None and after != before:
+        raise StoreError(f"repair changed the number of memories from {before} to {after}")
+    left = step("find memories without chunks again", backend.unchunked_ids, missing)
+    if problems:
+        problems.append(f"what repair cannot re-derive: {_RESCUE}")
+    return RepairReport(
+        memories_before=before,
+        memories_after=after,
+        unchunked_before=len(missing),
+        unchunked_after=len(left),
+        rebuilt=rebuilt,
+        index_rebuilt=index_rebuilt,
+        problems=tuple(problems),
+    )

@@ -1,0 +1,457 @@
+"""One evaluation over three suites (``hivemem eval all``), each beside plain BM25.
+
+- **LongMemEval** (``longmemeval``): every question's haystack in its own scope, every
+  turn an episode; turn any@k (a ``has_answer`` turn in the top k) and session any@k
+  (an answer session among the first k sessions the hits name), per question type.
+- **LoCoMo episodes** (``locomo``): every conversation in its own scope, every turn an
+  episode; hit@k (an evidence turn in the top k), per category (1-4 make the headline).
+- **LoCoMo mixed** (``locomo-mixed``): the same turns, plus the data set's observations
+  saved as facts without a session and its session summaries saved as summaries — what a
+  store looks like once an agent or the consolidation job has written facts. A hit when
+  an evidence turn, or an observation citing one, is in the top k.
+
+Every table comes from one run: HiveMem's search (p50/p95 per search, query embedding
+included, and the query embedding alone), plain BM25 over the same chunks (FTS5's
+``bm25`` order of the question's terms, best chunk per memory, no window, no fusion), the
+score of the right answer (its 5th percentile over the questions where it is in the top
+10: the ``min_score`` that keeps 95% of them), and with ``ablation`` the same questions
+with one stage off at a time (and with a 2 kB system prompt before the question). Labels
+are used only to score, never to retrieve.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from .. import text as textmod
+from ..facade.database import open as open_store
+from ..retrieval.keyword import best_chunk_per_memory
+from ..settings import Settings
+from ..types import Query, Status
+from .locomo import (
+    LOCOMO_CATEGORIES,
+    SYSTEM_PROMPT_PREAMBLE,
+    _percentile,
+    load_locomo,
+    parse_evidence,
+    parse_locomo_time,
+    text_table,
+)
+from .longmemeval import load_longmemeval
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class Doc:
+    content: str
+    kind: str  # episode | fact | summary
+    labels: tuple[str, ...]  # gold ids this memory counts for
+    session: str | None = None  # stored session (episodes only)
+    group: str | None = None  # the session it is scored under (LongMemEval)
+    role: str | None = None
+    when: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Item:
+    text: str
+    category: str
+    gold: tuple[str, ...]
+    gold_groups: tuple[str, ...] = ()
+    headline: bool = True  # counts in the overall row
+
+
+@dataclass(frozen=True)
+class Unit:
+    scope: str
+    docs: tuple[Doc, ...]
+    items: tuple[Item, ...]
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    units: tuple[Unit, ...]
+    metrics: tuple[str, ...]  # "hit@k" or "turn@k" / "session@k"
+    limit: int  # hits fetched per question
+
+
+def _hit(metric: str, ranked: Sequence[Doc], item: Item) -> bool:
+    kind, k = metric.split("@")
+    top = int(k)
+    if kind == "session":
+        groups: list[str] = []
+        for doc in ranked:
+            if doc.group is not None and doc.group not in groups:
+                groups.append(doc.group)
+        return bool(set(groups[:top]) & set(item.gold_groups))
+    gold = set(item.gold)
+    return any(gold & set(doc.labels) for doc in ranked[:top])
+
+
+# ----------------------------------------------------------------------------- suites
+
+
+def locomo_suite(path: str | Path, *, mixed: bool = False) -> Suite:
+    """LoCoMo as episodes, or ``mixed`` with observations (facts) and summaries."""
+    conversations = load_locomo(path)
+    raw = json.loads(Path(path).read_text(encoding="utf-8")) if mixed else []
+    units = []
+    for index, conv in enumerate(conversations):
+        docs = [
+            Doc(
+                f"{t.speaker}: {t.text}",
+                "episode",
+                (t.dia_id,),
+                session=f"session_{t.session}",
+                role=t.speaker,
+                when=t.when,
+            )
+            for t in conv.turns
+        ]
+        if mixed:
+            docs.extend(_locomo_extras(raw[index]))
+        valid = {t.dia_id for t in conv.turns}
+        items = []
+        for q in conv.questions:
+            evidence = tuple(e for e in q.evidence if e in valid)
+            if evidence:
+                name = f"{q.category} {LOCOMO_CATEGORIES[q.category]}"
+                items.append(Item(q.text, name, evidence, headline=q.category != 5))
+        units.append(Unit(f"locomo:{conv.sample_id}", tuple(docs), tuple(items)))
+    name = "LoCoMo mixed" if mixed else "LoCoMo episodes"
+    return Suite(name, tuple(units), ("hit@1", "hit@5", "hit@10"), 10)
+
+
+def _locomo_extras(item: dict[str, Any]) -> list[Doc]:
+    conv = item["conversation"]
+    docs = []
+    for key, by_speaker in sorted(item.get("observation", {}).items()):
+        number = key.split("_")[1]
+        when = parse_locomo_time(conv.get(f"session_{number}_date_time", ""))
+        for facts in by_speaker.values():
+            for fact in facts:
+                cited = fact[1] if isinstance(fact[1], list) else [fact[1]]
+                docs.append(Doc(fact[0], "fact", tuple(parse_evidence(cited)), when=when))
+    for key, summary in sorted(item.get("session_summary", {}).items()):
+        number = key.split("_")[1]
+        when = parse_locomo_time(conv.get(f"session_{number}_date_time", ""))
+        if isinstance(summary, str) and summary.strip():
+            docs.append(Doc(summary, "summary", (), when=when))
+    return docs
+
+
+def longmemeval_suite(path: str | Path, *, limit_questions: int | None = None) -> Suite:
+    dataset = load_longmemeval(path, limit_questions=limit_questions)
+    units = []
+    for q in dataset.questions:
+        docs = tuple(
+            Doc(
+                t.content,
+                "episode",
+                (t.key,),
+                session=t.session_id,
+                group=t.session_id,
+                role=t.role,
+                when=t.when,
+            )
+            for t in q.turns
+            if t.content.strip()
+        )
+        item = Item(q.text, q.question_type, q.answer_turns, q.answer_session_ids)
+        units.append(Unit(f"lme:{q.question_id}", docs, (item,)))
+    return Suite("LongMemEval", tuple(units), ("session@5", "session@10", "turn@5", "turn@10"), 50)
+
+
+# ----------------------------------------------------------------------------- running
+
+ABLATIONS: dict[str, dict[str, Any]] = {
+    "- window": {"window_weight": 0.0},
+    "- session prior": {"session_weight": 0.0},
+    "- neighbours": {"neighbour_weight": 0.0, "previous_weight": 0.0},
+    "- entity lane": {"entity_weight": 0.0},
+    "- vectors": {"embedder": "none"},
+    "- diversity": {"mmr_lambda": 1.0},
+    "+ 2 kB system prompt": {},
+}
+
+
+@dataclass
+class _Tally:
+    metrics: tuple[str, ...]
+    count: int = 0
+    hits: dict[str, int] = field(default_factory=dict)
+
+    def add(self, ranked: Sequence[Doc], item: Item) -> None:
+        self.count += 1
+        for metric in self.metrics:
+            self.hits[metric] = self.hits.get(metric, 0) + _hit(metric, ranked, item)
+
+    def rates(self) -> dict[str, float]:
+        return {m: self.hits.get(m, 0) / max(self.count, 1) for m in self.metrics}
+
+
+@dataclass(frozen=True)
+class SuiteReport:
+    suite: str
+    metrics: tuple[str, ...]
+    memories: int
+    questions: int
+    by_category: dict[str, dict[str, Any]]  # category -> {"hivemem": rates, "bm25": rates, "n"}
+    overall: dict[str, Any]
+    search_ms_p50: float
+    search_ms_p95: float
+    embed_ms_p50: float
+    bm25_ms_p50: float
+    answer_score_p5: float | None  # the min_score keeping 95% of the answers found in top 10
+    ablation: dict[str, dict[str, float]]
+    ingest_seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "suite": self.suite,
+            "memories": self.memories,
+            "questions": self.questions,
+            "overall": self.overall,
+            "by_category": self.by_category,
+            "search_ms_p50": round(self.search_ms_p50, 3),
+            "search_ms_p95": round(self.search_ms_p95, 3),
+            "query_embedding_ms_p50": round(self.embed_ms_p50, 3),
+            "bm25_ms_p50": round(self.bm25_ms_p50, 3),
+            "answer_score_p5": self.answer_score_p5,
+            "ablation": self.ablation,
+            "ingest_seconds": round(self.ingest_seconds, 3),
+        }
+
+
+def run_suite(
+    suite: Suite,
+    settings: Settings | None = None,
+    *,
+    ablation: bool = False,
+    preamble: str = "",
+    progress: Progress | None = None,
+) -> SuiteReport:
+    """Store every unit in its own scope of one temporary store, search every item with
+    HiveMem and with plain BM25, and score both (see the module docstring)."""
+    settings = (settings or Settings()).replace(track_access=False)
+    notify = progress or (lambda stage, done, total: None)
+    with tempfile.TemporaryDirectory(prefix="hivemem-eval-") as folder:
+        db = Path(folder) / "eval.db"
+        started = time.perf_counter()
+        memories, labels = _ingest(db, suite, settings, notify)
+        ingest = time.perf_counter() - started
+        main = _search_all(db, suite, settings, labels, preamble, notify, "hivemem", bm25=True)
+        variants: dict[str, dict[str, float]] = {}
+        if ablation:
+            for name, change in ABLATIONS.items():
+                variant = settings.replace(**change) if change else settings
+                text = SYSTEM_PROMPT_PREAMBLE if name.startswith("+ 2 kB") else preamble
+                result = _search_all(db, suite, variant, labels, text, notify, name)
+                variants[name] = result["overall"].rates()
+    categories = {
+        name: {
+            "n": tally.count,
+            "hivemem": _rounded(tally.rates()),
+            "bm25": _rounded(main["bm25"][name].rates()),
+        }
+        for name, tally in sorted(main["by_category"].items())
+    }
+    scores = sorted(main["answer_scores"])
+    return SuiteReport(
+        suite=suite.name,
+        metrics=suite.metrics,
+        memories=memories,
+        questions=main["overall"].count,
+        by_category=categories,
+        overall={
+            "n": main["overall"].count,
+            "hivemem": _rounded(main["overall"].rates()),
+            "bm25": _rounded(main["bm25_overall"].rates()),
+        },
+        search_ms_p50=_percentile(main["latencies"], 0.5),
+        search_ms_p95=_percentile(main["latencies"], 0.95),
+        embed_ms_p50=_percentile(main["embed"], 0.5),
+        bm25_ms_p50=_percentile(main["bm25_latencies"], 0.5),
+        answer_score_p5=round(scores[int(0.05 * len(scores))], 4) if scores else None,
+        ablation={name: _rounded(rates) for name, rates in variants.items()},
+        ingest_seconds=ingest,
+    )
+
+
+def _rounded(rates: dict[str, float]) -> dict[str, float]:
+    return {k: round(v, 4) for k, v in rates.items()}
+
+
+def _ingest(
+    db: Path, suite: Suite, settings: Settings, notify: Progress
+) -> tuple[int, dict[str, Doc]]:
+    """Store every document; returns the count and each memory id's document."""
+    labels: dict[str, Doc] = {}
+    with open_store(db, settings=settings) as store:
+        for done, unit in enumerate(suite.units, start=1):
+            mem = store.scope(unit.scope)
+            episodes = [d for d in unit.docs if d.kind == "episode"]
+            for start in range(0, len(episodes), settings.max_batch):
+                batch = episodes[start : start + settings.max_batch]
+                stored = mem.add_episodes(
+                    {"content": d.content, "session_id": d.session, "role": d.role or "unknown"}
+                    | ({"event_time": d.when} if d.when else {})
+                    for d in batch
+                )
+                labels.update({m.id: d for m, d in zip(stored, batch, strict=True)})
+            for doc in unit.docs:
+                if doc.kind != "episode":
+                    memory = mem.save(doc.content, kind=doc.kind, event_time=doc.when)
+                    if memory.id in labels:  # the same text saved twice is one memory
+                        doc = replace(doc, labels=(*labels[memory.id].labels, *doc.labels))
+                    labels[memory.id] = doc
+            notify(f"{suite.name}: storing", done, len(suite.units))
+        notify(f"{suite.name}: embedding", 0, 1)
+        store.flush()
+    return len(labels), labels
+
+
+def _search_all(
+    db: Path,
+    suite: Suite,
+    settings: Settings,
+    labels: dict[str, Doc],
+    preamble: str,
+    notify: Progress,
+    stage: str,
+    *,
+    bm25: bool = False,
+) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "overall": _Tally(suite.metrics),
+        "by_category": {},
+        "bm25": {},
+        "bm25_overall": _Tally(suite.metrics),
+        "latencies": [],
+        "embed": [],
+        "bm25_latencies": [],
+        "answer_scores": [],
+    }
+    total = sum(len(u.items) for u in suite.units)
+    done = 0
+    with open_store(db, settings=settings) as store:
+        for unit in suite.units:
+            mem = store.scope(unit.scope)
+            for item in unit.items:
+                done += 1
+                text = preamble + item.text
+                started = time.perf_counter()
+                hits = mem.search(text, limit=suite.limit)
+                out["latencies"].append((time.perf_counter() - started) * 1000)
+                ranked = [labels[h.memory.id] for h in hits if h.memory.id in labels]
+                gold = set(item.gold)
+                for hit in hits[:10]:
+                    doc = labels.get(hit.memory.id)
+                    if doc is not None and gold & set(doc.labels):
+                        out["answer_scores"].append(hit.score)
+                        break
+                out["by_category"].setdefault(item.category, _Tally(suite.metrics)).add(
+                    ranked, item
+                )
+                if item.headline:
+                    out["overall"].add(ranked, item)
+                if bm25:
+                    if store.indexer.enabled:
+                        started = time.perf_counter()
+                        store.indexer.embed_query(textmod.query_focus(item.text))
+                        out["embed"].append((time.perf_counter() - started) * 1000)
+                    started = time.perf_counter()
+                    plain = _bm25(store, unit.scope, item.text, suite.limit)
+                    out["bm25_latencies"].append((time.perf_counter() - started) * 1000)
+                    ranked_plain = [labels[i] for i in plain if i in labels]
+                    out["bm25"].setdefault(item.category, _Tally(suite.metrics)).add(
+                        ranked_plain, item
+                    )
+                    if item.headline:
+                        out["bm25_overall"].add(ranked_plain, item)
+                notify(f"{suite.name}: {stage}", done, total)
+    return out
+
+
+def _bm25(store: Any, scope: str, question: str, limit: int) -> list[str]:
+    """Plain BM25: FTS5's ``bm25`` order of the chunks holding any of the question's
+    terms, best chunk per memory; no coverage, window, fusion or adjustment."""
+    terms = textmod.query_terms(question)
+    if not terms:
+        return []
+    query = Query(text=question, limit=limit, statuses=(Status.ACTIVE,))
+    found = store.backend.keyword_search([scope], query, terms, limit * 4, store.clock())
+    return [m.memory_id for m in best_chunk_per_memory(found)][:limit]
+
+
+# ----------------------------------------------------------------------------- output
+
+
+def format_suite(report: SuiteReport) -> str:
+    metrics = report.metrics
+    header = ("category", *metrics, *[f"BM25 {m}" for m in metrics], "n")
+    rows: list[tuple[str, ...]] = [header]
+    for name, values in [*report.by_category.items(), ("overall", report.overall)]:
+        rows.append(
+            (
+                name,
+                *[f"{values['hivemem'][m]:.3f}" for m in metrics],
+                *[f"{values['bm25'][m]:.3f}" for m in metrics],
+                str(values["n"]),
+            )
+        )
+    lines = [f"{report.suite}: {report.memories} memories, {report.questions} questions"]
+    lines += text_table(rows)
+    floor = "n/a" if report.answer_score_p5 is None else f"{report.answer_score_p5:.3f}"
+    lines.append(
+        f"search p50 {report.search_ms_p50:.1f} ms, p95 {report.search_ms_p95:.1f} ms "
+        f"(query embedding alone p50 {report.embed_ms_p50:.1f} ms); "
+        f"BM25 p50 {report.bm25_ms_p50:.1f} ms; right answer's score p5 {floor} "
+        f"(min_score keeping 95% of answers found in the top 10); "
+        f"stored and embedded in {report.ingest_seconds:.0f} s"
+    )
+    if report.ablation:
+        base = report.overall["hivemem"]
+        rows = [("ablation", *metrics)]
+        rows.append(("all stages", *[f"{base[m]:.3f}" for m in metrics]))
+        for name, rates in report.ablation.items():
+            rows.append(
+                (name, *[f"{rates[m]:.3f} ({100 * (rates[m] - base[m]):+.1f})" for m in metrics])
+            )
+        lines.append("")
+        lines += text_table(rows)
+    return "\n".join(lines)
+
+
+def suites_for(
+    locomo: str | Path | None, longmemeval: str | Path | None, limit_questions: int | None
+) -> Iterator[Suite]:
+    """The suites of ``hivemem eval all``, in table order (LongMemEval first)."""
+    if longmemeval is not None:
+        yield longmemeval_suite(longmemeval, limit_questions=limit_questions)
+    if locomo is not None:
+        for mixed in (False, True):
+            suite = locomo_suite(locomo, mixed=mixed)
+            if limit_questions is not None:
+                suite = replace(suite, units=_first_items(suite.units, limit_questions))
+            yield suite
+
+
+def _first_items(units: Sequence[Unit], count: int) -> tuple[Unit, ...]:
+    """Every unit (the store is the same), but only ``count`` questions in all, spread
+    over the units in turn so each conversation is asked something."""
+    out = []
+    per_unit = max(1, count // max(1, len(units)))
+    for unit in units:
+        stride = max(1, len(unit.items) // per_unit)
+        out.append(replace(unit, items=unit.items[::stride][:per_unit]))
+    return tuple(out)

@@ -1,0 +1,1 @@
+"""The facade: ``ScopedMemory`` and ``Store``/``open`` — thin, they validate and delegate."""

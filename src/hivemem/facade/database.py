@@ -1,0 +1,285 @@
+"""The database handle: ``hivemem.open()`` and ``Store`` (one database, its embedder and
+its embedding worker). ``store.scope(name)`` gives the ``ScopedMemory`` handle through
+which every read and write goes (``hivemem.facade.memory``)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from ..clock import Clock, system_clock
+from ..errors import InvalidInput, StoreError
+from ..lifecycle.indexer import Indexer
+from ..lifecycle.sessions import SessionWorker
+from ..providers.embed import Embedder, get_embedder
+from ..providers.llm import LLM, get_llm
+from ..retrieval.rerank import Reranker, resolve_reranker
+from ..settings import Settings
+from ..store.factory import open_backend, vault_rows
+from ..store.postgres import is_url
+from ..store.protocols import Backend
+from ..types import Memory, as_tuple
+from ..write import rules
+from ..write.redact import WRITTEN_TEXT_FIELDS, Scrubber, guard_value
+from ..write.vault import Vault
+from .memory import ScopedMemory
+
+log = logging.getLogger("hivemem.facade.database")
+
+
+def default_path() -> Path | str:
+    """``$HIVEMEM_DB`` if set (a file, or a ``postgresql://`` URL), else ``memory.db`` in
+    the user's data folder."""
+    env = os.environ.get("HIVEMEM_DB")
+    if env:
+        return env if is_url(env) else Path(env).expanduser()
+    return Path(platformdirs.user_data_dir("hivemem", appauthor=False)) / "memory.db"
+
+
+def open(  # noqa: A001 - the library's entry point reads best as hivemem.open()
+    path: str | Path | None = None,
+    *,
+    settings: Settings | None = None,
+    clock: Clock = system_clock,
+    embedder: Embedder | str | None = None,
+    reranker: Reranker | str | None = None,
+    llm: LLM | str | None = None,
+    llm_api_key: str | None = None,
+    embed_api_key: str | None = None,
+) -> Store:
+    """Open (creating if needed) the store at ``path`` — a file, ``":memory:"``, or a
+    ``postgresql://`` URL (the ``postgres`` extra; docs/postgres.md).
+
+    With no path: ``$HIVEMEM_DB``, else ``memory.db`` in the user data folder. Pending
+    schema migrations are applied on open. ``embedder`` is an ``Embedder`` or the name of
+    a registered one (default: the ``embedder`` setting, the bundled offline model;
+    ``"none"`` for keyword search only). The model loads on first use, not here.
+    ``reranker`` likewise (default: the ``reranker`` setting, none). ``llm`` is an
+    ``LLM`` or a provider name (default: the ``llm`` setting, none), used by maintenance
+    jobs only; ``llm_api_key`` is its key (the CLI reads ``HIVEMEM_LLM_API_KEY``).
+    ``embedder="openai"`` is configured by the ``embed_*`` settings, with
+    ``embed_api_key`` (the CLI reads ``HIVEMEM_EMBED_API_KEY``).
+    """
+    settings = settings or Settings()
+    if path is None:
+        path = default_path()
+        if not is_url(path):
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+    model = resolve_embedder(
+        settings.embedder if embedder is None else embedder, settings, embed_api_key
+    )
+    ranker = resolve_reranker(settings.reranker if reranker is None else reranker)
+    chat = resolve_llm(settings.llm if llm is None else llm, settings, llm_api_key)
+    backend = open_backend(path, settings)
+    try:
+        return Store(
+            backend, settings=settings, clock=clock, embedder=model, reranker=ranker, llm=chat
+        )
+    except BaseException:
+        backend.close()
+        raise
+
+
+def resolve_embedder(
+    embedder: Embedder | str | None,
+    settings: Settings | None = None,
+    api_key: str | None = None,
+) -> Embedder | None:
+    """An embedder from a name (``"none"`` and None mean no embedder) or an instance;
+    ``openai`` is configured by the ``embed_*`` settings."""
+    if embedder is None or embedder == "none":
+        return None
+    if embedder == "openai":
+        s = settings or Settings()
+        shortened = s.embed_dimensions if s.embed_dimensions > 0 else None
+        return get_embedder(
+            "openai",
+            model=s.embed_model,
+            dimension=shortened or s.embed_full_dimension,
+            dimensions=shortened,
+            base_url=s.embed_base_url or None,
+            api_key=api_key,
+        )
+    if isinstance(embedder, str):
+        return get_embedder(embedder)
+    if not isinstance(embedder, Embedder):
+        raise InvalidInput("embedder", "expected an Embedder or the name of a registered one")
+    return embedder
+
+
+def resolve_llm(
+    llm: LLM | str | None, settings: Settings, api_key: str | None = None
+) -> LLM | None:
+    """An LLM from a provider name (``"none"`` and None mean no LLM), configured by the
+    ``llm_*`` settings, or an instance. Cheap: no connection is opened here."""
+    if llm is None or llm == "none" or llm == "":
+        return None
+    if isinstance(llm, str):
+        if not settings.llm_model:
+            raise InvalidInput("llm_model", f"the LLM {llm!r} needs a model name")
+        return get_llm(
+            llm,
+            model=settings.llm_model,
+            base_url=settings.llm_base_url or None,
+            api_key=api_key,
+            timeout=settings.llm_timeout,
+            max_retries=settings.llm_max_retries,
+        )
+    if not isinstance(llm, LLM):
+        raise InvalidInput("llm", "expected an LLM or the name of a registered provider")
+    return llm
+
+
+class Store:
+    """One database. Get a handle with ``store.scope(name)``; close when done (or use
+    ``with``)."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        settings: Settings | None = None,
+        clock: Clock = system_clock,
+        embedder: Embedder | None = None,
+        reranker: Reranker | None = None,
+        llm: LLM | None = None,
+    ) -> None:
+        self.backend = backend
+        self.reranker = reranker
+        self.llm = llm  # maintenance jobs only; never called on the write path
+        self.settings = settings or Settings()
+        self.clock = clock
+        self.indexer = Indexer(
+            backend.vectors,
+            embedder,
+            batch_size=self.settings.embed_batch_size,
+            background=self.settings.embed_in_background,
+        )
+        if self.indexer.enabled and backend.vectors.has_pending():
+            self.indexer.notify()  # work left by an earlier run (a crash, a short CLI call)
+        # Consolidation of earlier sessions when a new one starts (off the write path).
+        self.session_worker = SessionWorker(self)
+        self.vault_rows = vault_rows(backend)
+        self.scrubber = Scrubber(
+            lambda: [json.loads(v) for v in self.vault_rows.secret_values()],
+            self.vault_rows.changed_elsewhere,
+        )
+
+    # ------------------------------------------------------------------ vault, redaction
+
+    def vault(self, scope: str) -> Vault:
+        """The key/value vault of ``scope`` (machine state and secrets; ``hivemem.write.vault``)."""
+        return Vault(self, scope)
+
+    def scrub(self, text: str) -> str:
+        """``text`` with every secret value of the vault (any scope) redacted."""
+        return self.scrubber.scrub(text)
+
+    def scrubbed(self, value: Any) -> Any:
+        """``value`` (a ``Memory``, ``Hit``, ``Entity``, any result dataclass, a list,
+        mapping or text) with the vault's secrets redacted from every text it holds, at
+        any depth: content, key, tags, attributes, source ids, snippet, reasons. The
+        facade passes every result through it before it leaves, so every front end gets
+        clean values. The same object when there is nothing to redact."""
+        return self.scrubber.scrubbed(value)
+
+    def guard(self, value: object, field: str = "content") -> Any:
+        """A field about to be written (content, key, tags, attributes, …), with the
+        ``credential_policy`` applied to every text in it: credentials and vault secrets
+        redacted (default), refused (``InvalidInput`` naming ``field``), or allowed."""
+        return guard_value(value, self.settings.credential_policy, self.scrubber, field)
+
+    def guard_fields(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """The fields of a write with ``guard`` applied to each one that holds caller text
+        (``WRITTEN_TEXT_FIELDS``: content, key, tags, attributes, source ids, …)."""
+        if not isinstance(fields, dict):
+            raise InvalidInput("fields", f"expected a mapping of field names, got {fields!r:.60}")
+        return {
+            name: self.guard(value, name)
+            if name in WRITTEN_TEXT_FIELDS and value is not None
+            else value
+            for name, value in fields.items()
+        }
+
+    def flush(self, progress: Any = None) -> int:
+        """Block until every queued chunk has its vector; returns how many were embedded
+        (``progress(done, total)`` is called per batch). Raises if the embedder fails
+        (the chunks stay queued)."""
+        return self.indexer.flush(progress)
+
+    def index_written(self, wait: bool) -> None:
+        """After a committed write: embed its chunks now (``wait``) or in the background.
+
+        The write is durable before this runs, so a store failure here (a full disk,
+        a lock held too long) does not turn it into an error: the chunks stay queued,
+        are keyword-searchable already, and are embedded by the next flush or start.
+        An embedder failure still raises (the caller asked for the vectors)."""
+        if not wait:
+            self.indexer.notify()
+            return
+        try:
+            self.flush()
+        except StoreError as exc:
+            log.warning("saved; its vectors stay queued until the store can take them: %s", exc)
+
+    def reindex(self, progress: Any = None, *, force: bool = False) -> int:
+        """Re-embed every chunk with this store's embedder after a model change (or with
+        ``force``); on a store already of this model, embed only the chunks still
+        queued. ``progress(done, total)`` is called per batch. Returns the chunks
+        embedded: 0 when there was nothing to do."""
+        return self.indexer.reindex(progress, force=force)
+
+    @property
+    def location(self) -> str:
+        return self.backend.location
+
+    def scope(
+        self,
+        name: str,
+        *,
+        shared: Sequence[str] = (),
+        lead_of: Sequence[str] | str | None = None,
+        actor: str | None = None,
+    ) -> ScopedMemory:
+        """A handle that reads and writes scope ``name`` and may read ``shared`` scopes.
+        ``lead_of`` (scope names or glob patterns) grants the rights of a lead over
+        other scopes (``hivemem.write.rights``); ``actor`` is who writes through it, recorded
+        as ``updated_by`` (default: the scope's name)."""
+        return ScopedMemory(self, name, shared=shared, lead_of=lead_of, actor=actor)
+
+    def scopes(self) -> list[str]:
+        return self.backend.scopes()
+
+    def stats(self) -> dict[str, Any]:
+        """Counts over every scope."""
+        return self.backend.stats(None, self.clock())
+
+    def iter_memories(self, scopes: Sequence[str] | None = None) -> Iterator[Memory]:
+        """Every row of the given scopes (all scopes when ``None``), any status."""
+        if scopes is not None:
+            limit = self.settings.max_scope_chars
+            scopes = [str(rules.name(s, "scopes", limit)) for s in as_tuple(scopes)]
+            if not scopes:
+                return iter(())
+        return self.backend.iter_all(scopes)
+
+    def close(self) -> None:
+        self.session_worker.close()
+        self.scrubber.close()
+        self.indexer.close()
+        self.backend.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<hivemem.Store {self.location}>"

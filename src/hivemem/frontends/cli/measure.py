@@ -1,0 +1,422 @@
+"""Commands that measure HiveMem: ``bench`` (latency and throughput on a generated
+corpus) and ``eval`` (retrieval quality on public benchmarks). Their figures are the ones
+quoted in the README."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from ...errors import InvalidInput
+from ...evaluation.bench import format_table, run_bench
+from ...evaluation.bench_long import format_long, run_long_bench
+from ...evaluation.bench_postgres import format_pg_table, run_pg_bench
+from ...evaluation.decay_sim import PROFILES, simulate
+from ...evaluation.decay_sim import format_table as format_decay_table
+from ...evaluation.locomo import SYSTEM_PROMPT_PREAMBLE, eval_locomo, format_report
+from ...evaluation.longmemeval import eval_longmemeval, format_lme_report
+from ...evaluation.suites import format_suite, run_suite, suites_for
+from ...store.postgres import is_url
+from .common import Env, echo_json, json_option, pass_env
+
+# The default is quick (seconds); --full is the README's bench (minutes).
+QUICK: dict[str, Any] = {
+    "sizes": (1_000,),
+    "queries": 50,
+    "writes": 200,
+    "model_sentences": 256,
+    "model_queries": 20,
+}
+FULL: dict[str, Any] = {
+    "sizes": (10_000, 100_000),
+    "queries": 200,
+    "writes": 2000,
+    "model_sentences": 1000,
+    "model_queries": 100,
+}
+# Disk per loaded memory: its store with vectors (~3.9 kB) and the keyword-only copy
+# (~1.6 kB), as the README's bench measured.
+BYTES_PER_MEMORY = 5_500
+
+
+def _sizes(
+    _ctx: click.Context, _param: click.Parameter, value: str | None
+) -> tuple[int, ...] | None:
+    if value is None:
+        return None
+    try:
+        sizes = tuple(int(part.replace("_", "")) for part in value.split(",") if part.strip())
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated whole numbers, got {value!r}") from None
+    if not sizes or any(n < 1 for n in sizes):
+        raise click.BadParameter("sizes must be whole numbers >= 1")
+    return sizes
+
+
+def _stage_printer(quiet: bool = False) -> Any:
+    """Progress on stderr, terminal or not (a log file, CI): on a terminal one line per
+    stage rewritten in place; elsewhere a line when a stage starts, at each tenth of it,
+    and when it ends. None when ``quiet``."""
+    if quiet:
+        return None
+    if sys.stderr.isatty():
+
+        def redraw(stage: str, done: int, total: int) -> None:
+            click.echo(f"\r{stage}: {done}/{total}", err=True, nl=done >= total)
+
+        return redraw
+
+    shown: dict[str, int] = {}  # stage -> the last tenth printed
+
+    def lines(stage: str, done: int, total: int) -> None:
+        tenth = 10 * done // max(total, 1)
+        if done == 0 or done >= total or tenth > shown.get(stage, 0):
+            shown[stage] = tenth
+            click.echo(f"{stage}: {done}/{total}", err=True)
+
+    return lines
+
+
+@click.command()
+@click.option(
+    "--full",
+    is_flag=True,
+    help="The README's bench: sizes 10000,100000, 200 queries, 2000 writes (minutes, "
+    "~0.5 GB of temporary files).",
+)
+@click.option(
+    "--sizes",
+    default=None,
+    callback=_sizes,
+    help="Corpus sizes (memories), comma-separated; e.g. 1000000 for 1M "
+    "[default: 1000; with --full 10000,100000].",
+)
+@click.option(
+    "--queries", type=int, help="Searches per size and mode [default: 50; --full/--sizes 200]."
+)
+@click.option(
+    "--writes", type=int, help="Single writes per size [default: 200; --full/--sizes 2000]."
+)
+@click.option("--batch", default=100, show_default=True, help="Episodes per batched write.")
+@click.option(
+    "--no-model",
+    "skip_model",
+    is_flag=True,
+    help="Skip the embedding model's figures (load, sentences/s, query latency).",
+)
+@click.option(
+    "--keep",
+    "keep_folder",
+    type=click.Path(file_okay=False),
+    help="Keep the generated stores in this folder (default: a temporary folder).",
+)
+@click.option(
+    "--long-scopes",
+    default=0,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Also time the long-memory corpus: this many scopes of ~1 kB turns (0: skip; "
+    "the README's figures use 20).",
+)
+@click.option(
+    "--long-turns",
+    default=500,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Turns per scope of the long-memory corpus.",
+)
+@click.option("--quiet", is_flag=True, help="No progress on stderr.")
+@click.option(
+    "--ui",
+    "ui_pages",
+    is_flag=True,
+    help="Time the web inspector's pages instead (list, search, memory, overview …; "
+    "--queries requests per page; needs the http extra).",
+)
+@json_option
+@pass_env
+def bench(
+    env: Env,
+    full: bool,
+    sizes: tuple[int, ...] | None,
+    queries: int | None,
+    writes: int | None,
+    batch: int,
+    skip_model: bool,
+    keep_folder: str | None,
+    long_scopes: int,
+    long_turns: int,
+    quiet: bool,
+    ui_pages: bool,
+    as_json: bool,
+) -> None:
+    """Time writes, vector indexing and searches on generated data.
+
+    By default a quick run (1,000 memories, 50 queries, seconds); --full is the
+    README's bench (10,000 and 100,000 memories, 200 queries, minutes), and so is any
+    --sizes unless --queries and --writes say otherwise. For each size, a fresh store is
+    filled with generated episodes while the embedding worker runs, and the vectors still
+    queued are flushed; then single and batched writes and the same natural-language questions are
+    timed (p50/p95/p99) keyword only, hybrid, and in the vector lane alone. The vectors
+    come from the hash embedder at the default model's dimension (the index costs the
+    same); the real model is timed once per run: load, sentences/s, query embedding.
+    Progress goes to stderr (--quiet: none). HIVEMEM_* settings apply. With
+    --long-scopes, the long-memory corpus too: scopes of ~1 kB turns, searched at limit
+    10 and 50, the first query of each scope and warm ones.
+
+    With --ui, the same corpus is loaded and the inspector's pages are timed instead,
+    through the whole HTTP app in process (see docs/inspector.md).
+    """
+    if ui_pages:
+        from ...evaluation.bench_ui import format_ui_table, run_ui_bench
+
+        try:
+            found = run_ui_bench(
+                sizes or QUICK["sizes"],
+                queries or QUICK["queries"],
+                keep_folder,
+                _stage_printer(quiet),
+                settings=env.settings,
+            )
+        except ValueError as exc:
+            raise InvalidInput("bench", str(exc)) from None
+        if as_json:
+            echo_json([r.to_dict() for r in found])
+        else:
+            click.echo(format_ui_table(found))
+        return
+    # --sizes asks for a measurement: the full bench's queries and writes, as the README's
+    # figures (`hivemem bench --sizes 10000,100000`) were taken.
+    plan = FULL if full or sizes else QUICK
+    sizes = sizes or plan["sizes"]
+    if (full or sum(sizes) >= 10_000) and not quiet:
+        where = keep_folder or "a temporary folder, removed at the end"
+        size_mb = sum(sizes) * BYTES_PER_MEMORY / 1e6
+        click.echo(
+            f"note: the full bench loads {' and '.join(f'{n:,}' for n in sizes)} memories: "
+            f"minutes on 2 cores, about {size_mb:,.1f} MB written to {where}",
+            err=True,
+        )
+    if env.db and is_url(env.db):  # --db postgresql://…: the searches on that server
+        pg = run_pg_bench(
+            env.db,
+            sizes,
+            plan["queries"] if queries is None else queries,
+            plan["writes"] if writes is None else writes,
+            batch,
+            _stage_printer(quiet),
+            settings=env.settings,
+        )
+        echo_json(pg) if as_json else click.echo(format_pg_table(pg))
+        return
+    try:
+        report = run_bench(
+            sizes,
+            plan["queries"] if queries is None else queries,
+            plan["writes"] if writes is None else writes,
+            batch,
+            path=keep_folder,
+            progress=_stage_printer(quiet),
+            settings=env.settings,
+            model=not skip_model,
+            model_sentences=plan["model_sentences"],
+            model_queries=plan["model_queries"],
+        )
+    except ValueError as exc:
+        raise InvalidInput("bench", str(exc)) from None
+    long = (
+        run_long_bench(
+            long_scopes, long_turns, settings=env.settings, progress=_stage_printer(quiet)
+        )
+        if long_scopes
+        else None
+    )
+    if as_json:
+        echo_json({**report.to_dict(), "long_memories": long.to_dict() if long else None})
+    else:
+        click.echo(format_table(report))
+        if long is not None:
+            click.echo("\n" + format_long(long))
+
+
+@click.group(name="eval")
+def eval_() -> None:
+    """Retrieval quality benchmarks, and the decay simulation."""
+
+
+@eval_.command()
+@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.option("--limit", default=10, show_default=True, help="Hits fetched per question.")
+@click.option(
+    "--system-prompt",
+    is_flag=True,
+    help="Put a 2 kB system prompt before every question (what agents often send).",
+)
+@json_option
+@pass_env
+def locomo(env: Env, path: str, limit: int, system_prompt: bool, as_json: bool) -> None:
+    """Score retrieval on LoCoMo (hit@k, recall@k by category).
+
+    Each conversation goes into its own scope of a temporary store, every turn an
+    episode with its session and date; every question is searched and its hits are
+    scored against the annotated evidence turns. Categories 1-4 make the headline.
+    PATH is LoCoMo's locomo10.json (not shipped: data/locomo10.json of the
+    snap-research/locomo repository on GitHub, CC BY-NC 4.0; see the README).
+    """
+    preamble = SYSTEM_PROMPT_PREAMBLE if system_prompt else ""
+    report = eval_locomo(path, limit=limit, settings=env.settings, preamble=preamble)
+    if as_json:
+        echo_json(report.to_dict())
+    else:
+        click.echo(format_report(report))
+
+
+@eval_.command()
+@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--limit-questions",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Score only the first N questions that are not abstentions (default: all).",
+)
+@json_option
+@pass_env
+def longmemeval(env: Env, path: str, limit_questions: int | None, as_json: bool) -> None:
+    """Score retrieval on LongMemEval (recall_any@k by question type).
+
+    Each question's haystack goes into its own scope of a temporary store, every turn an
+    episode with its session and date; the question is searched (top 50) and scored at
+    turn level (any has_answer turn in the top k) and session level (any answer session
+    in the top k). Abstention questions are skipped. PATH is LongMemEval's JSON (not
+    shipped: longmemeval_s_cleaned.json of the xiaowu0162/longmemeval-cleaned dataset
+    on Hugging Face, MIT; see the README).
+    """
+    report = eval_longmemeval(
+        path, limit_questions=limit_questions, settings=env.settings, progress=_progress()
+    )
+    if as_json:
+        echo_json(report.to_dict())
+    else:
+        click.echo(format_lme_report(report))
+
+
+@eval_.command()
+@click.option("--days", default=365, show_default=True, type=click.IntRange(min=1))
+@click.option("--facts-per-day", default=3, show_default=True, type=click.IntRange(min=1))
+@click.option(
+    "--decay-every", default=7, show_default=True, type=click.IntRange(min=1),
+    help="Days between runs of the decay job.",
+)  # fmt: skip
+@click.option(
+    "--profile", "names", multiple=True, metavar="NAME",
+    help="Only these profiles (repeatable; default: all).",
+)  # fmt: skip
+@json_option
+@pass_env
+def decay(
+    env: Env, days: int, facts_per_day: int, decay_every: int, names: tuple[str, ...], as_json: bool
+) -> None:
+    """Simulate a year of use under each confidence-decay profile: what is pruned and
+    what a search still finds (docs/maintenance.md explains the workload).
+
+    Profiles: the seeds' configurations (rate 0.1 from last access, the ADR's power
+    formula) beside HiveMem's default. Runs in temporary stores; a few minutes.
+    """
+    chosen = tuple(p for p in PROFILES if not names or p.name in names)
+    unknown = set(names) - {p.name for p in PROFILES}
+    if unknown:
+        raise click.BadParameter(
+            f"unknown {sorted(unknown)}; valid: {', '.join(p.name for p in PROFILES)}",
+            param_hint="--profile",
+        )
+    printer = _stage_printer()
+    outcomes = simulate(
+        chosen,
+        days=days,
+        facts_per_day=facts_per_day,
+        decay_every=decay_every,
+        settings=env.settings,
+        progress=(lambda name, done, total: printer(name, done, total)) if printer else None,
+    )
+    if as_json:
+        echo_json([o.to_dict() for o in outcomes])
+    else:
+        click.echo(format_decay_table(outcomes))
+
+
+@eval_.command(name="all")
+@click.option(
+    "--locomo",
+    "locomo_path",
+    type=click.Path(exists=True, dir_okay=False),
+    help="LoCoMo JSON (locomo10.json): the episodes and mixed suites.",
+)
+@click.option(
+    "--longmemeval",
+    "lme_path",
+    type=click.Path(exists=True, dir_okay=False),
+    help="LongMemEval JSON, plain or .gz (e.g. longmemeval_s_dev120.json.gz).",
+)
+@click.option(
+    "--suite",
+    "only",
+    type=click.Choice(["longmemeval", "locomo", "locomo-mixed"]),
+    multiple=True,
+    help="Run only these suites (repeatable; default: every suite a file was given for).",
+)
+@click.option(
+    "--limit-questions",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="About N questions per suite (a quick run; every document is still stored).",
+)
+@click.option(
+    "--ablation",
+    is_flag=True,
+    help="Also score each stage turned off in turn (and a 2 kB system prompt).",
+)
+@json_option
+@pass_env
+def all_(
+    env: Env,
+    locomo_path: str | None,
+    lme_path: str | None,
+    only: tuple[str, ...],
+    limit_questions: int | None,
+    ablation: bool,
+    as_json: bool,
+) -> None:
+    """Score retrieval on LongMemEval, LoCoMo episodes and LoCoMo mixed, each beside
+    plain BM25 over the same documents, with search p50/p95 and the right answer's score.
+
+    LoCoMo mixed stores the turns plus the data set's observations as facts (no session)
+    and its session summaries; a hit is an evidence turn or an observation citing one.
+    """
+    if locomo_path is None and lme_path is None:
+        raise InvalidInput("path", "give --locomo PATH and/or --longmemeval PATH")
+    names = {"LongMemEval": "longmemeval", "LoCoMo episodes": "locomo"}
+    names["LoCoMo mixed"] = "locomo-mixed"
+    reports = []
+    printer = _stage_printer()
+    for suite in suites_for(locomo_path, lme_path, limit_questions):
+        if only and names[suite.name] not in only:
+            continue
+        report = run_suite(suite, env.settings, ablation=ablation, progress=printer)
+        reports.append(report)
+        if not as_json:
+            click.echo(format_suite(report) + "\n")
+    if as_json:
+        echo_json([r.to_dict() for r in reports])
+
+
+def _progress() -> Any:
+    """Questions done, on stderr (rewritten in place on a terminal)."""
+    printer = _stage_printer()
+    if printer is None:
+        return None
+    return lambda done, total: printer("questions", done, total)
+
+
+COMMANDS = (bench, eval_)

@@ -1,0 +1,163 @@
+"""The MCP server: every tool of ``hivemem.frontends.tools`` served with the official MCP Python
+SDK (``pip install 'hivemem[mcp]'``), over stdio or streamable HTTP.
+
+The server is bound to one scope (and read-only shared scopes) when it starts: the
+model never names a scope. Each call goes ``tools.call(mem, name, arguments)`` in a
+worker thread; tools that write run one at a time (one writer per process, on top of
+the store's own connection lock), so several server processes on one database file
+meet only SQLite's WAL locking, which the store waits out (``busy_timeout_ms``, then
+retries). A ``HiveMemError`` becomes a tool error result (``isError``) carrying its
+message; an unexpected exception becomes one too, logged, and the server keeps serving.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from .. import __version__
+from ..errors import HiveMemError, MissingDependency
+from . import tools as toolsmod
+
+if TYPE_CHECKING:  # pragma: no cover
+    from mcp.server import Server
+
+    from ..facade.database import Store
+    from ..facade.memory import ScopedMemory
+
+log = logging.getLogger(__name__)
+
+INSTALL = "pip install 'hivemem[mcp]'"
+INSTRUCTIONS = (
+    "Long-term memory that lasts across sessions. Search it (memory_search) before "
+    "answering questions about earlier work, people or decisions; save what should be "
+    "remembered (memory_save, remember_fact); correct what turns out wrong (correct_fact)."
+)
+
+
+def _sdk() -> tuple[Any, Any, Any]:
+    """The SDK's server class, its types module and anyio, or ``MissingDependency``."""
+    try:
+        import anyio
+        import mcp_types
+        from mcp.server import Server
+    except ImportError:
+        raise MissingDependency("the MCP server", INSTALL) from None
+    return Server, mcp_types, anyio
+
+
+def bind(
+    store: Store,
+    scope: str,
+    shared: Sequence[str] = (),
+    *,
+    lead_of: Sequence[str] | str | None = None,
+    agent: str | None = None,
+) -> ScopedMemory:
+    """The handle a server serves: ``scope``, the ``shared`` scopes read-only, and the
+    store's ``learning_scope`` (where ``inject_learning`` writes) among them. Its lead
+    rights are ``lead_of`` (default: the ``lead_of`` setting) and it writes as ``agent``
+    (default: the ``agent`` setting, else the scope's name)."""
+    visible = list(shared)
+    learning = store.settings.learning_scope
+    if learning and learning != scope and learning not in visible:
+        visible.append(learning)
+    return store.scope(
+        scope,
+        shared=visible,
+        lead_of=store.settings.lead_of if lead_of is None else lead_of,
+        actor=agent or store.settings.agent or None,
+    )
+
+
+def create_server(
+    mem: ScopedMemory, tools: Sequence[str] | None = None, *, name: str = "hivemem"
+) -> Server:
+    """An MCP ``Server`` serving the tools named in ``tools`` (default: every tool of
+    the table; ``hivemem.frontends.tools.select`` turns a profile into names) over ``mem``. A
+    call to a tool the server does not offer (under any of its names) is a tool error."""
+    server_cls, types, anyio = _sdk()
+    writer = anyio.CapacityLimiter(1)
+    offered = {n: toolsmod.NAMED[n] for n in (toolsmod.select() if tools is None else tools)}
+    listed = [
+        types.Tool(
+            name=tool.name,
+            description=tool.description,
+            input_schema=tool.parameters,
+            annotations=types.ToolAnnotations(
+                read_only_hint=not tool.writes,
+                destructive_hint=tool.name in toolsmod.DESTRUCTIVE,
+                open_world_hint=False,
+            ),
+        )
+        for tool in offered.values()
+    ]
+
+    async def on_list_tools(ctx: Any, params: Any) -> Any:
+        return types.ListToolsResult(tools=listed)
+
+    async def on_call_tool(ctx: Any, params: Any) -> Any:
+        # An offered tool answers to its other names too (Agent Swarm's memory-search).
+        other = toolsmod.NAMED.get(params.name)
+        tool = offered.get(params.name) or (
+            other if toolsmod.profiles.NAMES.get(params.name) in offered else None
+        )
+        if tool is None:
+            return _error(
+                types,
+                f"InvalidInput: name: unknown tool {params.name!r}; tools: {', '.join(offered)}",
+            )
+        run = functools.partial(toolsmod.call, mem, params.name, params.arguments)
+        limiter = writer if tool.writes else None
+        try:
+            result = await anyio.to_thread.run_sync(run, limiter=limiter)
+        except HiveMemError as exc:
+            return _error(types, f"{type(exc).__name__}: {exc.message}")
+        except Exception as exc:  # a bug must not take the server down with it
+            log.exception("tool %s failed", params.name)
+            return _error(types, f"internal error in {params.name}: {exc}")
+        text = json.dumps(result, ensure_ascii=False, default=str)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text)],
+            structured_content=json.loads(text),
+        )
+
+    return server_cls(
+        name,
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+    )
+
+
+def _error(types: Any, message: str) -> Any:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=message)], is_error=True
+    )
+
+
+def serve_stdio(mem: ScopedMemory, tools: Sequence[str] | None = None) -> None:
+    """Serve over stdin/stdout until the client closes the stream."""
+    _, _, anyio = _sdk()
+    from mcp.server.stdio import stdio_server
+
+    server = create_server(mem, tools)
+
+    async def main() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(main)
+
+
+def serve_http(mem: ScopedMemory, host: str, port: int, tools: Sequence[str] | None = None) -> None:
+    """Serve streamable HTTP at ``http://HOST:PORT/mcp`` until interrupted."""
+    _sdk()
+    import uvicorn
+
+    app = create_server(mem, tools).streamable_http_app(host=host)
+    uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -1,0 +1,245 @@
+"""The embedding worker: fills the vector index off the write path (DESIGN §2).
+
+A write commits its row, chunks and keyword index, and its chunks are queued in the same
+transaction; nothing on the write path touches a model. The worker, a daemon thread of the
+store, wakes when a write tells it to, takes queued chunks in batches, embeds the texts
+the embedding cache does not already hold, and stores the vectors in short transactions
+of their own. ``flush()`` does the same in the caller's thread until the queue is empty:
+``add_episodes(..., wait=True)``, ``hivemem import`` and ``hivemem reindex`` use it.
+While a flush runs it owns the work: the worker stands aside (after the batch it is in),
+so the flush's progress counts every chunk of the queue and reaches its total. A store
+reopened after a crash finds the chunks still queued and embeds them.
+
+The worker only runs when the store's vectors can be this embedder's: no embedder, no
+sqlite-vec, or vectors of another model (``meta.embedding_identity``) leave the vector
+lane off with the reason in ``disabled``, which search explanations and ``hivemem
+doctor`` show; ``reindex()`` switches a store to this embedder.
+
+Embedder failures (an endpoint down) never lose work: the chunks stay queued, the thread
+logs the error and retries with a growing pause.
+
+Exit is clean whatever the worker is doing. A script that ends without ``close()`` used to
+die with SIGABRT ("terminate called without an active exception"): the interpreter shut
+down while the daemon thread was inside onnxruntime. Every running worker is now stopped
+and joined by an ``atexit`` hook; the worker embeds in slices of ``STOP_SLICE`` texts and
+checks for a stop between them, so the wait is one slice, and what it did not store stays
+queued on disk for the next open.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import threading
+import weakref
+from collections.abc import Callable, Iterator
+
+import numpy as np
+
+from ..errors import InvalidInput, StoreError
+from ..providers.embed import Embedder
+from ..store.protocols import VectorIndex
+from ..store.sqlite.vectors import to_blob
+
+log = logging.getLogger("hivemem.lifecycle.indexer")
+
+Progress = Callable[[int, int], None]
+
+STOP_SLICE = 32  # texts per model call of the background worker: the longest wait at exit
+EXIT_JOIN_S = 30.0  # how long exit waits for a worker stuck in one slice (a slow endpoint)
+
+_running: weakref.WeakSet[Indexer] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_workers_at_exit() -> None:
+    """Stop every worker thread before the interpreter (and onnxruntime) shuts down."""
+    for indexer in list(_running):
+        indexer.close(timeout=EXIT_JOIN_S)
+
+
+class Indexer:
+    """Embeds queued chunks for one store and one embedder."""
+
+    def __init__(
+        self,
+        index: VectorIndex,
+        embedder: Embedder | None,
+        *,
+        batch_size: int = 256,
+        background: bool = True,
+    ) -> None:
+        self._index = index
+        self.embedder = embedder
+        self.batch_size = max(1, batch_size)
+        self.background = background
+        self._embed_lock = threading.Lock()  # one batch at a time: thread or flush
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._flushing = 0  # flushes running; the worker stands aside while > 0
+        self._flushing_lock = threading.Lock()
+        self.disabled: str | None = self._bind()
+        self.last_error: str | None = None
+
+    def _bind(self) -> str | None:
+        if self.embedder is None:
+            return "no embedder configured (keyword and entity lanes only)"
+        if self._index.unavailable is not None:
+            return self._index.unavailable
+        other = self._index.bind(self.embedder.identity, self.embedder.dimension)
+        if other is not None:
+            return (
+                f"this store's vectors were made by {other}, but it is opened with "
+                f"{self.embedder.identity}; vector search is off until `hivemem reindex` "
+                "re-embeds the store with the new model"
+            )
+        return None
+
+    @property
+    def enabled(self) -> bool:
+        return self.disabled is None
+
+    @property
+    def identity(self) -> str | None:
+        return self.embedder.identity if self.embedder is not None else None
+
+    # ------------------------------------------------------------------ the thread
+
+    def notify(self) -> None:
+        """A write queued chunks: wake the worker (starting it on first use)."""
+        if not self.enabled or not self.background or self._stop.is_set():
+            return
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="hivemem-embed", daemon=True)
+            _running.add(self)
+            self._thread.start()
+        self._wake.set()
+
+    def _run(self) -> None:
+        pause = 1.0
+        while not self._stop.is_set():
+            self._wake.wait()
+            self._wake.clear()
+            while not self._stop.is_set():
+                try:
+                    if self._batch(stop=self._stop) == 0:
+                        pause = 1.0
+                        break
+                except Exception as exc:  # never let the thread die; the work stays queued
+                    self.last_error = str(exc)
+                    log.warning("embedding failed, retrying in %.0f s: %s", pause, exc)
+                    self._stop.wait(pause)
+                    pause = min(pause * 2, 60.0)
+
+    def close(self, timeout: float | None = None) -> None:
+        """Stop the thread after the slice it is embedding (what it has not stored stays
+        queued for the next open); wait for it at most ``timeout`` seconds."""
+        self._stop.set()
+        self._wake.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+            if not thread.is_alive():
+                self._thread = None
+                _running.discard(self)
+
+    # ------------------------------------------------------------------ the work
+
+    def flush(self, progress: Progress | None = None) -> int:
+        """Embed everything queued, in this thread; returns how many chunks were stored.
+        Embedder errors propagate (the caller asked for the work to be done)."""
+        if not self.enabled:
+            return 0
+        with self.owning():
+            with self._embed_lock:  # the worker's batch in flight ends before counting
+                total = self._index.pending_count()
+            done = 0
+            while True:
+                stored = self._batch()
+                if not self.enabled or (stored == 0 and not self._index.has_pending()):
+                    return done
+                done += stored
+                if progress is not None:
+                    progress(min(done, total), max(total, done))
+
+    @contextlib.contextmanager
+    def owning(self) -> Iterator[None]:
+        """While inside, the caller owns the queue: the worker takes no batch (``hivemem
+        import`` holds it from the import to the end of its flush)."""
+        with self._flushing_lock:
+            self._flushing += 1
+        try:
+            yield
+        finally:
+            with self._flushing_lock:
+                self._flushing -= 1
+            if self._index.has_pending():  # written after the last batch: the worker's
+                self.notify()
+
+    def pending(self) -> int:
+        """Chunks waiting for their vectors."""
+        return self._index.pending_count()
+
+    def _batch(self, stop: threading.Event | None = None) -> int:
+        """Embed and store one batch of queued chunks; returns how many were stored (0 when
+        the queue is empty, or, for the worker, when a flush owns the queue: it empties
+        it). The worker passes ``stop``: texts go to the model in slices and a stop set
+        between two slices ends the batch early: the slices done are stored, the rest
+        stays queued."""
+        assert self.embedder is not None
+        with self._embed_lock:
+            if stop is not None and self._flushing:
+                return 0
+            chunks = self._index.pending(self.batch_size)
+            if not chunks:
+                return 0
+            model = self.embedder.identity
+            known = self._index.cached(model, [c.text_hash for c in chunks])
+            todo = {c.text_hash: c.text for c in chunks if c.text_hash not in known}
+            step = STOP_SLICE if stop is not None else max(1, len(todo))
+            hashes = list(todo)
+            for start in range(0, len(hashes), step):
+                if stop is not None and stop.is_set():
+                    break  # exit or close: store the slices done, the rest stays queued
+                part = hashes[start : start + step]
+                vectors = self.embedder.embed_batch([todo[h] for h in part])
+                for text_hash, vector in zip(part, vectors, strict=True):
+                    known[text_hash] = to_blob(vector)
+            ready = [(c, known[c.text_hash]) for c in chunks if c.text_hash in known]
+            if not ready:
+                return 0
+            stored = self._index.upsert(model, ready)
+            if stored == 0:
+                # Trigger: nothing stored although chunks were queued. Why: another
+                # process took them, or re-indexed with another model. Outcome: re-check
+                # the binding so this process stops embedding for a table not its own.
+                self.disabled = self._bind()
+            return stored
+
+    def embed_query(self, text: str) -> np.ndarray | None:
+        """The query's unit vector, or None when the vector lane is off."""
+        if not self.enabled or self.embedder is None:
+            return None
+        vector = np.asarray(self.embedder.embed_batch([text])[0], dtype=np.float32)
+        norm = float(np.linalg.norm(vector))
+        return vector / norm if norm > 0 else None
+
+    def reindex(self, progress: Progress | None = None, *, force: bool = False) -> int:
+        """Bring the store's vectors to this embedder and return how many chunks were
+        embedded. Vectors of another model (or ``force``): drop them all, queue every
+        chunk, embed. Vectors of this model already: embed only what is still queued
+        (0 when nothing is: there is nothing to do)."""
+        if self.embedder is None:
+            raise InvalidInput("embedder", "no embedder configured: nothing to index with")
+        if self._index.unavailable is not None:
+            raise StoreError(f"vector search is unavailable: {self._index.unavailable}")
+        if not force and self._index.recorded_identity() == self.embedder.identity:
+            self.disabled = self._bind()
+            return self.flush(progress)
+        with self.owning():
+            with self._embed_lock:
+                self._index.reset(self.embedder.identity, self.embedder.dimension)
+                self.disabled = None
+            return self.flush(progress)

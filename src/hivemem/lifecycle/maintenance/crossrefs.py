@@ -1,0 +1,67 @@
+"""``crossrefs``: related memories, by word overlap.
+
+For each active fact, note, summary or reflection not seen yet, the keyword index
+proposes memories of the same scope that share words with it; those whose word Jaccard
+(``similarity.words``) is above ``crossref_min_jaccard`` (0.05) are kept, best first, at
+most ``crossref_max`` (10), in ``cross_refs``. Each memory is done once (a newer memory
+finds the older ones it relates to; ``mem.related(id)`` reads links both ways), so a
+rerun changes nothing. Episodes are left out: there are many, and consolidation turns
+them into facts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ...types import Kind, Memory
+from .similarity import candidates, jaccard, words
+
+if TYPE_CHECKING:  # pragma: no cover
+    from . import JobContext
+
+NAME = "crossrefs"
+HELP = "Link each memory to up to 10 related ones (word overlap), for mem.related(id)."
+KINDS = (Kind.FACT, Kind.NOTE, Kind.SUMMARY, Kind.REFLECTION)
+
+
+@dataclass(frozen=True, slots=True)
+class Related:
+    """A memory related to another one, and how much their words overlap (Jaccard)."""
+
+    memory: Memory
+    score: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"memory": self.memory.to_dict(), "score": self.score}
+
+
+def related_to(ctx: JobContext, memory: Memory) -> list[tuple[str, float]]:
+    s = ctx.settings
+    mine = words(memory.content)
+    found = candidates(ctx.backend, ctx.scope, memory.content, KINDS, ctx.now, 5 * s.crossref_max)
+    scored = []
+    for other in found:
+        if other.id == memory.id:
+            continue
+        score = jaccard(mine, words(other.content))
+        if score > s.crossref_min_jaccard:
+            scored.append((other.id, round(score, 4)))
+    scored.sort(key=lambda pair: (-pair[1], pair[0]))
+    return scored[: s.crossref_max]
+
+
+def run(ctx: JobContext) -> None:
+    maint, counts = ctx.maint, ctx.counts
+    while True:
+        batch = maint.unmarked(ctx.scope, NAME, KINDS, ctx.settings.maintenance_batch_size)
+        if not batch:
+            return
+        links = {m.id: related_to(ctx, m) for m in batch}  # reads before the write lock
+        with ctx.backend.atomic():
+            for memory_id, pairs in links.items():
+                maint.set_related(ctx.scope, memory_id, pairs)
+                counts["links"] += len(pairs)
+            maint.mark(NAME, list(links), ctx.clock())
+        counts["memories"] += len(batch)
+        ctx.tick(counts["memories"], 0)

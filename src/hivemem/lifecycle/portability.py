@@ -1,0 +1,662 @@
+"""Export and import of a store as JSON Lines: a lossless copy, history included.
+
+Format (``hivemem_export`` version 2; version 1, memories only, is still read)::
+
+    {"hivemem_export": 2, "schema": [...], "exported_at": "...", "count": N,
+     "records": {"vault": V, ...}, "left_out": {"secret vault entries": S}}
+    {"id": "...", "scope": "...", "kind": "fact", ..., "status": "superseded", ...}
+    ... N lines, one per memory: every field of ``Memory.to_dict()``, oldest id first
+    {"record": "vault", "scope": "...", "key": "...", "value": "...", ...}
+    ... one line per record: vault entries, API tokens (hashes), entity aliases and
+    the consolidation state of sessions (``hivemem.lifecycle.backup``)
+
+Every row is exported whatever its status (superseded, deleted and archived rows too), so
+supersede chains, validity intervals and usage counts survive the trip. Derived data
+(chunks, the keyword index, vectors) is not exported: import rebuilds it from the
+content. ``hivemem.lifecycle.backup.TABLES`` lists every table and what an export does with it;
+what is left out of a given export (secret vault values without ``include_secrets``) is
+counted in the header's ``left_out``.
+
+Import contract:
+
+- Every line is validated like a write (same field rules as ``save``); a bad line is
+  reported with its line number, never as a traceback.
+- Ids, statuses, supersede links, times and access counts are kept as given.
+  ``content_hash`` is derived and recomputed.
+- A row whose id already exists with the same record (usage counters
+  ``access_count``/``last_accessed`` aside) is skipped, so importing a file twice imports
+  it once.
+- All or nothing: the whole import is one transaction. If any line is invalid or any
+  row conflicts with the store (its id exists with a different record, or in another
+  scope; its key already has a different active memory), nothing is written and the
+  report lists every problem (up to ``MAX_PROBLEMS``). One transaction holds the write
+  lock for the length of the import; a file of a few hundred thousand rows takes
+  seconds. Rows are validated and inserted in batches, so memory stays flat.
+- Sessions of imported episodes are registered as not yet consolidated (consolidation
+  state is not part of the export).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import IO, TYPE_CHECKING, Any
+
+from .. import text as textmod
+from ..clock import to_text
+from ..errors import Conflict, HiveMemError, InvalidInput
+from ..providers.entities import extract
+from ..settings import Settings
+from ..types import Kind, Memory, Status, resolve_enum, resolve_type
+from ..write import rules
+from ..write.audit import reason_chunks
+from . import backup
+
+if TYPE_CHECKING:
+    from ..facade.database import Store
+
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
+MAX_PROBLEMS = 100  # problems listed in one report; validation stops after that many
+_BATCH = 500
+_USAGE_FIELDS = ("access_count", "last_accessed")
+_REQUIRED = (
+    "id",
+    "scope",
+    "kind",
+    "type",
+    "content",
+    "source",
+    "status",
+    "created_at",
+    "updated_at",
+    "valid_from",
+)
+_FIELDS = frozenset(Memory.__dataclass_fields__)
+
+Progress = Callable[[int], None]  # called with the number of rows just handled
+
+
+# ----------------------------------------------------------------------------- export
+
+
+def export_jsonl(
+    store: Store,
+    fp: IO[str],
+    scopes: Iterable[str] | None = None,
+    progress: Progress | None = None,
+    *,
+    include_secrets: bool = False,
+    details: dict[str, Any] | None = None,
+) -> int:
+    """Write the memories of ``scopes`` (every scope when ``None``) to ``fp`` as JSON
+    Lines: a header line, then one line per memory of any status. Returns the number of
+    memories written. The export reads one consistent snapshot of the store, so the
+    header's count is exact even while other processes write. Secret values of the vault
+    are redacted from every line unless ``include_secrets`` (and secret vault entries
+    left out). ``details``, when given, receives ``records`` (counts per record kind) and
+    ``left_out`` (what was not exported, counted)."""
+    chosen = _scope_list(scopes, store.settings)
+    backend = store.backend
+    with backend.snapshot():
+        count = backend.stats(chosen, store.clock())["total"]
+        records, left_out = backup.export_records(store, chosen, include_secrets)
+        kinds: dict[str, int] = {}
+        for record in records:
+            kinds[record["record"]] = kinds.get(record["record"], 0) + 1
+        header = {
+            "hivemem_export": FORMAT_VERSION,
+            "schema": backend.schema_version(),
+            "exported_at": store.clock().isoformat(),
+            "count": count,
+            "records": kinds,
+            "left_out": left_out,
+        }
+        fp.write(json.dumps(header) + "\n")
+        written = 0
+        for memory in backend.iter_all(chosen):
+            if not include_secrets:
+                memory = store.scrubbed(memory)
+            line = json.dumps(memory.to_dict(), ensure_ascii=False, allow_nan=False)
+            fp.write((line if include_secrets else store.scrub(line)) + "\n")
+            written += 1
+            if progress is not None and written % 100 == 0:
+                progress(100)
+        if progress is not None and written % 100:
+            progress(written % 100)
+        for record in records:
+            line = json.dumps(record, ensure_ascii=False, allow_nan=False)
+            secret = record["record"] == "vault" and record["is_secret"]
+            fp.write((line if include_secrets or secret else store.scrub(line)) + "\n")
+    if details is not None:
+        details.update(records=kinds, left_out=left_out)
+    if written != count:  # impossible inside a snapshot; a loud guard against silent loss
+        raise HiveMemError(f"export wrote {written} memories but counted {count}")
+    return written
+
+
+def _scope_list(scopes: Iterable[str] | None, settings: Settings) -> list[str] | None:
+    if scopes is None:
+        return None
+    if isinstance(scopes, str):
+        scopes = [scopes]
+    out = [rules.name(s, "scopes", settings.max_scope_chars) for s in scopes]
+    if not out:
+        raise InvalidInput("scopes", "is empty; pass None to export every scope")
+    return list(dict.fromkeys(s for s in out if s is not None))
+
+
+# ----------------------------------------------------------------------------- import
+
+
+@dataclass(frozen=True, slots=True)
+class ImportProblem:
+    """Why one line was not imported. ``line`` is 1-based; ``id`` is the row's id when
+    it could be read."""
+
+    line: int
+    message: str
+    id: str | None = None
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.message}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"line": self.line, "id": self.id, "message": self.message}
+
+
+@dataclass(frozen=True, slots=True)
+class ImportReport:
+    """The outcome of one ``import_jsonl`` call.
+
+    ``ok`` is true when the file was imported; then ``imported`` rows were written and
+    ``skipped_identical`` were already present. When it is false nothing was written
+    (``imported`` is 0) and ``errors`` (invalid lines) and ``conflicts`` (valid rows that
+    clash with the store or with each other) say why.
+    """
+
+    imported: int
+    skipped_identical: int
+    conflicts: tuple[ImportProblem, ...] = ()
+    errors: tuple[ImportProblem, ...] = ()
+    rows: int = 0  # memory lines read
+    records: Mapping[str, int] = field(default_factory=dict)  # imported, per record kind
+    truncated: bool = False  # validation stopped after MAX_PROBLEMS problems
+    header: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.conflicts and not self.errors
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "imported": self.imported,
+            "skipped_identical": self.skipped_identical,
+            "rows": self.rows,
+            "records": dict(self.records),
+            "conflicts": [p.to_dict() for p in self.conflicts],
+            "errors": [p.to_dict() for p in self.errors],
+            "truncated": self.truncated,
+            "header": dict(self.header),
+        }
+
+
+class _Rollback(Exception):
+    """Raised inside the import transaction to undo it when a problem was found."""
+
+
+def import_jsonl(
+    store: Store,
+    fp: Iterable[str],
+    scope: str | None = None,
+    progress: Progress | None = None,
+) -> ImportReport:
+    """Import a file written by ``export_jsonl`` (see the module docstring for the
+    contract). ``scope`` puts every row into that one scope instead of its own.
+
+    Returns the report; it never raises for a bad file (only for a store that cannot be
+    written, ``StoreError``). When ``report.ok`` is false nothing was written.
+    """
+    target = rules.name(scope, "scope", store.settings.max_scope_chars, optional=True)
+    run = _Import(store, target, progress)
+    try:
+        with store.backend.atomic():
+            run.read(fp)
+            if not run.failed:
+                run.write_records()
+            if run.errors or run.conflicts:
+                raise _Rollback
+    except _Rollback:
+        pass
+    else:
+        store.indexer.notify()  # the imported chunks are queued for vectors
+    return run.report()
+
+
+class _Import:
+    """The state of one import: rows validated so far, problems, counts."""
+
+    def __init__(self, store: Store, target: str | None, progress: Progress | None) -> None:
+        self.store = store
+        self.backend = store.backend
+        self.settings = store.settings
+        self.target = target
+        self.progress = progress
+        self.header: dict[str, Any] = {}
+        self.errors: list[ImportProblem] = []
+        self.conflicts: list[ImportProblem] = []
+        self.imported = 0
+        self.skipped = 0
+        self.rows = 0
+        self.truncated = False
+        self.seen: dict[str, int] = {}  # id -> the line it first appeared on
+        self.active_keys: dict[tuple[str, str], tuple[int, str]] = {}  # -> (line, id)
+        self.sessions: dict[tuple[str, str], tuple[datetime, int]] = {}
+        self.records: list[tuple[int, dict[str, Any]]] = []  # non-memory lines, checked
+        self.records_imported: dict[str, int] = {}
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.errors or self.conflicts)
+
+    def problem(self, into: list[ImportProblem], line: int, message: str, id: Any = None) -> None:
+        if len(self.errors) + len(self.conflicts) >= MAX_PROBLEMS:
+            self.truncated = True
+            return
+        into.append(ImportProblem(line, message, id if isinstance(id, str) else None))
+
+    def read(self, fp: Iterable[str]) -> None:
+        batch: list[tuple[int, Memory]] = []
+        last_line = 0
+        for line_no, raw in _lines(fp):
+            last_line = line_no
+            if raw is None:
+                self.problem(
+                    self.errors, line_no, "not UTF-8 text (at or after this line); reading stopped"
+                )
+                break
+            if self.truncated:
+                break
+            if not raw.strip():
+                continue
+            value = self.parse(line_no, raw)
+            if not self.header:
+                self.read_header(line_no, value)
+                if not self.header:
+                    return  # not an export: every later line would be noise
+                continue
+            if isinstance(value, dict) and "record" in value:
+                self.read_record(line_no, value)
+                continue
+            self.rows += 1
+            if self.progress is not None and self.rows % 100 == 0:
+                self.progress(100)
+            memory = self.validate(line_no, value)
+            if memory is not None:
+                batch.append((line_no, memory))
+            if len(batch) >= _BATCH:
+                self.flush(batch)
+                batch = []
+        if batch:
+            self.flush(batch)
+        if self.progress is not None and self.rows % 100:
+            self.progress(self.rows % 100)
+        if not self.header and not self.errors:
+            self.problem(self.errors, max(last_line, 1), "empty file: no export header")
+        announced = self.header.get("records") or {}
+        found: dict[str, int] = {}
+        for _, record in self.records:
+            found[record["record"]] = found.get(record["record"], 0) + 1
+        if self.header and not self.truncated and not self.errors and announced != found:
+            self.problem(
+                self.errors,
+                last_line,
+                f"the header announces records {announced} but the file holds {found} "
+                "(truncated or edited file?)",
+            )
+        expected = self.header.get("count")
+        if self.header and not self.truncated and expected != self.rows:
+            self.problem(
+                self.errors,
+                last_line,
+                f"the header announces {expected} memories but the file holds {self.rows} "
+                "(truncated or edited file?)",
+            )
+        if not self.failed:
+            for (scope, session_id), (when, count) in self.sessions.items():
+                self.backend.note_session(scope, session_id, when, count)
+
+    def read_record(self, line_no: int, value: dict[str, Any]) -> None:
+        problem = backup.check_record(value)
+        if problem is not None:
+            self.problem(self.errors, line_no, problem)
+        else:
+            self.records.append((line_no, value))
+
+    def write_records(self) -> None:
+        imported, conflicts = backup.import_records(self.store, self.records, self.target)
+        for line_no, message in conflicts:
+            self.problem(self.conflicts, line_no, message)
+        self.records_imported = imported
+
+    def parse(self, line_no: int, raw: str) -> Any:
+        try:
+            return json.loads(raw, parse_constant=_reject_constant)
+        except (ValueError, RecursionError) as exc:
+            self.problem(self.errors, line_no, f"not valid JSON: {exc}")
+            return None
+
+    def read_header(self, line_no: int, value: Any) -> None:
+        if value is None:
+            return
+        if not isinstance(value, dict) or "hivemem_export" not in value:
+            self.problem(
+                self.errors,
+                line_no,
+                'not a HiveMem export: the first line must be the header {"hivemem_export": 1, …}',
+            )
+            return
+        version = value["hivemem_export"]
+        if version not in READABLE_VERSIONS or isinstance(version, bool):
+            newer = isinstance(version, int) and version > FORMAT_VERSION
+            hint = "; upgrade hivemem to import it" if newer else ""
+            self.problem(
+                self.errors,
+                line_no,
+                f"export format {version!r} is not supported (this HiveMem reads "
+                f"{FORMAT_VERSION}){hint}",
+            )
+            return
+        count = value.get("count")
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            self.problem(
+                self.errors, line_no, f"header: count must be a whole number >= 0, got {count!r}"
+            )
+            return
+        schema = value.get("schema", [])
+        if not isinstance(schema, list) or not all(isinstance(n, str) for n in schema):
+            self.problem(self.errors, line_no, "header: schema must be a list of migration names")
+            return
+        records = value.get("records", {})
+        if not isinstance(records, dict) or not all(
+            isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in records.values()
+        ):
+            self.problem(self.errors, line_no, "header: records must map kinds to counts")
+            return
+        self.header = dict(value)
+
+    def validate(self, line_no: int, value: Any) -> Memory | None:
+        if value is None:
+            return None  # already reported as bad JSON
+        if not isinstance(value, dict):
+            self.problem(
+                self.errors, line_no, f"expected a JSON object, got {type(value).__name__}"
+            )
+            return None
+        try:
+            return memory_from_dict(value, self.settings, scope=self.target)
+        except InvalidInput as exc:
+            self.problem(self.errors, line_no, str(exc), value.get("id"))
+            return None
+
+    def flush(self, batch: list[tuple[int, Memory]]) -> None:
+        """Check a batch of valid rows against the store and the rows before them, then
+        insert the new ones (unless a problem has already doomed the import)."""
+        where = self.backend.scopes_of([m.id for _, m in batch])
+        existing: dict[str, Memory] = {}
+        for scope in set(where.values()):
+            ids = [m.id for _, m in batch if where.get(m.id) == scope == m.scope]
+            existing.update((m.id, m) for m in self.backend.get_many([scope], ids))
+        for line_no, memory in batch:
+            first_line = self.seen.get(memory.id)
+            if first_line is not None:
+                self.repeated(line_no, memory, first_line)
+                continue
+            self.seen[memory.id] = line_no
+            if memory.id in where:
+                self.compare_existing(line_no, memory, where[memory.id], existing)
+                continue
+            if not self.key_is_free(line_no, memory):
+                continue
+            if self.failed:
+                continue  # keep validating; nothing will be committed
+            pieces = textmod.chunk(
+                memory.content, self.settings.chunk_tokens, self.settings.chunk_overlap_tokens
+            ) + reason_chunks(memory)
+            try:
+                self.backend.insert(memory, pieces, extract(memory.content))
+            except Conflict as exc:  # pre-checks make this unreachable; report, not crash
+                self.problem(self.conflicts, line_no, str(exc), memory.id)
+                continue
+            self.imported += 1
+            self.note_episode(memory)
+
+    def repeated(self, line_no: int, memory: Memory, first_line: int) -> None:
+        """An id seen earlier in the file: the same record is skipped, another one is a
+        conflict. The first one is in the store by now, unless the import already failed."""
+        stored = self.backend.get([memory.scope], memory.id)
+        if stored is not None and _comparable(stored) == _comparable(memory):
+            self.skipped += 1
+            return
+        if stored is None and self.failed:
+            return  # the first was not written and nothing will be: no comparison to make
+        self.problem(
+            self.conflicts,
+            line_no,
+            f"id {memory.id} appears again with a different record (first on line {first_line})",
+            memory.id,
+        )
+
+    def compare_existing(
+        self, line_no: int, memory: Memory, scope: str, existing: Mapping[str, Memory]
+    ) -> None:
+        if scope != memory.scope:
+            self.problem(
+                self.conflicts,
+                line_no,
+                f"id {memory.id} already exists in scope {scope!r} (ids are unique across "
+                "the store)",
+                memory.id,
+            )
+            return
+        stored, record = _comparable(existing[memory.id]), _comparable(memory)
+        if stored == record:
+            self.skipped += 1
+            return
+        changed = sorted(k for k, v in stored.items() if record.get(k) != v)
+        self.problem(
+            self.conflicts,
+            line_no,
+            f"id {memory.id} already exists with a different record (differs in: "
+            f"{', '.join(changed)})",
+            memory.id,
+        )
+
+    def key_is_free(self, line_no: int, memory: Memory) -> bool:
+        """The partial unique index allows one ACTIVE row per (scope, key): check it
+        against the file so far and against the store."""
+        if memory.status is not Status.ACTIVE or memory.key is None:
+            return True
+        slot = (memory.scope, memory.key)
+        earlier = self.active_keys.get(slot)
+        if earlier is not None:
+            self.problem(
+                self.conflicts,
+                line_no,
+                f"key {memory.key!r} has two active memories in scope {memory.scope!r} "
+                f"({earlier[1]} on line {earlier[0]}, and {memory.id})",
+                memory.id,
+            )
+            return False
+        self.active_keys[slot] = (line_no, memory.id)
+        holder = self.backend.by_key([memory.scope], memory.key)
+        if holder is not None and holder.id != memory.id:
+            self.problem(
+                self.conflicts,
+                line_no,
+                f"key {memory.key!r} already holds active memory {holder.id} in scope "
+                f"{memory.scope!r}",
+                memory.id,
+            )
+            return False
+        return True
+
+    def note_episode(self, memory: Memory) -> None:
+        if memory.kind is not Kind.EPISODE or memory.session_id is None:
+            return
+        slot = (memory.scope, memory.session_id)
+        when = memory.event_time or memory.created_at
+        first, count = self.sessions.get(slot, (when, 0))
+        self.sessions[slot] = (min(first, when), count + 1)
+
+    def report(self) -> ImportReport:
+        return ImportReport(
+            imported=0 if self.failed else self.imported,
+            skipped_identical=self.skipped,
+            conflicts=tuple(self.conflicts),
+            errors=tuple(self.errors),
+            rows=self.rows,
+            records={} if self.failed else self.records_imported,
+            truncated=self.truncated,
+            header=self.header,
+        )
+
+
+def _lines(fp: Iterable[str]) -> Iterator[tuple[int, str | None]]:
+    """Numbered lines; a line the stream cannot decode comes as ``None`` and ends it."""
+    lines = iter(fp)
+    line_no = 0
+    while True:
+        line_no += 1
+        try:
+            raw = next(lines)
+        except StopIteration:
+            return
+        except UnicodeDecodeError:
+            yield line_no, None
+            return
+        yield line_no, raw
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not allowed")
+
+
+def _comparable(memory: Memory) -> dict[str, Any]:
+    record = memory.to_dict()
+    for name in _USAGE_FIELDS:
+        record.pop(name)
+    return record
+
+
+# ----------------------------------------------------------------------------- one row
+
+
+def memory_from_dict(
+    value: Mapping[str, Any], settings: Settings, *, scope: str | None = None
+) -> Memory:
+    """A ``Memory`` from one exported object, every field validated with the rules of
+    the write path. ``scope`` overrides the row's own scope. Raises ``InvalidInput``
+    naming the first bad field."""
+    unknown = sorted(set(value) - _FIELDS)
+    if unknown:
+        raise InvalidInput(unknown[0], "unknown field (written by a newer HiveMem?)")
+    for name in _REQUIRED:
+        if value.get(name) is None and not (name == "scope" and scope is not None):
+            raise InvalidInput(name, "is required")
+    body = rules.valid_content(value["content"], settings)
+    return Memory(
+        id=_name(value, "id", 200),  # type: ignore[arg-type]
+        scope=scope or _name(value, "scope", settings.max_scope_chars),  # type: ignore[arg-type]
+        kind=resolve_enum(Kind, _text(value, "kind"), "kind"),
+        type=resolve_type(_text(value, "type")),
+        key=_name(value, "key", settings.max_key_chars, optional=True),
+        content=body,
+        content_hash=textmod.content_hash(body),
+        source=rules.valid_source(value["source"]),
+        status=resolve_enum(Status, _text(value, "status"), "status"),
+        valid_from=_time(value, "valid_from"),  # type: ignore[arg-type]
+        valid_until=_time(value, "valid_until"),
+        supersedes_id=_name(value, "supersedes_id", 200, optional=True),
+        supersede_reason=_name(value, "supersede_reason", 1000, optional=True),
+        supersede_kind=_supersede_kind(value.get("supersede_kind")),
+        updated_by=_name(value, "updated_by", 200, optional=True),
+        confidence=rules.unit_interval(value.get("confidence", 1.0), "confidence"),
+        decay_rate=rules.non_negative(value.get("decay_rate", 0.0), "decay_rate"),
+        access_count=_count(value.get("access_count", 0)),
+        last_accessed=_time(value, "last_accessed"),
+        event_time=_time(value, "event_time"),
+        created_at=_time(value, "created_at"),  # type: ignore[arg-type]
+        updated_at=_time(value, "updated_at"),  # type: ignore[arg-type]
+        expires_at=_time(value, "expires_at"),
+        session_id=_name(value, "session_id", 200, optional=True),
+        role=_name(value, "role", 200, optional=True),
+        tags=rules.valid_tags(value.get("tags"), settings),
+        attributes=rules.valid_attributes(value.get("attributes"), settings),
+        source_ids=_id_list(value.get("source_ids")),
+        category=rules.valid_category(value.get("category", "general")),
+    )
+
+
+def _text(value: Mapping[str, Any], name: str) -> str:
+    raw = value[name]
+    if not isinstance(raw, str):
+        raise InvalidInput(name, f"expected text, got {type(raw).__name__}")
+    return raw
+
+
+def _name(
+    value: Mapping[str, Any], name: str, max_chars: int, *, optional: bool = False
+) -> str | None:
+    return rules.name(value.get(name), name, max_chars, optional=optional)
+
+
+def _time(value: Mapping[str, Any], name: str) -> datetime | None:
+    raw = value.get(name)
+    if raw is None:
+        return None
+    if not isinstance(raw, str):
+        raise InvalidInput(name, f"expected an ISO 8601 time, got {type(raw).__name__}")
+    try:
+        parsed = datetime.fromisoformat(raw)
+    except ValueError:
+        raise InvalidInput(name, f"cannot read {raw!r} as an ISO 8601 time") from None
+    try:
+        parsed = parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+        to_text(parsed)  # the stored form must exist (years 1..9999 in UTC)
+    except (OverflowError, ValueError):
+        raise InvalidInput(name, f"{raw!r} is out of range") from None
+    return parsed
+
+
+def _supersede_kind(raw: object) -> str | None:
+    if raw is None or raw in ("hard", "soft"):
+        return raw  # type: ignore[return-value]
+    raise InvalidInput("supersede_kind", f"expected 'hard', 'soft' or null, got {raw!r}")
+
+
+def _count(raw: object) -> int:
+    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
+        raise InvalidInput("access_count", f"expected a whole number >= 0, got {raw!r}")
+    return raw
+
+
+def _id_list(raw: object) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    if isinstance(raw, str) or not isinstance(raw, list):
+        raise InvalidInput("source_ids", "expected a list of memory ids")
+    return tuple(rules.name(item, "source_ids", 200) for item in raw)  # type: ignore[misc]
+
+
+__all__ = [
+    "FORMAT_VERSION",
+    "ImportProblem",
+    "ImportReport",
+    "export_jsonl",
+    "import_jsonl",
+    "memory_from_dict",
+]

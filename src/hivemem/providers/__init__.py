@@ -1,0 +1,1 @@
+"""Pluggable providers: embedders, LLMs, named-entity recognition."""

@@ -1,0 +1,1 @@
+"""The read path: the keyword lane, the pipeline (lanes, fusion, ranking, re-rank), snippets."""

@@ -1,0 +1,226 @@
+"""Retrieval: the keyword lane and the scoring that makes its numbers mean something.
+
+Score normalisation. Raw BM25 grows with the number and rarity of query terms, so a raw
+threshold means different things for different queries (LESSONS 11), and FTS5 floors the
+IDF of any term found in over half the chunks to ~0, so small stores score ~0 everywhere.
+A hit's score is therefore its IDF-weighted *coverage* of the query: the IDF mass of the
+query terms the memory's best chunk contains, over the IDF mass of all query terms, with
+the always-positive IDF ``log(1 + (N - n + 0.5) / (n + 0.5))``. It reads as "the share of
+the query's information this memory matches", lies in [0, 1] and means the same across
+queries, so ``min_score`` is a real threshold. Hits are ordered by score, ties broken by
+BM25 rank (which accounts for term frequency and chunk length).
+
+Ranking functions are pure and take plain values; ``keyword_lane`` wires them to a
+backend, and ``hivemem.retrieval.pipeline`` fuses this lane with the others.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from .. import text as textmod
+from ..settings import Settings
+from ..store.protocols import Backend, ChunkMatch
+from ..types import Query
+
+
+def idf(total: int, doc_freq: int) -> float:
+    """Probabilistic IDF kept positive (Lucene's BM25 form): a term in every chunk still
+    weighs a little, a term in none weighs most. ``total`` and ``doc_freq`` count chunks."""
+    total = max(total, doc_freq)
+    return math.log(1.0 + (total - doc_freq + 0.5) / (doc_freq + 0.5))
+
+
+def coverage(weights: Mapping[str, float], matched: Iterable[str]) -> float:
+    """The share of the query's IDF mass that ``matched`` terms carry, in [0, 1]."""
+    total = sum(weights.values())
+    if total <= 0:
+        return 0.0
+    return min(1.0, sum(weights.get(t, 0.0) for t in set(matched)) / total)
+
+
+def best_chunk_per_memory(matches: Sequence[ChunkMatch]) -> list[ChunkMatch]:
+    """One match per memory (its best chunk), best first. ``matches`` is best first."""
+    seen: set[str] = set()
+    out = []
+    for match in matches:
+        if match.memory_id not in seen:
+            seen.add(match.memory_id)
+            out.append(match)
+    return out
+
+
+def selective_terms(terms: Sequence[str], doc_freq: Mapping[str, int], budget: int) -> list[str]:
+    """The rarest terms whose postings add up to at most ``budget`` (at least one term),
+    in query order.
+
+    Ranking costs about a microsecond per chunk the MATCH finds, and a common term can
+    match a tenth of a large store; the rare terms carry most of the coverage anyway.
+    """
+    order = sorted(range(len(terms)), key=lambda i: (doc_freq.get(terms[i], 0), i))
+    chosen: set[int] = set()
+    postings = 0
+    for i in order:
+        frequency = doc_freq.get(terms[i], 0)
+        if chosen and postings + frequency > budget:
+            break
+        chosen.add(i)
+        postings += frequency
+    return [t for i, t in enumerate(terms) if i in chosen]
+
+
+def window_coverage(
+    own: Mapping[str, Iterable[str]],
+    windows: Mapping[str, Iterable[str]],
+    weights: Mapping[str, float],
+    share: float,
+) -> dict[str, float]:
+    """Each memory's coverage of the query, plus ``share`` of what the memories in its
+    window (``windows[memory]``: the turns beside it) add to it.
+
+    A question is often answered across two turns ("Where did you go?" / "Paris, with
+    Anna"): neither holds every query term, the pair does. ``share`` 1 scores the pair's
+    union; 0 scores the turn alone.
+    """
+    total = sum(weights.values())
+    if total <= 0:
+        return dict.fromkeys(own, 0.0)
+
+    def mass(terms: set[str]) -> float:
+        return min(1.0, sum(weights.get(t, 0.0) for t in terms) / total)
+
+    out = {}
+    for memory_id, terms in own.items():
+        alone = set(terms)
+        together = set(alone)
+        for other in windows.get(memory_id, ()):
+            together |= set(own.get(other, ()))
+        base = mass(alone)
+        out[memory_id] = base if together == alone else base + share * (mass(together) - base)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class KeywordCandidate:
+    """A memory found by the keyword lane: its best chunk, that chunk's BM25 rank, its
+    coverage of the query, and the query terms it holds. ``window`` is the part of the
+    coverage that its dialogue neighbours added (``window_coverage``)."""
+
+    match: ChunkMatch
+    rank: int
+    coverage: float
+    matched: tuple[str, ...]
+    window: float = 0.0
+
+
+def keyword_lane(
+    backend: Backend,
+    scopes: Sequence[str],
+    query: Query,
+    settings: Settings,
+    now: datetime,
+    fetch: int,
+) -> tuple[list[str], list[KeywordCandidate]]:
+    """The query's terms and up to ``fetch`` candidate memories, best coverage first
+    (ties: BM25 rank).
+
+    Candidates are found by the selective terms only (``selective_terms``); the common
+    terms past the postings budget still count in every candidate's coverage, and find
+    candidates themselves only when the selective terms found fewer than
+    ``query.limit``. So a memory holding only common terms of the query can be missed
+    in a large store. Measured on LoCoMo this changes no hit@k (0.702 at hit@10 either
+    way), and it keeps keyword search under 10 ms p95 at 100k memories.
+    """
+    terms = textmod.query_terms(textmod.query_focus(query.text), settings.max_query_terms)
+    if not terms and not query.fts_syntax:
+        return terms, []
+    # Weights from the visible scopes' own statistics; plans from the whole index's.
+    stats = backend.term_stats(terms, scopes)
+    weights = {t: idf(stats.total_chunks, stats.doc_freq.get(t, 0)) for t in terms}
+    postings = stats.postings or stats.doc_freq
+
+    def run(
+        match: Query, used: Sequence[str] = (), time_limit_s: float | None = None
+    ) -> list[KeywordCandidate]:
+        # Terms so common that scoring every match would cost more than the budget are
+        # searched newest first (FTS5 then scores only the rows it returns).
+        walked = sum(postings.get(t, 0) for t in used)
+        newest_first = walked > settings.keyword_match_budget
+        found = backend.keyword_search(
+            scopes, match, terms, fetch, now, newest_first=newest_first, time_limit_s=time_limit_s
+        )
+        matches = best_chunk_per_memory(found)
+        matched = backend.matched_terms([m.chunk_id for m in matches], terms)
+        out = []
+        for rank, match in enumerate(matches, start=1):
+            held = tuple(t for t in terms if t in matched.get(match.chunk_id, ()))
+            out.append(KeywordCandidate(match, rank, coverage(weights, held), held))
+        out.sort(key=lambda c: (-c.coverage, c.rank))
+        return out
+
+    if query.fts_syntax:  # the caller's own FTS5 syntax: its cost is bounded by time
+        return terms, run(query, time_limit_s=settings.fts_time_limit_ms / 1000)
+    chosen = selective_terms(terms, postings, settings.keyword_match_budget)
+    candidates = run(replace(query, text=textmod.fts_or_query(chosen), fts_syntax=True), chosen)
+    excluded = [t for t in terms if t not in chosen]
+    if excluded and len(candidates) < query.limit:
+        # Trigger: the selective terms found too few memories. Why: the common terms may
+        # still find something. Outcome: merge their matches, ranked by coverage.
+        extra = run(replace(query, text=textmod.fts_or_query(excluded), fts_syntax=True), excluded)
+        best = {c.match.memory_id: c for c in extra}
+        best.update({c.match.memory_id: c for c in candidates})
+        candidates = sorted(best.values(), key=lambda c: (-c.coverage, c.rank))
+    if settings.window_weight > 0 and candidates:
+        candidates = _windowed(backend, scopes, query, now, terms, weights, candidates, settings)
+    return terms, candidates
+
+
+def _windowed(
+    backend: Backend,
+    scopes: Sequence[str],
+    query: Query,
+    now: datetime,
+    terms: Sequence[str],
+    weights: Mapping[str, float],
+    candidates: list[KeywordCandidate],
+    settings: Settings,
+) -> list[KeywordCandidate]:
+    """``candidates`` re-scored by ``window_coverage`` over their dialogue neighbours;
+    a neighbour that was not a candidate joins when its window covers the query."""
+    found = {c.match.memory_id: c for c in candidates}
+    neighbours = backend.session_neighbours(scopes, list(found), query, now)
+    windows: dict[str, set[str]] = {}
+    for anchor, sides in neighbours.items():
+        for other, _after in sides:
+            windows.setdefault(anchor, set()).add(other)
+            windows.setdefault(other, set()).add(anchor)
+    if not windows:
+        return candidates
+    own: dict[str, tuple[str, ...]] = {m: c.matched for m, c in found.items()}
+    joining = [m for m in windows if m not in found]
+    chunks: dict[str, ChunkMatch] = {}
+    if joining:
+        new_chunks = backend.memory_chunks(joining)
+        held = backend.matched_terms([c.chunk_id for c in new_chunks], terms)
+        terms_of: dict[str, set[str]] = {}
+        for chunk in new_chunks:
+            terms_of.setdefault(chunk.memory_id, set()).update(held.get(chunk.chunk_id, ()))
+            chunks.setdefault(chunk.memory_id, chunk)
+        for memory_id in joining:
+            own[memory_id] = tuple(t for t in terms if t in terms_of.get(memory_id, ()))
+    scores = window_coverage(own, windows, weights, settings.window_weight)
+    out = [replace(c, coverage=scores[m], window=scores[m] - c.coverage) for m, c in found.items()]
+    last = len(candidates)
+    for memory_id in joining:
+        score = scores[memory_id]
+        if memory_id in chunks and score > 0:
+            last += 1
+            alone = coverage(weights, own[memory_id])
+            out.append(
+                KeywordCandidate(chunks[memory_id], last, score, own[memory_id], score - alone)
+            )
+    out.sort(key=lambda c: (-c.coverage, c.rank))
+    return out

@@ -1,0 +1,522 @@
+"""The retrieval pipeline (DESIGN §3): lanes → fusion → adjustments → diversity → hits.
+
+Each stage is a function of plain values (``hivemem.retrieval.ranking``); this module runs them in
+order and records what each did in the hit's explanation:
+
+1. Lanes, each returning up to ``limit × candidate_multiplier`` memories scored in
+   [0, 1]: keyword (IDF-weighted coverage, ``hivemem.retrieval.keyword``), vector (cosine of the
+   best chunk, calibrated: ``vector_floor`` → 0, 1 → 1), entity (share of the query's
+   named entities a memory is linked to).
+2. Fusion over the lanes that ran (``fusion`` setting): a weighted mean of lane scores
+   (default), or normalised RRF. A lane that did not run — no embedder, a store embedded by
+   another model, no entity named in the query — takes no weight, so it never drags the
+   others down; the explanation says why it did not run.
+3. Adjustments: session prior (``ranking.group_prior``: a hit in a session where much
+   matched beats a lone match elsewhere), superseded factor, temporal decay (identity
+   and lesson exempt), access boost, confidence. Scores stay in [0, 1].
+4. MMR on chunk vectors (``mmr_lambda``; 1 keeps the order).
+5. Optional re-rank of the best ``rerank_depth`` (``hivemem.retrieval.rerank``); a failure keeps
+   the fused order. Then ``min_score`` and the limit.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+
+from .. import text as textmod
+from ..lifecycle.indexer import Indexer
+from ..providers import entities as entitymod
+from ..settings import Settings
+from ..store.protocols import Backend
+from ..types import Explanation, Hit, Kind, Memory, MemoryType, Query, Status
+from . import hitset, ranking
+from . import rerank as rerankmod
+from .hitset import Ranked
+from .keyword import KeywordCandidate, idf, keyword_lane
+from .rerank import Reranker
+
+_DECAY_EXEMPT = (MemoryType.IDENTITY, MemoryType.LESSON)
+_POOL_FLOOR = 60  # candidates read, adjusted and diversified (see search())
+_DIVERSITY_CHARS = 2_000  # text compared by word sets where a candidate has no vector
+log = logging.getLogger("hivemem.retrieval.pipeline")
+
+
+@dataclass(slots=True)
+class _Candidate:
+    """One memory as the lanes saw it."""
+
+    memory_id: str
+    lanes: dict[str, dict[str, float]] = field(default_factory=dict)
+    lane_scores: dict[str, float] = field(default_factory=dict)
+    chunk_id: int | None = None
+    chunk_seq: int = 0
+    chunk_text: str = ""
+    matched: tuple[str, ...] = ()
+
+
+def search(
+    backend: Backend,
+    indexer: Indexer,
+    scopes: Sequence[str],
+    query: Query,
+    settings: Settings,
+    now: datetime,
+    reranker: Reranker | None = None,
+) -> list[Hit]:
+    """Hits for ``query`` in ``scopes``, best first (see the module docstring)."""
+    fetch = lane_fetch(query.limit, settings.candidate_multiplier)
+    notes: list[str] = []
+    candidates: dict[str, _Candidate] = {}
+
+    terms, keyword = keyword_lane(backend, scopes, query, settings, now, fetch)
+    _add_keyword(candidates, keyword)
+    lanes_run = ["keyword"] if terms or query.fts_syntax else []
+
+    if query.fts_syntax:
+        pass  # FTS5 syntax is not language: the vector lane has nothing to embed
+    elif not indexer.enabled:
+        notes.append(f"vector lane off: {indexer.disabled}")
+    else:
+        try:
+            vector = indexer.embed_query(textmod.query_focus(query.text))
+        except Exception as exc:  # reads fail open: an embedder down leaves keyword search
+            log.warning("query embedding failed, vector lane skipped: %s", exc)
+            notes.append(f"vector lane skipped: the query could not be embedded ({exc})")
+            vector = None
+        if vector is not None:
+            assert indexer.identity is not None
+            matches = backend.vectors.search(
+                scopes, vector, query, fetch, now, indexer.identity, settings.vector_pool
+            )
+            for rank, match in enumerate(matches, start=1):
+                score = ranking.calibrate_cosine(match.similarity, settings.vector_floor)
+                if score <= 0:  # no closer than unrelated texts: not a candidate
+                    break
+                c = candidates.setdefault(match.memory_id, _Candidate(match.memory_id))
+                c.lanes["vector"] = {
+                    "rank": rank,
+                    "cosine": round(match.similarity, 6),
+                    "score": round(score, 6),
+                }
+                c.lane_scores["vector"] = score
+                if c.chunk_id is None:
+                    c.chunk_id, c.chunk_seq, c.chunk_text = match.chunk_id, match.seq, match.text
+            lanes_run.append("vector")
+            if backend.vectors.has_pending():
+                notes.append(
+                    "some memories are still being embedded: found by keyword only until "
+                    "then (run `hivemem reindex`, or store.flush(), to finish now)"
+                )
+    focus = textmod.query_focus(query.text)
+    if (
+        not query.fts_syntax
+        and settings.entity_weight > 0
+        and _entity_lane(backend, scopes, query, now, fetch, focus, candidates)
+    ):
+        lanes_run.append("entity")
+    if not candidates:
+        return []
+
+    fused = _fuse(candidates, lanes_run, settings)
+    if settings.neighbour_weight > 0:
+        _add_neighbours(backend, scopes, query, now, settings, fused, candidates)
+    # Only the best ``pool`` go on: the adjustments move scores by a bounded factor, and
+    # reading, re-scoring and diversifying every candidate the windows and neighbours
+    # brought in cost more than the lanes themselves at 100k memories. The pool is
+    # 2 × fetch up to 60 (limit 10: as measured on LoCoMo), then twice the limit, so its
+    # cost grows with the limit, not with limit × multiplier.
+    pool = min(2 * fetch, max(_POOL_FLOOR, 2 * query.limit, settings.rerank_depth))
+    if len(fused) > pool:
+        fused = dict(sorted(fused.items(), key=lambda item: -item[1])[:pool])
+    memories = {m.id: m for m in backend.get_many(scopes, list(fused))}
+    # The session prior is about dialogue: only episodes belong to a session's mass, and
+    # a memory saved on purpose (fact, decision, summary, note) keeps its score.
+    sessions = {
+        m.id: (m.scope, m.session_id)
+        for m in memories.values()
+        if m.session_id is not None and m.kind is Kind.EPISODE
+    }
+    prior = ranking.group_prior(fused, sessions, settings.session_weight)
+    lengths = ranking.length_prior(
+        {m.id: len(m.content) for m in memories.values()},
+        {m.id for m in memories.values() if m.kind is not Kind.EPISODE},
+        settings.length_weight,
+    )
+    scored: list[Ranked] = []
+    for memory_id, base in fused.items():
+        memory = memories.get(memory_id)
+        if memory is None or base <= 0:  # deleted between the reads; or no lane scored it
+            continue
+        factors = adjustments(memory, settings, now)
+        if prior[memory_id] < 1.0:
+            factors["session"] = prior[memory_id]
+        if lengths.get(memory_id, 1.0) < 1.0:
+            factors["length"] = lengths[memory_id]
+        score = base
+        for value in factors.values():
+            score *= value
+        scored.append(Ranked(min(1.0, score), base, candidates[memory_id], memory, factors))
+    scored.sort(key=Ranked.sort_key)
+    scored = hitset.one_per_memory(scored, scopes[0], lambda r: r.memory)
+    scored = hitset.current_above_superseded(
+        backend, scopes, query, now, scored, settings.superseded_factor, _current_candidate
+    )
+    if reranker is not None and len(scored) > 1:
+        # The re-ranker sees ``rerank_depth`` candidates before diversity cuts to the
+        # limit, and has the last word over the exact-match rule below.
+        scored = _rerank(reranker, focus, scored, settings, notes)
+        exact: list[Ranked] = []
+    else:
+        exact, scored = _split_exact(scored, [] if query.fts_syntax else terms)
+    room = query.limit - len(exact)
+    if settings.mmr_lambda < 1.0:  # each group diversified within itself
+        if len(exact) > 1:
+            exact = _diversify(backend, indexer, exact, query.limit, settings.mmr_lambda)
+        if len(scored) > 1 and room > 0:
+            scored = _diversify(backend, indexer, scored, room, settings.mmr_lambda)
+    scored = _lifted(exact, scored) + scored
+    scored = [s for s in scored if s.score >= query.min_score]
+    hits = []
+    for item in scored[: query.limit]:
+        score, base, c, memory, factors = (
+            item.score,
+            item.base,
+            item.candidate,
+            item.memory,
+            item.factors,
+        )
+        hit_notes = list(notes)
+        if memory.status is Status.SUPERSEDED:
+            hit_notes.insert(0, "superseded: a newer version exists")
+        explain = Explanation(
+            lanes=c.lanes,
+            fused=round(base, 6),
+            factors={k: round(v, 6) for k, v in factors.items()},
+            matched_terms=c.matched,
+            chunk_seq=c.chunk_seq,
+            notes=tuple(hit_notes),
+        )
+        snippet = textmod.snippet(c.chunk_text or memory.content, terms)
+        hits.append(Hit(memory=memory, score=round(score, 6), explain=explain, snippet=snippet))
+    return hits
+
+
+_EXTRA_FLOOR = 10  # the limit up to which every lane fetches limit × multiplier
+
+
+def lane_fetch(limit: int, multiplier: int) -> int:
+    """Candidates each lane returns: ``limit × multiplier`` up to limit 10 (as measured
+    on LoCoMo), then the limit plus the same headroom (``(multiplier − 1) × 10``): a hit
+    beyond the first candidates is there for the ranks past 10, where any match of the
+    lanes will do. So a search's cost grows with the limit, not limit × multiplier."""
+    return limit + (multiplier - 1) * min(limit, _EXTRA_FLOOR)
+
+
+def _current_candidate(current: Memory, superseded: Memory) -> _Candidate:
+    """The lane record of a current version brought in by its superseded match."""
+    c = _Candidate(current.id)
+    c.lanes["current"] = {"of": superseded.id}  # type: ignore[dict-item]
+    return c
+
+
+def _entity_lane(
+    backend: Backend,
+    scopes: Sequence[str],
+    query: Query,
+    now: datetime,
+    fetch: int,
+    text: str,
+    candidates: dict[str, _Candidate],
+) -> bool:
+    """Memories linked to the entities the query names. A memory scores the IDF of
+    the entities it mentions over the IDF a never-seen-before entity would have, one per
+    entity named: mentioning every named entity, each rare, scores near 1; a name on
+    every turn (a chat's speaker) weighs little. Returns whether the lane ran (the query
+    named a known entity)."""
+    found = backend.entities.lookup(scopes, entitymod.query_names(text), aliases=False)
+    if not found:
+        return False
+    total = backend.entities.total_memories(scopes)
+    weights = {e.id: idf(total, e.mention_count) for e in found}
+    mass = idf(total, 1) * len({e.canonical for e in found})
+    scores: dict[str, float] = {}
+    for memory_id, entity_id in backend.entities.linked(
+        scopes, list(weights), query, now, fetch * 4
+    ):
+        scores[memory_id] = scores.get(memory_id, 0.0) + weights[entity_id] / mass
+    ranked = sorted(scores.items(), key=lambda item: -item[1])[:fetch]
+    for rank, (memory_id, score) in enumerate(ranked, start=1):
+        c = candidates.setdefault(memory_id, _Candidate(memory_id))
+        c.lanes["entity"] = {"rank": rank, "score": round(min(1.0, score), 6)}
+        c.lane_scores["entity"] = min(1.0, score)
+    return True
+
+
+def _add_neighbours(
+    backend: Backend,
+    scopes: Sequence[str],
+    query: Query,
+    now: datetime,
+    settings: Settings,
+    fused: dict[str, float],
+    candidates: dict[str, _Candidate],
+) -> None:
+    """Dialogue context: the turns just before and after a strong episode hit score
+    ``neighbour_weight`` × its score, unless they scored better on their own.
+
+    Why: in a conversation the answer is often the reply to the turn that matches the
+    question ("Did you go to the concert?" / "Yes, it was amazing"), and a short reply
+    shares no words and little meaning with the question.
+    """
+    anchors = sorted(fused, key=lambda k: -fused[k])[: query.limit]
+    for anchor, neighbours in backend.session_neighbours(scopes, anchors, query, now).items():
+        for neighbour, after in neighbours:
+            weight = settings.neighbour_weight if after else settings.previous_weight
+            value = weight * fused[anchor]
+            if value > fused.get(neighbour, 0.0):
+                fused[neighbour] = value
+                c = candidates.setdefault(neighbour, _Candidate(neighbour))
+                c.lanes["context"] = {"of": anchors.index(anchor) + 1, "score": round(value, 6)}
+
+
+def _split_exact(scored: list[Ranked], terms: Sequence[str]) -> tuple[list[Ranked], list[Ranked]]:
+    """The candidates whose best chunk holds every term of the query, and the others.
+
+    Trigger: a memory matches the query's words exactly (a unique token, an id, every
+    word of a question). Why: fusion weighs the keyword lane at 0.6, and the session
+    prior, MMR (which keeps only ``limit`` and drops a turn like its neighbours) and the
+    access boost of often-returned memories could otherwise push it below loosely
+    related vector hits, out of the results altogether (issue 11: an acknowledged memory
+    not found by its own unique token). Outcome: exact matches lead; MMR diversifies
+    each group within itself (near-duplicate exact matches are still penalised). A
+    re-ranker, asked for explicitly, still has the last word."""
+    wanted = set(terms)
+    if not wanted:
+        return [], scored
+
+    def is_exact(item: Ranked) -> bool:
+        # A superseded version never leads: the current version outranks it (LESSONS 13).
+        return item.memory.status is not Status.SUPERSEDED and wanted <= set(item.candidate.matched)
+
+    exact = [s for s in scored if is_exact(s)]
+    if not exact or len(exact) == len(scored):
+        return [], scored
+    return exact, [s for s in scored if not is_exact(s)]
+
+
+def _lifted(exact: list[Ranked], rest: list[Ranked]) -> list[Ranked]:
+    """``exact`` in their order; one scoring below the best of ``rest`` is lifted to that
+    score by an ``exact`` factor, so scores still fall with rank and the explanation adds
+    up."""
+    ceiling = rest[0].score if rest else 0.0
+    for item in exact:
+        if 0 < item.score < ceiling:
+            item.factors = {**item.factors, "exact": ceiling / item.score}
+            item.score = ceiling
+    return exact
+
+
+def _add_keyword(candidates: dict[str, _Candidate], keyword: list[KeywordCandidate]) -> None:
+    for rank, k in enumerate(keyword, start=1):
+        c = candidates.setdefault(k.match.memory_id, _Candidate(k.match.memory_id))
+        c.lanes["keyword"] = {
+            "rank": rank,
+            "bm25": round(k.match.bm25, 6),
+            "coverage": round(k.coverage, 6),
+        }
+        if k.window > 0:
+            c.lanes["keyword"]["window"] = round(k.window, 6)
+        c.lane_scores["keyword"] = k.coverage
+        c.chunk_id, c.chunk_seq, c.chunk_text = k.match.chunk_id, k.match.seq, k.match.text
+        c.matched = k.matched
+
+
+def _fuse(
+    candidates: dict[str, _Candidate], lanes_run: Sequence[str], settings: Settings
+) -> dict[str, float]:
+    """Fused score in [0, 1] per memory, over the lanes that ran."""
+    if settings.fusion == ranking.Fusion.RRF:
+        rankings = {
+            lane: sorted(
+                (c for c in candidates.values() if lane in c.lanes),
+                key=lambda c, lane=lane: c.lanes[lane]["rank"],
+            )
+            for lane in lanes_run
+        }
+        weights = _weights(settings)
+        return ranking.rrf(
+            {lane: [c.memory_id for c in ranked] for lane, ranked in rankings.items()},
+            k=settings.rrf_k,
+            weights=weights,
+        )
+    lane_scores = {
+        lane: {c.memory_id: c.lane_scores.get(lane, 0.0) for c in candidates.values()}
+        for lane in lanes_run
+    }
+    weights = _weights(settings)
+    absolute = ranking.weighted(lane_scores, weights)
+    if settings.fusion != "minmax" or not absolute:
+        return absolute
+    # Min-max per lane orders best (measured), but its numbers mean "relative to this
+    # query's best": rescaled so the top hit scores the best absolute fused score, a
+    # threshold still reads as "how well this matches", and the order stays min-max's.
+    relative = ranking.weighted(
+        {lane: _minmax(scores) for lane, scores in lane_scores.items()}, weights
+    )
+    best, scale = max(relative.values()), max(absolute.values())
+    if best <= 0:
+        return absolute
+    return {k: v / best * scale for k, v in relative.items()}
+
+
+_MINMAX_FLOOR = 0.05  # the lane's weakest match still counts a little: it did match
+
+
+def _minmax(scores: dict[str, float]) -> dict[str, float]:
+    """Positive scores scaled to [0.05, 1] within this query (0 stays 0: not found)."""
+    found = [v for v in scores.values() if v > 0]
+    if not found:
+        return scores
+    low, high = min(found), max(found)
+    span = high - low
+    out = {}
+    for key, value in scores.items():
+        if value <= 0:
+            out[key] = 0.0
+        else:
+            if span > 0:
+                out[key] = _MINMAX_FLOOR + (1.0 - _MINMAX_FLOOR) * (value - low) / span
+            else:  # one score for all: nothing to stretch, keep what it means
+                out[key] = value
+    return out
+
+
+def _weights(settings: Settings) -> dict[str, float]:
+    return {
+        "keyword": settings.keyword_weight,
+        "vector": settings.vector_weight,
+        "entity": settings.entity_weight,
+    }
+
+
+def adjustments(memory: Memory, settings: Settings, now: datetime) -> dict[str, float]:
+    """The multipliers applied after fusion, by name (only those that are not 1)."""
+    factors: dict[str, float] = {}
+    if memory.status is Status.SUPERSEDED:
+        factors["superseded"] = settings.superseded_factor
+    if memory.type not in _DECAY_EXEMPT and settings.decay_weight > 0:
+        age = ranking.age_days(memory.event_time or memory.created_at, now)
+        decay = ranking.temporal_decay(
+            age, ranking.DecayProfile(settings.decay_profile), settings.half_life_days
+        )
+        factor = 1.0 - settings.decay_weight + settings.decay_weight * decay
+        if factor < 1.0:
+            factors["decay"] = factor
+    boost = ranking.access_boost(
+        memory.access_count,
+        settings.max_access_boost,
+        hours_since_access=(
+            (now - memory.last_accessed).total_seconds() / 3600 if memory.last_accessed else None
+        ),
+        full_hours=settings.access_recency_hours,
+        fade_days=settings.access_fade_days,
+    )
+    if boost > 1.0:
+        factors["access"] = boost
+    if memory.confidence < 1.0:
+        factors["confidence"] = memory.confidence
+    return factors
+
+
+def _rerank(
+    reranker: Reranker, text: str, scored: list[Ranked], settings: Settings, notes: list[str]
+) -> list[Ranked]:
+    """Re-score the best ``rerank_depth``; on any failure keep the order and say why."""
+    head, tail = scored[: settings.rerank_depth], scored[settings.rerank_depth :]
+    try:
+        raw = reranker.score(text, [s.candidate.chunk_text or s.memory.content for s in head])
+        if len(raw) != len(head):
+            raise ValueError(f"{len(raw)} scores for {len(head)} texts")
+        blended = rerankmod.blend(
+            [s.score for s in head], [float(x) for x in raw], settings.rerank_weight
+        )
+    except Exception as exc:  # a re-ranker may fail in any way: the fused order stands
+        log.warning("re-ranker %s failed, fused order kept: %s", reranker.name, exc)
+        notes.append(f"re-rank failed, fused order kept: {exc}")
+        return scored
+    order = sorted(range(len(head)), key=lambda i: -raw[i])
+    rank = {i: r for r, i in enumerate(order, start=1)}
+    for i, item in enumerate(head):
+        item.candidate.lanes["rerank"] = {"rank": rank[i], "score": round(float(raw[i]), 6)}
+        item.score = min(1.0, blended[i])
+    head.sort(key=Ranked.sort_key)
+    floor = head[-1].score if head else 0.0
+    for item in tail:  # not re-scored: it stays below the re-scored head
+        item.score = min(item.score, floor)
+    return head + tail
+
+
+def _diversify(
+    backend: Backend,
+    indexer: Indexer,
+    scored: list[Ranked],
+    limit: int,
+    lambda_: float,
+) -> list[Ranked]:
+    """The ``limit`` best after the diversity penalty (``ranking.diversity_order``).
+
+    Similarity is the cosine of the candidates' chunk vectors where both have one, and
+    the Jaccard similarity of their word sets otherwise (keyword-only search, or a
+    memory not embedded yet): three near-duplicates never fill the top three."""
+    n = len(scored)
+    has = np.zeros(n, dtype=bool)
+    matrix = np.zeros((n, 1), dtype=np.float32)
+    if indexer.enabled and indexer.identity is not None:
+        chunk_of = _chunk_ids(backend, scored)
+        vectors = backend.vectors.vectors(indexer.identity, list(chunk_of.values()))
+        if vectors:
+            matrix = np.zeros((n, len(next(iter(vectors.values())))), dtype=np.float32)
+            for i in range(n):
+                vector = vectors.get(chunk_of.get(i, -1))
+                if vector is not None:
+                    matrix[i] = vector
+                    has[i] = True
+    features = None
+    if not has.all():
+        features = ranking.word_features(
+            [(s.candidate.chunk_text or s.memory.content)[:_DIVERSITY_CHARS] for s in scored]
+        )
+
+    def column(j: int) -> np.ndarray:
+        # Vectors where both have one (a product per candidate taken, not n²), word
+        # sets otherwise (keyword-only search, or a memory not embedded yet).
+        cosine = matrix @ matrix[j]
+        if features is None:
+            return cosine
+        words = ranking.jaccard_column(features, j)
+        return np.where(has & has[j], cosine, words)
+
+    out = []
+    for index, factor in ranking.diversity_order([s.score for s in scored], column, limit, lambda_):
+        item = scored[index]
+        if factor < 1.0:
+            item.factors = {**item.factors, "diversity": factor}
+        item.score *= factor
+        out.append(item)
+    return out
+
+
+def _chunk_ids(backend: Backend, scored: list[Ranked]) -> dict[int, int]:
+    """Position → the chunk that stands for the candidate: the chunk a lane matched, else
+    (a neighbour brought in as dialogue context) the memory's first chunk."""
+    out = {i: s.candidate.chunk_id for i, s in enumerate(scored) if s.candidate.chunk_id}
+    missing = {s.memory.id: i for i, s in enumerate(scored) if i not in out}
+    if missing:
+        for chunk in backend.memory_chunks(list(missing)):
+            out.setdefault(missing[chunk.memory_id], chunk.chunk_id)
+    return out

@@ -1,0 +1,239 @@
+"""Entities of the SQLite store: ``entities``, ``entity_aliases``, ``memory_entities``.
+
+``link_mentions`` runs inside the write transaction of a memory (and in the migration
+that backfills older rows): each mention resolves to an entity of the memory's scope by
+canonical name and type first, then by alias (so ``@alice`` joins the person
+``Alice``), else becomes a new entity; the entity's mention count grows by one per
+memory, and the memory is linked to it. A handful of indexed statements per mention:
+tens of microseconds on the write path.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from ...clock import from_text, to_text
+from ...providers.entities import without_legal_form
+from ...types import Entity, ListFilter, Query
+from ..rows import placeholders
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...providers.entities import Mention
+    from .backend import SQLiteBackend
+
+
+def link_mentions(
+    conn: Any,
+    scope: str,
+    memory_id: str,
+    mentions: Sequence[Mention],
+    when: str,
+    *,
+    protection: bool = True,
+) -> None:
+    """Inside a write: resolve or create each mention's entity and link the memory.
+    ``protection=False`` is for migrations older than the ``protected`` column."""
+    by_alias = (
+        "SELECT a.entity_id FROM entity_aliases a CROSS JOIN entities e "
+        "ON e.id = a.entity_id WHERE a.scope = ? AND a.alias = ? "
+        "AND (e.protected = 0 OR e.type = ?) ORDER BY a.entity_id LIMIT 1"
+        if protection
+        else "SELECT entity_id FROM entity_aliases WHERE scope = ? AND alias = ? "
+        "AND ? IS NOT NULL ORDER BY entity_id LIMIT 1"
+    )
+    for mention in mentions:
+        kind = mention.type.value
+        row = conn.execute(
+            "SELECT id FROM entities WHERE scope = ? AND canonical = ? AND type = ?",
+            (scope, mention.canonical, kind),
+        ).fetchone()
+        if row is None:
+            # By alias; a protected entity takes mentions of its own type only (it is
+            # never merged with a namesake of another type).
+            row = conn.execute(by_alias, (scope, mention.canonical, kind)).fetchone()
+        if row is None:
+            row = conn.execute(
+                "INSERT INTO entities (scope, canonical, type, name, first_seen, last_seen) "
+                "VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+                (scope, mention.canonical, kind, mention.name, when, when),
+            ).fetchone()
+            for alias in _aliases_of_new(mention):
+                conn.execute(
+                    "INSERT OR IGNORE INTO entity_aliases (scope, alias, entity_id) "
+                    "VALUES (?, ?, ?)",
+                    (scope, alias, row[0]),
+                )
+        linked = conn.execute(
+            "INSERT OR IGNORE INTO memory_entities (memory_id, entity_id) VALUES (?, ?)",
+            (memory_id, row[0]),
+        )
+        if linked.rowcount:
+            conn.execute(
+                "UPDATE entities SET mention_count = mention_count + 1, "
+                "last_seen = MAX(last_seen, ?) WHERE id = ?",
+                (when, row[0]),
+            )
+
+
+def _aliases_of_new(mention: Mention) -> list[str]:
+    """A new entity's aliases: its canonical name, and for an organisation also the name
+    without its legal form ("acme corp" is also "acme")."""
+    out = [mention.canonical]
+    short = without_legal_form(mention.canonical) if mention.type.value == "organization" else None
+    return [*out, short] if short else out
+
+
+def retype(conn: Any, entity_id: int, kind: str) -> bool:
+    """Inside a write: give an unprotected entity a new type (a more accurate extractor
+    placed it); False when it is protected or its scope has that name with that type."""
+    row = conn.execute(
+        "SELECT scope, canonical, protected FROM entities WHERE id = ?", (entity_id,)
+    )
+    found = row.fetchone()
+    if found is None or found[2]:
+        return False
+    taken = conn.execute(
+        "SELECT 1 FROM entities WHERE scope = ? AND canonical = ? AND type = ?",
+        (found[0], found[1], kind),
+    ).fetchone()
+    if taken:
+        return False
+    conn.execute("UPDATE entities SET type = ? WHERE id = ?", (kind, entity_id))
+    return True
+
+
+class SQLiteEntityIndex:
+    """Reads of the entity tables, and aliases (the backend's connection and lock)."""
+
+    def __init__(self, backend: SQLiteBackend) -> None:
+        self._db = backend
+
+    def _entities(self, where: str, params: Sequence[Any], aliases: bool = True) -> list[Entity]:
+        # entity_aliases is keyed (scope, alias, entity_id): gathering one entity's aliases
+        # scans its scope's aliases (~1 ms at 8k), so search asks for none.
+        gather = (
+            "(SELECT json_group_array(a.alias) FROM entity_aliases a "
+            "WHERE a.scope = e.scope AND a.entity_id = e.id)"
+            if aliases
+            else "'[]'"
+        )
+        rows = self._db._read(
+            "SELECT e.id, e.scope, e.name, e.canonical, e.type, e.mention_count, "
+            f"e.first_seen, e.last_seen, {gather}, e.protected, e.summary "
+            "FROM entities e WHERE " + where,
+            params,
+        )
+        return [
+            Entity(
+                id=r[0],
+                scope=r[1],
+                name=r[2],
+                canonical=r[3],
+                type=r[4],
+                mention_count=r[5],
+                first_seen=from_text(r[6]),  # type: ignore[arg-type]
+                last_seen=from_text(r[7]),  # type: ignore[arg-type]
+                aliases=tuple(sorted(a for a in json.loads(r[8]) if a != r[3])),
+                protected=bool(r[9]),
+                summary=r[10],
+            )
+            for r in rows
+        ]
+
+    def lookup(
+        self, scopes: Sequence[str], names: Sequence[str], *, aliases: bool = True
+    ) -> list[Entity]:
+        """Entities of the scopes whose canonical name or an alias is among ``names``."""
+        if not names:
+            return []
+        unique = list(dict.fromkeys(names))[:200]
+        return self._entities(
+            "e.id IN (SELECT entity_id FROM entity_aliases "
+            f"WHERE scope IN ({placeholders(scopes)}) AND alias IN ({placeholders(unique)}))",
+            [*scopes, *unique],
+            aliases,
+        )
+
+    def linked(
+        self,
+        scopes: Sequence[str],
+        entity_ids: Sequence[int],
+        query: Query | ListFilter | None,
+        now: datetime,
+        limit: int,
+    ) -> list[tuple[str, int]]:
+        """(memory id, entity id) links of the given entities among memories that pass
+        the scope and filters: per entity its newest ``limit`` memories (ids are time
+        ordered, so the junction's index gives them without a sort)."""
+        clause, params = self._db._scope_clause(scopes)
+        where, extra = self._db._filter_sql(query, now) if query is not None else ([], [])
+        filters = " AND ".join([clause, *where])
+        out: list[tuple[str, int]] = []
+        for entity_id in dict.fromkeys(entity_ids):
+            out.extend(
+                (r[0], entity_id)
+                for r in self._db._read(
+                    "SELECT me.memory_id FROM memory_entities me "
+                    "CROSS JOIN memories m ON m.id = me.memory_id "
+                    f"WHERE me.entity_id = ? AND {filters} "
+                    "ORDER BY me.memory_id DESC LIMIT ?",
+                    [entity_id, *params, *extra, limit],
+                )
+            )
+        return out
+
+    def add_alias(self, scope: str, entity_id: int, alias: str) -> None:
+        with self._db.atomic():
+            self._db._write(
+                "INSERT OR IGNORE INTO entity_aliases (scope, alias, entity_id) VALUES (?, ?, ?)",
+                [scope, alias, entity_id],
+            )
+
+    def link(self, scope: str, memory_id: str, mentions: Sequence[Mention], when: datetime) -> None:
+        """Link ``memory_id`` to the entities ``mentions`` name (made if new), in one write."""
+        with self._db.atomic():
+            link_mentions(self._db._conn, scope, memory_id, mentions, to_text(when))
+
+    def describe(
+        self,
+        scope: str,
+        entity_id: int,
+        *,
+        type: str | None = None,  # noqa: A002 - the domain's word
+        summary: str | None = None,
+        protected: bool | None = None,
+    ) -> bool:
+        """Set an entity's type, summary and/or protected flag (own scope). Returns False
+        when the scope already has an entity of that name with that type."""
+        with self._db.atomic():
+            if type is not None:
+                taken = self._db._read(
+                    "SELECT 1 FROM entities e WHERE e.scope = ? AND e.type = ? AND e.id != ? "
+                    "AND e.canonical = (SELECT canonical FROM entities WHERE id = ?)",
+                    [scope, type, entity_id, entity_id],
+                )
+                if taken:
+                    return False
+            sets, params = [], []
+            for column, value in (("type", type), ("summary", summary), ("protected", protected)):
+                if value is not None:
+                    sets.append(f"{column} = ?")
+                    params.append(int(value) if isinstance(value, bool) else value)
+            if sets:
+                self._db._write(
+                    f"UPDATE entities SET {', '.join(sets)} WHERE scope = ? AND id = ?",
+                    [*params, scope, entity_id],
+                )
+        return True
+
+    def total_memories(self, scopes: Sequence[str]) -> int:
+        """Memories of the scopes (any status): the N of the entity lane's IDF. Read
+        from the sessions-independent max rowid, which is cheap and close enough."""
+        return int(self._db._read("SELECT COALESCE(MAX(rowid), 0) FROM memories")[0][0])
+
+
+def stamp(when: datetime) -> str:
+    return to_text(when)
