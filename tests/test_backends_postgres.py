@@ -15,6 +15,7 @@ import pytest
 import hivemem
 from hivemem import Query, Settings
 from hivemem.errors import MissingDependency, StoreError
+from hivemem.store.keyword_query import KeywordQuery
 from hivemem.store.postgres import NotOnPostgres, migrations, redact
 from hivemem.store.postgres import vectors as pgvectors
 
@@ -72,8 +73,8 @@ def test_keyword_lane_gives_the_same_chunks_and_bm25_on_both_backends(both):
     for text in QUERIES:
         terms = text.split()
         query = Query(text=text)
-        a = lite.backend.keyword_search(["team-a"], query, terms, 20, now)
-        b = pg.backend.keyword_search(["team-a"], query, terms, 20, now)
+        a = lite.backend.keyword_search(["team-a"], query, KeywordQuery.any_of(terms), 20, now)
+        b = pg.backend.keyword_search(["team-a"], query, KeywordQuery.any_of(terms), 20, now)
         assert [m.text for m in a] == [m.text for m in b], text
         assert [m.bm25 for m in b] == pytest.approx([m.bm25 for m in a], rel=1e-9), text
         assert lite.backend.term_stats(terms).doc_freq == pg.backend.term_stats(terms).doc_freq
@@ -86,8 +87,8 @@ def test_bm25_with_several_scopes_equals_sqlite(both):
     for store in both:
         _fill(store, "team-b", [f"database number {i}" for i in range(30)])
     query, terms = Query(text="database"), ["database"]
-    a = lite.backend.keyword_search(["team-a"], query, terms, 20, now)
-    b = pg.backend.keyword_search(["team-a"], query, terms, 20, now)
+    a = lite.backend.keyword_search(["team-a"], query, KeywordQuery.any_of(terms), 20, now)
+    b = pg.backend.keyword_search(["team-a"], query, KeywordQuery.any_of(terms), 20, now)
     assert [m.text for m in a] == [m.text for m in b]
     assert [m.bm25 for m in b] == pytest.approx([m.bm25 for m in a], rel=1e-9)
 

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from ... import text as textmod
+from ...store.keyword_query import KeywordQuery
 from ...types import Kind, Memory, Query, Status
 
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?", re.UNICODE)
@@ -128,8 +129,8 @@ def candidates(
         keep = len(terms) - math.ceil(min_jaccard * len(terms)) + 1
         freq = backend.term_stats(terms).doc_freq
         rare = sorted(terms, key=lambda t: (freq.get(t, 0), t))[: max(1, keep)]
-        return backend.maintenance.matching(scope, textmod.fts_or_query(rare), kinds, limit)
+        return backend.maintenance.matching(scope, KeywordQuery.any_of(rare), kinds, limit)
     query = Query(text=content, limit=limit, kinds=tuple(kinds), statuses=(Status.ACTIVE,))
-    matches = backend.keyword_search([scope], query, terms, limit * 2, now)
+    matches = backend.keyword_search([scope], query, KeywordQuery.any_of(terms), limit * 2, now)
     ids = list(dict.fromkeys(m.memory_id for m in matches))[:limit]
     return backend.get_many([scope], ids)

@@ -17,32 +17,50 @@ the n's are the ones ``term_stats`` just read. Per-scope statistics (``_freq`` a
 ~55 ms of a 150 ms search on a loaded machine, so they wait for a cheaper source (a
 per-scope vocabulary kept by a job, not by the write path).
 
-The query. Above the protocol the lane still speaks FTS5 (``search.py`` passes the OR
-of quoted terms that ``text.fts_or_query`` builds); that form is read back into terms
-here. Any other FTS5 syntax (``fts_syntax=True`` from a user) is not supported yet and
-says so.
+The query. The lane passes a neutral ``KeywordQuery`` (``store/keyword_query.py``):
+terms with a mode, or a caller's FTS5-syntax query parsed into a tree. ``to_tsquery``
+compiles it: a phrase becomes its stems joined by ``<->`` (``:*`` on a prefix), AND / OR
+/ NOT become ``&`` / ``|`` / ``& !``. NEAR and ``^`` (start of text) have no tsquery
+form: they compile to the AND of their phrases, and the found chunks are checked by
+FTS5's own matcher on their texts. Scores of prefix and NEAR queries read each phrase's
+term frequency from its first lexeme, so they approximate FTS5's BM25 (plain terms and
+phrases equal it).
 """
 
 from __future__ import annotations
 
 import math
-import re
 import threading
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from psycopg.errors import QueryCanceled
+
 from ... import text as textmod
+from ...errors import InvalidInput
 from ...types import Query
 from .. import scratch
+from ..keyword_query import (
+    And,
+    Empty,
+    Expr,
+    KeywordQuery,
+    Near,
+    Not,
+    Or,
+    Phrase,
+    phrase_tokens,
+)
 from ..protocols import ChunkMatch, TermStats
+from ..sqlite.keyword import to_fts5
 
 if TYPE_CHECKING:  # pragma: no cover
     from .backend import PostgresBackend
 
 K1, B = 1.2, 0.75
 _NEWEST_PAGE = 4  # newest-first search scores this many times the rows it returns
-_QUOTED = re.compile(r'\s*"((?:[^"]|"")*)"\s*')
+_VERIFY_PAGE = 8  # NEAR / ^ queries fetch this many times the rows, then verify them
 
 
 def tsvector_text(tokens: Sequence[str]) -> str:
@@ -57,25 +75,76 @@ def _quote(lexeme: str) -> str:
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def parse_or_query(text: str) -> list[str] | None:
-    """The terms of ``"a" OR "b" …`` (``text.fts_or_query``), or None for other syntax."""
-    terms: list[str] = []
-    pos = 0
-    while pos < len(text):
-        found = _QUOTED.match(text, pos)
-        if not found:
-            return None
-        terms.append(found.group(1).replace('""', '"'))
-        pos = found.end()
-        if pos < len(text):
-            if not text.startswith("OR", pos):
-                return None
-            pos += 2
-    return terms
-
-
 def _phrase(stems: Sequence[str]) -> str:
     return " <-> ".join(_quote(s) for s in stems)
+
+
+def to_tsquery(query: KeywordQuery) -> tuple[str, dict[str, str], bool] | None:
+    """``query`` as (tsquery, its phrases -> each one's first lexeme, whether the
+    matches must be verified by FTS5's matcher); None when it can match nothing."""
+    tree = query.tree()
+    if isinstance(tree, Empty):
+        return None
+    phrases: dict[str, str] = {}
+    verify = [False]
+
+    def phrase(p: Phrase) -> str:
+        tokens = phrase_tokens(p)
+        text = " <-> ".join(_quote(t) + (":*" if prefix else "") for t, prefix in tokens)
+        phrases.setdefault(text, tokens[0][0])
+        if p.initial:
+            verify[0] = True
+        return f"({text})"
+
+    def walk(expr: Expr, negated: bool = False) -> str:
+        if isinstance(expr, Phrase):
+            return phrase(expr) if not negated else _bare(expr)
+        if isinstance(expr, Near):
+            verify[0] = verify[0] or not negated
+            if negated:  # NOT NEAR(…): only what FTS5 drops; not expressible, so exact
+                raise _NotExpressible
+            return "(" + " & ".join(phrase(p) for p in expr.phrases) + ")"
+        if isinstance(expr, And):
+            return f"({walk(expr.left, negated)} & {walk(expr.right, negated)})"
+        if isinstance(expr, Or):
+            return f"({walk(expr.left, negated)} | {walk(expr.right, negated)})"
+        if isinstance(expr, Not):
+            return f"({walk(expr.left, negated)} & !{walk(expr.right, True)})"
+        raise AssertionError(expr)  # Empty is simplified away
+
+    try:
+        return walk(tree), phrases, verify[0]
+    except _NotExpressible:
+        # A NEAR or ^ under NOT: search the left side alone and let FTS5's matcher
+        # decide, over the wider page.
+        return _without_negated_near(tree, phrases)
+
+
+class _NotExpressible(Exception):
+    pass
+
+
+def _bare(p: Phrase) -> str:
+    if p.initial:
+        raise _NotExpressible
+    return (
+        "("
+        + " <-> ".join(_quote(t) + (":*" if prefix else "") for t, prefix in phrase_tokens(p))
+        + ")"
+    )
+
+
+def _without_negated_near(tree: Expr, phrases: dict[str, str]) -> tuple[str, dict[str, str], bool]:
+    def strip(expr: Expr) -> Expr:
+        if isinstance(expr, Not):
+            return strip(expr.left)
+        if isinstance(expr, (And, Or)):
+            return type(expr)(strip(expr.left), strip(expr.right))
+        return expr
+
+    compiled = to_tsquery(KeywordQuery(expression=strip(tree)))
+    assert compiled is not None
+    return compiled[0], compiled[1], True
 
 
 class KeywordMixin:
@@ -226,32 +295,24 @@ class KeywordMixin:
         self: PostgresBackend,
         scopes: Sequence[str],
         query: Query,
-        terms: Sequence[str],
+        keywords: KeywordQuery,
         limit: int,
         now: datetime,
         *,
-        newest_first: bool = False,
         time_limit_s: float | None = None,
     ) -> list[ChunkMatch]:
-        """The ``limit`` best chunks by BM25 that pass scope and filters, best first
-        (ties: lower chunk id first); newest first among the matches when asked.
-        ``time_limit_s`` guards a caller's FTS5 syntax on SQLite; the statements here
-        are HiveMem's own (an OR of terms), so it is not needed."""
-        from . import NotOnPostgres
-
-        if query.fts_syntax:
-            wanted = parse_or_query(query.text)
-            if wanted is None:
-                raise NotOnPostgres("FTS5 query syntax (fts_syntax=True)")
-        else:
-            wanted = list(terms)
-        phrases: dict[str, str] = {}  # phrase -> its first lexeme (where tf is read)
-        for term in wanted:
-            stems = scratch.stems(term)
-            if stems:
-                phrases.setdefault(_phrase(stems), stems[0])
-        if not phrases:
+        """The ``limit`` best chunks by BM25 that ``keywords`` (compiled by ``to_tsquery``)
+        finds and pass scope and filters, best first (ties: lower chunk id first); newest
+        first among the matches when asked. ``time_limit_s`` (a caller's syntax) becomes
+        the statement's ``statement_timeout``. NEAR and ``^`` have no exact tsquery: their
+        chunks are found by the phrases alone, a wider page of them, and kept when FTS5's
+        own matcher says they match (``scratch.filter``)."""
+        compiled = to_tsquery(keywords)
+        if compiled is None:
             return []
+        tsquery, phrases, verify = compiled
+        newest_first = keywords.newest_first
+        wanted = limit * _VERIFY_PAGE if verify else limit
         size = self._index_size()
         total, avgdl = self._scope_totals(None, size)
         freq = self._freq(None, list(phrases), size)
@@ -260,7 +321,6 @@ class KeywordMixin:
             n = freq.get(phrase, 0)
             idf = math.log((total - n + 0.5) / (n + 0.5)) if total else 0.0
             weight[lexeme] = weight.get(lexeme, 0.0) + (idf if idf > 0 else 1e-6)
-        tsquery = " | ".join(f"({p})" for p in phrases)
         clause, params = self._scope_clause(scopes)
         where, extra = self._filter_sql(query, now)
         filters = " AND ".join([clause, *where])
@@ -285,8 +345,8 @@ class KeywordMixin:
                 list(scopes),
                 *params,
                 *extra,
-                limit * _NEWEST_PAGE,
-                limit,
+                wanted * _NEWEST_PAGE,
+                wanted,
             ]
         else:
             sql = (
@@ -295,9 +355,33 @@ class KeywordMixin:
                 f"WHERE c.terms @@ %s::tsquery AND c.scope = ANY(%s) AND {filters} "
                 "ORDER BY score DESC, c.id LIMIT %s"
             )
-            values = [*score_params, tsquery, list(scopes), *params, *extra, limit]
-        rows = self._q(sql, values)
+            values = [*score_params, tsquery, list(scopes), *params, *extra, wanted]
+        rows = self._timed(sql, values, time_limit_s)
+        if verify:
+            kept = scratch.filter([(r[0], r[3]) for r in rows], to_fts5(keywords))
+            rows = [r for r in rows if r[0] in kept][:limit]
         return [ChunkMatch(r[0], r[1], r[2], r[3], float(r[4])) for r in rows]
+
+    def _timed(
+        self: PostgresBackend, sql: str, values: Sequence[Any], time_limit_s: float | None
+    ) -> list[Any]:
+        """Rows of ``sql``; past ``time_limit_s`` PostgreSQL cancels it and the caller's
+        query is ``InvalidInput`` (as SQLite's progress handler makes it)."""
+        if time_limit_s is None:
+            return self._q(sql, values)
+
+        def run(conn: Any) -> list[Any]:
+            conn.execute(f"SET LOCAL statement_timeout = {max(1, int(time_limit_s * 1000))}")
+            return conn.execute(sql, values).fetchall()
+
+        try:
+            return self.in_read_transaction(run)
+        except QueryCanceled:
+            raise InvalidInput(
+                "query",
+                f"stopped after {time_limit_s:g} s: this FTS5 query costs too much "
+                "(setting fts_time_limit_ms); use fewer words or fewer prefix* terms",
+            ) from None
 
     def matched_terms(
         self: PostgresBackend, chunk_ids: Sequence[int], terms: Sequence[str]
