@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreError
-from ..store.sqlite import migrations
 
 if TYPE_CHECKING:
     from ..facade.database import Store
@@ -214,6 +213,13 @@ def _sessions(store: Store, health: dict[str, Any]) -> Check:
 
 
 def _driver(store: Store, health: dict[str, Any]) -> Check:
+    if "server_version" in health:  # a PostgreSQL server
+        return Check(
+            "driver",
+            True,
+            f"PostgreSQL {health['server_version']} with pgvector "
+            f"{health.get('pgvector_version')} via {health['driver']}",
+        )
     return Check("driver", True, f"SQLite {health['sqlite_version']} via {health['driver']}")
 
 
@@ -278,7 +284,7 @@ def _integrity(results: list[str]) -> Check:
 
 def _schema(store: Store) -> Check:
     applied = store.backend.schema_version()
-    known = migrations.known_names()
+    known = store.backend.known_migrations()
     if applied == known:
         return Check("schema", True, f"{len(applied)} migrations, latest {applied[-1]}")
     missing = [n for n in known if n not in applied]
@@ -292,7 +298,7 @@ def _schema(store: Store) -> Check:
 
 
 def _journal(store: Store, mode: str) -> Check:
-    if store.location == ":memory:" or mode == "wal":
+    if store.location == ":memory:" or mode in ("wal", "postgresql"):
         return Check("journal_mode", True, mode)
     return Check(
         "journal_mode",
@@ -303,6 +309,8 @@ def _journal(store: Store, mode: str) -> Check:
 
 
 def _size(store: Store, health: dict[str, Any]) -> Check:
+    if "server_version" in health:  # no file: the database lives on the server
+        return Check("file_size", True, f"on the server at {store.location}")
     logical = _need(health, "page_count") * _need(health, "page_size")
     if store.location == ":memory:":
         return Check("file_size", True, f"in memory, {_human(logical)}")

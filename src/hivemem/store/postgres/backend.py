@@ -29,7 +29,6 @@ they run unchanged on this backend.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import threading
 import time
@@ -49,21 +48,16 @@ from ...types import ListFilter, Memory, Query, Status
 from ..protocols import SessionInfo
 from ..rows import COLUMNS, JSON_FIELDS, SELECT, TIME_FIELDS, UPDATABLE, row_to_memory
 from ..rows import INSERT as SQLITE_INSERT
-from . import NotOnPostgres, migrations, redact, secrets_of
+from . import NotOnPostgres, migrations, qmark, redact, secrets_of
 from .entities import PgEntityIndex, link_mentions
-from .extras import NotYet, PgMaintenance, PostgresVault
+from .extras import NotYet, PostgresVault
 from .keyword import KeywordMixin
+from .maintenance import PgMaintenance
 from .vectors import PgVectorIndex, register_types
 
 R = TypeVar("R")
 INSERT = SQLITE_INSERT.replace("?", "%s")
 _RETRYABLE = (pgerrors.SerializationFailure, pgerrors.DeadlockDetected)
-
-
-@functools.lru_cache(maxsize=1024)
-def qmark(sql: str) -> str:
-    """SQLite-style ``?`` placeholders as psycopg's ``%s`` (literal ``%`` doubled)."""
-    return sql.replace("%", "%%").replace("?", "%s")
 
 
 def _lock_key(*parts: str) -> int:
@@ -683,6 +677,10 @@ class PostgresBackend(KeywordMixin):
     def schema_version(self) -> list[str]:
         with self._connection() as conn:
             return migrations.applied(conn)
+
+    def known_migrations(self) -> list[str]:
+        """The migrations this HiveMem knows for this backend, in order (doctor)."""
+        return migrations.known_names()
 
     def health(self) -> dict[str, Any]:
         one = lambda sql: self._q(sql)[0][0]  # noqa: E731

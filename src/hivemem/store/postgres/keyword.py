@@ -319,6 +319,9 @@ class KeywordMixin:
         weight: dict[str, float] = {}
         for phrase, lexeme in phrases.items():
             n = freq.get(phrase, 0)
+            # The cached total may lag a fresh count by up to 1% (50 chunks): never
+            # fewer chunks than hold the term (a negative log argument otherwise).
+            total = max(total, n)
             idf = math.log((total - n + 0.5) / (n + 0.5)) if total else 0.0
             weight[lexeme] = weight.get(lexeme, 0.0) + (idf if idf > 0 else 1e-6)
         clause, params = self._scope_clause(scopes)

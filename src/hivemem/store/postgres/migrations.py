@@ -236,6 +236,27 @@ MIGRATIONS: list[Migration] = [
             )""",
         ),
     ),
+    Migration(
+        # The SQLite store's 0010_entity_types and 0011_purges, and the explicit
+        # insertion order of sessions (SQLite's 0014_insertion_seq; ``memories.seq``
+        # exists here since 0001): the order sessions were first seen.
+        "0014_parity",
+        (
+            "ALTER TABLE sessions ADD COLUMN seq BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE",
+            "ALTER TABLE entities ADD COLUMN protected INTEGER NOT NULL DEFAULT 0, "
+            "ADD COLUMN summary TEXT",
+            f"""CREATE TABLE purges (
+                id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                scope {T} NOT NULL,
+                target TEXT NOT NULL CHECK (target IN ('memory', 'scope')),
+                memory_ids TEXT NOT NULL DEFAULT '[]',
+                counts TEXT NOT NULL DEFAULT '{{}}',
+                purged_by TEXT,
+                purged_at {T} NOT NULL
+            )""",
+            "CREATE INDEX purges_scope ON purges (scope, purged_at)",
+        ),
+    ),
 ]
 
 

@@ -208,7 +208,11 @@ class PgVectorIndex:
         return self._db._retrying(run)
 
     def delete_chunks(self, chunk_ids: Sequence[int]) -> None:
-        """Vectors go with their chunks (``ON DELETE CASCADE``)."""
+        """Inside a write: drop the vectors of chunks that stay (a retired memory keeps
+        its chunks, readable by id, but leaves the vector lane). Deleted chunks take
+        their vectors with them (``ON DELETE CASCADE``)."""
+        if chunk_ids and self._table_exists():
+            self._db._x(f"DELETE FROM {TABLE} WHERE chunk_id = ANY(%s)", [list(chunk_ids)])
 
     def count(self) -> int:
         if not self._table_exists():

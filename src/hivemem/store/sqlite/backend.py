@@ -707,6 +707,10 @@ class SQLiteBackend(KeywordPlans, RepairMixin):
         with self._lock:
             return migrations.applied(self._conn)
 
+    def known_migrations(self) -> list[str]:
+        """The migrations this HiveMem knows for this backend, in order (doctor)."""
+        return migrations.known_names()
+
     @property
     def maintenance(self) -> SQLiteMaintenance:  # the maintenance jobs' SQL (stateless)
         return SQLiteMaintenance(self)
