@@ -53,6 +53,7 @@ from .entities import PgEntityIndex, link_mentions
 from .extras import NotYet, PostgresVault
 from .keyword import KeywordMixin
 from .maintenance import PgMaintenance
+from .purge import PgPurge
 from .vectors import PgVectorIndex, register_types
 
 R = TypeVar("R")
@@ -114,7 +115,7 @@ class PostgresBackend(KeywordMixin):
         self.vectors = PgVectorIndex(self)
         self.entities = PgEntityIndex(self)
         self.maintenance = PgMaintenance(self)
-        self.purges = NotYet("hard purge")
+        self.purges = PgPurge(self)
         self.inspection = NotYet("the web inspector")
         KeywordMixin.__init__(self)
 

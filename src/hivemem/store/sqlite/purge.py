@@ -148,19 +148,10 @@ class SQLitePurge:
                     f"SELECT entity_id FROM memory_entities WHERE memory_id IN ({marks})", part
                 )
             )
-        vectors = db._read("SELECT 1 FROM sqlite_master WHERE name = ?", [TABLE])
-        for part in _batches(chunk_ids):
-            marks = placeholders(part)
-            if vectors and db.vectors.unavailable is None:
-                db._write(f"DELETE FROM {TABLE} WHERE chunk_id IN ({marks})", part)
-                db._write(f"DELETE FROM {LOG} WHERE chunk_id IN ({marks})", part)
-            # The delete trigger tells the FTS index each row's text: its entries go.
-            db._write(f"DELETE FROM chunks WHERE id IN ({marks})", part)
+        self._delete_chunks(chunk_ids)
         for part in _batches(memory_ids):  # links, job state, cross-refs, decay: cascade
             db._write(f"DELETE FROM memories WHERE id IN ({placeholders(part)})", part)
-        # The per-scope term counts lose the erased chunks now: their texts, queued by
-        # the delete triggers, must not wait in the file for the next write.
-        termcounts.settle(db._conn)
+        self._rows_deleted()
         counts["cached_vectors"] = 0
         for part in _batches(sorted(hashes)):
             counts["cached_vectors"] += db._write(
@@ -172,10 +163,7 @@ class SQLitePurge:
         counts["entities"] = self._orphan_entities(scope, sorted(entity_ids), whole_scope)
         if whole_scope:
             self._erase_scope_state(scope)
-        # Merge every FTS segment into one: deleted rows' terms leave the index itself.
-        db._write("INSERT INTO chunks_fts (chunks_fts) VALUES ('optimize')")
-        epoch = int(db.meta().get(EPOCH_KEY, "0")) + 1  # in-memory vector copies reload
-        db.set_meta(EPOCH_KEY, str(epoch))
+        self._index_purged()
         db._write(
             "INSERT INTO purges (scope, target, memory_ids, counts, purged_by, purged_at) "
             "VALUES (?, ?, ?, ?, ?, ?)",
@@ -189,6 +177,30 @@ class SQLitePurge:
             ],
         )
         return counts
+
+    def _delete_chunks(self, chunk_ids: Sequence[int]) -> None:
+        """The chunks, with their vectors and their keyword index entries."""
+        db = self._db
+        vectors = db._read("SELECT 1 FROM sqlite_master WHERE name = ?", [TABLE])
+        for part in _batches(chunk_ids):
+            marks = placeholders(part)
+            if vectors and db.vectors.unavailable is None:
+                db._write(f"DELETE FROM {TABLE} WHERE chunk_id IN ({marks})", part)
+                db._write(f"DELETE FROM {LOG} WHERE chunk_id IN ({marks})", part)
+            # The delete trigger tells the FTS index each row's text: its entries go.
+            db._write(f"DELETE FROM chunks WHERE id IN ({marks})", part)
+
+    def _rows_deleted(self) -> None:
+        # The per-scope term counts lose the erased chunks now: their texts, queued by
+        # the delete triggers, must not wait in the file for the next write.
+        termcounts.settle(self._db._conn)
+
+    def _index_purged(self) -> None:
+        db = self._db
+        # Merge every FTS segment into one: deleted rows' terms leave the index itself.
+        db._write("INSERT INTO chunks_fts (chunks_fts) VALUES ('optimize')")
+        epoch = int(db.meta().get(EPOCH_KEY, "0")) + 1  # in-memory vector copies reload
+        db.set_meta(EPOCH_KEY, str(epoch))
 
     def _orphan_entities(self, scope: str, entity_ids: list[int], whole_scope: bool) -> int:
         """Delete the scope's entities no memory mentions now (aliases cascade); the
