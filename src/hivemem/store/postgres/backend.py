@@ -50,7 +50,8 @@ from ..rows import COLUMNS, JSON_FIELDS, SELECT, TIME_FIELDS, UPDATABLE, row_to_
 from ..rows import INSERT as SQLITE_INSERT
 from . import NotOnPostgres, migrations, qmark, redact, secrets_of
 from .entities import PgEntityIndex, link_mentions
-from .extras import NotYet, PostgresVault
+from .extras import PostgresVault
+from .inspect import PgInspection
 from .keyword import KeywordMixin
 from .maintenance import PgMaintenance
 from .purge import PgPurge
@@ -116,7 +117,7 @@ class PostgresBackend(KeywordMixin):
         self.entities = PgEntityIndex(self)
         self.maintenance = PgMaintenance(self)
         self.purges = PgPurge(self)
-        self.inspection = NotYet("the web inspector")
+        self.inspection = PgInspection(self)
         KeywordMixin.__init__(self)
 
     def _prepare(self, url: str, timeout_s: float) -> None:

@@ -75,9 +75,10 @@ class PgEntityIndex:
             if aliases
             else "'[]'"
         )
+        order = "" if "ORDER BY" in where else " ORDER BY e.id"  # the caller's order
         rows = self._db._q(
             "SELECT e.id, e.scope, e.name, e.canonical, e.type, e.mention_count, "
-            f"e.first_seen, e.last_seen, {gather} FROM entities e WHERE {where} ORDER BY e.id",
+            f"e.first_seen, e.last_seen, {gather} FROM entities e WHERE {where}{order}",
             params,
         )
         return [

@@ -1,4 +1,4 @@
-"""The PostgreSQL store's vault, and ``NotYet`` for a group of statements not ported.
+"""The PostgreSQL store's vault.
 
 The vault reuses ``SQLiteVault``: its SQL is portable and runs through the backend's
 ``?``-accepting ``_read``/``_write``; only "has another connection changed the
@@ -15,7 +15,6 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ..sqlite.vault import _RECHECK_SECONDS, SQLiteVault
-from . import NotOnPostgres
 
 if TYPE_CHECKING:  # pragma: no cover
     from .backend import PostgresBackend
@@ -41,16 +40,3 @@ class PostgresVault(SQLiteVault):
         changed = self._signature is not None and signature != self._signature
         self._signature = signature
         return changed
-
-
-class NotYet:
-    """A group of statements not ported yet (purges, the inspector's reads): every
-    attribute raises ``NotOnPostgres`` naming the group and the method."""
-
-    def __init__(self, group: str) -> None:
-        self._group = group
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        raise NotOnPostgres(f"{self._group} ({name})")
