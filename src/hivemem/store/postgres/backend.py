@@ -411,6 +411,9 @@ class PostgresBackend(KeywordMixin):
         if flt.types:
             where.append("m.type = ANY(%s)")
             params.append([t.value for t in flt.types])
+        if flt.categories:
+            where.append("m.category = ANY(%s)")
+            params.append(list(flt.categories))
         if flt.tags:
             where.append(
                 "EXISTS (SELECT 1 FROM jsonb_array_elements_text(m.tags::jsonb) j(v) "
