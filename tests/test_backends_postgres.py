@@ -384,3 +384,17 @@ def test_a_term_held_by_more_chunks_than_the_cached_total_still_scores(pg_store)
         mem.save(f"heron nest count {i}")
     assert len(mem.search("heron", limit=50)) == 43
     assert mem.search("osprey nest heron")
+
+
+def test_term_statistics_per_scope_equal_sqlite(both):
+    """Coverage weights come from the visible scopes' own statistics on both backends:
+    another tenant's writes never move them."""
+    lite, pg = both
+    for store in both:
+        _fill(store, "team-b", [f"database number {i}" for i in range(30)])
+    terms = ["database", "deploy", "nothing-here"]
+    for scopes in (["team-a"], ["team-b"], ["team-a", "team-b"]):
+        a, b = lite.backend.term_stats(terms, scopes), pg.backend.term_stats(terms, scopes)
+        assert (b.total_chunks, dict(b.doc_freq)) == (a.total_chunks, dict(a.doc_freq)), scopes
+    only_a = pg.backend.term_stats(terms, ["team-a"])
+    assert only_a.doc_freq["database"] < pg.backend.term_stats(terms).doc_freq["database"]

@@ -12,10 +12,11 @@ matched chunks only: term frequencies are the lexemes' position counts, the docu
 length is ``chunks.length``. The statistics (N, average length, each term's n) are the
 whole index's, as FTS5's, so scores equal SQLite's; they are cached and re-read when the
 index has grown or shrunk by more than 1% (BM25 weights barely move in between), and
-the n's are the ones ``term_stats`` just read. Per-scope statistics (``_freq`` and
-``_scope_totals`` take scopes) cost a count per new term and scope: measured at 10k,
-~55 ms of a 150 ms search on a loaded machine, so they wait for a cheaper source (a
-per-scope vocabulary kept by a job, not by the write path).
+the n's are the ones ``term_stats`` just read. The coverage weights above the protocol
+use per-scope statistics (``term_stats(terms, scopes)``, as SQLite's ``scope_terms``):
+a GIN count per new term and scope set, cached like the rest (measured before at 10k:
+~55 ms of a 150 ms search on a loaded machine for a query of new terms; a per-scope
+vocabulary kept by a job would make it a lookup).
 
 The query. The lane passes a neutral ``KeywordQuery`` (``store/keyword_query.py``):
 terms with a mode, or a caller's FTS5-syntax query parsed into a tree. ``to_tsquery``
@@ -276,18 +277,30 @@ class KeywordMixin:
     def term_stats(
         self: PostgresBackend, terms: Sequence[str], scopes: Sequence[str] | None = None
     ) -> TermStats:
-        """Document frequencies over every scope: per term, the largest count among its
-        stems. ``scopes`` is not used yet: per-scope statistics (as SQLite keeps them,
-        ``store/termcounts.py``) are a gap of this backend (docs/postgres.md)."""
+        """Document frequencies (per term, the largest count among its stems), as the
+        SQLite store gives them: with ``scopes``, the chunks of these scopes and the
+        scopes' chunk total (scores never depend on other tenants); ``postings`` are the
+        whole index's (for plan choices). The scoped counts are GIN counts restricted to
+        the scopes, cached like the whole index's (re-read when the index has moved by
+        more than 1%): the first query of a new term in a scope pays one count."""
         if not terms:
             return TermStats(0, {})
         size = self._index_size()
         stems = {t: scratch.stems(t) for t in terms}
-        freq = self._freq(None, [_quote(s) for group in stems.values() for s in group], size)
-        doc_freq = {
-            t: max((freq.get(_quote(s), 0) for s in group), default=0) for t, group in stems.items()
-        }
-        return TermStats(size, doc_freq)
+        phrases = [_quote(s) for group in stems.values() for s in group]
+
+        def per_term(freq: dict[str, int]) -> dict[str, int]:
+            return {
+                t: max((freq.get(_quote(s), 0) for s in group), default=0)
+                for t, group in stems.items()
+            }
+
+        everywhere = per_term(self._freq(None, phrases, size))
+        if scopes is None:
+            return TermStats(size, everywhere, everywhere)
+        key = tuple(sorted(set(scopes)))
+        total, _ = self._scope_totals(key, size)
+        return TermStats(total, per_term(self._freq(key, phrases, size)), everywhere)
 
     # ------------------------------------------------------------------ search
 
