@@ -48,12 +48,14 @@ from ...types import ListFilter, Memory, Query, Status
 from ..protocols import SessionInfo
 from ..rows import COLUMNS, JSON_FIELDS, SELECT, TIME_FIELDS, UPDATABLE, row_to_memory
 from ..rows import INSERT as SQLITE_INSERT
+from ..sqlite.stats import scope_stats
 from . import NotOnPostgres, migrations, qmark, redact, secrets_of
 from .entities import PgEntityIndex, link_mentions
 from .extras import PostgresVault
 from .inspect import PgInspection
 from .keyword import KeywordMixin
 from .maintenance import PgMaintenance
+from .portable import Portable
 from .purge import PgPurge
 from .vectors import PgVectorIndex, register_types
 
@@ -517,37 +519,8 @@ class PostgresBackend(KeywordMixin):
         return out
 
     def stats(self, scopes: Sequence[str] | None, now: datetime) -> dict[str, Any]:
-        if scopes is None:
-            where, params = "TRUE", []
-        else:
-            where, params = self._scope_clause(scopes)
-        rows = self._q(
-            f"SELECT m.status, m.kind, m.type, COUNT(*) FROM memories m WHERE {where} "
-            "GROUP BY m.status, m.kind, m.type",
-            params,
-        )
-        by_status: dict[str, int] = {}
-        by_kind: dict[str, int] = {}
-        by_type: dict[str, int] = {}
-        for status, kind, mtype, count in rows:
-            by_status[status] = by_status.get(status, 0) + count
-            if status == "active":
-                by_kind[kind] = by_kind.get(kind, 0) + count
-                by_type[mtype] = by_type.get(mtype, 0) + count
-        expired = self._q(
-            f"SELECT COUNT(*) FROM memories m WHERE {where} AND m.status = 'active' "
-            "AND m.expires_at IS NOT NULL AND m.expires_at <= %s",
-            [*params, to_text(now)],
-        )[0][0]
-        sessions = self._q(f"SELECT COUNT(*) FROM sessions m WHERE {where}", params)[0][0]
-        return {
-            "total": sum(by_status.values()),
-            "by_status": by_status,
-            "active_by_kind": by_kind,
-            "active_by_type": by_type,
-            "expired": expired,
-            "sessions": sessions,
-        }
+        """The SQLite store's counts (``store/sqlite/stats.py``: portable SQL)."""
+        return scope_stats(Portable(self), scopes, now)  # type: ignore[arg-type]
 
     def sessions(self, scope: str) -> list[SessionInfo]:
         rows = self._q(

@@ -1,57 +1,18 @@
-"""The web inspector's reads on the PostgreSQL store.
-
-The statements are the SQLite store's (``store/sqlite/inspect.py``: portable SQL with
-``?`` placeholders, keyset pages on ``(created_at, id)``); they run here through a view
-of the backend that speaks their dialect: the scope clause and the filters written with
-``?``, memories and entities read through ``qmark``.
-"""
+"""The web inspector's reads on the PostgreSQL store: the SQLite store's statements
+(``store/sqlite/inspect.py``: portable SQL, keyset pages on ``(created_at, id)``), run
+through the backend's view in their dialect (``portable.Portable``)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ...types import Entity, ListFilter, Memory, Query
 from ..sqlite.inspect import SQLiteInspection
-from . import qmark
+from .portable import Portable
 
 if TYPE_CHECKING:  # pragma: no cover
     from .backend import PostgresBackend
 
 
-class _Entities:
-    def __init__(self, backend: PostgresBackend) -> None:
-        self._pg = backend
-
-    def _entities(self, where: str, params: Sequence[Any], aliases: bool = True) -> list[Entity]:
-        return self._pg.entities._entities(qmark(where), params, aliases)
-
-
-class _Portable:
-    """The part of the backend the inspector's statements use, in SQLite's dialect."""
-
-    def __init__(self, backend: PostgresBackend) -> None:
-        self._pg = backend
-        self.entities = _Entities(backend)
-
-    @staticmethod
-    def _scope_clause(scopes: Sequence[str]) -> tuple[str, list[Any]]:
-        if not scopes:
-            raise RuntimeError("no scope given")  # every read is scoped; a HiveMem bug
-        return "m.scope = ANY(?)", [list(scopes)]
-
-    def _filter_sql(self, flt: ListFilter | Query, now: datetime) -> tuple[list[str], list[Any]]:
-        where, params = self._pg._filter_sql(flt, now)
-        return [w.replace("%s", "?") for w in where], params
-
-    def _memories(self, where: str, params: Sequence[Any], tail: str = "") -> list[Memory]:
-        return self._pg._memories(qmark(where), params, qmark(tail))
-
-    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        return self._pg._read(sql, params)
-
-
 class PgInspection(SQLiteInspection):
     def __init__(self, backend: PostgresBackend) -> None:
-        super().__init__(_Portable(backend))  # type: ignore[arg-type]
+        super().__init__(Portable(backend))  # type: ignore[arg-type]

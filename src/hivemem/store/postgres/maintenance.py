@@ -12,8 +12,7 @@ backends (migration ``0014``).
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -42,24 +41,8 @@ class PgMaintenance(SQLiteMaintenance):
         """The inherited statements' memory reads (written with ``?``)."""
         return self._db._memories(qmark(where), params, qmark(tail))
 
-    def set_session_state(
-        self,
-        scope: str,
-        session_id: str,
-        state: Mapping[str, Any],
-        consolidated_at: datetime | None = None,
-    ) -> None:
-        self._db._x(
-            "UPDATE sessions SET attributes = jsonb_set(attributes::jsonb, '{consolidation}', "
-            "%s::jsonb)::text, consolidated_at = COALESCE(%s, consolidated_at) "
-            "WHERE scope = %s AND session_id = %s",
-            [
-                json.dumps(dict(state), sort_keys=True),
-                to_text(consolidated_at) if consolidated_at else None,
-                scope,
-                session_id,
-            ],
-        )
+    # ``attributes.consolidation`` set to a JSON parameter (SQLite: ``json_set``)
+    _SET_STATE = "jsonb_set(attributes::jsonb, '{consolidation}', ?::jsonb)::text"
 
     def mark(self, job: str, memory_ids: Sequence[str], when: datetime) -> None:
         if not memory_ids:
@@ -144,20 +127,6 @@ class PgMaintenance(SQLiteMaintenance):
             [scope, after, [str(k) for k in kinds], limit],
         )
         return [DecayRow(row_to_memory(r[:-3]), r[-3], from_text(r[-2]), r[-1]) for r in rows]
-
-    # ------------------------------------------------------------------ run log
-
-    def last_started(self, job: str, trigger: str | None = None) -> datetime | None:
-        if trigger is None:
-            row = self._db._read(
-                "SELECT MAX(started_at) FROM maintenance_runs WHERE job = ?", [job]
-            )
-        else:
-            row = self._db._read(
-                "SELECT MAX(started_at) FROM maintenance_runs WHERE job = ? AND trigger = ?",
-                [job, trigger],
-            )
-        return from_text(row[0][0]) if row and row[0][0] else None
 
     # ------------------------------------------------------------------ cross-refs
 

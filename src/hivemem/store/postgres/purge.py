@@ -16,10 +16,9 @@ backups, replicas' WAL archives — are the operator's to expire (docs/postgres.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from psycopg import errors as pgerrors
 
@@ -99,23 +98,3 @@ class PgPurge(SQLitePurge):
         except pgerrors.InsufficientPrivilege:  # reported, not raised
             done["checkpointed"] = False
         return done
-
-    def audit(self, scope: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
-        where, params = ("WHERE scope = %s", [scope]) if scope is not None else ("", [])
-        rows = self._db._q(
-            "SELECT id, scope, target, memory_ids, counts, purged_by, purged_at FROM purges "
-            f"{where} ORDER BY id DESC LIMIT %s",
-            [*params, limit],
-        )
-        return [
-            {
-                "id": r[0],
-                "scope": r[1],
-                "target": r[2],
-                "memory_ids": json.loads(r[3]),
-                "counts": json.loads(r[4]),
-                "purged_by": r[5],
-                "purged_at": r[6],
-            }
-            for r in rows
-        ]

@@ -49,6 +49,9 @@ class DecayRow:
 class SQLiteMaintenance(SQLiteRunLog, SQLiteCrossRefs):
     """Reads and writes of the maintenance jobs (the backend's connection and lock)."""
 
+    # ``attributes.consolidation`` set to a JSON parameter (PostgreSQL: ``jsonb_set``)
+    _SET_STATE = "json_set(attributes, '$.consolidation', json(?))"
+
     def _memories(self, where: str, params: Sequence[Any], tail: str = "") -> list[Memory]:
         return self._db._memories(where, params, tail)
 
@@ -127,7 +130,7 @@ class SQLiteMaintenance(SQLiteRunLog, SQLiteCrossRefs):
     ) -> None:
         """Inside a write: the job's progress in a session, and its end when given."""
         self._db._write(
-            "UPDATE sessions SET attributes = json_set(attributes, '$.consolidation', json(?)), "
+            f"UPDATE sessions SET attributes = {self._SET_STATE}, "
             "consolidated_at = COALESCE(?, consolidated_at) WHERE scope = ? AND session_id = ?",
             [
                 json.dumps(dict(state), sort_keys=True),

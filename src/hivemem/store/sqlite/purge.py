@@ -260,10 +260,11 @@ class SQLitePurge:
 
     def audit(self, scope: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
         """The newest purge records first (of one scope when given)."""
-        rows = self._db._read(
+        where, params = ("WHERE scope = ?", [scope]) if scope is not None else ("", [])
+        rows = self._db._read(  # portable SQL: PostgreSQL's purge runs it too
             "SELECT id, scope, target, memory_ids, counts, purged_by, purged_at FROM purges "
-            "WHERE (? IS NULL OR scope = ?) ORDER BY id DESC LIMIT ?",
-            [scope, scope, limit],
+            f"{where} ORDER BY id DESC LIMIT ?",
+            [*params, limit],
         )
         return [
             {
