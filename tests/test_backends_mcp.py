@@ -12,8 +12,3 @@ from test_mcp import *  # noqa: F403
 @pytest.fixture
 def db_path(any_location):
     return any_location
-
-
-test_a_missing_sdk_is_a_missing_dependency_with_the_install_command = pytest.mark.pg_gap(
-    "the test checks that no SQLite file was created"
-)(test_a_missing_sdk_is_a_missing_dependency_with_the_install_command)  # noqa: F405

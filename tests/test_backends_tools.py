@@ -12,8 +12,3 @@ from test_tools import *  # noqa: F403
 @pytest.fixture
 def db_path(any_location):
     return any_location
-
-
-test_a_refused_write_loses_nothing = pytest.mark.pg_gap("the test reads the SQLite file")(
-    test_a_refused_write_loses_nothing  # noqa: F405
-)
