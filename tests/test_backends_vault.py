@@ -12,8 +12,3 @@ from test_vault import *  # noqa: F403
 @pytest.fixture
 def db_path(any_location):
     return any_location
-
-
-test_vault_entries_are_never_indexed_or_searchable = pytest.mark.pg_gap(
-    "the test reads the SQLite file's bytes"
-)(test_vault_entries_are_never_indexed_or_searchable)  # noqa: F405
