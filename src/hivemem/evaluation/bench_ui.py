@@ -94,7 +94,6 @@ def _one(
     notify: Callable[[str, int, int], None],
 ) -> UiBenchResult:
     from ..frontends.http import create_app
-    from ..store.tokens import SQLiteTokens
 
     store = _open_with_vectors(db, settings)
     try:
@@ -108,7 +107,7 @@ def _one(
             store.flush()
             load_s = time.perf_counter() - started
         memories = store.scope(SCOPE).stats()["total"]
-        secret = SQLiteTokens(store.backend).create("bench-ui", {SCOPE: "read"}, store.clock())[1]
+        secret = store.tokens.create("bench-ui", {SCOPE: "read"}, store.clock())[1]
         app = create_app(store, settings)
         try:
             pages = asyncio.run(_measure(app, store, secret, generator, requests, notify))

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreError
-from ..store.sqlite import migrations
 
 if TYPE_CHECKING:
     from ..facade.database import Store
@@ -100,7 +99,7 @@ def diagnose(store: Store) -> Report:
     Never raises for a damaged store: each check runs on its own, and one that cannot
     read what it needs is a failed check saying so (the others still report)."""
     try:
-        health = store.backend.health()
+        health = store.health.health()
     except Exception as exc:  # a damaged file: report it, whatever the driver raised
         health = {"errors": {"health": str(exc)}}
     checks = [_guarded(name, build, store, health) for name, build in _CHECKS]
@@ -277,8 +276,8 @@ def _integrity(results: list[str]) -> Check:
 
 
 def _schema(store: Store) -> Check:
-    applied = store.backend.schema_version()
-    known = migrations.known_names()
+    applied = store.health.schema_version()
+    known = store.known_migrations()
     if applied == known:
         return Check("schema", True, f"{len(applied)} migrations, latest {applied[-1]}")
     missing = [n for n in known if n not in applied]
@@ -344,7 +343,7 @@ def repair(store: Store) -> RepairReport:
     in ``problems``, with the rescue to use instead. Raises ``StoreError`` if the row
     count changed, which would be a bug in HiveMem.
     """
-    backend = store.backend
+    backend = store.health
     problems: list[str] = []
 
     def step(what: str, run: Any, default: Any) -> Any:

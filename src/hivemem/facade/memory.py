@@ -82,7 +82,9 @@ class ScopedMemory:
             if clean != scope and clean not in shared_clean:
                 shared_clean.append(clean)
         self._store = store
-        self._backend = store.backend
+        # The whole backend, for the retrieval pipeline (the facade's own; services
+        # below get the narrow protocols from the store by name).
+        self._backend = store._backend
         self.settings = settings
         self.name = scope
         self.shared = tuple(shared_clean)
@@ -167,7 +169,7 @@ class ScopedMemory:
         with self._backend.atomic():
             stored, inserted = self._save_row(record, pieces, reason, minor, explicit, expires_at)
             if inserted:
-                self._backend.maintenance.note_categories([(stored.id, sure)])
+                self._store.job_state.note_categories([(stored.id, sure)])
         if inserted:
             self._store.index_written(wait)
         return stored
@@ -365,7 +367,7 @@ class ScopedMemory:
         with self._backend.atomic():
             for record, pieces in records:
                 self._backend.insert(record, *pieces)
-            self._backend.maintenance.note_categories(sureness)
+            self._store.job_state.note_categories(sureness)
             started = [
                 session_id
                 for session_id, (when, count) in sessions.items()

@@ -53,7 +53,7 @@ def fell_back(hits: Sequence[Hit]) -> bool:
 def of(mem: ScopedMemory, memory: Memory) -> tuple[str, float]:
     """A memory's category and how sure the categorizer was (1.0: given by the caller;
     0.0: no keyword matched, ``general``), as corvid's ``save`` returns them."""
-    sure = mem.store.backend.maintenance.categories([memory.scope], [memory.id])
+    sure = mem.store.job_state.categories([memory.scope], [memory.id])
     return memory.category, float(sure.get(memory.id, 0.0))
 
 

@@ -23,7 +23,7 @@ def history(mem: ScopedMemory, id_or_key: str) -> list[Memory]:
     if not isinstance(id_or_key, str) or not id_or_key:
         raise InvalidInput("id", "expected a memory id or key")
     rules.utf8(id_or_key, "id")
-    backend, visible = mem.store.backend, mem.visible
+    backend, visible = mem.store.memories, mem.visible
     start = backend.get(visible, id_or_key)
     seeds = [start] if start else backend.versions_of_key(visible, id_or_key)
     if not seeds:
@@ -47,8 +47,8 @@ def related(mem: ScopedMemory, memory_id: str, limit: int = 10) -> list[Related]
     """``ScopedMemory.related``: the crossrefs job's links of ``memory_id``, best first."""
     memory_id = arguments.ref(memory_id, "id", what="a memory id")
     limit = rules.limit(limit, maximum=100)
-    backend = mem.store.backend
-    if backend.get(mem.visible, memory_id) is None:
+    store = mem.store
+    if store.memories.get(mem.visible, memory_id) is None:
         raise NotFound(f"no memory {memory_id!r} visible from scope {mem.name!r}")
-    pairs = backend.maintenance.related(mem.visible, memory_id, limit)
+    pairs = store.job_state.related(mem.visible, memory_id, limit)
     return [Related(memory, score) for memory, score in pairs]  # the facade scrubs

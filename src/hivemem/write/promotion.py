@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import arguments
 from ..errors import Conflict, InvalidInput, NotFound
-from ..store.protocols import Backend
+from ..store.protocols import Memories
 from ..types import Memory, Source, Status
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -42,7 +42,7 @@ def promote(
     memory_id = arguments.ref(memory_id, "id", what="a memory id")
     to = target_scope(to, mem.shared)
     store = mem.store
-    original = promotable(store.backend, mem.visible, memory_id, store.clock(), store.scrubbed)
+    original = promotable(store.memories, mem.visible, memory_id, store.clock(), store.scrubbed)
     return store.scope(to).save(
         original.content,
         key=original.key,
@@ -72,7 +72,7 @@ def target_scope(to: object, shared: Sequence[str]) -> str:
 
 
 def promotable(
-    backend: Backend,
+    backend: Memories,
     scopes: Sequence[str],
     memory_id: str,
     now: datetime,
@@ -109,7 +109,7 @@ def promotable(
     return memory
 
 
-def current_version(backend: Backend, scopes: Sequence[str], memory: Memory) -> Memory | None:
+def current_version(backend: Memories, scopes: Sequence[str], memory: Memory) -> Memory | None:
     """The active memory at the head of ``memory``'s supersede chain, if there is one."""
     seen = {memory.id}
     todo = [memory]

@@ -69,7 +69,7 @@ def owner(mem: ScopedMemory, id_or_key: str, action: str) -> tuple[ScopedMemory,
     if not isinstance(id_or_key, str) or not id_or_key:
         raise InvalidInput("id", "expected a memory id or key")
     rules.utf8(id_or_key, "id")
-    backend = mem.store.backend
+    backend = mem.store.memories
     if backend.get([mem.name], id_or_key) or backend.by_key([mem.name], id_or_key):
         return None
     others = [s for s in mem.visible if s != mem.name]

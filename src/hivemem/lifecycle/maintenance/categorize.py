@@ -167,7 +167,7 @@ def run(ctx: JobContext) -> dict[str, int]:
         batch = maint.uncategorized(ctx.scope, ctx.settings.maintenance_batch_size)
         if not batch:
             return counts
-        with ctx.backend.atomic():
+        with ctx.store.atomic():
             for memory in batch:
                 if memory.category != "general":
                     maint.set_category(ctx.scope, memory.id, None, 1.0)

@@ -39,7 +39,7 @@ class Related:
 def related_to(ctx: JobContext, memory: Memory) -> list[tuple[str, float]]:
     s = ctx.settings
     mine = words(memory.content)
-    found = candidates(ctx.backend, ctx.scope, memory.content, KINDS, ctx.now, 5 * s.crossref_max)
+    found = candidates(ctx.store, ctx.scope, memory.content, KINDS, ctx.now, 5 * s.crossref_max)
     scored = []
     for other in found:
         if other.id == memory.id:
@@ -58,7 +58,7 @@ def run(ctx: JobContext) -> None:
         if not batch:
             return
         links = {m.id: related_to(ctx, m) for m in batch}  # reads before the write lock
-        with ctx.backend.atomic():
+        with ctx.store.atomic():
             for memory_id, pairs in links.items():
                 maint.set_related(ctx.scope, memory_id, pairs)
                 counts["links"] += len(pairs)

@@ -13,24 +13,13 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..protocols import SESSION_COLUMNS, TOKEN_COLUMNS, VAULT_COLUMNS
 from ..rows import placeholders
 
 if TYPE_CHECKING:  # pragma: no cover
     from .backend import SQLiteBackend
 
 Row = dict[str, Any]
-
-VAULT_COLUMNS = ("scope", "key", "value", "is_secret", "created_at", "updated_at")
-TOKEN_COLUMNS = (
-    "id",
-    "name",
-    "token_hash",
-    "scopes",
-    "created_at",
-    "revoked_at",
-    "last_used_at",
-)
-SESSION_COLUMNS = ("scope", "session_id", "consolidated_at", "attributes")
 
 
 def tables(backend: SQLiteBackend) -> list[str]:
@@ -44,6 +33,10 @@ class SQLiteBackupRows:
 
     def __init__(self, backend: SQLiteBackend) -> None:
         self._db = backend
+
+    def tables(self) -> list[str]:
+        """Every table of the file (virtual tables and their shadow tables included)."""
+        return tables(self._db)
 
     def _scoped(self, sql: str, scopes: Sequence[str] | None, tail: str) -> list[Any]:
         if scopes is None:

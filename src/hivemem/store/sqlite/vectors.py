@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...types import Query
-from ..rows import placeholders
+from ..rows import placeholders, to_blob
 
 if TYPE_CHECKING:  # pragma: no cover
     from .backend import SQLiteBackend
@@ -97,10 +97,6 @@ def load_extension(conn: Any) -> str | None:
     except Exception as exc:  # the driver's own error types
         return f"cannot load sqlite-vec into this SQLite: {exc}"
     return None
-
-
-def to_blob(vector: Sequence[float] | np.ndarray) -> bytes:
-    return np.asarray(vector, dtype=np.float32).tobytes()
 
 
 @dataclass(slots=True)
