@@ -518,12 +518,12 @@ def test_caseless_rules_hold_no_capital_letter_and_match_any_case():
     import importlib
     import re
 
-    rules = importlib.import_module("hivemem.lifecycle.maintenance.categorize")._RULES
+    rules = importlib.import_module("hivemem.write.categorizer")._RULES
     for patterns in rules.values():
         for pattern, _weight in patterns:
             if pattern.flags & re.IGNORECASE:  # run on lowercased text: a capital never matches
                 assert not re.search(r"(?<!\\)[A-Z]", pattern.pattern), pattern.pattern
-    from hivemem.lifecycle.maintenance.categorize import categorize
+    from hivemem.write.categorizer import categorize
 
     assert categorize("MY PASSWORD IS HUNTER2")[0] == "credential"
     assert categorize("My Password is hunter2") == categorize("my password is hunter2")

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import ast
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 import hivemem
 from hivemem import Settings
@@ -73,3 +79,49 @@ def test_cli_reference_is_generated_from_the_commands():
     assert page == cli_markdown(), (
         "regenerate: python -m hivemem.frontends.cli.reference > docs/cli.md"
     )
+
+
+def _lint_imports(cwd: Path, pythonpath: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``lint-imports`` with the project's contracts, on the package importable from
+    ``pythonpath`` (the installed one when None)."""
+    pytest.importorskip("importlinter", reason="import-linter is a dev dependency: make install")
+    env = dict(os.environ)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
+    command = Path(sys.executable).parent / "lint-imports"
+    return subprocess.run(
+        [str(command), "--config", str(ROOT / ".importlinter"), "--no-cache"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+
+
+def test_imports_follow_the_layers_and_only_the_store_names_a_backend():
+    """The contracts of .importlinter (docs/architecture.md): imports point down the
+    layers (frontends → evaluation → facade → lifecycle → write → retrieval → store →
+    providers → base), and no module outside store/ imports store.sqlite or
+    store.postgres."""
+    done = _lint_imports(ROOT)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "2 kept, 0 broken" in done.stdout
+
+
+def test_the_import_contracts_catch_a_violation(tmp_path):
+    """The same contracts over a copy of the package in which the store imports the
+    facade and a lifecycle module names the SQLite backend: the linter says both (the
+    contracts are not vacuous)."""
+    copy = tmp_path / "src"
+    shutil.copytree(SRC, copy / "hivemem", ignore=shutil.ignore_patterns("__pycache__"))
+    for module, line in [
+        ("store/rows.py", "from ..facade import database  # noqa"),
+        ("lifecycle/indexer.py", "from ..store.sqlite import backend  # noqa"),
+    ]:
+        path = copy / "hivemem" / module
+        path.write_text(path.read_text() + f"\n{line}\n")
+    done = _lint_imports(tmp_path, copy)
+    assert done.returncode == 1, done.stdout[-4000:]
+    assert "hivemem.store.rows -> hivemem.facade.database" in done.stdout
+    assert "hivemem.lifecycle.indexer -> hivemem.store.sqlite.backend" in done.stdout

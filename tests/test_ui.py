@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 import hivemem
+from hivemem.evaluation.doctor import diagnose
 from hivemem.frontends.http import create_app
 from hivemem.frontends.http.ui.render import growth_chart
 from hivemem.frontends.http.ui.routes import _safe_next
@@ -393,7 +394,7 @@ def test_the_list_pages_by_keyset_and_filters(client, tokens, store, clock):
 
 def test_inspection_reads(store, seeded, clock):
     a = store.scope("team-a")
-    view = inspection.overview(a, doctor=True)
+    view = inspection.overview(a, doctor=diagnose)
     assert view.total == sum(view.by_status.values()) and view.by_kind["episode"] == 3
     assert view.by_type["lesson"] == 1 and sum(view.by_category.values()) == sum(
         view.by_kind.values()
@@ -486,14 +487,16 @@ def test_hivemem_ui_serves_on_localhost_with_a_one_time_link(db_path):
 def test_the_ui_bench_times_every_page(tmp_path):
     from hivemem.evaluation.bench_ui import format_ui_table, run_ui_bench
 
-    [result] = run_ui_bench([300], requests=2, path=tmp_path)
+    [result] = run_ui_bench(create_app, [300], requests=2, path=tmp_path)
     names = [p.page for p in result.pages]
     assert "memories: first page" in names and "search (hybrid)" in names
     assert "memories: 20 pages deep" in names and "one memory" in names
     assert all(p.latency.count >= 1 and p.latency.max_ms > 0 for p in result.pages)
     assert result.memories >= 300
     assert "memories: first page" in format_ui_table([result])
-    again = run_ui_bench([300], requests=1, path=tmp_path)[0]  # the kept store is reused
+    again = run_ui_bench(create_app, [300], requests=1, path=tmp_path)[
+        0
+    ]  # the kept store is reused
     assert again.load_seconds == 0.0 and again.memories == result.memories
 
 

@@ -175,3 +175,9 @@ def name(value: object, field: str, max_chars: int, *, optional: bool = False) -
     if len(value) > max_chars:
         raise InvalidInput(field, f"{len(value)} characters exceeds the limit of {max_chars}")
     return value
+
+
+def limit(value: object, field: str = "limit", maximum: int = 10_000) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
+        raise InvalidInput(field, f"expected a whole number from 1 to {maximum}, got {value!r}")
+    return value

@@ -27,7 +27,6 @@ from .. import arguments
 from .. import text as textmod
 from ..errors import Conflict, InvalidInput, NotFound
 from ..lifecycle import sessions
-from ..lifecycle.maintenance.crossrefs import Related
 from ..providers.entities import Mention, extract
 from ..retrieval import entity_profiles
 from ..retrieval import pipeline as retrieval
@@ -47,6 +46,7 @@ from ..types import (
 )
 from ..write import audit, categories, chains, learning, promotion, rights, rules
 from ..write import purge as purgemod
+from ..write.chains import Related
 from ..write.redact import scrubs_output
 
 if TYPE_CHECKING:  # pragma: no cover

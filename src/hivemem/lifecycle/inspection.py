@@ -11,21 +11,23 @@ counts a whole scope per request but ``overview``, whose counts the caller may c
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..clock import to_text
 from ..errors import InvalidInput, NotFound
-from ..evaluation.doctor import Report, diagnose
 from ..providers.entities import canonical
 from ..store.protocols import SessionInfo
 from ..types import CATEGORIES, Entity, Kind, ListFilter, Memory, Status, as_tuple, resolve_enum
 from ..write import rules
+from ..write.chains import Related
 from .maintenance import RunRecord, run_log
-from .maintenance.crossrefs import Related
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..evaluation.doctor import Report
+    from ..facade.database import Store
     from ..facade.memory import ScopedMemory
 
 PAGE_SIZE = 50
@@ -158,10 +160,13 @@ def _key(memory: Memory | None) -> str | None:
     return f"{to_text(memory.created_at)}{CURSOR_SEPARATOR}{memory.id}" if memory else None
 
 
-def overview(mem: ScopedMemory, *, doctor: bool = True, runs: int = 10) -> Overview:
+def overview(
+    mem: ScopedMemory, *, doctor: Callable[[Store], Report] | None = None, runs: int = 10
+) -> Overview:
     """The scope's overview. Counts every row of the scope (tens of ms at 100k): cache
-    it. ``doctor=False`` skips the store's health checks (an integrity check reads the
-    whole file)."""
+    it. ``doctor`` (``hivemem.evaluation.doctor.diagnose``, passed in by the caller: the
+    health checks sit above this layer) adds the store's health checks; none by default
+    (an integrity check reads the whole file)."""
     store = mem.store
     inspection = store.inspection
     by_status: Counter[str] = Counter()
@@ -184,7 +189,7 @@ def overview(mem: ScopedMemory, *, doctor: bool = True, runs: int = 10) -> Overv
         by_category=dict(by_category.most_common()),
         growth=inspection.growth([mem.name]),
         pending_embeddings=store.vectors.pending_count([mem.name]),
-        doctor=diagnose(store) if doctor else None,
+        doctor=doctor(store) if doctor is not None else None,
         runs=recent,
     )
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .. import arguments
 from ..errors import Conflict, InvalidInput, NotFound
 from ..providers.entities import EntityType, lookup_keys
 from ..providers.entities import canonical as canonical_name
 from ..types import Entity, ListFilter, Memory, Status, resolve_enum
-from ..write import rules
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..facade.memory import ScopedMemory
@@ -25,7 +25,7 @@ def find(mem: ScopedMemory, name: object, *, own_only: bool = False) -> Entity:
     """The entity ``name`` names: own scope first, then the most mentioned."""
     if not isinstance(name, str) or not name.strip():
         raise InvalidInput("name", "expected an entity name")
-    rules.utf8(name, "name")
+    arguments.storable(name, "name")
     scopes = [mem.name] if own_only else list(mem.visible)
     matches = mem.store.entities.lookup(scopes, lookup_keys(name))
     if not matches:
@@ -43,13 +43,13 @@ def profile(mem: ScopedMemory, name: str, limit: int) -> tuple[Entity, list[Memo
         [found.id],
         ListFilter(statuses=(Status.ACTIVE,)),
         mem.store.clock(),
-        rules.limit(limit),
+        arguments.limit(limit),
     )
     return found, store.memories.get_many(mem.visible, [m for m, _ in links])
 
 
 def alias(mem: ScopedMemory, name: str, other: str) -> Entity:
-    clean = canonical_name(rules.name(other, "alias", 200) or "")
+    clean = canonical_name(arguments.name(other, "alias", 200) or "")
     if not any(ch.isalnum() for ch in clean):
         raise InvalidInput("alias", "expected a name with letters or digits")
     found = find(mem, name, own_only=True)
@@ -68,7 +68,7 @@ def describe(
     """Set an entity's type, summary and/or protected flag (own scope)."""
     found = find(mem, name, own_only=True)
     kind = resolve_enum(EntityType, type, "type").value if type is not None else None
-    text = rules.name(summary, "summary", 2000, optional=True)
+    text = arguments.name(summary, "summary", 2000, optional=True)
     if protected is not None and not isinstance(protected, bool):
         raise InvalidInput("protected", "expected true or false")
     if not mem.store.entities.describe(

@@ -4,16 +4,27 @@ and the related memories the ``crossrefs`` job found (``related``). The facade
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from .. import arguments
 from ..errors import InvalidInput, NotFound
-from ..lifecycle.maintenance.crossrefs import Related
+from ..types import Memory
 from . import rules
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..facade.memory import ScopedMemory
-    from ..types import Memory
+
+
+@dataclass(frozen=True, slots=True)
+class Related:
+    """A memory related to another one, and how much their words overlap (Jaccard)."""
+
+    memory: Memory
+    score: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"memory": self.memory.to_dict(), "score": self.score}
 
 
 def history(mem: ScopedMemory, id_or_key: str) -> list[Memory]:

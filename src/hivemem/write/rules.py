@@ -18,6 +18,7 @@ from uuid6 import uuid7
 
 from .. import text as textmod
 from ..arguments import MAX_REF_CHARS, bad_character, storable
+from ..arguments import limit as limit
 from ..arguments import name as name
 from ..clock import parse_time
 from ..errors import InvalidInput
@@ -138,12 +139,6 @@ def valid_category(value: object) -> str:
 
 def optional_time(value: object, field: str) -> datetime | None:
     return None if value is None else parse_time(value, field)
-
-
-def limit(value: object, field: str = "limit", maximum: int = 10_000) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
-        raise InvalidInput(field, f"expected a whole number from 1 to {maximum}, got {value!r}")
-    return value
 
 
 def expiry(source_name: str, created: datetime, settings: Settings) -> datetime | None:

@@ -171,9 +171,11 @@ def bench(
     """
     if ui_pages:
         from ...evaluation.bench_ui import format_ui_table, run_ui_bench
+        from ..http import create_app
 
         try:
             found = run_ui_bench(
+                create_app,
                 sizes or QUICK["sizes"],
                 queries or QUICK["queries"],
                 keep_folder,

@@ -11,10 +11,10 @@ them into facts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...types import Kind, Memory
+from ...write.chains import Related as Related
 from .similarity import candidates, jaccard, words
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -23,17 +23,6 @@ if TYPE_CHECKING:  # pragma: no cover
 NAME = "crossrefs"
 HELP = "Link each memory to up to 10 related ones (word overlap), for mem.related(id)."
 KINDS = (Kind.FACT, Kind.NOTE, Kind.SUMMARY, Kind.REFLECTION)
-
-
-@dataclass(frozen=True, slots=True)
-class Related:
-    """A memory related to another one, and how much their words overlap (Jaccard)."""
-
-    memory: Memory
-    score: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"memory": self.memory.to_dict(), "score": self.score}
 
 
 def related_to(ctx: JobContext, memory: Memory) -> list[tuple[str, float]]:
