@@ -20,8 +20,9 @@ from .postgres import open_backend as open_postgres
 from .postgres import redact as redact_url
 from .protocols import Backend, BackupRows, Tokens, VaultRows
 from .sqlite import migrations as sqlite_migrations
-from .sqlite.backend import DRIVER_NAME, SQLiteBackend, sqlite_driver
+from .sqlite.backend import SQLiteBackend
 from .sqlite.backup import SQLiteBackupRows
+from .sqlite.database import DRIVER_NAME, sqlite_driver
 from .sqlite.salvage import Salvage as Salvage
 from .sqlite.salvage import SalvageReader as SalvageReader
 from .sqlite.vault import SQLiteVault

@@ -25,7 +25,7 @@ from ..clock import from_text, to_text
 from ..errors import InvalidInput, NotFound
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .protocols import Backend
+    from .sqlite.database import SQLiteDatabase
 
 TOKEN_PREFIX = "hm_"
 LEVELS = ("read", "write")
@@ -103,7 +103,7 @@ class TokenTable:
     """Reads and writes of ``api_tokens`` (portable SQL over the backend's ``_read`` and
     ``_write``: SQLite and PostgreSQL alike). Get it as ``store.tokens``."""
 
-    def __init__(self, backend: Backend, *, max_scope_chars: int = 200) -> None:
+    def __init__(self, backend: SQLiteDatabase, *, max_scope_chars: int = 200) -> None:
         self._db = backend
         self._max_scope_chars = max_scope_chars
 

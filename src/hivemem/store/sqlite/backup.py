@@ -17,12 +17,12 @@ from ..protocols import SESSION_COLUMNS, TOKEN_COLUMNS, VAULT_COLUMNS
 from ..rows import placeholders
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .backend import SQLiteBackend
+    from .database import SQLiteDatabase
 
 Row = dict[str, Any]
 
 
-def tables(backend: SQLiteBackend) -> list[str]:
+def tables(backend: SQLiteDatabase) -> list[str]:
     """Every table of the file (virtual tables and their shadow tables included)."""
     rows = backend._read("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
     return [r[0] for r in rows]
@@ -31,7 +31,7 @@ def tables(backend: SQLiteBackend) -> list[str]:
 class SQLiteBackupRows:
     """Reads and writes of the non-memory rows of an export."""
 
-    def __init__(self, backend: SQLiteBackend) -> None:
+    def __init__(self, backend: SQLiteDatabase) -> None:
         self._db = backend
 
     def tables(self) -> list[str]:

@@ -10,6 +10,7 @@ from typing import Any
 
 from ... import text as textmod
 from . import migrations, termcounts
+from .database import sqlite_driver
 
 
 class RepairMixin:
@@ -117,6 +118,5 @@ class RepairMixin:
 
 
 def _driver() -> Any:
-    from .backend import sqlite_driver
 
     return sqlite_driver

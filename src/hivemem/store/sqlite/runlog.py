@@ -12,13 +12,13 @@ from ...clock import from_text, to_text
 from ..protocols import RunRecord
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .backend import SQLiteBackend
+    from .database import SQLiteDatabase
 
 
 class SQLiteRunLog:
     """Reads and writes of the run log (the backend's connection and lock)."""
 
-    def __init__(self, backend: SQLiteBackend) -> None:
+    def __init__(self, backend: SQLiteDatabase) -> None:
         self._db = backend
 
     def start_run(self, job: str, scope: str | None, trigger: str, when: datetime) -> int:

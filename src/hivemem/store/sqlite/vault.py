@@ -15,7 +15,7 @@ from ...clock import from_text, to_text
 from ..protocols import VaultRow
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .backend import SQLiteBackend
+    from .database import SQLiteDatabase
 
 _COLUMNS = "scope, key, value, is_secret, created_at, updated_at"
 # How long an answer of ``changed_elsewhere`` stands: output this close to another
@@ -30,7 +30,7 @@ def _row(raw: tuple) -> VaultRow:
 class SQLiteVault:
     """The vault's SQL (the backend's connection and lock)."""
 
-    def __init__(self, backend: SQLiteBackend) -> None:
+    def __init__(self, backend: SQLiteDatabase) -> None:
         self._db = backend
         self._data_version: int | None = None
         self._checked_at = float("-inf")

@@ -53,7 +53,7 @@ from ...types import Query
 from ..rows import placeholders, to_blob
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .backend import SQLiteBackend
+    from .database import SQLiteStore
 
 IDENTITY_KEY = "embedding_identity"
 EPOCH_KEY = "vector_epoch"
@@ -140,7 +140,7 @@ def hamming_nearest(words: np.ndarray, query: np.ndarray, k: int) -> np.ndarray:
 class SQLiteVectorIndex:
     """Vector storage and KNN of one SQLite store (the backend's connection and lock)."""
 
-    def __init__(self, backend: SQLiteBackend, no_extension: str | None) -> None:
+    def __init__(self, backend: SQLiteStore, no_extension: str | None) -> None:
         self._db = backend
         self.unavailable: str | None = None  # vectors can always be held (see exact scan)
         # Why sqlite-vec is not loaded (the lane then scans exactly), or None.
