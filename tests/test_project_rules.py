@@ -107,7 +107,7 @@ def test_imports_follow_the_layers_and_only_the_store_names_a_backend():
     share the handle of store/sqlite/database.py instead: no import loop)."""
     done = _lint_imports(ROOT)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    assert "3 kept, 0 broken" in done.stdout
+    assert "4 kept, 0 broken" in done.stdout
 
 
 def test_the_import_contracts_catch_a_violation(tmp_path):
@@ -128,4 +128,4 @@ def test_the_import_contracts_catch_a_violation(tmp_path):
     assert "hivemem.store.rows -> hivemem.facade.database" in done.stdout
     assert "hivemem.lifecycle.indexer -> hivemem.store.sqlite.backend" in done.stdout
     assert "hivemem.store.sqlite.entities -> hivemem.store.sqlite.backend" in done.stdout
-    assert "0 kept, 3 broken" in done.stdout
+    assert ", 0 broken" not in done.stdout

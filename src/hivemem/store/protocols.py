@@ -76,6 +76,27 @@ class SessionInfo:
     consolidated_at: datetime | None
 
 
+@dataclass(frozen=True, slots=True)
+class PendingChunk:
+    """A chunk waiting for its vector (the embedding queue)."""
+
+    chunk_id: int
+    scope: str
+    text_hash: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class VectorMatch:
+    """A memory's best chunk by cosine similarity to the query (in [-1, 1])."""
+
+    chunk_id: int
+    memory_id: str
+    seq: int
+    text: str
+    similarity: float
+
+
 class VectorIndex(Protocol):
     """Chunk vectors of one embedder identity, and the queue of chunks awaiting one
     (``hivemem.store.sqlite.vectors`` documents the SQLite layout)."""
@@ -93,7 +114,7 @@ class VectorIndex(Protocol):
         """Drop every vector, record ``identity``, queue every chunk; return the queue size."""
         ...
 
-    def pending(self, limit: int) -> list[Any]: ...
+    def pending(self, limit: int) -> list[PendingChunk]: ...
 
     def pending_count(self, scopes: Sequence[str] | None = None) -> int: ...
 
@@ -101,7 +122,7 @@ class VectorIndex(Protocol):
 
     def cached(self, model: str, hashes: Sequence[str]) -> dict[str, bytes]: ...
 
-    def upsert(self, model: str, items: Sequence[tuple[Any, bytes]]) -> int: ...
+    def upsert(self, model: str, items: Sequence[tuple[PendingChunk, bytes]]) -> int: ...
 
     def search(
         self,
@@ -112,7 +133,7 @@ class VectorIndex(Protocol):
         now: datetime,
         model: str,
         pool: int = 64,
-    ) -> list[Any]: ...
+    ) -> list[VectorMatch]: ...
 
     def vectors(self, model: str, chunk_ids: Sequence[int]) -> dict[int, Any]: ...
 

@@ -50,6 +50,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...types import Query
+from ..protocols import PendingChunk as PendingChunk
+from ..protocols import VectorMatch as VectorMatch
 from ..rows import placeholders, to_blob
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -61,25 +63,6 @@ MODE_KEY = "vector_mode"  # "exact" once vectors were stored without sqlite-vec
 TABLE = "chunk_vectors"
 LOG = "vector_log"
 _KNN_MAX = 4096  # widest KNN page per scope before the lane settles for what passed
-
-
-@dataclass(frozen=True, slots=True)
-class PendingChunk:
-    chunk_id: int
-    scope: str
-    text_hash: str
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class VectorMatch:
-    """A memory's best chunk by cosine similarity to the query (in [-1, 1])."""
-
-    chunk_id: int
-    memory_id: str
-    seq: int
-    text: str
-    similarity: float
 
 
 def load_extension(conn: Any) -> str | None:
