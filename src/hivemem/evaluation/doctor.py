@@ -343,7 +343,7 @@ def repair(store: Store) -> RepairReport:
     in ``problems``, with the rescue to use instead. Raises ``StoreError`` if the row
     count changed, which would be a bug in HiveMem.
     """
-    backend = store.health
+    health = store.health
     problems: list[str] = []
 
     def step(what: str, run: Any, default: Any) -> Any:
@@ -354,23 +354,23 @@ def repair(store: Store) -> RepairReport:
             return default
 
     before = step("count memories", lambda: store.stats()["total"], None)
-    missing = step("find memories without chunks", backend.unchunked_ids, [])
+    missing = step("find memories without chunks", health.unchunked_ids, [])
     rebuilt = step(
         "rebuild chunks",
-        lambda: backend.rebuild_chunks(
+        lambda: health.rebuild_chunks(
             missing, store.settings.chunk_tokens, store.settings.chunk_overlap_tokens
         ),
         0,
     )
-    index_rebuilt = not step("check the keyword index", lambda: backend.health()["fts_ok"], True)
+    index_rebuilt = not step("check the keyword index", lambda: health.health()["fts_ok"], True)
     if index_rebuilt:
         index_rebuilt = step(
-            "rebuild the keyword index", lambda: backend.rebuild_keyword_index() or True, False
+            "rebuild the keyword index", lambda: health.rebuild_keyword_index() or True, False
         )
     after = step("count memories again", lambda: store.stats()["total"], None)
     if before is not None and after is not None and after != before:
         raise StoreError(f"repair changed the number of memories from {before} to {after}")
-    left = step("find memories without chunks again", backend.unchunked_ids, missing)
+    left = step("find memories without chunks again", health.unchunked_ids, missing)
     if problems:
         problems.append(f"what repair cannot re-derive: {_RESCUE}")
     return RepairReport(

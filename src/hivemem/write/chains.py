@@ -34,9 +34,9 @@ def history(mem: ScopedMemory, id_or_key: str) -> list[Memory]:
     if not isinstance(id_or_key, str) or not id_or_key:
         raise InvalidInput("id", "expected a memory id or key")
     rules.utf8(id_or_key, "id")
-    backend, visible = mem.store.memories, mem.visible
-    start = backend.get(visible, id_or_key)
-    seeds = [start] if start else backend.versions_of_key(visible, id_or_key)
+    memories, visible = mem.store.memories, mem.visible
+    start = memories.get(visible, id_or_key)
+    seeds = [start] if start else memories.versions_of_key(visible, id_or_key)
     if not seeds:
         raise NotFound(f"no memory or key {id_or_key!r} visible from scope {mem.name!r}")
     chain: dict[str, Memory] = {}
@@ -47,10 +47,10 @@ def history(mem: ScopedMemory, id_or_key: str) -> list[Memory]:
             continue
         chain[memory.id] = memory
         if memory.supersedes_id and memory.supersedes_id not in chain:
-            parent = backend.get(visible, memory.supersedes_id)
+            parent = memories.get(visible, memory.supersedes_id)
             if parent is not None:
                 todo.append(parent)
-        todo.extend(backend.successors(visible, memory.id))
+        todo.extend(memories.successors(visible, memory.id))
     return sorted(chain.values(), key=lambda m: (m.created_at, m.id))  # the facade scrubs
 
 
