@@ -129,3 +129,16 @@ def test_the_import_contracts_catch_a_violation(tmp_path):
     assert "hivemem.lifecycle.indexer -> hivemem.store.sqlite.backend" in done.stdout
     assert "hivemem.store.sqlite.entities -> hivemem.store.sqlite.backend" in done.stdout
     assert ", 0 broken" not in done.stdout
+
+
+def test_the_store_keeps_its_backend_private(tmp_path):
+    """Services reach the database through the store's named protocols; the old public
+    ``store.backend`` says where to look instead of handing out the whole backend."""
+    with hivemem.open(tmp_path / "m.db", embedder="none") as store:
+        with pytest.raises(AttributeError, match="store.memories"):
+            store.backend  # noqa: B018
+        mem = store.scope("team-a")
+        saved = mem.save("the seam holds", key="seam")
+        assert store.memories.get(["team-a"], saved.id) == saved
+        assert store.health.schema_version() == store.known_migrations()
+        assert store.tokens.list() == []

@@ -197,6 +197,18 @@ class Store:
     # ------------------------------------------------------------------ the seam
 
     @property
+    def backend(self) -> Any:
+        """Gone (issue #13): the backend is private. Ask the store for the protocol
+        you need instead; the message names them."""
+        raise AttributeError(
+            "Store.backend is private since issue #13: use the store's protocols "
+            "(store.memories, store.atomic(), store.keyword, store.vectors, store.entities, "
+            "store.session_rows, store.job_state, store.run_log, store.purges, "
+            "store.inspection, store.vault_rows, store.tokens, store.backup_rows, "
+            "store.health); docs/architecture.md"
+        )
+
+    @property
     def memories(self) -> Memories:
         """The rows of ``memories`` (reads and writes; writes inside ``atomic()``)."""
         return self._backend
