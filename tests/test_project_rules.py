@@ -101,7 +101,7 @@ def _lint_imports(cwd: Path, pythonpath: Path | None = None) -> subprocess.Compl
 
 def test_imports_follow_the_layers_and_only_the_store_names_a_backend():
     """The contracts of .importlinter (docs/architecture.md): imports point down the
-    layers (frontends → evaluation → facade → lifecycle → write → retrieval → store →
+    layers (frontends → tools|compat → evaluation → facade → lifecycle → write → retrieval → store →
     providers → base), no module outside store/ imports store.sqlite or
     store.postgres, and only store.factory imports a backend module (SQLite's helpers
     share the handle of store/sqlite/database.py instead: no import loop)."""
