@@ -18,7 +18,7 @@ def test_neighbours_and_the_cursor_follow_seq_not_rowid(db_path, clock):
     with hivemem.open(db_path, clock=clock, embedder="none") as store:
         mem = store.scope("team-a")
         turns = _turns(mem)
-        backend = store.backend
+        backend = store._backend
         # Reverse the rowids (what a renumbering could do): the order must not change.
         with backend.atomic():
             backend._write("UPDATE memories SET rowid = rowid + 1000")
@@ -41,7 +41,7 @@ def test_sessions_are_ordered_by_first_sight(any_store):
     mem = any_store.scope("team-a")
     _turns(mem, "b-first", 1)
     _turns(mem, "a-second", 1)
-    backend = any_store.backend
+    backend = any_store._backend
     with backend.atomic():
         opened = backend.maintenance.open_sessions("team-a", ["a-second"])
     assert [s.session_id for s in opened] == ["b-first"]
@@ -51,7 +51,7 @@ def test_sessions_are_ordered_by_first_sight(any_store):
 def test_every_insert_takes_the_next_seq(any_store):
     mem = any_store.scope("team-a")
     first = _turns(mem, "s", 3)
-    rows = any_store.backend._read("SELECT id, seq FROM memories ORDER BY seq", [])
+    rows = any_store._backend._read("SELECT id, seq FROM memories ORDER BY seq", [])
     assert [r[0] for r in rows] == [m.id for m in first]
     seqs = [r[1] for r in rows]
     assert seqs == sorted(set(seqs))

@@ -34,8 +34,6 @@ def fts5():
     conn.executemany("INSERT INTO f (text) VALUES (?)", [(d,) for d in DOCS])
 
     def match(query: str) -> list[tuple[int, float]] | str:
-        if query == "":
-            return []
         try:
             rows = conn.execute(
                 "SELECT rowid, bm25(f) FROM f WHERE f MATCH ? ORDER BY rowid", (query,)
@@ -99,7 +97,8 @@ def test_the_compiled_fts5_query_finds_the_same_rows_with_the_same_bm25(fts5):
             parsed = kq.parse(query)
         except InvalidInput:
             continue
-        assert fts5(to_fts5(parsed)) == fts5(query), (query, to_fts5(parsed))
+        compiled = to_fts5(parsed)  # "" when nothing can match: no statement is run
+        assert (fts5(compiled) if compiled else []) == fts5(query), (query, compiled)
         compared += 1
     assert compared > 700
 

@@ -656,10 +656,6 @@ class PostgresBackend(KeywordMixin):
         with self._connection() as conn:
             return migrations.applied(conn)
 
-    def known_migrations(self) -> list[str]:
-        """The migrations this HiveMem knows for this backend, in order (doctor)."""
-        return migrations.known_names()
-
     def health(self) -> dict[str, Any]:
         one = lambda sql: self._q(sql)[0][0]  # noqa: E731
         return {
