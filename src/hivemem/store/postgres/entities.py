@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from ...clock import from_text, to_text
 from ...types import Entity, ListFilter, Query
+from ..sqlite.entities import SQLiteEntityIndex
+from ..sqlite.entities import _aliases_of_new as aliases_of_new
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...providers.entities import Mention
@@ -32,10 +34,13 @@ def link_mentions(
             [scope, mention.canonical, kind],
         ).fetchone()
         if row is None:
+            # By alias; a protected entity takes mentions of its own type only (it is
+            # never merged with a namesake of another type), as on SQLite.
             row = db._x(
-                "SELECT entity_id FROM entity_aliases WHERE scope = %s AND alias = %s "
-                "ORDER BY entity_id LIMIT 1",
-                [scope, mention.canonical],
+                "SELECT a.entity_id FROM entity_aliases a JOIN entities e "
+                "ON e.id = a.entity_id WHERE a.scope = %s AND a.alias = %s "
+                "AND (e.protected = 0 OR e.type = %s) ORDER BY a.entity_id LIMIT 1",
+                [scope, mention.canonical, kind],
             ).fetchone()
         if row is None:
             row = db._x(
@@ -44,11 +49,12 @@ def link_mentions(
                 "DO UPDATE SET scope = excluded.scope RETURNING id",
                 [scope, mention.canonical, kind, mention.name, when, when],
             ).fetchone()
-            db._x(
-                "INSERT INTO entity_aliases (scope, alias, entity_id) VALUES (%s, %s, %s) "
-                "ON CONFLICT DO NOTHING",
-                [scope, mention.canonical, row[0]],
-            )
+            for alias in aliases_of_new(mention):  # "acme corp" is also "acme"
+                db._x(
+                    "INSERT INTO entity_aliases (scope, alias, entity_id) VALUES (%s, %s, %s) "
+                    "ON CONFLICT DO NOTHING",
+                    [scope, alias, row[0]],
+                )
         linked = db._x(
             "INSERT INTO memory_entities (memory_id, entity_id) VALUES (%s, %s) "
             "ON CONFLICT DO NOTHING",
@@ -78,7 +84,8 @@ class PgEntityIndex:
         order = "" if "ORDER BY" in where else " ORDER BY e.id"  # the caller's order
         rows = self._db._q(
             "SELECT e.id, e.scope, e.name, e.canonical, e.type, e.mention_count, "
-            f"e.first_seen, e.last_seen, {gather} FROM entities e WHERE {where}{order}",
+            f"e.first_seen, e.last_seen, {gather}, e.protected, e.summary "
+            f"FROM entities e WHERE {where}{order}",
             params,
         )
         return [
@@ -92,6 +99,8 @@ class PgEntityIndex:
                 first_seen=from_text(r[6]),  # type: ignore[arg-type]
                 last_seen=from_text(r[7]),  # type: ignore[arg-type]
                 aliases=tuple(sorted(a for a in json.loads(r[8]) if a != r[3])),
+                protected=bool(r[9]),
+                summary=r[10],
             )
             for r in rows
         ]
@@ -145,6 +154,10 @@ class PgEntityIndex:
                 "ON CONFLICT DO NOTHING",
                 [scope, alias, entity_id],
             )
+
+    # The SQLite store's: portable SQL through ``_read``/``_write`` (migration 0014 gave
+    # this schema the ``protected`` and ``summary`` columns).
+    describe = SQLiteEntityIndex.describe
 
     def total_memories(self, scopes: Sequence[str]) -> int:
         """The N of the entity lane's IDF: the newest insertion sequence number (as
