@@ -14,9 +14,6 @@ def db_path(any_location):
     return any_location
 
 
-test_hivemem_ui_serves_on_localhost_with_a_one_time_link = pytest.mark.pg_gap(
-    "the test makes files beside db_path"
-)(test_hivemem_ui_serves_on_localhost_with_a_one_time_link)  # noqa: F405
 _PLAN = "the test reads SQLite's statement trace and query plan (PostgreSQL: EXPLAIN tests)"
 test_successors_are_found_by_the_supersedes_index_not_a_walk_of_the_scope = pytest.mark.pg_gap(
     _PLAN
