@@ -20,12 +20,9 @@ def db_path(any_location):
     return any_location
 
 
-_BYTES = "the test reads the SQLite file's bytes (PostgreSQL's: the erase test below)"
+_BYTES = "the test reads sqlite-vec's bit vectors and runs PRAGMA integrity_check"
 test_purge_all_leaves_no_byte_of_the_scope_and_keeps_others = pytest.mark.pg_gap(_BYTES)(
     test_purge_all_leaves_no_byte_of_the_scope_and_keeps_others  # noqa: F405
-)
-test_purge_of_one_memory_erases_its_whole_chain_and_nothing_else = pytest.mark.pg_gap(_BYTES)(
-    test_purge_of_one_memory_erases_its_whole_chain_and_nothing_else  # noqa: F405
 )
 
 
