@@ -47,22 +47,14 @@ class PgPurge(SQLitePurge):
     def __init__(self, backend: PostgresBackend) -> None:
         super().__init__(backend)  # type: ignore[arg-type]
 
-    def derived(self, scope: str, memory_ids: Sequence[str]) -> list[str]:
-        seen, frontier, out = set(memory_ids), list(memory_ids), []
-        while frontier:
-            found: list[str] = []
-            for part in _batches(frontier):
-                rows = self._db._q(
-                    "SELECT DISTINCT m.id FROM memories m, "
-                    "jsonb_array_elements_text(m.source_ids::jsonb) AS j(value) "
-                    "WHERE m.scope = %s AND j.value = ANY(%s)",
-                    [scope, part],
-                )
-                found += [r[0] for r in rows if r[0] not in seen]
-            seen.update(found)
-            out += found
-            frontier = found
-        return out
+    def _drawn_from(self, scope: str, memory_ids: list[str]) -> list[str]:
+        rows = self._db._q(
+            "SELECT DISTINCT m.id FROM memories m, "
+            "jsonb_array_elements_text(m.source_ids::jsonb) AS j(value) "
+            "WHERE m.scope = %s AND j.value = ANY(%s)",
+            [scope, memory_ids],
+        )
+        return [r[0] for r in rows]
 
     @contextmanager
     def secure(self) -> Iterator[None]:

@@ -61,16 +61,20 @@ class SQLitePurge:
         while frontier:
             found: list[str] = []
             for part in _batches(frontier):
-                rows = self._db._read(
-                    "SELECT DISTINCT m.id FROM memories m, json_each(m.source_ids) j "
-                    f"WHERE m.scope = ? AND j.value IN ({placeholders(part)})",
-                    [scope, *part],
-                )
-                found += [r[0] for r in rows if r[0] not in seen]
+                found += [i for i in self._drawn_from(scope, part) if i not in seen]
             seen.update(found)
             out += found
             frontier = found
         return out
+
+    def _drawn_from(self, scope: str, memory_ids: list[str]) -> list[str]:
+        """Ids of the scope's memories whose ``source_ids`` name one of ``memory_ids``."""
+        rows = self._db._read(
+            "SELECT DISTINCT m.id FROM memories m, json_each(m.source_ids) j "
+            f"WHERE m.scope = ? AND j.value IN ({placeholders(memory_ids)})",
+            [scope, *memory_ids],
+        )
+        return [r[0] for r in rows]
 
     def plan(self, scope: str, memory_ids: Sequence[str], whole_scope: bool) -> dict[str, int]:
         """How many rows a purge of ``memory_ids`` (of ``scope``) would erase, by table."""
