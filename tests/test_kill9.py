@@ -57,7 +57,7 @@ WRITER = textwrap.dedent(
     """
     import json, random, sys, time
     import hivemem
-    from hivemem.embed import HashEmbedder
+    from hivemem.providers.embed import HashEmbedder
 
     path, log, name, mode = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
     words = sys.argv[5].split()

@@ -215,6 +215,12 @@ class Settings:
     busy_timeout_ms: int = _setting(
         10_000, "How long a write waits for another writer before failing."
     )
+    read_connections: int = _setting(
+        4,
+        "SQLite: read connections beside the one writer, so searches and gets run in "
+        "parallel and never wait for a write (0: every read goes through the writer "
+        "connection, one at a time).",
+    )
 
     # LLM (maintenance jobs only: the write path never calls a model; docs/llm.md).
     llm: str = _setting(

@@ -678,16 +678,17 @@ class ScopedMemory:
         arguments.query(q.text, q.fts_syntax, self.settings)  # bounded cost
         store = self._store
 
-        def run(query: Query) -> list[Hit]:
-            return retrieval.search(
-                self._backend,
-                store.indexer,
-                self.visible,
-                query,
-                self.settings,
-                self._now(),
-                store.reranker,
-            )
+        def run(query: Query) -> list[Hit]:  # one snapshot, one read connection, per search
+            with self._backend.snapshot():
+                return retrieval.search(
+                    self._backend,
+                    store.indexer,
+                    self.visible,
+                    query,
+                    self.settings,
+                    self._now(),
+                    store.reranker,
+                )
 
         hits = run(q)
         if not hits and q.categories:

@@ -21,6 +21,7 @@ class RepairMixin:
     atomic: Any
     vectors: Any
     _conn: Any
+    on_writer: Any
 
     def health(self) -> dict[str, Any]:
         """Integrity of the file and of the derived index; counts of pending work.
@@ -40,9 +41,11 @@ class RepairMixin:
 
     def _fts_check(self) -> tuple[bool, str | None]:
         try:
-            self._read(
-                "INSERT INTO chunks_fts (chunks_fts, rank) VALUES ('integrity-check', 1)", raw=True
-            )
+            with self.on_writer():  # a command: read-only connections refuse it
+                self._read(
+                    "INSERT INTO chunks_fts (chunks_fts, rank) VALUES ('integrity-check', 1)",
+                    raw=True,
+                )
             return True, None
         except (_driver().DatabaseError, MemoryError) as exc:
             return False, str(exc) or "damaged"
