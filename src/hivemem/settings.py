@@ -216,10 +216,10 @@ class Settings:
         10_000, "How long a write waits for another writer before failing."
     )
     read_connections: int = _setting(
-        4,
-        "SQLite: read connections beside the one writer, so searches and gets run in "
-        "parallel and never wait for a write (0: every read goes through the writer "
-        "connection, one at a time).",
+        2,
+        "SQLite: searches that may read at once, each on its own WAL read connection beside "
+        "the one writer, never waiting for a write (twice as many connections serve "
+        "single reads); 0: every read goes through the writer connection, one at a time.",
     )
 
     # LLM (maintenance jobs only: the write path never calls a model; docs/llm.md).

@@ -83,7 +83,7 @@ class SQLiteBackend(PooledReads, KeywordPlans, RepairMixin):
     _driver_errors = (sqlite_driver.DatabaseError, MemoryError)
 
     def __init__(
-        self, path: str | Path, *, busy_timeout_ms: int = 10_000, read_connections: int = 4
+        self, path: str | Path, *, busy_timeout_ms: int = 10_000, read_connections: int = 2
     ) -> None:
         self.location = str(path)
         if self.location != ":memory:":
@@ -686,8 +686,14 @@ class SQLiteBackend(PooledReads, KeywordPlans, RepairMixin):
         )
 
     def touch(self, scopes: Sequence[str], memory_ids: Sequence[str], now: datetime) -> None:
-        """Queue the access (``access.py``): written in batches off the read path."""
-        self._access.record(scopes, memory_ids, now)
+        """Queue the access (``access.py``): written in batches off the read path. With
+        the pool off (one connection, as before it) the counts are written at once."""
+        if self._pool is not None:
+            self._access.record(scopes, memory_ids, now)
+            return
+        # access counts are a ranking hint: a busy database skips them (reads fail open)
+        with suppress(StoreError, OperationalError):
+            self._write_access({(tuple(scopes), m): (1, now) for m in dict.fromkeys(memory_ids)})
 
     def flush_access(self) -> int:
         """Write the queued access counts now; returns how many memories they touched."""

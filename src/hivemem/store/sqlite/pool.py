@@ -41,7 +41,8 @@ from .failures import store_error
 
 
 class ReadPool:
-    """Up to ``size`` read connections to one file, lent to one thread at a time."""
+    """Up to ``2 × size`` read connections to one file (``size`` for snapshots), lent to
+    one thread at a time."""
 
     def __init__(self, location: str, connect: Callable[[], Any], size: int) -> None:
         if size < 1:
@@ -51,37 +52,47 @@ class ReadPool:
         self._connect = connect
         self._idle: list[Any] = []
         self._opened = 0
+        self._snapshots = 0  # connections lent to snapshots now
         self._closed = False
         self._cond = threading.Condition()
         self._watcher: Any = None
         self._watch_lock = threading.Lock()
 
-    def acquire(self) -> Any:
-        """An idle connection, a new one while fewer than ``size`` are open, else wait for
-        one to come back."""
+    def acquire(self, *, snapshot: bool = False) -> Any:
+        """An idle connection, a new one while fewer than ``2 × size`` are open, else wait
+        for one to come back. At most ``size`` are lent to snapshots (a whole search
+        holds one): the other half stays for single statements, so the writer thread's
+        reads before its transaction (a duplicate check, a key's current row) never
+        queue behind whole searches."""
         with self._cond:
             while True:
                 if self._closed:
                     raise StoreError(
                         f"the store {self.location} is closed; open it again to use it"
                     )
-                if self._idle:
-                    return self._idle.pop()
-                if self._opened < self.size:
-                    self._opened += 1
-                    break
+                if not (snapshot and self._snapshots >= self.size):
+                    if self._idle:
+                        conn = self._idle.pop()
+                        self._snapshots += snapshot
+                        return conn
+                    if self._opened < 2 * self.size:
+                        self._opened += 1
+                        self._snapshots += snapshot
+                        break
                 self._cond.wait()
         try:
             return self._connect()
         except BaseException:
             with self._cond:
                 self._opened -= 1
-                self._cond.notify()
+                self._snapshots -= snapshot
+                self._cond.notify_all()
             raise
 
-    def release(self, conn: Any, *, broken: bool = False) -> None:
+    def release(self, conn: Any, *, snapshot: bool = False, broken: bool = False) -> None:
         """Hand ``conn`` back (closed instead when the pool is closed or it is broken)."""
         with self._cond:
+            self._snapshots -= snapshot
             if self._closed or broken:
                 self._opened -= 1
                 with suppress(Exception):
@@ -91,7 +102,7 @@ class ReadPool:
                     with suppress(Exception):
                         conn.execute("ROLLBACK")
                 self._idle.append(conn)
-            self._cond.notify()
+            self._cond.notify_all()
 
     def data_version(self) -> int:
         """``PRAGMA data_version`` of one connection kept for it alone: it changes when
@@ -163,18 +174,18 @@ class PooledReads:
             yield conn
 
     @contextmanager
-    def _lent(self) -> Iterator[Any]:
+    def _lent(self, *, snapshot: bool = False) -> Iterator[Any]:
         assert self._pool is not None
         if self.closed:
             raise StoreError(f"the store {self.location} is closed; open it again to use it")
         try:
-            conn = self._pool.acquire()
+            conn = self._pool.acquire(snapshot=snapshot)
         except self._driver_errors as exc:
             raise store_error(exc, self.location, "read") from exc
         try:
             yield conn
         finally:
-            self._pool.release(conn)
+            self._pool.release(conn, snapshot=snapshot)
 
     @contextmanager
     def on_writer(self) -> Iterator[None]:
@@ -208,10 +219,14 @@ class PooledReads:
             yield
             return
         if self._pool is None:
-            with self._lock, self._read_transaction(self._conn):
-                yield
+            with self._lock:
+                if self._conn.in_transaction:  # this thread's own snapshot, held on it
+                    yield
+                    return
+                with self._read_transaction(self._conn):
+                    yield
             return
-        with self._lent() as conn, self._read_transaction(conn):
+        with self._lent(snapshot=True) as conn, self._read_transaction(conn):
             role.reader = conn
             try:
                 yield
