@@ -71,6 +71,7 @@ class LoadResult:
     acknowledged: int
     found_via_http: int
     found_after_stop: int
+    wal_bytes: int | None = None  # SQLite: the -wal file when the clients stopped
 
     @property
     def requests_per_s(self) -> float:
@@ -94,6 +95,7 @@ class LoadResult:
             "acknowledged_writes": self.acknowledged,
             "found_via_http": self.found_via_http,
             "found_after_stop": self.found_after_stop,
+            "wal_bytes": self.wal_bytes,
         }
 
 
@@ -324,6 +326,8 @@ def run_load(
         for thread in threads:
             thread.join()
         elapsed = time.monotonic() - started
+        wal = Path(f"{target.db}-wal")
+        wal_bytes = wal.stat().st_size if "://" not in target.db and wal.exists() else None
         say(f"{target.label}: checking {len(tally.acknowledged)} acknowledged writes")
         via_http = _found_via_http(httpx, base, headers, tally.acknowledged)
     finally:
@@ -341,6 +345,7 @@ def run_load(
         acknowledged=len(tally.acknowledged),
         found_via_http=via_http,
         found_after_stop=after,
+        wal_bytes=wal_bytes,
     )
 
 
@@ -366,6 +371,8 @@ def format_load(results: Sequence[LoadResult]) -> str:
     for r in results:
         for sample in r.error_samples:
             lines.append(f"  {r.label} error: {sample}")
+        if r.wal_bytes is not None:
+            lines.append(f"  {r.label}: WAL {r.wal_bytes / 1e6:.1f} MB when the clients stopped")
         if not r.all_found:
             lines.append(f"  {r.label}: NOT EVERY ACKNOWLEDGED WRITE WAS FOUND")
     lines.append("found: via the server while it ran / via the library after it stopped (SIGTERM).")

@@ -18,6 +18,7 @@ Write rules (DESIGN §1) live here, once, for every front end:
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -678,8 +679,12 @@ class ScopedMemory:
         arguments.query(q.text, q.fts_syntax, self.settings)  # bounded cost
         store = self._store
 
-        def run(query: Query) -> list[Hit]:  # one snapshot, one read connection, per search
-            with self._backend.snapshot():
+        # One consistent view per search where the backend gives one cheaply (SQLite's read
+        # pool: one WAL read connection for the whole search); elsewhere none is taken.
+        view = getattr(self._backend, "search_view", contextlib.nullcontext)
+
+        def run(query: Query) -> list[Hit]:
+            with view():
                 return retrieval.search(
                     self._backend,
                     store.indexer,

@@ -700,13 +700,16 @@ class SQLiteBackend(PooledReads, KeywordPlans, RepairMixin):
         return self._access.flush()
 
     def _write_access(self, batch: dict[tuple[tuple[str, ...], str], tuple[int, datetime]]) -> None:
+        groups: dict[tuple[str, ...], list[list[Any]]] = {}
+        for (scopes, memory_id), (count, when) in batch.items():
+            groups.setdefault(scopes, []).append([count, to_text(when), *scopes, memory_id])
         with self.atomic():
-            for (scopes, memory_id), (count, when) in batch.items():
-                clause, params = self._scope_clause(scopes)
-                self._write(
+            for scopes, rows in groups.items():
+                clause, _ = self._scope_clause(scopes)
+                self._conn.executemany(
                     "UPDATE memories AS m SET access_count = access_count + ?, "
                     f"last_accessed = ? WHERE {clause} AND m.id = ?",
-                    [count, to_text(when), *params, memory_id],
+                    rows,
                 )
 
     def note_session(self, scope: str, session_id: str, when: datetime, episodes: int) -> bool:

@@ -210,6 +210,17 @@ class PooledReads:
             raise store_error(exc, self.location, "read") from exc
 
     @contextmanager
+    def search_view(self) -> Iterator[None]:
+        """What one search reads through: with the pool, a snapshot (one read connection
+        for the whole search); with the pool off, nothing (each statement takes the lock,
+        as before the pool: a search must not hold the one connection for its length)."""
+        if self._pool is None:
+            yield
+            return
+        with self.snapshot():
+            yield
+
+    @contextmanager
     def snapshot(self) -> Iterator[None]:
         """Every read inside sees one snapshot: inside a write, the write's own view;
         otherwise a WAL read transaction on one connection bound to this thread, which
