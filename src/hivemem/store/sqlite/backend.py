@@ -94,6 +94,7 @@ class SQLiteBackend(PooledReads, KeywordPlans, RepairMixin):
         self._lock = threading.RLock()
         self._depth = 0
         self._role = ThreadRole()
+        self._busy_timeout_ms = int(busy_timeout_ms)
         self._pool: ReadPool | None = None
         self._access = AccessLog(self._write_access)
         self._doc_freq: dict[str, tuple[int, int]] = {}  # stem -> (chunks with it, index size)
@@ -240,6 +241,7 @@ class SQLiteBackend(PooledReads, KeywordPlans, RepairMixin):
         except (sqlite_driver.DatabaseError, MemoryError) as exc:
             self._undo()
             raise store_error(exc, self.location, "write") from exc
+        self._bound_wal()
 
     def _read(self, sql: str, params: Sequence[Any] = (), *, raw: bool = False) -> list[Any]:
         """Rows of one statement. A driver error means a damaged or foreign file (the
