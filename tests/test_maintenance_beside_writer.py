@@ -11,7 +11,6 @@ import pytest
 
 import hivemem
 from hivemem.providers.llm import OpenAIChatLLM
-from hivemem.store.tokens import SQLiteTokens
 from test_llm import Reply, _Server
 
 httpx = pytest.importorskip("httpx")
@@ -35,7 +34,7 @@ def test_writes_go_on_while_a_consolidation_waits_on_its_llm(db_path, clock):
                 for i in range(3)
             ]
         )
-        secret = SQLiteTokens(store.backend).create("t", {"team-a": "write"}, clock())[1]
+        secret = store.tokens.create("t", {"team-a": "write"}, clock())[1]
         auth = {"Authorization": f"Bearer {secret}"}
 
         async def scenario():

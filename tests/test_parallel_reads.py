@@ -24,7 +24,7 @@ def test_a_read_does_not_wait_for_a_write_in_progress(tmp_path):
     with _open(tmp_path / "m.db") as store:
         mem = store.scope("a")
         kept = mem.save("The heron fishes at dawn")
-        backend = store.backend
+        backend = store._backend
         inside, release = threading.Event(), threading.Event()
 
         def long_write():
@@ -60,7 +60,7 @@ def test_with_the_pool_off_a_read_waits_for_the_write(tmp_path):
         inside, done = threading.Event(), threading.Event()
 
         def long_write():
-            with store.backend.atomic():
+            with store._backend.atomic():
                 inside.set()
                 time.sleep(0.5)
 
@@ -110,7 +110,7 @@ def test_one_search_reads_one_snapshot(tmp_path):
     with _open(tmp_path / "m.db") as store:
         mem = store.scope("a")
         first = mem.save("alpha one")
-        backend = store.backend
+        backend = store._backend
         with backend.snapshot():
             assert backend.get(["a"], first.id) is not None
             other = threading.Thread(target=lambda: mem.save("alpha two"))
@@ -129,7 +129,7 @@ def test_nested_snapshots_on_one_connection(tmp_path):
             mem = store.scope("a")
             mem.save("The kingfisher dives")
             store.flush()
-            with store.backend.snapshot(), store.backend.snapshot():
+            with store._backend.snapshot(), store._backend.snapshot():
                 pass
             assert [h.memory.content for h in mem.search("kingfisher dives")] == [
                 "The kingfisher dives"
@@ -140,7 +140,7 @@ def test_pool_connections_are_read_only(tmp_path):
     with _open(tmp_path / "m.db") as store:
         mem = store.scope("a")
         mem.save("x marks the spot")
-        backend = store.backend
+        backend = store._backend
         with backend.snapshot(), pytest.raises(hivemem.StoreError, match="readonly"):
             backend._read("DELETE FROM memories")
         assert len(mem.list()) == 1
@@ -186,7 +186,7 @@ def test_access_counts_are_batched_visible_at_once_and_written_on_close(tmp_path
         for _ in range(3):
             assert mem.search("owl")
         # visible in this process at once (queued counts overlay the rows read) …
-        assert store.backend.get(["a"], saved.id).access_count == 3
+        assert store._backend.get(["a"], saved.id).access_count == 3
         # … while the file has not been written on the read path
         raw = sqlite3.connect(path)
         assert raw.execute("SELECT access_count FROM memories").fetchone()[0] == 0
@@ -219,9 +219,9 @@ def test_access_counts_stay_in_their_scope(tmp_path):
         in_a = a.save("shared words here")
         in_b = b.save("shared words here")
         a.search("shared words")
-        store.backend.flush_access()
+        store._backend.flush_access()
         assert a.get(in_a.id).access_count == 1
-        assert store.backend.get(["b"], in_b.id).access_count == 0
+        assert store._backend.get(["b"], in_b.id).access_count == 0
 
 
 def test_the_wal_stays_bounded_under_overlapping_searches(tmp_path, monkeypatch):
@@ -234,7 +234,7 @@ def test_the_wal_stays_bounded_under_overlapping_searches(tmp_path, monkeypatch)
     monkeypatch.setattr(pool, "WAL_CHECK_EVERY", 8)
     path = tmp_path / "m.db"
     with _open(path, read_connections=2) as store:
-        backend = store.backend
+        backend = store._backend
         stop = threading.Event()
 
         def reader(offset):  # two readers, each holding a snapshot most of the time
