@@ -143,8 +143,20 @@ def _stage_printer(quiet: bool = False) -> Any:
     "and writes for --seconds, then check every acknowledged write is found (a fresh "
     "SQLite file; with --db postgresql://… that server too).",
 )
-@click.option("--clients", default=16, show_default=True, type=click.IntRange(min=1))
-@click.option("--seconds", default=30.0, show_default=True, type=click.FloatRange(min=0.1))
+@click.option(
+    "--clients",
+    default=16,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="--load: HTTP clients (threads), each sending one request after another.",
+)
+@click.option(
+    "--seconds",
+    default=30.0,
+    show_default=True,
+    type=click.FloatRange(min=0.1),
+    help="--load: how long the clients run.",
+)
 @click.option(
     "--preload",
     default=2000,
