@@ -72,6 +72,8 @@ class ReadPool:
         self._opened = 0
         self._snapshots = 0  # connections lent to snapshots now
         self._lent = 0  # connections lent now
+        self._generation = 0  # bumped by ``reset``: older connections are closed on return
+        self._born: dict[int, int] = {}  # id(connection) -> its generation
         self._draining = False  # the writer waits for every connection to come back
         self._closed = False
         self._cond = threading.Condition()
@@ -100,10 +102,14 @@ class ReadPool:
                         self._opened += 1
                         self._snapshots += snapshot
                         self._lent += 1
+                        generation = self._generation
                         break
                 self._cond.wait()
         try:
-            return self._connect()
+            conn = self._connect()
+            with self._cond:
+                self._born[id(conn)] = generation
+            return conn
         except BaseException:
             with self._cond:
                 self._opened -= 1
@@ -117,7 +123,9 @@ class ReadPool:
         with self._cond:
             self._snapshots -= snapshot
             self._lent -= 1
-            if self._closed or broken:
+            stale = self._born.get(id(conn)) != self._generation
+            if self._closed or broken or stale:
+                self._born.pop(id(conn), None)
                 self._opened -= 1
                 with suppress(Exception):
                     conn.close()
@@ -127,6 +135,21 @@ class ReadPool:
                         conn.execute("ROLLBACK")
                 self._idle.append(conn)
             self._cond.notify_all()
+
+    def reset(self) -> None:
+        """Close every connection (idle ones now, lent ones when they come back): FTS5
+        caches its index structure per connection, and after a ``rebuild`` on the writer
+        a read connection went on reporting the old index as malformed."""
+        with self._cond:
+            self._generation += 1
+            idle, self._idle = self._idle, []
+            self._opened -= len(idle)
+            for conn in idle:
+                self._born.pop(id(conn), None)
+            self._cond.notify_all()
+        for conn in idle:
+            with suppress(Exception):
+                conn.close()
 
     @contextmanager
     def drained(self, timeout_s: float) -> Iterator[bool]:
@@ -280,6 +303,11 @@ class PooledReads:
                     self._conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
             except self._driver_errors as exc:  # a busy or full file: the data is safe
                 log.warning("could not restart the WAL of %s: %s", self.location, exc)
+
+    def _reset_readers(self) -> None:
+        """After a rebuild of the keyword index: read connections start afresh."""
+        if self._pool is not None:
+            self._pool.reset()
 
     @contextmanager
     def search_view(self) -> Iterator[None]:

@@ -22,6 +22,7 @@ class RepairMixin:
     vectors: Any
     _conn: Any
     on_writer: Any
+    _reset_readers: Any
 
     def health(self) -> dict[str, Any]:
         """Integrity of the file and of the derived index; counts of pending work.
@@ -109,6 +110,7 @@ class RepairMixin:
         """Rebuild the FTS5 index from ``chunks`` (its external content)."""
         with self.atomic():
             self._write("INSERT INTO chunks_fts (chunks_fts) VALUES ('rebuild')")
+        self._reset_readers()  # their FTS5 caches hold the old index
 
     def unchunked_ids(self) -> list[str]:
         return [
