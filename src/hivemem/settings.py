@@ -215,6 +215,12 @@ class Settings:
     busy_timeout_ms: int = _setting(
         10_000, "How long a write waits for another writer before failing."
     )
+    read_connections: int = _setting(
+        2,
+        "SQLite: searches that may read at once, each on its own WAL read connection beside "
+        "the one writer, never waiting for a write (twice as many connections serve "
+        "single reads); 0: every read goes through the writer connection, one at a time.",
+    )
 
     # LLM (maintenance jobs only: the write path never calls a model; docs/llm.md).
     llm: str = _setting(

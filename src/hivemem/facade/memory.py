@@ -18,6 +18,7 @@ Write rules (DESIGN §1) live here, once, for every front end:
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -680,16 +681,21 @@ class ScopedMemory:
         arguments.query(q.text, q.fts_syntax, self.settings)  # bounded cost
         store = self._store
 
+        # One consistent view per search where the backend gives one cheaply (SQLite's read
+        # pool: one WAL read connection for the whole search); elsewhere none is taken.
+        view = getattr(self._backend, "search_view", contextlib.nullcontext)
+
         def run(query: Query) -> list[Hit]:
-            return retrieval.search(
-                self._backend,
-                store.indexer,
-                self.visible,
-                query,
-                self.settings,
-                self._now(),
-                store.reranker,
-            )
+            with view():
+                return retrieval.search(
+                    self._backend,
+                    store.indexer,
+                    self.visible,
+                    query,
+                    self.settings,
+                    self._now(),
+                    store.reranker,
+                )
 
         hits = run(q)
         if not hits and q.categories:

@@ -4,10 +4,12 @@ SDK (``pip install 'hivemem[mcp]'``), over stdio or streamable HTTP.
 The server is bound to one scope (and read-only shared scopes) when it starts: the
 model never names a scope. Each call goes ``tools.call(mem, name, arguments)`` in a
 worker thread; tools that write run one at a time (one writer per process, on top of
-the store's own connection lock), so several server processes on one database file
-meet only SQLite's WAL locking, which the store waits out (``busy_timeout_ms``, then
-retries). A ``HiveMemError`` becomes a tool error result (``isError``) carrying its
-message; an unexpected exception becomes one too, logged, and the server keeps serving.
+the store's own connection lock), maintenance tools (``tools.MAINTENANCE``) one at a time
+beside them, so a consolidation waiting on an LLM never stalls a write; several server
+processes on one database file meet only SQLite's WAL locking, which the store waits out
+(``busy_timeout_ms``, then retries). A ``HiveMemError`` becomes a tool error result
+(``isError``) carrying its message; an unexpected exception becomes one too, logged, and
+the server keeps serving.
 """
 
 from __future__ import annotations
@@ -81,6 +83,7 @@ def create_server(
     call to a tool the server does not offer (under any of its names) is a tool error."""
     server_cls, types, anyio = _sdk()
     writer = anyio.CapacityLimiter(1)
+    maintainer = anyio.CapacityLimiter(1)
     offered = {n: toolsmod.NAMED[n] for n in (toolsmod.select() if tools is None else tools)}
     listed = [
         types.Tool(
@@ -111,7 +114,10 @@ def create_server(
                 f"InvalidInput: name: unknown tool {params.name!r}; tools: {', '.join(offered)}",
             )
         run = functools.partial(toolsmod.call, mem, params.name, params.arguments)
-        limiter = writer if tool.writes else None
+        if tool.name in toolsmod.MAINTENANCE:
+            limiter = maintainer
+        else:
+            limiter = writer if tool.writes else None
         try:
             result = await anyio.to_thread.run_sync(run, limiter=limiter)
         except HiveMemError as exc:

@@ -34,7 +34,11 @@ def open_backend(location: str | Path, settings: Settings) -> Backend:
     ``MissingDependency`` says how to install it)."""
     if is_url(location):
         return open_postgres(str(location), timeout_s=settings.busy_timeout_ms / 1000)  # type: ignore[no-any-return]
-    return SQLiteBackend(location, busy_timeout_ms=settings.busy_timeout_ms)
+    return SQLiteBackend(
+        location,
+        busy_timeout_ms=settings.busy_timeout_ms,
+        read_connections=settings.read_connections,
+    )
 
 
 def vault_rows(backend: Any) -> VaultRows:

@@ -358,6 +358,11 @@ NAMED: dict[str, Tool] = {
 }
 
 DESTRUCTIVE = frozenset({"memory_delete", "memory-delete", "memory_purge", "memory_purge_all"})
+# Tools that run maintenance jobs (LLM calls, many batches, seconds to minutes): servers
+# run them one at a time on a thread of their own beside the writer, not on it. Each job
+# commits per batch (``hivemem.lifecycle.maintenance``), so other writes go on between
+# its batches instead of waiting for the whole run.
+MAINTENANCE = frozenset({"memory_consolidate"})
 
 
 def select(spec: str | None = None) -> list[str]:

@@ -135,6 +135,47 @@ def _stage_printer(quiet: bool = False) -> Any:
     help="Time the web inspector's pages instead (list, search, memory, overview …; "
     "--queries requests per page; needs the http extra).",
 )
+@click.option(
+    "--load",
+    "load",
+    is_flag=True,
+    help="Load a real serve-http process instead: --clients HTTP clients mixing searches "
+    "and writes for --seconds, then check every acknowledged write is found (a fresh "
+    "SQLite file; with --db postgresql://… that server too).",
+)
+@click.option(
+    "--clients",
+    default=16,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="--load: HTTP clients (threads), each sending one request after another.",
+)
+@click.option(
+    "--seconds",
+    default=30.0,
+    show_default=True,
+    type=click.FloatRange(min=0.1),
+    help="--load: how long the clients run.",
+)
+@click.option(
+    "--preload",
+    default=2000,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="--load: memories in the scope before the clients start.",
+)
+@click.option(
+    "--compare",
+    is_flag=True,
+    help="--load: also run SQLite with read_connections=0 (the single connection), in the "
+    "same run.",
+)
+@click.option(
+    "--baseline-src",
+    type=click.Path(file_okay=False, exists=True),
+    help="--load: also run a server from another checkout's src folder (e.g. a git "
+    "worktree of an earlier commit), as a baseline in the same run.",
+)
 @json_option
 @pass_env
 def bench(
@@ -150,6 +191,12 @@ def bench(
     long_turns: int,
     quiet: bool,
     ui_pages: bool,
+    load: bool,
+    clients: int,
+    seconds: float,
+    preload: int,
+    compare: bool,
+    baseline_src: str | None,
     as_json: bool,
 ) -> None:
     """Time writes, vector indexing and searches on generated data.
@@ -168,7 +215,31 @@ def bench(
 
     With --ui, the same corpus is loaded and the inspector's pages are timed instead,
     through the whole HTTP app in process (see docs/inspector.md).
+
+    With --load, a real serve-http process is loaded by --clients HTTP clients (30%
+    writes, 70% searches) for --seconds: requests/s, p50/p95 per kind, errors, and
+    whether every acknowledged write is found, through the server and after it stopped.
     """
+    if load:
+        from ...evaluation.bench_load import load_targets
+
+        found = load_targets(
+            env.db if env.db and is_url(env.db) else None,
+            keep_folder,
+            compare=compare,
+            baseline_src=baseline_src,
+            clients=clients,
+            seconds=seconds,
+            preload=preload,
+            progress=None if quiet else lambda line: click.echo(line, err=True),
+        )
+        if as_json:
+            echo_json([r.to_dict() for r in found])
+        else:
+            from ...evaluation.bench_load import format_load
+
+            click.echo(format_load(found))
+        return
     if ui_pages:
         from ...evaluation.bench_ui import format_ui_table, run_ui_bench
         from ..http import create_app

@@ -5,7 +5,9 @@ Each request: bearer token → the scope from the URL, checked against the token
 → the tool's arguments from the path, the query string and the JSON body →
 ``tools.call(mem, name, arguments)`` → its JSON result. Writes (tools with
 ``writes=True``) run on one dedicated writer thread, one at a time, in arrival order;
-reads run on the threadpool beside it. The core stays synchronous.
+maintenance tools (``tools.MAINTENANCE``: consolidation, which may wait minutes on an
+LLM) on a second thread, so they never stall the writes queued behind them; reads run on
+the threadpool beside both. The core stays synchronous.
 """
 
 from __future__ import annotations
@@ -67,9 +69,13 @@ class Api:
         self.settings = settings
         self.tokens = store.tokens
         self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hivemem-writer")
+        self.maintainer = ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="hivemem-maintenance"
+        )
         self._touched: dict[str, float] = {}
 
     def close(self) -> None:
+        self.maintainer.shutdown(wait=True)
         self.writer.shutdown(wait=True)
 
     def scrub(self, value: Any) -> Any:
@@ -89,6 +95,13 @@ class Api:
     async def write(self, fn: Any) -> Any:
         """Run ``fn`` on the writer thread (one write at a time, in arrival order)."""
         return await asyncio.get_running_loop().run_in_executor(self.writer, fn)
+
+    async def run(self, tool: Any, fn: Any) -> Any:
+        """Run ``fn`` for ``tool``: a maintenance tool on the maintenance thread, another
+        write on the writer thread, a read on the threadpool."""
+        if tool.name in toolsmod.MAINTENANCE:
+            return await asyncio.get_running_loop().run_in_executor(self.maintainer, fn)
+        return await (self.write(fn) if tool.writes else run_in_threadpool(fn))
 
     async def authenticate(self, request: Request) -> TokenInfo:
         header = request.headers.get("authorization", "")
@@ -213,7 +226,7 @@ def _endpoint(api: Api, route: Route) -> Any:
         def run() -> dict[str, Any]:
             return toolsmod.call(mem, tool.name, args)
 
-        result = await (api.write(run) if tool.writes else run_in_threadpool(run))
+        result = await api.run(tool, run)
         return json_response(result)
 
     endpoint.__name__ = route.operation_id

@@ -4,7 +4,9 @@ Connection rules (DESIGN §1, LESSONS 6): WAL journal, ``busy_timeout``, foreign
 ``synchronous=NORMAL`` (durable across a process crash; a power loss may drop the last
 transactions, never corrupt). Writes go through ``atomic()``: ``BEGIN IMMEDIATE`` so two
 processes never deadlock upgrading a read lock, savepoints when nested. One connection per
-store, guarded by a lock, so one process is one writer.
+store, guarded by a lock, so one process is one writer; reads run beside it on a small
+pool of WAL read connections (``pool.py``), and the access counts of reads are queued and
+written in batches (``access.py``).
 
 The driver is ``sqlean`` (``sqlean.py`` on PyPI): the stdlib ``sqlite3`` module compiled
 with a current SQLite, FTS5 and extension loading on every platform; stdlib ``sqlite3`` is
@@ -40,6 +42,7 @@ from ..rows import (
     row_to_memory,
 )
 from . import migrations, termcounts
+from .access import AccessLog
 from .database import DRIVER_NAME as DRIVER_NAME
 from .database import IntegrityError as IntegrityError
 from .database import OperationalError, sqlite_driver
@@ -49,6 +52,7 @@ from .inspect import SQLiteInspection
 from .keyword import KeywordPlans, to_fts5
 from .limits import ClosedConnection, time_limit
 from .maintenance import SQLiteMaintenance
+from .pool import PooledReads, ReadPool, ThreadRole
 from .purge import SQLitePurge
 from .repair import RepairMixin
 from .stats import scope_stats
@@ -64,10 +68,17 @@ def _is_driver_failure(exc: BaseException) -> bool:
     )
 
 
-class SQLiteBackend(KeywordPlans, RepairMixin):
-    """See ``hivemem.store.protocols.Backend`` for the contract of each method."""
+class SQLiteBackend(PooledReads, KeywordPlans, RepairMixin):
+    """See ``hivemem.store.protocols.Backend`` for the contract of each method.
 
-    def __init__(self, path: str | Path, *, busy_timeout_ms: int = 10_000) -> None:
+    ``read_connections``: the size of the read pool (``pool.py``); 0 reads through the
+    writer connection under its lock (the only way for a ``:memory:`` store)."""
+
+    _driver_errors = (sqlite_driver.DatabaseError, MemoryError)
+
+    def __init__(
+        self, path: str | Path, *, busy_timeout_ms: int = 10_000, read_connections: int = 2
+    ) -> None:
         self.location = str(path)
         if self.location != ":memory:":
             parent = Path(self.location).expanduser().resolve().parent
@@ -76,6 +87,10 @@ class SQLiteBackend(KeywordPlans, RepairMixin):
             self.location = str(Path(self.location).expanduser())
         self._lock = threading.RLock()
         self._depth = 0
+        self._role = ThreadRole()
+        self._busy_timeout_ms = int(busy_timeout_ms)
+        self._pool: ReadPool | None = None
+        self._access = AccessLog(self._write_access)
         self._doc_freq: dict[str, tuple[int, int]] = {}  # stem -> (chunks with it, index size)
         try:
             self._conn = sqlite_driver.connect(
@@ -92,6 +107,10 @@ class SQLiteBackend(KeywordPlans, RepairMixin):
             self.vectors = SQLiteVectorIndex(self, load_extension(self._conn))
             self.entities = SQLiteEntityIndex(self)
             self.journal_mode = self._prepare_file(busy_timeout_ms)
+            if self.location != ":memory:" and read_connections > 0:
+                self._pool = ReadPool(
+                    self.location, lambda: self._open_reader(busy_timeout_ms), read_connections
+                )
         except (sqlite_driver.DatabaseError, MemoryError) as exc:
             # MemoryError: SQLite answers SQLITE_NOMEM on some damaged pages.
             self._conn.close()
@@ -103,6 +122,25 @@ class SQLiteBackend(KeywordPlans, RepairMixin):
         except BaseException:
             self._conn.close()  # a refused file (newer schema, failed migration) stays closed
             raise
+
+    def _open_reader(self, busy_timeout_ms: int) -> Any:
+        """A read connection of the pool: read-only, the writer's busy timeout, sqlite-vec
+        when the writer has it (a search quantises its query with it)."""
+        conn = sqlite_driver.connect(
+            self.location,
+            isolation_level=None,
+            check_same_thread=False,  # lent to one thread at a time
+            timeout=busy_timeout_ms / 1000,
+        )
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            conn.execute("PRAGMA query_only = ON")
+            if self.vectors.exact_scan is None:
+                load_extension(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
 
     def _prepare_file(self, busy_timeout_ms: int) -> str:
         """Switch the file to WAL and apply pending migrations; return the journal mode.
@@ -143,15 +181,18 @@ class SQLiteBackend(KeywordPlans, RepairMixin):
             else:
                 self._conn.execute(f"SAVEPOINT sp{self._depth}")
             self._depth += 1
+            self._role.writing += 1  # this thread's reads go to the writer connection
             try:
                 yield
             except BaseException as exc:
                 self._depth -= 1
+                self._role.writing -= 1
                 self._undo()
                 if _is_driver_failure(exc):
                     raise store_error(exc, self.location, "write") from exc
                 raise
             self._depth -= 1
+            self._role.writing -= 1
             if self._depth == 0:
                 self._commit()
             else:
@@ -174,27 +215,6 @@ class SQLiteBackend(KeywordPlans, RepairMixin):
                 with suppress(sqlite_driver.DatabaseError):
                     self._conn.execute("ROLLBACK")
 
-    @contextmanager
-    def snapshot(self) -> Iterator[None]:
-        with self._lock:
-            if self._depth > 0:  # inside a write transaction the view is already stable
-                yield
-                return
-            # WAL: a deferred transaction reads one snapshot and blocks no writer.
-            try:
-                self._conn.execute("BEGIN DEFERRED")
-            except (sqlite_driver.DatabaseError, MemoryError) as exc:
-                raise store_error(exc, self.location, "read") from exc
-            try:
-                yield
-            finally:  # a read transaction: ending it cannot lose anything; on a damaged
-                # file it may fail, and must not hide the error that ended the block
-                with suppress(sqlite_driver.DatabaseError, MemoryError):
-                    self._conn.execute("COMMIT")
-                if self._conn.in_transaction:
-                    with suppress(sqlite_driver.DatabaseError, MemoryError):
-                        self._conn.execute("ROLLBACK")
-
     def _begin(self) -> None:
         # busy_timeout already waits; a few more tries cover the rare case where SQLite
         # gives up early (e.g. a checkpoint holding the lock), so the caller never sees
@@ -215,14 +235,15 @@ class SQLiteBackend(KeywordPlans, RepairMixin):
         except (sqlite_driver.DatabaseError, MemoryError) as exc:
             self._undo()
             raise store_error(exc, self.location, "write") from exc
+        self._bound_wal()
 
     def _read(self, sql: str, params: Sequence[Any] = (), *, raw: bool = False) -> list[Any]:
         """Rows of one statement. A driver error means a damaged or foreign file (the
         SQL here is ours) and becomes ``StoreError``; ``raw=True`` lets the caller
         translate it (a user's FTS5 syntax)."""
-        with self._lock:
+        with self._reading() as conn:
             try:
-                return self._conn.execute(sql, params).fetchall()
+                return conn.execute(sql, params).fetchall()
             except (sqlite_driver.DatabaseError, MemoryError) as exc:
                 if raw and not isinstance(exc, MemoryError):
                     raise
@@ -238,7 +259,11 @@ class SQLiteBackend(KeywordPlans, RepairMixin):
         return isinstance(self._conn, ClosedConnection)
 
     def close(self) -> None:
+        if not self.closed:
+            self._access.close()  # the writer writes the queued access counts first
         with self._lock:
+            if self._pool is not None:
+                self._pool.close()
             if not self.closed:
                 with suppress(sqlite_driver.DatabaseError, MemoryError):  # damaged: skip it
                     self._conn.execute("PRAGMA optimize")
@@ -249,7 +274,7 @@ class SQLiteBackend(KeywordPlans, RepairMixin):
 
     def _memories(self, where: str, params: Sequence[Any], tail: str = "") -> list[Memory]:
         rows = self._read(f"SELECT {SELECT} FROM memories m WHERE {where} {tail}", params)
-        return [row_to_memory(r) for r in rows]
+        return self._access.overlay([row_to_memory(r) for r in rows])
 
     @staticmethod
     def _scope_clause(scopes: Sequence[str]) -> tuple[str, list[Any]]:
@@ -443,7 +468,8 @@ class SQLiteBackend(KeywordPlans, RepairMixin):
         filter_params = [*params, *extra]
         stopped = [False]
         try:
-            with self._lock, time_limit(self._conn, time_limit_s, stopped):
+            # one snapshot and one connection for both plans (the time limit is set on it)
+            with self.snapshot(), self._reading() as conn, time_limit(conn, time_limit_s, stopped):
                 return self._keyword_plans(
                     query, match, filters, filter_params, limit, newest_first
                 )
@@ -543,8 +569,8 @@ class SQLiteBackend(KeywordPlans, RepairMixin):
         postings = termcounts.per_term(stems, freq)
         if scopes is None:
             return TermStats(total, postings, postings)
-        with self._lock:
-            scoped_total, scoped = termcounts.read(self._conn, scopes, stems)
+        with self._reading() as conn:
+            scoped_total, scoped = termcounts.read(conn, scopes, stems)
         return TermStats(scoped_total, scoped, postings)
 
     def matched_terms(self, chunk_ids: Sequence[int], terms: Sequence[str]) -> dict[int, set[str]]:
@@ -657,18 +683,31 @@ class SQLiteBackend(KeywordPlans, RepairMixin):
         )
 
     def touch(self, scopes: Sequence[str], memory_ids: Sequence[str], now: datetime) -> None:
-        if not memory_ids:
+        """Queue the access (``access.py``): written in batches off the read path. With
+        the pool off (one connection, as before it) the counts are written at once."""
+        if self._pool is not None:
+            self._access.record(scopes, memory_ids, now)
             return
-        clause, params = self._scope_clause(scopes)
-        try:
-            with self.atomic():
-                self._write(
-                    "UPDATE memories AS m SET access_count = access_count + 1, "
-                    f"last_accessed = ? WHERE {clause} AND m.id IN ({placeholders(memory_ids)})",
-                    [to_text(now), *params, *memory_ids],
+        # access counts are a ranking hint: a busy database skips them (reads fail open)
+        with suppress(StoreError, OperationalError):
+            self._write_access({(tuple(scopes), m): (1, now) for m in dict.fromkeys(memory_ids)})
+
+    def flush_access(self) -> int:
+        """Write the queued access counts now; returns how many memories they touched."""
+        return self._access.flush()
+
+    def _write_access(self, batch: dict[tuple[tuple[str, ...], str], tuple[int, datetime]]) -> None:
+        groups: dict[tuple[str, ...], list[list[Any]]] = {}
+        for (scopes, memory_id), (count, when) in batch.items():
+            groups.setdefault(scopes, []).append([count, to_text(when), *scopes, memory_id])
+        with self.atomic():
+            for scopes, rows in groups.items():
+                clause, _ = self._scope_clause(scopes)
+                self._conn.executemany(
+                    "UPDATE memories AS m SET access_count = access_count + ?, "
+                    f"last_accessed = ? WHERE {clause} AND m.id = ?",
+                    rows,
                 )
-        except (StoreError, OperationalError):
-            pass  # access counts are a ranking hint: a busy database skips them (reads fail open)
 
     def note_session(self, scope: str, session_id: str, when: datetime, episodes: int) -> bool:
         """Inside a write: count a session's episodes; True when the session is new (its
@@ -698,8 +737,8 @@ class SQLiteBackend(KeywordPlans, RepairMixin):
             )
 
     def schema_version(self) -> list[str]:
-        with self._lock:
-            return migrations.applied(self._conn)
+        with self._reading() as conn:
+            return migrations.applied(conn)
 
     @property
     def maintenance(self) -> SQLiteMaintenance:  # the maintenance jobs' SQL (stateless)

@@ -20,6 +20,7 @@ is used when sqlean is missing and the system SQLite has FTS5.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -56,6 +57,14 @@ class SQLiteDatabase(Transactions, Protocol):
 
     def _write(self, sql: str, params: Sequence[Any] = ()) -> Any:
         """One statement inside ``atomic()`` (outside it: a bug, ``RuntimeError``)."""
+        ...
+
+    def data_version(self) -> int:
+        """A number that changes when another connection has committed (``pool.py``)."""
+        ...
+
+    def on_writer(self) -> AbstractContextManager[None]:
+        """Reads inside go through the writer connection (``pool.py``)."""
         ...
 
     def _memories(self, where: str, params: Sequence[Any], tail: str = "") -> list[Memory]:

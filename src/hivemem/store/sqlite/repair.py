@@ -21,6 +21,8 @@ class RepairMixin:
     atomic: Any
     vectors: Any
     _conn: Any
+    on_writer: Any
+    _reset_readers: Any
 
     def health(self) -> dict[str, Any]:
         """Integrity of the file and of the derived index; counts of pending work.
@@ -40,9 +42,11 @@ class RepairMixin:
 
     def _fts_check(self) -> tuple[bool, str | None]:
         try:
-            self._read(
-                "INSERT INTO chunks_fts (chunks_fts, rank) VALUES ('integrity-check', 1)", raw=True
-            )
+            with self.on_writer():  # a command: read-only connections refuse it
+                self._read(
+                    "INSERT INTO chunks_fts (chunks_fts, rank) VALUES ('integrity-check', 1)",
+                    raw=True,
+                )
             return True, None
         except (_driver().DatabaseError, MemoryError) as exc:
             return False, str(exc) or "damaged"
@@ -106,6 +110,7 @@ class RepairMixin:
         """Rebuild the FTS5 index from ``chunks`` (its external content)."""
         with self.atomic():
             self._write("INSERT INTO chunks_fts (chunks_fts) VALUES ('rebuild')")
+        self._reset_readers()  # their FTS5 caches hold the old index
 
     def unchunked_ids(self) -> list[str]:
         return [

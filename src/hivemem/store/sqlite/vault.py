@@ -95,7 +95,7 @@ class SQLiteVault:
         if self._data_version is not None and now - self._checked_at < _RECHECK_SECONDS:
             return False
         self._checked_at = now
-        version = self._db._read("PRAGMA data_version")[0][0]
+        version = self._db.data_version()
         changed = self._data_version is not None and version != self._data_version
         self._data_version = version
         return changed

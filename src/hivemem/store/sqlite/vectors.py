@@ -375,7 +375,9 @@ class SQLiteVectorIndex:
         partition: 2-12 ms instead of 30-38 ms for 500 kilobyte-long turns, the first
         search of a scope being the one a user waits for. A chunk still queued whose
         text was embedded before is found a little early, with the vector it will get."""
-        with self._cache_lock, self._db.snapshot():
+        # The snapshot first: a thread holds its read connection before it waits for the
+        # cache, so a full read pool cannot deadlock against the cache's lock.
+        with self._db.snapshot(), self._cache_lock:
             epoch = self._db.meta().get(EPOCH_KEY)
             if epoch != self._epoch:
                 self._bits.clear()

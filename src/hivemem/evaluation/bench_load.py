@@ -1,0 +1,406 @@
+"""``hivemem bench --load``: many HTTP clients against a real ``serve-http`` process.
+
+What it does, per target (a SQLite file, or a PostgreSQL URL):
+
+1. fills one fresh scope with ``preload`` generated episodes through the library (hash
+   vectors: the store is measured, not the embedding model), and makes a bearer token
+   for that scope with ``hivemem token create`` (the public command);
+2. starts ``hivemem --db TARGET serve-http`` as a child process (its own interpreter:
+   the server's GIL is not the clients');
+3. runs ``clients`` threads for ``seconds``, each an ``httpx`` client that loops: a write
+   (``POST …/memories``, unique content) with probability ``write_share``, else a search
+   (``POST …/search``, one of the bench's generated questions);
+4. then checks every acknowledged write (a 200 with the memory's id) twice: through the
+   server (``GET …/memories/{id}``, same content) while it runs, and through the
+   library after the server was stopped (SIGTERM) — both must find all of them.
+
+Figures: requests/s over the whole run, per kind count/p50/p95/max, errors (a transport
+error or any status but 200; the first few are kept), acknowledged writes and how many
+were found each way. A target's ``env`` is added to the server's environment
+(``HIVEMEM_READ_CONNECTIONS=0`` measures the single connection in the same run), and
+``pythonpath`` runs the server from another checkout's ``src`` (a baseline build).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import HiveMemError, MissingDependency
+from .bench import CorpusGenerator
+from .bench_report import LatencyStats
+
+Progress = Callable[[str], None]
+KINDS = ("search", "write")
+
+
+@dataclass(frozen=True)
+class LoadTarget:
+    """One server to load: ``db`` (a file path or a PostgreSQL URL), a label, extra
+    environment for the server, and a ``src`` folder to run the server from (None: this
+    install)."""
+
+    label: str
+    db: str
+    env: dict[str, str] = field(default_factory=dict)
+    pythonpath: str | None = None
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    label: str
+    db: str
+    clients: int
+    seconds: float
+    requests: int
+    latency: dict[str, LatencyStats]
+    errors: int
+    error_samples: tuple[str, ...]
+    acknowledged: int
+    found_via_http: int
+    found_after_stop: int
+    wal_bytes: int | None = None  # SQLite: the -wal file when the clients stopped
+
+    @property
+    def requests_per_s(self) -> float:
+        return self.requests / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def all_found(self) -> bool:
+        return self.found_via_http == self.acknowledged == self.found_after_stop
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "db": _redacted(self.db),
+            "clients": self.clients,
+            "seconds": round(self.seconds, 3),
+            "requests": self.requests,
+            "requests_per_s": round(self.requests_per_s, 1),
+            "latency": {k: v.__dict__ for k, v in self.latency.items()},
+            "errors": self.errors,
+            "error_samples": list(self.error_samples),
+            "acknowledged_writes": self.acknowledged,
+            "found_via_http": self.found_via_http,
+            "found_after_stop": self.found_after_stop,
+            "wal_bytes": self.wal_bytes,
+        }
+
+
+def _redacted(db: str) -> str:
+    """A URL without its password (errors and reports never show it)."""
+    if "://" not in db or "@" not in db:
+        return db
+    scheme, rest = db.split("://", 1)
+    creds, host = rest.rsplit("@", 1)
+    user = creds.split(":", 1)[0]
+    return f"{scheme}://{user}:***@{host}" if ":" in creds else db
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _cli(db: str, *args: str, env: dict[str, str] | None = None) -> list[str]:
+    return [
+        sys.executable,
+        "-c",
+        "from hivemem.frontends.cli import main; main()",
+        "--db",
+        db,
+        *args,
+    ]
+
+
+def _server_env(target: LoadTarget) -> dict[str, str]:
+    env = {**os.environ, "HIVEMEM_EMBEDDER": "hash", **target.env}
+    if target.pythonpath:
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (target.pythonpath, env.get("PYTHONPATH")) if p
+        )
+    return env
+
+
+def _prepare(target: LoadTarget, scope: str, preload: int, seed: int) -> str:
+    """Fill ``scope`` and return a bearer token with write on it."""
+    import hivemem
+
+    generator = CorpusGenerator(seed)
+    with hivemem.open(target.db, embedder="hash") as store:
+        mem = store.scope(scope)
+        items = list(generator.episodes(preload))
+        for start in range(0, len(items), 500):
+            mem.add_episodes(items[start : start + 500])
+        store.flush()
+    made = subprocess.run(
+        _cli(target.db, "token", "create", f"load-{scope}", "--write", scope),
+        capture_output=True,
+        text=True,
+        env=_server_env(target),
+        check=False,
+    )
+    if made.returncode != 0 or "token: " not in made.stdout:
+        raise HiveMemError(f"cannot create a token for the load test: {made.stderr.strip()}")
+    return made.stdout.split("token: ", 1)[1].split()[0]
+
+
+def _start(target: LoadTarget, port: int) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [*_cli(target.db, "serve-http", "--port", str(port), "--host", "127.0.0.1")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=_server_env(target),
+    )
+
+
+def _wait_ready(httpx: Any, server: subprocess.Popen[bytes], base: str) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(f"{base}/v1/health", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if server.poll() is not None:
+            raise HiveMemError(f"serve-http exited: {server.stderr.read().decode()[-1000:]}")  # type: ignore[union-attr]
+        if time.monotonic() > deadline:
+            raise HiveMemError("serve-http did not answer /v1/health within 60 s")
+        time.sleep(0.1)
+
+
+def _stop(server: subprocess.Popen[bytes]) -> None:
+    if server.poll() is None:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+class _Tally:
+    """What the clients saw, shared under one lock."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.samples: dict[str, list[int]] = {k: [] for k in KINDS}
+        self.errors = 0
+        self.error_samples: list[str] = []
+        self.acknowledged: dict[str, str] = {}  # memory id -> content
+
+    def error(self, what: str) -> None:
+        with self.lock:
+            self.errors += 1
+            if len(self.error_samples) < 5:
+                self.error_samples.append(what[:300])
+
+
+def _client(
+    httpx: Any,
+    base: str,
+    headers: dict[str, str],
+    number: int,
+    stop_at: float,
+    write_share: float,
+    questions: Sequence[str],
+    tally: _Tally,
+) -> None:
+    rng = random.Random(number)
+    samples: dict[str, list[int]] = {k: [] for k in KINDS}
+    acknowledged: dict[str, str] = {}
+    with httpx.Client(base_url=base, headers=headers, timeout=60) as client:
+        n = 0
+        while time.monotonic() < stop_at:
+            n += 1
+            writing = rng.random() < write_share
+            started = time.perf_counter_ns()
+            try:
+                if writing:
+                    content = f"load client {number} write {n} marker {uuid.uuid4().hex}"
+                    answer = client.post("/memories", json={"content": content})
+                else:
+                    answer = client.post(
+                        "/search", json={"query": rng.choice(questions), "limit": 10}
+                    )
+            except httpx.HTTPError as exc:
+                tally.error(f"{'write' if writing else 'search'}: {type(exc).__name__}: {exc}")
+                continue
+            elapsed = time.perf_counter_ns() - started
+            if answer.status_code != 200:
+                tally.error(
+                    f"{'write' if writing else 'search'}: {answer.status_code} {answer.text}"
+                )
+                continue
+            samples["write" if writing else "search"].append(elapsed)
+            if writing:
+                acknowledged[_memory_id(answer.json())] = content
+    with tally.lock:
+        for kind in KINDS:
+            tally.samples[kind].extend(samples[kind])
+        tally.acknowledged.update(acknowledged)
+
+
+def _memory_id(body: dict[str, Any]) -> str:
+    memory = body.get("memory", body)
+    return str(memory["id"])
+
+
+def _found_via_http(httpx: Any, base: str, headers: dict[str, str], wanted: dict[str, str]) -> int:
+    found = 0
+    with httpx.Client(base_url=base, headers=headers, timeout=60) as client:
+        for memory_id, content in wanted.items():
+            answer = client.get(f"/memories/{memory_id}")
+            if answer.status_code == 200 and answer.json()["memory"]["content"] == content:
+                found += 1
+    return found
+
+
+def _found_after_stop(db: str, scope: str, wanted: dict[str, str]) -> int:
+    import hivemem
+
+    with hivemem.open(db, embedder="none") as store:
+        mem = store.scope(scope)
+        found = 0
+        for memory_id, content in wanted.items():
+            try:
+                if mem.get(memory_id).content == content:
+                    found += 1
+            except hivemem.NotFound:
+                pass
+        return found
+
+
+def run_load(
+    target: LoadTarget,
+    *,
+    clients: int = 16,
+    seconds: float = 30.0,
+    write_share: float = 0.3,
+    preload: int = 2000,
+    seed: int = 7,
+    progress: Progress | None = None,
+) -> LoadResult:
+    """Load one target (see the module docstring) and return what was measured."""
+    try:
+        import httpx
+    except ImportError:  # pragma: no cover - the http extra brings it
+        raise MissingDependency("the load bench", "pip install 'hivemem[http]'") from None
+    say = progress or (lambda _text: None)
+    scope = f"load-{uuid.uuid4().hex[:8]}"
+    say(f"{target.label}: preloading {preload} memories into scope {scope}")
+    secret = _prepare(target, scope, preload, seed)
+    headers = {"Authorization": f"Bearer {secret}"}
+    questions = CorpusGenerator(seed).questions(200)
+    port = _free_port()
+    server = _start(target, port)
+    base = f"http://127.0.0.1:{port}/v1/scopes/{scope}"
+    tally = _Tally()
+    try:
+        _wait_ready(httpx, server, f"http://127.0.0.1:{port}")
+        say(f"{target.label}: {clients} clients for {seconds:g} s")
+        started = time.monotonic()
+        threads = [
+            threading.Thread(
+                target=_client,
+                args=(httpx, base, headers, n, started + seconds, write_share, questions, tally),
+                name=f"load-client-{n}",
+            )
+            for n in range(clients)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        elapsed = time.monotonic() - started
+        wal = Path(f"{target.db}-wal")
+        wal_bytes = wal.stat().st_size if "://" not in target.db and wal.exists() else None
+        say(f"{target.label}: checking {len(tally.acknowledged)} acknowledged writes")
+        via_http = _found_via_http(httpx, base, headers, tally.acknowledged)
+    finally:
+        _stop(server)
+    after = _found_after_stop(target.db, scope, tally.acknowledged)
+    return LoadResult(
+        label=target.label,
+        db=target.db,
+        clients=clients,
+        seconds=elapsed,
+        requests=sum(len(s) for s in tally.samples.values()) + tally.errors,
+        latency={k: LatencyStats.of(tally.samples[k]) for k in KINDS},
+        errors=tally.errors,
+        error_samples=tuple(tally.error_samples),
+        acknowledged=len(tally.acknowledged),
+        found_via_http=via_http,
+        found_after_stop=after,
+        wal_bytes=wal_bytes,
+    )
+
+
+def default_file(folder: str | None = None) -> str:
+    """A fresh SQLite file for a load run (in ``folder``, else a temporary folder)."""
+    where = Path(folder) if folder else Path(tempfile.mkdtemp(prefix="hivemem-load-"))
+    where.mkdir(parents=True, exist_ok=True)
+    return str(where / f"load-{uuid.uuid4().hex[:8]}.db")
+
+
+def format_load(results: Sequence[LoadResult]) -> str:
+    lines = [
+        f"{'target':<28} {'req/s':>8} {'search p50/p95 ms':>18} {'write p50/p95 ms':>17} "
+        f"{'errors':>6} {'acked':>6} {'found':>11}"
+    ]
+    for r in results:
+        s, w = r.latency["search"], r.latency["write"]
+        lines.append(
+            f"{r.label:<28} {r.requests_per_s:>8.1f} "
+            f"{s.p50_ms:>8.1f}/{s.p95_ms:<9.1f} {w.p50_ms:>7.1f}/{w.p95_ms:<9.1f} "
+            f"{r.errors:>6} {r.acknowledged:>6} {r.found_via_http:>5}/{r.found_after_stop:<5}"
+        )
+    for r in results:
+        for sample in r.error_samples:
+            lines.append(f"  {r.label} error: {sample}")
+        if r.wal_bytes is not None:
+            lines.append(f"  {r.label}: WAL {r.wal_bytes / 1e6:.1f} MB when the clients stopped")
+        if not r.all_found:
+            lines.append(f"  {r.label}: NOT EVERY ACKNOWLEDGED WRITE WAS FOUND")
+    lines.append("found: via the server while it ran / via the library after it stopped (SIGTERM).")
+    return "\n".join(lines)
+
+
+def load_targets(
+    postgres_url: str | None,
+    folder: str | None,
+    *,
+    compare: bool = False,
+    baseline_src: str | None = None,
+    **options: Any,
+) -> list[LoadResult]:
+    """The same load on each target, one after another: a baseline build (``baseline_src``),
+    SQLite's single connection (``compare``), SQLite with its read pool, PostgreSQL."""
+    targets = []
+    if baseline_src:
+        targets.append(
+            LoadTarget("sqlite, baseline src", default_file(folder), pythonpath=baseline_src)
+        )
+    if compare:
+        targets.append(
+            LoadTarget(
+                "sqlite, one connection", default_file(folder), {"HIVEMEM_READ_CONNECTIONS": "0"}
+            )
+        )
+    targets.append(LoadTarget("sqlite, read pool", default_file(folder)))
+    if postgres_url:
+        targets.append(LoadTarget("postgresql", postgres_url))
+    return [run_load(target, **options) for target in targets]

@@ -1,0 +1,361 @@
+"""Reads in parallel on one SQLite file: a small pool of WAL read connections beside the
+one writer connection (datasette's ``Database``: one write connection, a read
+connection per worker thread).
+
+Contract (issue #13, item 5):
+
+- **One writer.** The backend's own connection, guarded by its lock, does every write
+  (``atomic()``). Reads never take that lock, so a search never waits for a write, and
+  sixteen HTTP readers do not queue behind one another.
+- **Which connection a read uses** (``ReadRouting.reading``), in this order: the writer
+  connection when this thread is inside a write transaction (a write reads its own
+  uncommitted rows); the connection bound to this thread by ``snapshot()`` (one search
+  reads one consistent snapshot, start to end, on one connection); otherwise a pooled
+  connection for just that statement.
+- **Read your writes.** Pooled connections run in autocommit mode, so each read (or each
+  snapshot) starts a new WAL read transaction, which sees every transaction committed
+  before it began: a write acknowledged to a client is visible to the next read through
+  any connection of the pool.
+- **Read-only.** Pooled connections run ``PRAGMA query_only``: a bug that writes through
+  one fails loudly instead of racing the writer.
+- **Where the pool is off** (``read_connections = 0``, or a ``:memory:`` store, whose
+  database exists on its one connection only), every read goes through the writer
+  connection under its lock, as before.
+- **The WAL stays bounded.** SQLite restarts the WAL only when no reader holds an older
+  snapshot, which a steady stream of overlapping searches never allows: under 16 HTTP
+  clients it grew to 70 MB in 30 s. So every ``WAL_CHECK_EVERY`` commits the writer looks
+  at its size and past ``WAL_RESTART_BYTES`` holds back new reads, waits for those in
+  flight (``WAL_DRAIN_S`` at most, else it tries again later), and runs
+  ``wal_checkpoint(TRUNCATE)``, which then finds no reader and empties the WAL; reads and
+  writes wait about one search's length, once per 16 MB of WAL.
+- **Closed store.** ``close()`` closes the idle connections at once and each busy one when
+  its reader hands it back; a read after close is ``StoreError`` (the backend checks).
+
+Connections are opened on first need (a store that never reads in parallel opens none)
+and each passes through the backend's ``prepare`` hook (sqlite-vec, busy timeout), the
+way datasette passes every connection through ``prepare_connection``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from typing import Any
+
+from ...errors import StoreError
+from .failures import store_error
+
+log = logging.getLogger("hivemem.store.sqlite")
+
+# The WAL past which the writer restarts it (see ``PooledReads._bound_wal``), and how often
+# (in commits) it looks at the WAL's size.
+WAL_RESTART_BYTES = 16 * 1024 * 1024
+WAL_CHECK_EVERY = 64
+WAL_DRAIN_S = 2.0  # longest wait for the searches in flight before a restart is skipped
+
+
+class ReadPool:
+    """Up to ``2 × size`` read connections to one file (``size`` for snapshots), lent to
+    one thread at a time."""
+
+    def __init__(self, location: str, connect: Callable[[], Any], size: int) -> None:
+        if size < 1:
+            raise ValueError("a read pool needs at least one connection")
+        self.location = location
+        self.size = size
+        self._connect = connect
+        self._idle: list[Any] = []
+        self._opened = 0
+        self._snapshots = 0  # connections lent to snapshots now
+        self._lent = 0  # connections lent now
+        self._generation = 0  # bumped by ``reset``: older connections are closed on return
+        self._born: dict[int, int] = {}  # id(connection) -> its generation
+        self._draining = False  # the writer waits for every connection to come back
+        self._closed = False
+        self._cond = threading.Condition()
+        self._watcher: Any = None
+        self._watch_lock = threading.Lock()
+
+    def acquire(self, *, snapshot: bool = False) -> Any:
+        """An idle connection, a new one while fewer than ``2 × size`` are open, else wait
+        for one to come back. At most ``size`` are lent to snapshots (a whole search
+        holds one): the other half stays for single statements, so the writer thread's
+        reads before its transaction (a duplicate check, a key's current row) never
+        queue behind whole searches."""
+        with self._cond:
+            while True:
+                if self._closed:
+                    raise StoreError(
+                        f"the store {self.location} is closed; open it again to use it"
+                    )
+                if not self._draining and not (snapshot and self._snapshots >= self.size):
+                    if self._idle:
+                        conn = self._idle.pop()
+                        self._snapshots += snapshot
+                        self._lent += 1
+                        return conn
+                    if self._opened < 2 * self.size:
+                        self._opened += 1
+                        self._snapshots += snapshot
+                        self._lent += 1
+                        generation = self._generation
+                        break
+                self._cond.wait()
+        try:
+            conn = self._connect()
+            with self._cond:
+                self._born[id(conn)] = generation
+            return conn
+        except BaseException:
+            with self._cond:
+                self._opened -= 1
+                self._snapshots -= snapshot
+                self._lent -= 1
+                self._cond.notify_all()
+            raise
+
+    def release(self, conn: Any, *, snapshot: bool = False, broken: bool = False) -> None:
+        """Hand ``conn`` back (closed instead when the pool is closed or it is broken)."""
+        with self._cond:
+            self._snapshots -= snapshot
+            self._lent -= 1
+            stale = self._born.get(id(conn)) != self._generation
+            if self._closed or broken or stale:
+                self._born.pop(id(conn), None)
+                self._opened -= 1
+                with suppress(Exception):
+                    conn.close()
+            else:
+                if conn.in_transaction:  # a reader left a snapshot open: end it
+                    with suppress(Exception):
+                        conn.execute("ROLLBACK")
+                self._idle.append(conn)
+            self._cond.notify_all()
+
+    def reset(self) -> None:
+        """Close every connection (idle ones now, lent ones when they come back): FTS5
+        caches its index structure per connection, and after a ``rebuild`` on the writer
+        a read connection went on reporting the old index as malformed."""
+        with self._cond:
+            self._generation += 1
+            idle, self._idle = self._idle, []
+            self._opened -= len(idle)
+            for conn in idle:
+                self._born.pop(id(conn), None)
+            self._cond.notify_all()
+        for conn in idle:
+            with suppress(Exception):
+                conn.close()
+
+    @contextmanager
+    def drained(self, timeout_s: float) -> Iterator[bool]:
+        """Hold back new loans and wait (up to ``timeout_s``) for every lent connection to
+        come back; yields whether they all did. Loans resume on exit."""
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            self._draining = True
+            while self._lent > 0 and (left := deadline - time.monotonic()) > 0:
+                self._cond.wait(left)
+            empty = self._lent == 0
+        try:
+            yield empty
+        finally:
+            with self._cond:
+                self._draining = False
+                self._cond.notify_all()
+
+    def data_version(self) -> int:
+        """``PRAGMA data_version`` of one connection kept for it alone: it changes when
+        any other connection commits, this process's writer included (a change reported
+        too often costs a re-read; one missed would not be safe)."""
+        with self._watch_lock:
+            if self._closed:
+                raise StoreError(f"the store {self.location} is closed; open it again to use it")
+            if self._watcher is None:
+                self._watcher = self._connect()
+            return int(self._watcher.execute("PRAGMA data_version").fetchone()[0])
+
+    def close(self) -> None:
+        with self._watch_lock:
+            watcher, self._watcher = self._watcher, None
+        if watcher is not None:
+            with suppress(Exception):
+                watcher.close()
+        with self._cond:
+            self._closed = True
+            idle, self._idle = self._idle, []
+            self._opened -= len(idle)
+            self._cond.notify_all()
+        for conn in idle:
+            with suppress(Exception):
+                conn.close()
+
+    @property
+    def opened(self) -> int:
+        """How many connections are open now (idle or lent)."""
+        return self._opened
+
+
+class ThreadRole(threading.local):
+    """What the current thread holds of one backend: the depth of its write transaction
+    (> 0 while it owns the writer connection) and the read connection a snapshot bound."""
+
+    writing = 0
+    reader: Any = None
+
+
+class PooledReads:
+    """The read routing of ``SQLiteBackend`` (a mixin; see the module docstring). The
+    backend provides ``_conn`` (the writer connection), ``_lock`` (the write lock),
+    ``_role`` (a ``ThreadRole``), ``_pool`` (a ``ReadPool`` or None), ``location``,
+    ``closed`` and ``_driver_errors``."""
+
+    _conn: Any
+    _lock: Any
+    _role: ThreadRole
+    _pool: ReadPool | None
+    location: str
+    closed: bool
+    _read: Any
+    _commits = 0  # commits since the store opened (for the WAL check)
+    _busy_timeout_ms = 10_000
+    _driver_errors: tuple[type[BaseException], ...]
+
+    @contextmanager
+    def _reading(self) -> Iterator[Any]:
+        """The connection this thread reads through now (see the module docstring)."""
+        role = self._role
+        if role.writing or self._pool is None:
+            with self._lock:
+                yield self._conn  # a closed store's stand-in raises StoreError on use
+            return
+        if role.reader is not None:
+            yield role.reader
+            return
+        with self._lent() as conn:
+            yield conn
+
+    @contextmanager
+    def _lent(self, *, snapshot: bool = False) -> Iterator[Any]:
+        assert self._pool is not None
+        if self.closed:
+            raise StoreError(f"the store {self.location} is closed; open it again to use it")
+        try:
+            conn = self._pool.acquire(snapshot=snapshot)
+        except self._driver_errors as exc:
+            raise store_error(exc, self.location, "read") from exc
+        try:
+            yield conn
+        finally:
+            self._pool.release(conn, snapshot=snapshot)
+
+    @contextmanager
+    def on_writer(self) -> Iterator[None]:
+        """Reads inside go through the writer connection, outside any transaction: for the
+        statements a read-only connection refuses (FTS5's integrity-check command)."""
+        with self._lock:
+            self._role.writing += 1
+            try:
+                yield
+            finally:
+                self._role.writing -= 1
+
+    def data_version(self) -> int:
+        """A number that changes when another connection has committed to the file
+        (SQLite's ``PRAGMA data_version``; with the pool, this process's writer counts as
+        another: a change may be reported that was this process's own)."""
+        if self._pool is None or self._role.writing:
+            return int(self._read("PRAGMA data_version")[0][0])
+        try:
+            return self._pool.data_version()
+        except self._driver_errors as exc:
+            raise store_error(exc, self.location, "read") from exc
+
+    def _bound_wal(self) -> None:
+        """After a commit, under the write lock: restart the WAL when readers let it grow
+        past ``WAL_RESTART_BYTES`` (see the module docstring). A checkpoint that fails or
+        finds the file busy is skipped; the next check tries again."""
+        if self._pool is None or self._role.writing or self._role.reader is not None:
+            return  # one connection: SQLite's own auto-checkpoint restarts the WAL (and a
+            # thread that holds a snapshot itself must not wait for its own to end)
+        self._commits += 1
+        if self._commits % WAL_CHECK_EVERY:
+            return
+        try:
+            if os.path.getsize(f"{self.location}-wal") < WAL_RESTART_BYTES:
+                return
+        except OSError:
+            return
+        # Searches in flight finish, new ones wait for the restart (a few ms with no
+        # reader left); another process's reader makes the checkpoint give up at once.
+        with self._pool.drained(WAL_DRAIN_S) as empty:
+            if not empty:
+                return
+            try:
+                self._conn.execute("PRAGMA busy_timeout = 0")
+                try:
+                    self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+                finally:
+                    self._conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
+            except self._driver_errors as exc:  # a busy or full file: the data is safe
+                log.warning("could not restart the WAL of %s: %s", self.location, exc)
+
+    def _reset_readers(self) -> None:
+        """After a rebuild of the keyword index: read connections start afresh."""
+        if self._pool is not None:
+            self._pool.reset()
+
+    @contextmanager
+    def search_view(self) -> Iterator[None]:
+        """What one search reads through: with the pool, a snapshot (one read connection
+        for the whole search); with the pool off, nothing (each statement takes the lock,
+        as before the pool: a search must not hold the one connection for its length)."""
+        if self._pool is None:
+            yield
+            return
+        with self.snapshot():
+            yield
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Every read inside sees one snapshot: inside a write, the write's own view;
+        otherwise a WAL read transaction on one connection bound to this thread, which
+        blocks no writer (with the pool off: on the writer connection, under its lock)."""
+        role = self._role
+        if role.writing or role.reader is not None:  # the view is already stable
+            yield
+            return
+        if self._pool is None:
+            with self._lock:
+                if self._conn.in_transaction:  # this thread's own snapshot, held on it
+                    yield
+                    return
+                with self._read_transaction(self._conn):
+                    yield
+            return
+        with self._lent(snapshot=True) as conn, self._read_transaction(conn):
+            role.reader = conn
+            try:
+                yield
+            finally:
+                role.reader = None
+
+    @contextmanager
+    def _read_transaction(self, conn: Any) -> Iterator[None]:
+        try:
+            conn.execute("BEGIN DEFERRED")
+        except self._driver_errors as exc:
+            raise store_error(exc, self.location, "read") from exc
+        try:
+            yield
+        finally:  # a read transaction: ending it cannot lose anything; on a damaged
+            # file it may fail, and must not hide the error that ended the block
+            with suppress(*self._driver_errors):
+                conn.execute("COMMIT")
+            if conn.in_transaction:
+                with suppress(*self._driver_errors):
+                    conn.execute("ROLLBACK")
