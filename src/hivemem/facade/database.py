@@ -270,6 +270,11 @@ class Store:
         """Refresh the query planner's statistics (after a bulk load)."""
         factory.analyze(self._backend)
 
+    def flush_access(self) -> int:
+        """Write the access counts searches queued (they are written in batches off the
+        read path); maintenance jobs call it first, so decay sees every access."""
+        return self._backend.flush_access()
+
     def known_migrations(self) -> list[str]:
         """The migrations this HiveMem knows for this store's backend (``doctor``)."""
         return factory.known_migrations(self.location)

@@ -288,7 +288,12 @@ class Memories(Protocol):
         ...
 
     def touch(self, scopes: Sequence[str], memory_ids: Sequence[str], now: datetime) -> None:
-        """Count an access of each memory (best effort)."""
+        """Count an access of each memory (best effort; may be queued and written later)."""
+        ...
+
+    def flush_access(self) -> int:
+        """Write the access counts ``touch`` queued, now (before a job reads them); how
+        many memories they touched (0 where ``touch`` writes at once)."""
         ...
 
 

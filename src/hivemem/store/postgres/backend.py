@@ -603,6 +603,10 @@ class PostgresBackend(KeywordMixin):
             [*params, scope, memory_id],
         )
 
+    def flush_access(self) -> int:
+        """Nothing is queued: ``touch`` writes at once."""
+        return 0
+
     def touch(self, scopes: Sequence[str], memory_ids: Sequence[str], now: datetime) -> None:
         """Best effort: rows another transaction holds are skipped, never waited for."""
         if not memory_ids:
