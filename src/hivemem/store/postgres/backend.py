@@ -34,7 +34,7 @@ import hashlib
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager, suppress
+from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -204,6 +204,24 @@ class PostgresBackend(KeywordMixin):
                 if attempt == 2 or getattr(self._local, "conn", None) is not None:
                     raise
                 self._pool.check()  # drops every idle connection the server closed
+        raise AssertionError("unreachable")
+
+    def _q_with(self, settings: dict[str, str], sql: str, params: Any) -> list[Any]:
+        """Rows of one statement run under transaction-local ``settings`` (as ``SET
+        LOCAL``), in one round trip: ``set_config(…, true)`` and the statement go out
+        together in pipeline mode, where they share one implicit transaction, so the
+        settings end with it (inside a caller's transaction: with that one)."""
+        assign = "SELECT " + ", ".join("set_config(%s, %s, true)" for _ in settings)
+        values = [item for pair in settings.items() for item in pair]
+        for attempt in (1, 2):
+            try:
+                with self._connection() as conn, conn.pipeline():
+                    conn.execute(assign, values)
+                    return conn.execute(sql, params).fetchall()
+            except StoreError:
+                if attempt == 2 or getattr(self._local, "conn", None) is not None:
+                    raise
+                self._pool.check()  # a connection the server dropped, as in ``_q``
         raise AssertionError("unreachable")
 
     def _x(self, sql: str, params: Sequence[Any] = ()) -> Any:
@@ -491,28 +509,21 @@ class PostgresBackend(KeywordMixin):
             " AND n.seq {op} a.seq ORDER BY n.seq {order} LIMIT 1)"
         )
         clause, params = self._scope_clause(scopes)
-        pairs = self._q(
-            f"SELECT a.id, {side.format(op='<', order='DESC')}, "
-            f"{side.format(op='>', order='ASC')} FROM memories a "
-            "WHERE a.id = ANY(%s) AND a.scope = ANY(%s) AND a.kind = 'episode' "
-            "AND a.session_id IS NOT NULL",
-            [list(dict.fromkeys(memory_ids)), *params],
-        )
-        found = [n for row in pairs for n in row[1:] if n is not None]
-        if not found:
-            return {}
         where, extra = self._filter_sql(query, now)
         filters = " AND ".join([clause, *where])
-        passing = {
-            r[0]
-            for r in self._q(
-                f"SELECT m.id FROM memories m WHERE m.id = ANY(%s) AND {filters}",
-                [found, *params, *extra],
-            )
-        }
+        # One statement: each anchor's neighbours, kept only where they pass the filters.
+        passing = f"(SELECT m.id FROM memories m WHERE m.id = {{}} AND {filters})"
+        rows = self._q(
+            f"SELECT p.id, {passing.format('p.before')}, {passing.format('p.after')} FROM ("
+            f"SELECT a.id, {side.format(op='<', order='DESC')} AS before, "
+            f"{side.format(op='>', order='ASC')} AS after FROM memories a "
+            "WHERE a.id = ANY(%s) AND a.scope = ANY(%s) AND a.kind = 'episode' "
+            "AND a.session_id IS NOT NULL) p",
+            [*params, *extra, *params, *extra, list(dict.fromkeys(memory_ids)), *params],
+        )
         out: dict[str, list[tuple[str, bool]]] = {}
-        for anchor, before, after in pairs:
-            sides = [(n, later) for n, later in ((before, False), (after, True)) if n in passing]
+        for anchor, before, after in rows:
+            sides = [(n, later) for n, later in ((before, False), (after, True)) if n is not None]
             if sides:
                 out[anchor] = sides
         return out
@@ -579,6 +590,7 @@ class PostgresBackend(KeywordMixin):
             raise Conflict(
                 f"key {memory.key!r} already has an active memory in scope {memory.scope!r}"
             )
+        self.entities.added += 1
         self.insert_chunks(memory.id, memory.scope, list(chunks))
         if mentions:
             link_mentions(self, memory.scope, memory.id, mentions, to_text(memory.created_at))
@@ -636,19 +648,26 @@ class PostgresBackend(KeywordMixin):
         if not memory_ids:
             return
         clause, params = self._scope_clause(scopes)
-
-        def run() -> None:
-            with self.atomic():
-                self._x(
-                    "UPDATE memories AS u SET access_count = u.access_count + 1, "
-                    "last_accessed = %s FROM (SELECT m.id FROM memories m WHERE "
-                    f"{clause} AND m.id = ANY(%s) ORDER BY m.id FOR UPDATE SKIP LOCKED) s "
-                    "WHERE u.id = s.id",
-                    [to_text(now), *params, list(memory_ids)],
-                )
-
-        with suppress(StoreError):  # access counts are a ranking hint: reads fail open
-            self._retrying(run)
+        sql = (
+            "UPDATE memories AS u SET access_count = u.access_count + 1, "
+            "last_accessed = %s FROM (SELECT m.id FROM memories m WHERE "
+            f"{clause} AND m.id = ANY(%s) ORDER BY m.id FOR UPDATE SKIP LOCKED) s "
+            "WHERE u.id = s.id"
+        )
+        values = [to_text(now), *params, list(memory_ids)]
+        if self.in_write():  # the caller's transaction holds it
+            self._x(sql, values)
+            return
+        # One statement on an autocommit connection is its own transaction: one round
+        # trip instead of BEGIN / UPDATE / COMMIT.
+        for attempt in range(5):
+            try:
+                self._q(sql, values)
+                return
+            except _RETRYABLE:
+                time.sleep(0.01 * (attempt + 1))
+            except StoreError:
+                return  # access counts are a ranking hint: reads fail open
 
     def note_session(self, scope: str, session_id: str, when: datetime, episodes: int) -> bool:
         """Register a session on first sight; count its episodes; True when new."""

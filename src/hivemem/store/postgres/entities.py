@@ -10,6 +10,7 @@ in the same order and never deadlock.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,8 @@ from ...types import Entity, ListFilter, Query
 if TYPE_CHECKING:  # pragma: no cover
     from ...providers.entities import Mention
     from .backend import PostgresBackend
+
+_TOTAL_TTL = 1.0  # seconds the server's memory count is trusted (plus own inserts)
 
 
 def link_mentions(
@@ -67,6 +70,8 @@ class PgEntityIndex:
 
     def __init__(self, backend: PostgresBackend) -> None:
         self._db = backend
+        self._total: tuple[int, float] | None = None  # (MAX(seq), when read)
+        self.added = 0  # memories this process inserted since (``PostgresBackend.insert``)
 
     def _entities(self, where: str, params: Sequence[Any], aliases: bool = True) -> list[Entity]:
         gather = (
@@ -119,19 +124,19 @@ class PgEntityIndex:
         clause, params = self._db._scope_clause(scopes)
         where, extra = self._db._filter_sql(query, now) if query is not None else ([], [])
         filters = " AND ".join([clause, *where])
-        out: list[tuple[str, int]] = []
-        for entity_id in dict.fromkeys(entity_ids):
-            out.extend(
-                (r[0], entity_id)
-                for r in self._db._q(
-                    "SELECT me.memory_id FROM memory_entities me "
-                    "JOIN memories m ON m.id = me.memory_id "
-                    f"WHERE me.entity_id = %s AND {filters} "
-                    "ORDER BY me.memory_id DESC LIMIT %s",
-                    [entity_id, *params, *extra, limit],
-                )
-            )
-        return out
+        ids = list(dict.fromkeys(entity_ids))
+        if not ids:
+            return []
+        # One statement for every entity (each its own LIMIT), in the order given.
+        rows = self._db._q(
+            "SELECT l.memory_id, e.id FROM unnest(%s::bigint[]) WITH ORDINALITY AS e(id, n) "
+            "CROSS JOIN LATERAL (SELECT me.memory_id FROM memory_entities me "
+            "JOIN memories m ON m.id = me.memory_id "
+            f"WHERE me.entity_id = e.id AND {filters} "
+            "ORDER BY me.memory_id DESC LIMIT %s) l ORDER BY e.n, l.memory_id DESC",
+            [ids, *params, *extra, limit],
+        )
+        return [(r[0], r[1]) for r in rows]
 
     def link(self, scope: str, memory_id: str, mentions: Sequence[Mention], when: datetime) -> None:
         with self._db.atomic():
@@ -147,5 +152,11 @@ class PgEntityIndex:
 
     def total_memories(self, scopes: Sequence[str]) -> int:
         """The N of the entity lane's IDF: the newest insertion sequence number (as
-        SQLite's max rowid: cheap, and close enough)."""
-        return int(self._db._q("SELECT COALESCE(MAX(seq), 0) FROM memories")[0][0])
+        SQLite's max rowid: cheap, and close enough), read at most every
+        ``_TOTAL_TTL`` seconds plus the memories this process inserted since."""
+        now = time.monotonic()
+        if self._total is not None and now - self._total[1] < _TOTAL_TTL:
+            return self._total[0] + self.added
+        total = int(self._db._q("SELECT COALESCE(MAX(seq), 0) FROM memories")[0][0])
+        self._total, self.added = (total, now), 0
+        return total
