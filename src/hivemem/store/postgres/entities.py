@@ -28,41 +28,67 @@ _TOTAL_TTL = 1.0  # seconds the server's memory count is trusted (plus own inser
 def link_mentions(
     db: PostgresBackend, scope: str, memory_id: str, mentions: Sequence[Mention], when: str
 ) -> None:
-    for mention in sorted(mentions, key=lambda m: (m.canonical, m.type.value)):
-        kind = mention.type.value
+    """Three statements for the usual case (every entity known): resolve all mentions,
+    then link them and count the new links in one. A mention not resolved at first
+    (a new entity, or one another mention here names by alias) takes the step-by-step
+    path, in order, so it sees the entities created before it in this call."""
+    ordered = sorted(mentions, key=lambda m: (m.canonical, m.type.value))
+    if not ordered:
+        return
+    found = db._x(
+        "SELECT (SELECT e.id FROM entities e WHERE e.scope = %s AND e.canonical = m.c "
+        "AND e.type = m.t), (SELECT a.entity_id FROM entity_aliases a WHERE a.scope = %s "
+        "AND a.alias = m.c ORDER BY a.entity_id LIMIT 1) "
+        "FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS m(c, t, n) ORDER BY m.n",
+        [scope, scope, [m.canonical for m in ordered], [m.type.value for m in ordered]],
+    ).fetchall()
+    ids: list[int] = []
+    for mention, (by_name, by_alias) in zip(ordered, found, strict=True):
+        entity_id = by_name if by_name is not None else by_alias
+        if entity_id is None:
+            entity_id = _resolve_one(db, scope, mention, when)
+        if entity_id not in ids:
+            ids.append(entity_id)
+    # Rows are locked in the mentions' order (as one by one before), so two writers
+    # touching the same entities never wait for each other in a cycle.
+    db._x(
+        "WITH linked AS (INSERT INTO memory_entities (memory_id, entity_id) "
+        "SELECT %s, unnest(%s::bigint[]) ON CONFLICT DO NOTHING RETURNING entity_id), "
+        "locked AS (SELECT e.id FROM entities e WHERE e.id IN (SELECT entity_id FROM linked) "
+        "ORDER BY array_position(%s::bigint[], e.id) FOR NO KEY UPDATE) "
+        "UPDATE entities e SET mention_count = mention_count + 1, "
+        "last_seen = GREATEST(last_seen, %s) FROM locked WHERE e.id = locked.id",
+        [memory_id, ids, ids, when],
+    )
+
+
+def _resolve_one(db: PostgresBackend, scope: str, mention: Mention, when: str) -> int:
+    """The entity of one mention by canonical name and type, then by alias, else a new
+    one (``ON CONFLICT`` makes two nodes creating one entity agree on one row)."""
+    kind = mention.type.value
+    row = db._x(
+        "SELECT id FROM entities WHERE scope = %s AND canonical = %s AND type = %s",
+        [scope, mention.canonical, kind],
+    ).fetchone()
+    if row is None:
         row = db._x(
-            "SELECT id FROM entities WHERE scope = %s AND canonical = %s AND type = %s",
-            [scope, mention.canonical, kind],
+            "SELECT entity_id FROM entity_aliases WHERE scope = %s AND alias = %s "
+            "ORDER BY entity_id LIMIT 1",
+            [scope, mention.canonical],
         ).fetchone()
-        if row is None:
-            row = db._x(
-                "SELECT entity_id FROM entity_aliases WHERE scope = %s AND alias = %s "
-                "ORDER BY entity_id LIMIT 1",
-                [scope, mention.canonical],
-            ).fetchone()
-        if row is None:
-            row = db._x(
-                "INSERT INTO entities (scope, canonical, type, name, first_seen, last_seen) "
-                "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (scope, canonical, type) "
-                "DO UPDATE SET scope = excluded.scope RETURNING id",
-                [scope, mention.canonical, kind, mention.name, when, when],
-            ).fetchone()
-            db._x(
-                "INSERT INTO entity_aliases (scope, alias, entity_id) VALUES (%s, %s, %s) "
-                "ON CONFLICT DO NOTHING",
-                [scope, mention.canonical, row[0]],
-            )
-        linked = db._x(
-            "INSERT INTO memory_entities (memory_id, entity_id) VALUES (%s, %s) "
+    if row is None:
+        row = db._x(
+            "INSERT INTO entities (scope, canonical, type, name, first_seen, last_seen) "
+            "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (scope, canonical, type) "
+            "DO UPDATE SET scope = excluded.scope RETURNING id",
+            [scope, mention.canonical, kind, mention.name, when, when],
+        ).fetchone()
+        db._x(
+            "INSERT INTO entity_aliases (scope, alias, entity_id) VALUES (%s, %s, %s) "
             "ON CONFLICT DO NOTHING",
-            [memory_id, row[0]],
+            [scope, mention.canonical, row[0]],
         )
-        if linked.rowcount:
-            db._x(
-                "UPDATE entities SET mention_count = mention_count + 1, "
-                "last_seen = GREATEST(last_seen, %s) WHERE id = %s",
-                [when, row[0]],
-            )
+    return int(row[0])
 
 
 class PgEntityIndex:
