@@ -206,18 +206,16 @@ class PostgresBackend(KeywordMixin):
                 self._pool.check()  # drops every idle connection the server closed
         raise AssertionError("unreachable")
 
-    def _q_with(self, settings: dict[str, str], sql: str, params: Any) -> list[Any]:
-        """Rows of one statement run under transaction-local ``settings`` (as ``SET
-        LOCAL``), in one round trip: ``set_config(…, true)`` and the statement go out
-        together in pipeline mode, where they share one implicit transaction, so the
-        settings end with it (inside a caller's transaction: with that one)."""
-        assign = "SELECT " + ", ".join("set_config(%s, %s, true)" for _ in settings)
-        values = [item for pair in settings.items() for item in pair]
+    def _q_batch(self, statements: Sequence[tuple[str, Any]]) -> list[list[Any]]:
+        """The rows of each statement, sent together in pipeline mode: one round trip.
+        Outside a transaction they share one implicit transaction (so ``set_config(…,
+        true)`` in one holds for the next, as ``SET LOCAL``); inside a caller's
+        transaction they are part of it."""
         for attempt in (1, 2):
             try:
                 with self._connection() as conn, conn.pipeline():
-                    conn.execute(assign, values)
-                    return conn.execute(sql, params).fetchall()
+                    cursors = [conn.execute(sql, params) for sql, params in statements]
+                    return [cur.fetchall() for cur in cursors]
             except StoreError:
                 if attempt == 2 or getattr(self._local, "conn", None) is not None:
                     raise

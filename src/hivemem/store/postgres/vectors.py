@@ -49,6 +49,12 @@ _KNN_MAX = 4096
 _COUNT_TTL = 30.0  # seconds a scope's vector count is trusted for the plan choice
 _BOUND_TTL = 5.0  # seconds a search trusts the recorded identity
 _VECTORS_MAX = 10_000  # chunk vectors kept for MMR (~15 MB at 384 dimensions)
+_PENDING_TTL = 0.5  # seconds a search's reading of the queue answers has_pending
+_PENDING_SQL = "SELECT EXISTS (SELECT 1 FROM vector_queue)"
+_HNSW_SETTINGS = (
+    "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+    "set_config('hnsw.ef_search', %s, true)"
+)
 
 
 def register_types(conn: Any) -> None:
@@ -79,6 +85,9 @@ class PgVectorIndex:
         # one vector per (text, model) (``ON CONFLICT DO NOTHING``), so an entry is never
         # stale on any node and needs no invalidation.
         self._vectors: dict[tuple[str, int], np.ndarray] = {}
+        # Whether the queue held work when this thread's last search ran (read in the
+        # same round trip): the pipeline asks ``has_pending`` right after searching.
+        self._pending_seen = threading.local()
 
     # ------------------------------------------------------------------ identity
 
@@ -167,6 +176,12 @@ class PgVectorIndex:
         )
 
     def has_pending(self) -> bool:
+        """Whether chunks wait for vectors. Right after a search on this thread (within
+        ``_PENDING_TTL``), the answer read with it, once; else a read."""
+        seen = getattr(self._pending_seen, "value", None)
+        self._pending_seen.value = None
+        if seen is not None and time.monotonic() - seen[1] < _PENDING_TTL:
+            return seen[0]
         return bool(self._db._q("SELECT 1 FROM vector_queue LIMIT 1"))
 
     def cached(self, model: str, hashes: Sequence[str]) -> dict[str, bytes]:
@@ -287,12 +302,12 @@ class PgVectorIndex:
             k = max(pool, fetch * 2)
             while True:
                 params = {"q": q, "scope": scope, "k": k, **named}
-                if big:  # iterative scans, ef_search following k: one round trip
+                statements = [(sql, params), (_PENDING_SQL, ())]
+                if big:  # iterative scans, ef_search following k: all in one round trip
                     ef = str(max(40, min(k, 1000)))
-                    local = {"hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": ef}
-                    passed = self._db._q_with(local, sql, params)
-                else:
-                    passed = self._db._q(sql, params)
+                    statements.insert(0, (_HNSW_SETTINGS, [ef]))
+                *_, passed, pending = self._db._q_batch(statements)
+                self._pending_seen.value = (bool(pending[0][0]), time.monotonic())
                 memories = {r[1] for r in passed}
                 if len(memories) >= fetch or k >= _KNN_MAX or k >= count:
                     rows.extend(passed)
