@@ -58,6 +58,7 @@ from .vectors import PgVectorIndex, register_types
 R = TypeVar("R")
 INSERT = SQLITE_INSERT.replace("?", "%s")
 _RETRYABLE = (pgerrors.SerializationFailure, pgerrors.DeadlockDetected)
+_ASYNC_COMMIT = "SELECT set_config('synchronous_commit', 'off', true)"
 
 
 @functools.lru_cache(maxsize=1024)
@@ -215,7 +216,7 @@ class PostgresBackend(KeywordMixin):
             try:
                 with self._connection() as conn, conn.pipeline():
                     cursors = [conn.execute(sql, params) for sql, params in statements]
-                    return [cur.fetchall() for cur in cursors]
+                    return [cur.fetchall() if cur.description else [] for cur in cursors]
             except StoreError:
                 if attempt == 2 or getattr(self._local, "conn", None) is not None:
                     raise
@@ -656,11 +657,12 @@ class PostgresBackend(KeywordMixin):
         if self.in_write():  # the caller's transaction holds it
             self._x(sql, values)
             return
-        # One statement on an autocommit connection is its own transaction: one round
-        # trip instead of BEGIN / UPDATE / COMMIT.
+        # One implicit transaction, one round trip (instead of BEGIN / UPDATE / COMMIT),
+        # committed without waiting for the WAL flush: access counts are a ranking hint,
+        # and a search should not wait for a disk sync (a crash may lose the last few).
         for attempt in range(5):
             try:
-                self._q(sql, values)
+                self._q_batch([(_ASYNC_COMMIT, ()), (sql, values)])
                 return
             except _RETRYABLE:
                 time.sleep(0.01 * (attempt + 1))
