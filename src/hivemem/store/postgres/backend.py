@@ -214,8 +214,9 @@ class PostgresBackend(KeywordMixin):
         transaction they are part of it."""
         for attempt in (1, 2):
             try:
-                with self._connection() as conn, conn.pipeline():
+                with self._connection() as conn, conn.pipeline() as pipeline:
                     cursors = [conn.execute(sql, params) for sql, params in statements]
+                    pipeline.sync()  # one Sync after them all: the results are in
                     return [cur.fetchall() if cur.description else [] for cur in cursors]
             except StoreError:
                 if attempt == 2 or getattr(self._local, "conn", None) is not None:

@@ -310,13 +310,15 @@ class KeywordMixin:
         score_params = [list(weight.values()), lexemes, K1 + 1, K1, B, B, avgdl, lexemes]
         # The memory filters are a subplan run on the chunks in rank order until
         # ``limit`` passed: a join would read (or hash) every matched chunk's memory.
-        passes = f"(SELECT TRUE FROM memories m WHERE m.id = s.memory_id AND {filters})"
+        passes = "(SELECT TRUE FROM memories m WHERE m.id = {}.memory_id AND " + filters + ")"
         if newest_first:
+            # No fence here: with common terms the planner walks the newest chunks
+            # backwards and stops at the page (measured at 100k: 3 ms instead of 39 ms
+            # for a bitmap scan of every match sorted by id).
             sql = (
                 f"SELECT c.id, c.memory_id, c.seq, c.text, {score} AS score FROM ("
-                "SELECT s.id FROM (SELECT c.id, c.memory_id FROM chunks c "
-                "WHERE c.terms @@ %s::tsquery AND c.scope = ANY(%s) ORDER BY c.id DESC "
-                f"OFFSET 0) s WHERE {passes} ORDER BY s.id DESC LIMIT %s) n "
+                "SELECT c.id FROM chunks c WHERE c.terms @@ %s::tsquery "
+                f"AND c.scope = ANY(%s) AND {passes.format('c')} ORDER BY c.id DESC LIMIT %s) n "
                 "JOIN chunks c ON c.id = n.id ORDER BY score DESC, c.id LIMIT %s"
             )
             values = [
@@ -333,7 +335,7 @@ class KeywordMixin:
                 "SELECT s.id, s.memory_id, s.seq, s.text, s.score FROM ("
                 f"SELECT c.id, c.memory_id, c.seq, c.text, {score} AS score FROM chunks c "
                 "WHERE c.terms @@ %s::tsquery AND c.scope = ANY(%s) "
-                f"ORDER BY score DESC, c.id OFFSET 0) s WHERE {passes} "
+                f"ORDER BY score DESC, c.id OFFSET 0) s WHERE {passes.format('s')} "
                 "ORDER BY s.score DESC, s.id LIMIT %s"
             )
             values = [*score_params, tsquery, list(scopes), *params, *extra, limit]
