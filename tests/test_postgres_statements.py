@@ -79,3 +79,12 @@ def test_access_counts_and_hnsw_settings_stay_local(durable_url, monkeypatch):
         ):
             assert commit == "on"
             assert (ef, iterative) in {("40", "off"), (None, None)}
+
+
+def test_the_keyword_index_merges_its_pending_list_early(pg_url):
+    """A search scans GIN's pending list: it is kept to 64 kB (migration 0013)."""
+    with hivemem.open(pg_url, embedder="none") as store:
+        [options] = store.backend._q(
+            "SELECT reloptions FROM pg_class WHERE relname = 'chunks_terms'"
+        )[0]
+    assert "gin_pending_list_limit=64" in options
