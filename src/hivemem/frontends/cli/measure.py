@@ -168,6 +168,10 @@ def bench(
 
     With --ui, the same corpus is loaded and the inspector's pages are timed instead,
     through the whole HTTP app in process (see docs/inspector.md).
+
+    With --db postgresql://…, SQLite's bench of the same sizes runs first, then the
+    server's (a database hivemem_bench_SIZE per size, created and dropped: the user
+    needs CREATEDB), and the figures are printed side by side (docs/postgres.md).
     """
     if ui_pages:
         from ...evaluation.bench_ui import format_ui_table, run_ui_bench
