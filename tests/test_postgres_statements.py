@@ -25,7 +25,7 @@ def test_newest_first_page_is_sqlites_and_skips_filtered_memories(both):  # noqa
         mem.delete(newest.id)
     query, terms = Query(text="database week"), ["database", "week"]
     lite, pg = (
-        s.backend.keyword_search(["team-a"], query, terms, 3, now, newest_first=True) for s in both
+        s.keyword.keyword_search(["team-a"], query, terms, 3, now, newest_first=True) for s in both
     )
     assert len(pg) == 3
     assert "note 11" not in " ".join(m.text for m in pg)  # deleted: never on the page
@@ -34,7 +34,7 @@ def test_newest_first_page_is_sqlites_and_skips_filtered_memories(both):  # noqa
 
 
 def _settings(store: hivemem.Store, *names: str) -> list[tuple[str, ...]]:
-    pool = store.backend._pool
+    pool = store._backend._pool
     seen = []
     for _ in range(pool.get_stats()["pool_size"]):
         with pool.connection() as conn:
@@ -72,7 +72,7 @@ def test_access_counts_and_hnsw_settings_stay_local(durable_url, monkeypatch):
         assert mem.get(saved.id).access_count == 3
         vector = np.full(store.indexer.embedder.dimension, 0.1, dtype=np.float32)
         model, now = store.indexer.identity, datetime.now(UTC)
-        found = store.backend.vectors.search(["a"], vector, Query(text="x"), 5, now, model)
+        found = store.vectors.search(["a"], vector, Query(text="x"), 5, now, model)
         assert [m.memory_id for m in found] == [saved.id]
         for commit, ef, iterative in _settings(
             store, "synchronous_commit", "hnsw.ef_search", "hnsw.iterative_scan"
@@ -84,7 +84,7 @@ def test_access_counts_and_hnsw_settings_stay_local(durable_url, monkeypatch):
 def test_the_keyword_index_merges_its_pending_list_early(pg_url):
     """A search scans GIN's pending list: it is kept to 64 kB (migration 0013)."""
     with hivemem.open(pg_url, embedder="none") as store:
-        [options] = store.backend._q(
+        [options] = store._backend._q(
             "SELECT reloptions FROM pg_class WHERE relname = 'chunks_terms'"
         )[0]
     assert "gin_pending_list_limit=64" in options
