@@ -33,7 +33,7 @@ import hashlib
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager, suppress
+from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -62,6 +62,7 @@ from .vectors import PgVectorIndex, register_types
 R = TypeVar("R")
 INSERT = SQLITE_INSERT.replace("?", "%s")
 _RETRYABLE = (pgerrors.SerializationFailure, pgerrors.DeadlockDetected)
+_ASYNC_COMMIT = "SELECT set_config('synchronous_commit', 'off', true)"
 
 
 def _lock_key(*parts: str) -> int:
@@ -202,6 +203,23 @@ class PostgresBackend(KeywordMixin):
                 if attempt == 2 or getattr(self._local, "conn", None) is not None:
                     raise
                 self._pool.check()  # drops every idle connection the server closed
+        raise AssertionError("unreachable")
+
+    def _q_batch(self, statements: Sequence[tuple[str, Any]]) -> list[list[Any]]:
+        """The rows of each statement, sent together in pipeline mode: one round trip.
+        Outside a transaction they share one implicit transaction (so ``set_config(…,
+        true)`` in one holds for the next, as ``SET LOCAL``); inside a caller's
+        transaction they are part of it."""
+        for attempt in (1, 2):
+            try:
+                with self._connection() as conn, conn.pipeline() as pipeline:
+                    cursors = [conn.execute(sql, params) for sql, params in statements]
+                    pipeline.sync()  # one Sync after them all: the results are in
+                    return [cur.fetchall() if cur.description else [] for cur in cursors]
+            except StoreError:
+                if attempt == 2 or getattr(self._local, "conn", None) is not None:
+                    raise
+                self._pool.check()  # a connection the server dropped, as in ``_q``
         raise AssertionError("unreachable")
 
     def _x(self, sql: str, params: Sequence[Any] = ()) -> Any:
@@ -492,28 +510,21 @@ class PostgresBackend(KeywordMixin):
             " AND n.seq {op} a.seq ORDER BY n.seq {order} LIMIT 1)"
         )
         clause, params = self._scope_clause(scopes)
-        pairs = self._q(
-            f"SELECT a.id, {side.format(op='<', order='DESC')}, "
-            f"{side.format(op='>', order='ASC')} FROM memories a "
-            "WHERE a.id = ANY(%s) AND a.scope = ANY(%s) AND a.kind = 'episode' "
-            "AND a.session_id IS NOT NULL",
-            [list(dict.fromkeys(memory_ids)), *params],
-        )
-        found = [n for row in pairs for n in row[1:] if n is not None]
-        if not found:
-            return {}
         where, extra = self._filter_sql(query, now)
         filters = " AND ".join([clause, *where])
-        passing = {
-            r[0]
-            for r in self._q(
-                f"SELECT m.id FROM memories m WHERE m.id = ANY(%s) AND {filters}",
-                [found, *params, *extra],
-            )
-        }
+        # One statement: each anchor's neighbours, kept only where they pass the filters.
+        passing = f"(SELECT m.id FROM memories m WHERE m.id = {{}} AND {filters})"
+        rows = self._q(
+            f"SELECT p.id, {passing.format('p.before')}, {passing.format('p.after')} FROM ("
+            f"SELECT a.id, {side.format(op='<', order='DESC')} AS before, "
+            f"{side.format(op='>', order='ASC')} AS after FROM memories a "
+            "WHERE a.id = ANY(%s) AND a.scope = ANY(%s) AND a.kind = 'episode' "
+            "AND a.session_id IS NOT NULL) p",
+            [*params, *extra, *params, *extra, list(dict.fromkeys(memory_ids)), *params],
+        )
         out: dict[str, list[tuple[str, bool]]] = {}
-        for anchor, before, after in pairs:
-            sides = [(n, later) for n, later in ((before, False), (after, True)) if n in passing]
+        for anchor, before, after in rows:
+            sides = [(n, later) for n, later in ((before, False), (after, True)) if n is not None]
             if sides:
                 out[anchor] = sides
         return out
@@ -551,6 +562,7 @@ class PostgresBackend(KeywordMixin):
             raise Conflict(
                 f"key {memory.key!r} already has an active memory in scope {memory.scope!r}"
             )
+        self.entities.added += 1
         self.insert_chunks(memory.id, memory.scope, list(chunks))
         if mentions:
             link_mentions(self, memory.scope, memory.id, mentions, to_text(memory.created_at))
@@ -612,19 +624,27 @@ class PostgresBackend(KeywordMixin):
         if not memory_ids:
             return
         clause, params = self._scope_clause(scopes)
-
-        def run() -> None:
-            with self.atomic():
-                self._x(
-                    "UPDATE memories AS u SET access_count = u.access_count + 1, "
-                    "last_accessed = %s FROM (SELECT m.id FROM memories m WHERE "
-                    f"{clause} AND m.id = ANY(%s) ORDER BY m.id FOR UPDATE SKIP LOCKED) s "
-                    "WHERE u.id = s.id",
-                    [to_text(now), *params, list(memory_ids)],
-                )
-
-        with suppress(StoreError):  # access counts are a ranking hint: reads fail open
-            self._retrying(run)
+        sql = (
+            "UPDATE memories AS u SET access_count = u.access_count + 1, "
+            "last_accessed = %s FROM (SELECT m.id FROM memories m WHERE "
+            f"{clause} AND m.id = ANY(%s) ORDER BY m.id FOR UPDATE SKIP LOCKED) s "
+            "WHERE u.id = s.id"
+        )
+        values = [to_text(now), *params, list(memory_ids)]
+        if self.in_write():  # the caller's transaction holds it
+            self._x(sql, values)
+            return
+        # One implicit transaction, one round trip (instead of BEGIN / UPDATE / COMMIT),
+        # committed without waiting for the WAL flush: access counts are a ranking hint,
+        # and a search should not wait for a disk sync (a crash may lose the last few).
+        for attempt in range(5):
+            try:
+                self._q_batch([(_ASYNC_COMMIT, ()), (sql, values)])
+                return
+            except _RETRYABLE:
+                time.sleep(0.01 * (attempt + 1))
+            except StoreError:
+                return  # access counts are a ranking hint: reads fail open
 
     def note_session(self, scope: str, session_id: str, when: datetime, episodes: int) -> bool:
         """Register a session on first sight; count its episodes; True when new."""
