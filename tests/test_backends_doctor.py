@@ -14,5 +14,7 @@ def db_path(any_location):
     return any_location
 
 
-# doctor reads the maintenance run log and damages SQLite files on purpose
-pytestmark = pytest.mark.pg_gap("doctor: server checks and the maintenance run log")
+# these tests damage SQLite files on purpose and expect SQLite's checks (integrity,
+# file size); PostgreSQL's own checks (server, pgvector, indexes) are held by
+# tests/test_postgres_ops.py
+pytestmark = pytest.mark.pg_gap("doctor: SQLite's checks and damaged files")

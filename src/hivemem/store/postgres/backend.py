@@ -53,6 +53,7 @@ from . import NotOnPostgres, migrations, redact, secrets_of
 from .entities import PgEntityIndex, link_mentions
 from .extras import NotYet, PgMaintenance, PostgresVault
 from .keyword import KeywordMixin
+from .server import server_health
 from .vectors import PgVectorIndex, register_types
 
 R = TypeVar("R")
@@ -706,9 +707,8 @@ class PostgresBackend(KeywordMixin):
                 "SELECT COUNT(*) FROM sessions WHERE consolidated_at IS NULL"
             ),
             "journal_mode": "postgresql",
-            "server_version": one("SHOW server_version"),
-            "pgvector_version": one("SELECT extversion FROM pg_extension WHERE extname = 'vector'"),
             "driver": f"psycopg {psycopg.__version__}",
+            **server_health(self),  # versions, index validity, migrations (doctor)
         }
 
     def vault_rows(self) -> PostgresVault:

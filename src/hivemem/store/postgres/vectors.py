@@ -31,7 +31,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import psycopg
 
+from ...errors import StoreError
 from ...types import Query
 from ..sqlite.vectors import PendingChunk, VectorMatch
 from .migrations import SCHEMA_LOCK
@@ -101,7 +103,11 @@ class PgVectorIndex:
             recorded = self.recorded_identity()
             if recorded is not None and recorded != identity:
                 return recorded
-            self._create(dimension)
+            # Trigger: the table exists (made by the owner, or another node). Why: a
+            # node whose user has no CREATE right on the schema must still open it
+            # (CREATE … IF NOT EXISTS checks the right first). Outcome: no DDL.
+            if not self._table_exists():
+                self._create_as_allowed(dimension)
             if recorded is None:
                 self._db.set_meta(IDENTITY_KEY, identity)
         with self._lock:
@@ -121,6 +127,17 @@ class PgVectorIndex:
             self._counts.clear()
             self._bound_cache = None
         return self.pending_count()
+
+    def _create_as_allowed(self, dimension: int) -> None:
+        try:
+            with self._db._local.conn.transaction():  # a savepoint: the error is ours
+                self._create(dimension)
+        except psycopg.errors.InsufficientPrivilege:
+            raise StoreError(
+                f"the vector table of {self._db.location} does not exist yet and this user "
+                "may not create it: open the store once with this embedder as the "
+                "database's owner (or GRANT CREATE ON SCHEMA public to this user)"
+            ) from None
 
     def _create(self, dimension: int) -> None:
         d = int(dimension)
