@@ -223,3 +223,47 @@ def test_interrupted_copy_resumes_without_duplicates(direction, tmp_path, pg_url
         assert result["already_there"] == part
         assert result["memories"] + part == src.stats()["total"]
         assert dump(dst) == dump(src)
+
+
+def test_copy_killed_mid_way_is_finished_by_resume(tmp_path, pg_url, clock):
+    """kill -9 of a real `hivemem copy` process half-way: each batch is one transaction,
+    so the target holds whole batches only, and --resume finishes it."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import psycopg
+
+    source = tmp_path / "memory.db"
+    with hivemem.open(source, clock=clock, embedder="none") as store:
+        store.scope("team").add_episodes(
+            {"content": f"turn {i}: the herons of lake {i % 7}", "session_id": f"s{i // 50}",
+             "role": "user"}
+            for i in range(3000)
+        )  # fmt: skip
+    copying = subprocess.Popen(
+        [sys.executable, "-c", "from hivemem.frontends.cli import main; main()",
+         "copy", str(source), pg_url],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ},
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        while True:
+            count = conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
+            if count >= 500:
+                break
+            assert copying.poll() is None, copying.stdout.read().decode()
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    copying.send_signal(signal.SIGKILL)
+    copying.wait(timeout=30)
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        part = conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
+    assert 0 < part < 3000 and part % 500 == 0  # whole batches only
+    done = CliRunner().invoke(main, ["copy", str(source), pg_url, "--resume", "--json"])
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.output)["already_there"] == part
+    with hivemem.open(source, embedder="none") as src, hivemem.open(pg_url, embedder="none") as dst:
+        assert dump(dst) == dump(src)
