@@ -204,8 +204,8 @@ def test_interrupted_copy_resumes_without_duplicates(direction, tmp_path, pg_url
     source, target = (sqlite, pg_url) if direction == "sqlite-to-postgres" else (pg_url, sqlite)
     fill(source, clock, memories=120)
 
-    def stop_half_way(done: int, total: int) -> None:
-        if done >= total // 2 and done:
+    def stop_half_way(what: str, done: int, total: int) -> None:
+        if what == "memories" and done >= total // 2 and done:
             raise _Stop
 
     with hivemem.open(source, embedder="none") as src, hivemem.open(target, embedder="none") as dst:
@@ -267,3 +267,29 @@ def test_copy_killed_mid_way_is_finished_by_resume(tmp_path, pg_url, clock):
     assert json.loads(done.output)["already_there"] == part
     with hivemem.open(source, embedder="none") as src, hivemem.open(pg_url, embedder="none") as dst:
         assert dump(dst) == dump(src)
+
+
+def test_a_terminal_gets_progress_bars_and_a_pipe_none(tmp_path, clock):
+    import os
+    import subprocess
+    import sys
+
+    source = tmp_path / "a.db"
+    fill(source, clock, memories=3)
+    command = [sys.executable, "-c", "from hivemem.frontends.cli import main; main()", "copy"]
+    main_fd, terminal = os.openpty()
+    done = subprocess.run(
+        [*command, str(source), str(tmp_path / "b.db")],
+        stdout=subprocess.PIPE,
+        stderr=terminal,
+        timeout=120,
+    )
+    os.close(terminal)
+    shown = os.read(main_fd, 65536).decode(errors="replace")
+    os.close(main_fd)
+    assert done.returncode == 0
+    assert "memories" in shown and "vectors" in shown and "100%" in shown
+    piped = subprocess.run(
+        [*command, str(source), str(tmp_path / "c.db")], capture_output=True, text=True
+    )
+    assert piped.returncode == 0 and "%" not in piped.stderr and "copied 10" in piped.stdout

@@ -42,7 +42,9 @@ from ..write.audit import reason_chunks
 if TYPE_CHECKING:
     from ..facade.database import Store
 
-Progress = Callable[[int, int], None]  # (memories done, memories in the source)
+# (what, done, total): "memories" over the source's memories, then "vectors" over the
+# chunks queued on the target
+Progress = Callable[[str, int, int], None]
 
 BATCH = 500
 _USAGE_FIELDS = ("access_count", "last_accessed")
@@ -129,7 +131,7 @@ def copy_store(
             _plain_rows(src_rows, dst_rows, records)
             _entities(src_rows, dst_rows, records)
             _logs(src_rows, dst_rows, records)
-        vectors, queued, note = _vectors(src, dst, src_rows, dst_rows, records)
+        vectors, queued, note = _vectors(src, dst, src_rows, dst_rows, records, progress)
         left_out = _left_out(src_rows, dst_rows)
     return CopyReport(
         source=source.location,
@@ -185,7 +187,7 @@ def _memories(
     src, dst = _backend(source), _backend(target)
     copied = present = done = 0
     if progress is not None:
-        progress(0, total)
+        progress("memories", 0, total)
     for batch in _batches(src.iter_all(None), max(1, size)):
         where = dst.scopes_of([m.id for m in batch])
         new = [m for m in batch if m.id not in where]
@@ -205,7 +207,7 @@ def _memories(
         copied += len(new)
         done += len(batch)
         if progress is not None:
-            progress(done, max(total, done))
+            progress("memories", done, max(total, done))
     return copied, present
 
 
@@ -359,7 +361,12 @@ def _left_out(src: TableRows, dst: TableRows) -> dict[str, int]:
 
 
 def _vectors(
-    src: Any, dst: Any, src_rows: TableRows, dst_rows: TableRows, records: dict[str, int]
+    src: Any,
+    dst: Any,
+    src_rows: TableRows,
+    dst_rows: TableRows,
+    records: dict[str, int],
+    progress: Progress | None,
 ) -> tuple[int, int, str]:
     """Store the source's vectors on the target from its embedding cache when both
     speak of the same model; otherwise leave the chunks queued."""
@@ -387,6 +394,8 @@ def _vectors(
             leave_out=("id",),
         )  # fmt: skip
     stored = missing = 0
+    if progress is not None:
+        progress("vectors", 0, queued)
     while True:
         chunks = dst.vectors.pending(missing + 1000)
         known = dst.vectors.cached(identity, [c.text_hash for c in chunks])
@@ -395,6 +404,8 @@ def _vectors(
         if not ready:
             break
         stored += dst.vectors.upsert(identity, ready)
+        if progress is not None:
+            progress("vectors", stored, max(queued, stored))
     left = dst.vectors.pending_count()
     note = f"vectors by {identity} copied"
     if left:

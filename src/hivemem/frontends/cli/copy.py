@@ -46,24 +46,22 @@ def copy(env: Env, src: str, dst: str, resume: bool, as_json: bool) -> None:
     with contextlib.ExitStack() as stack:
         source = stack.enter_context(hivemem.open(_source(src), **options))
         target = stack.enter_context(hivemem.open(dst, **options))
-        bar: list[Any] = []
-        seen = [0]
+        bars: dict[str, Any] = {}
+        seen: dict[str, int] = {}
 
-        def step(done: int, total: int) -> None:
+        def step(what: str, done: int, total: int) -> None:
             if not sys.stderr.isatty():
                 return
-            if not bar:
-                bar.append(
-                    stack.enter_context(
-                        click.progressbar(length=max(total, 1), label="copying", file=sys.stderr)
-                    )
-                )
-            bar[0].update(done - seen[0])
-            seen[0] = done
+            if what not in bars:
+                for earlier in bars.values():
+                    earlier.render_finish()
+                bar = click.progressbar(length=max(total, 1), label=what, file=sys.stderr)
+                bars[what] = stack.enter_context(bar)
+                seen[what] = 0
+            bars[what].update(done - seen[what])
+            seen[what] = done
 
         report = copy_store(source, target, resume=resume, progress=step)
-        if bar:
-            bar[0].render_finish()
     if as_json:
         echo_json(report.to_dict())
         return
