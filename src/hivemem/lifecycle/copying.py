@@ -246,10 +246,13 @@ def _copy_table(
     convert: Callable[[list[tuple[Any, ...]]], list[tuple[Any, ...]]] | None = None,
     order: Sequence[str] | None = None,
 ) -> None:
-    columns = [c for c in common_columns(src, dst, table) if c not in leave_out]
+    # An insertion-order column (``seq``) is the target's own to number: rows go in
+    # the source's order, so the target numbers them in the same order.
+    by_seq = "seq" in src.columns(table)
+    columns = [c for c in common_columns(src, dst, table) if c not in (*leave_out, "seq")]
     if not columns:
         return
-    for page in src.read(table, columns, order or key):
+    for page in src.read(table, columns, ["seq"] if by_seq else (order or key)):
         rows = convert(page) if convert is not None else page
         records[table] = records.get(table, 0) + dst.write(table, columns, rows, key, update=update)
 
@@ -347,7 +350,7 @@ def _left_out(src: TableRows, dst: TableRows) -> dict[str, int]:
         theirs = set(dst.columns(table))
         if not theirs:
             continue
-        for column in (c for c in src.columns(table) if c not in theirs and c != "id"):
+        for column in (c for c in src.columns(table) if c not in theirs and c not in ("id", "seq")):
             held = sum(
                 1 for page in src.read(table, [column], src.columns(table)) for (v,) in page
                 if v not in (None, 0, "", "{}", "[]")
