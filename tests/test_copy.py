@@ -296,3 +296,14 @@ def test_a_terminal_gets_progress_bars_and_a_pipe_none(tmp_path, clock):
         [*command, str(source), str(tmp_path / "c.db")], capture_output=True, text=True
     )
     assert piped.returncode == 0 and "%" not in piped.stderr and "copied 10" in piped.stdout
+
+
+def test_postgres_to_postgres(pg_url, pg_fresh_url, clock):
+    fill(pg_url, clock, memories=5)
+    with (
+        hivemem.open(pg_url, embedder="none") as src,
+        hivemem.open(pg_fresh_url, embedder="none") as dst,
+    ):
+        report = copy_store(src, dst)
+        assert report.memories == 12 and report.queued == 0
+        assert dump(dst) == dump(src)

@@ -32,8 +32,9 @@ def _source(location: str) -> str:
 @json_option
 @pass_env
 def copy(env: Env, src: str, dst: str, resume: bool, as_json: bool) -> None:
-    """Copy a whole store from SRC to DST (SQLite file or postgresql:// URL, both ways).
+    """Copy a whole store from SRC to DST, losslessly.
 
+    SRC and DST are SQLite files or postgresql:// URLs, in any combination.
     Everything moves: every memory of every status with its id, key, supersede chain,
     times and usage counts; sessions, vault, API tokens, entities and their links, the
     maintenance bookkeeping and run log; vectors when DST has no model yet or SRC's
