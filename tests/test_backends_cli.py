@@ -12,4 +12,3 @@ from test_cli import *  # noqa: F403
 @pytest.fixture
 def db_path(any_location):
     return any_location
-
