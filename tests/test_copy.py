@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 import hivemem
+from hivemem.evaluation import doctor
 from hivemem.frontends.cli import main
 from hivemem.lifecycle.copying import copy_store
 from hivemem.lifecycle.maintenance import run_job
@@ -132,6 +133,11 @@ def test_copy_between_backends_is_lossless(direction, tmp_path, pg_url, clock):
     # the copy is a working store: its index, vectors and key rule answer
     with hivemem.open(target, embedder="hash") as store:
         assert store.indexer.enabled and store.indexer.pending() == 0
+        report = doctor.diagnose(store)
+        assert report.ok, [c for c in report.checks if not c.ok]
+        if is_url(str(target)):  # the HNSW index, built once after the vectors, is valid
+            indexes = next(c for c in report.checks if c.name == "indexes")
+            assert "1 hnsw" in indexes.detail
         mem = store.scope("team")
         hits = mem.search("Zephyr planning")
         assert "Zephyr project planning with Alice in Berlin" in [h.memory.content for h in hits]

