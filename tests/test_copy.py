@@ -199,8 +199,9 @@ def test_sqlite_to_sqlite_and_refusals(tmp_path, clock):
         assert other_ids < {m.id for m in other.iter_memories()}
     missing = runner.invoke(main, ["copy", str(tmp_path / "nope.db"), str(tmp_path / "x.db")])
     assert missing.exit_code == 2 and "SRC" in missing.output
-    same = runner.invoke(main, ["copy", str(a), str(a)])
-    assert same.exit_code == 2 and "same store" in same.output
+    for other_name in (str(a), str(tmp_path / "." / "a.db")):
+        same = runner.invoke(main, ["copy", str(a), other_name])
+        assert same.exit_code == 2 and "same store" in same.output
 
 
 class _Stop(Exception):

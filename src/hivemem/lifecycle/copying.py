@@ -32,10 +32,12 @@ import contextlib
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import text as textmod
 from ..errors import Conflict, InvalidInput
+from ..store.factory import is_url
 from ..store.tables import TableRows, common_columns
 from ..types import Memory
 from ..write.audit import reason_chunks
@@ -110,7 +112,7 @@ def copy_store(
     Raises ``Conflict`` when ``target`` already holds data and ``resume`` is false, or
     when a row of the target differs from the source's row with the same identity;
     ``InvalidInput`` when both are the same store."""
-    if source.location == target.location:
+    if _same(source.location, target.location):
         raise InvalidInput("DST", f"is the same store as SRC ({source.location})")
     started = time.perf_counter()
     src, dst = _backend(source), _backend(target)
@@ -146,6 +148,14 @@ def copy_store(
         seconds=time.perf_counter() - started,
         left_out=left_out,
     )
+
+
+def _same(a: str, b: str) -> bool:
+    if a == b:
+        return True
+    if is_url(a) or is_url(b) or ":memory:" in (a, b):
+        return False
+    return Path(a).resolve() == Path(b).resolve()
 
 
 def _holdings(store: Store, rows: TableRows) -> str:
