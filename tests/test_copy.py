@@ -15,7 +15,6 @@ from hivemem.frontends.cli import main
 from hivemem.lifecycle.copying import copy_store
 from hivemem.lifecycle.maintenance import run_job
 from hivemem.store.factory import is_url
-from hivemem.store.tables import TableRows
 
 # Side tables compared row for row (generated ids left out, entity ids by name).
 _TABLES = {
@@ -33,17 +32,17 @@ _TABLES = {
 
 
 def _backend(store: Any) -> Any:
-    return getattr(store, "_backend", None) or store.backend
+    return store._backend  # raw SQL of the comparison only
 
 
 def dump(store: Any, tables: dict[str, str] = _TABLES) -> dict[str, Any]:
     """Everything a copy must carry, in natural keys (comparable across backends)."""
     backend = _backend(store)
-    rows = TableRows(backend)
+    rows = store.table_rows
     out: dict[str, Any] = {}
-    memories = {m.id: m.to_dict() for m in backend.iter_all(None)}
+    memories = {m.id: m.to_dict() for m in store.memories.iter_all(None)}
     out["memories"] = memories
-    chunks = backend.memory_chunks(list(memories))
+    chunks = store.keyword.memory_chunks(list(memories))
     out["chunks"] = sorted((c.memory_id, c.seq, c.text) for c in chunks)
     for table, columns in tables.items():
         if not rows.columns(table):
@@ -64,16 +63,16 @@ def dump(store: Any, tables: dict[str, str] = _TABLES) -> dict[str, Any]:
             "JOIN entities e ON e.id = a.entity_id"
         )
     )
-    identity = backend.vectors.recorded_identity()
+    identity = store.vectors.recorded_identity()
     out["identity"] = identity
     if identity:
-        found = backend.vectors.vectors(identity, [c.chunk_id for c in chunks])
+        found = store.vectors.vectors(identity, [c.chunk_id for c in chunks])
         out["vectors"] = sorted(
             (c.memory_id, c.seq, tuple(round(float(x), 6) for x in found[c.chunk_id]))
             for c in chunks
             if c.chunk_id in found
         )
-    out["queued"] = backend.vectors.pending_count()
+    out["queued"] = store.vectors.pending_count()
     return out
 
 
@@ -110,7 +109,7 @@ def fill(location: Any, clock: Any, *, memories: int = 30) -> None:
             for job in ("categorize", "crossrefs", "decay"):
                 run_job(store, job)
             alice, _ = store.scope("team").entity("Alice")
-            _backend(store).entities.describe("team", alice.id, summary="leads Zephyr")
+            store.entities.describe("team", alice.id, summary="leads Zephyr")
 
 
 @pytest.mark.parametrize("direction", ["sqlite-to-postgres", "postgres-to-sqlite"])
@@ -125,7 +124,7 @@ def test_copy_between_backends_is_lossless(direction, tmp_path, pg_url, clock):
     # a column the target's schema lacks (SQLite's entity summary, before PostgreSQL's
     # migration has it) is counted, never dropped silently
     with hivemem.open(target, embedder="none") as dst:
-        lacking = "summary" not in TableRows(_backend(dst)).columns("entities")
+        lacking = "summary" not in dst.table_rows.columns("entities")
     assert report.left_out == ({"entities.summary": 1} if lacking else {})
     assert report.queued == 0 and report.vectors == len(before["vectors"]) > 0
     assert after == before
@@ -191,8 +190,8 @@ def test_sqlite_to_sqlite_and_refusals(tmp_path, clock):
         row = {**mine, "content": "tampered", "key": None, "status": "deleted"}
         from hivemem.lifecycle.portability import memory_from_dict
 
-        with _backend(other).atomic():
-            _backend(other).insert(memory_from_dict(row, other.settings), ["tampered"])
+        with other.atomic():
+            other.memories.insert(memory_from_dict(row, other.settings), ["tampered"])
         with pytest.raises(hivemem.Conflict, match="not a copy of this source"):
             copy_store(src, other, resume=True)
         assert other.scope("team").get(mine["id"]).content == "tampered"

@@ -15,9 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreError
-from ..store.factory import is_url
-from ..store.postgres import NotOnPostgres, redact
-from ..store.sqlite import migrations
+from ..store.factory import NotOnPostgres, is_url
+from ..store.factory import redact_url as redact
 
 if TYPE_CHECKING:
     from ..facade.database import Store
@@ -102,7 +101,7 @@ def diagnose(store: Store) -> Report:
     Never raises for a damaged store: each check runs on its own, and one that cannot
     read what it needs is a failed check saying so (the others still report)."""
     try:
-        health = store.backend.health()
+        health = store.health.health()
     except Exception as exc:  # a damaged file: report it, whatever the driver raised
         health = {"errors": {"health": str(exc)}}
     chosen = _SERVER_CHECKS if is_url(store.location) else _CHECKS
@@ -245,7 +244,7 @@ _CHECKS: tuple[tuple[str, Any], ...] = (
 _SERVER_CHECKS: tuple[tuple[str, Any], ...] = (
     ("server", lambda store, health: _server(store, health)),
     ("pgvector", lambda store, health: _pgvector(store, health)),
-    ("schema", lambda store, health: _schema(store, health)),
+    ("schema", lambda store, health: _schema(store)),
     ("indexes", lambda store, health: _indexes(store, health)),
     ("chunks", _chunks),
     ("supersede_links", _links),
@@ -358,9 +357,9 @@ def _integrity(results: list[str]) -> Check:
     )
 
 
-def _schema(store: Store, health: dict[str, Any] | None = None) -> Check:
-    applied = store.backend.schema_version()
-    known = (health or {}).get("migrations_known") or migrations.known_names()
+def _schema(store: Store) -> Check:
+    applied = store.health.schema_version()
+    known = store.known_migrations()
     if applied == known:
         return Check("schema", True, f"{len(applied)} migrations, latest {applied[-1]}")
     missing = [n for n in known if n not in applied]
@@ -426,7 +425,7 @@ def repair(store: Store) -> RepairReport:
     in ``problems``, with the rescue to use instead. Raises ``StoreError`` if the row
     count changed, which would be a bug in HiveMem.
     """
-    backend = store.backend
+    health = store.health
     problems: list[str] = []
 
     def step(what: str, run: Any, default: Any) -> Any:
@@ -437,23 +436,23 @@ def repair(store: Store) -> RepairReport:
             return default
 
     before = step("count memories", lambda: store.stats()["total"], None)
-    missing = step("find memories without chunks", backend.unchunked_ids, [])
+    missing = step("find memories without chunks", health.unchunked_ids, [])
     rebuilt = step(
         "rebuild chunks",
-        lambda: backend.rebuild_chunks(
+        lambda: health.rebuild_chunks(
             missing, store.settings.chunk_tokens, store.settings.chunk_overlap_tokens
         ),
         0,
     )
-    index_rebuilt = not step("check the keyword index", lambda: backend.health()["fts_ok"], True)
+    index_rebuilt = not step("check the keyword index", lambda: health.health()["fts_ok"], True)
     if index_rebuilt:
         index_rebuilt = step(
-            "rebuild the keyword index", lambda: backend.rebuild_keyword_index() or True, False
+            "rebuild the keyword index", lambda: health.rebuild_keyword_index() or True, False
         )
     after = step("count memories again", lambda: store.stats()["total"], None)
     if before is not None and after is not None and after != before:
         raise StoreError(f"repair changed the number of memories from {before} to {after}")
-    left = step("find memories without chunks again", backend.unchunked_ids, missing)
+    left = step("find memories without chunks again", health.unchunked_ids, missing)
     if problems:
         problems.append(f"what repair cannot re-derive: {_RESCUE}")
     return RepairReport(

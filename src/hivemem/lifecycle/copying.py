@@ -94,11 +94,6 @@ class CopyReport:
         }
 
 
-def _backend(store: Store) -> Any:
-    """The store's backend (the copy is a store-to-store operation below the facade)."""
-    return getattr(store, "_backend", None) or store.backend  # type: ignore[attr-defined]
-
-
 def copy_store(
     source: Store,
     target: Store,
@@ -115,8 +110,7 @@ def copy_store(
     if _same(source.location, target.location):
         raise InvalidInput("DST", f"is the same store as SRC ({source.location})")
     started = time.perf_counter()
-    src, dst = _backend(source), _backend(target)
-    src_rows, dst_rows = TableRows(src), TableRows(dst)
+    src_rows, dst_rows = source.table_rows, target.table_rows
     now = source.clock()
     held = _holdings(target, dst_rows)
     if held and not resume:
@@ -126,15 +120,15 @@ def copy_store(
             "already there are checked and skipped; a different row is refused)"
         )
     records: dict[str, int] = {}
-    with src.snapshot():
-        total = src.stats(None, now)["total"]
+    with source.snapshot():
+        total = source.memories.stats(None, now)["total"]
         copied, present = _memories(source, target, total, progress, batch)
-        with dst.atomic():
+        with target.atomic():
             _guarded_rows(src_rows, dst_rows, records)
             _plain_rows(src_rows, dst_rows, records)
             _entities(src_rows, dst_rows, records)
             _logs(src_rows, dst_rows, records)
-        vectors, queued, note = _vectors(src, dst, src_rows, dst_rows, records, progress)
+        vectors, queued, note = _vectors(source, target, records, progress)
         left_out = _left_out(src_rows, dst_rows)
     return CopyReport(
         source=source.location,
@@ -195,7 +189,7 @@ def _comparable(memory: Memory) -> dict[str, Any]:
 def _memories(
     source: Store, target: Store, total: int, progress: Progress | None, size: int
 ) -> tuple[int, int]:
-    src, dst = _backend(source), _backend(target)
+    src, dst = source.memories, target.memories
     copied = present = done = 0
     if progress is not None:
         progress("memories", 0, total)
@@ -204,10 +198,10 @@ def _memories(
         new = [m for m in batch if m.id not in where]
         present += _check_present([m for m in batch if m.id in where], where, dst)
         chunks: dict[str, list[str]] = {}
-        for chunk in src.memory_chunks([m.id for m in new]):
+        for chunk in source.keyword.memory_chunks([m.id for m in new]):
             chunks.setdefault(chunk.memory_id, []).append(chunk.text)
         settings = target.settings
-        with dst.atomic():
+        with target.atomic():
             for memory in new:
                 pieces = chunks.get(memory.id) or (
                     textmod.chunk(memory.content, settings.chunk_tokens,
@@ -375,22 +369,18 @@ def _left_out(src: TableRows, dst: TableRows) -> dict[str, int]:
 
 
 def _vectors(
-    src: Any,
-    dst: Any,
-    src_rows: TableRows,
-    dst_rows: TableRows,
-    records: dict[str, int],
-    progress: Progress | None,
+    source: Store, target: Store, records: dict[str, int], progress: Progress | None
 ) -> tuple[int, int, str]:
     """Store the source's vectors on the target from its embedding cache when both
     speak of the same model; otherwise leave the chunks queued."""
-    identity = src.vectors.recorded_identity()
-    theirs = dst.vectors.recorded_identity()
-    queued = dst.vectors.pending_count()
+    src, dst = source.vectors, target.vectors
+    identity = src.recorded_identity()
+    theirs = dst.recorded_identity()
+    queued = dst.pending_count()
     if identity is None:
         return 0, queued, "the source has no vectors; the target's embedder fills them"
-    if dst.vectors.unavailable is not None:
-        return 0, queued, f"the target cannot hold vectors: {dst.vectors.unavailable}"
+    if dst.unavailable is not None:
+        return 0, queued, f"the target cannot hold vectors: {dst.unavailable}"
     if theirs is not None and theirs != identity:
         return (
             0,
@@ -401,30 +391,29 @@ def _vectors(
             ),
         )
     dimension = int(identity.rsplit(":", 1)[1])
-    dst.vectors.bind(identity, dimension)
-    with dst.atomic():
-        _copy_table(
-            src_rows, dst_rows, "embedding_cache", ("text_hash", "model"), False, records,
-            leave_out=("id",),
-        )  # fmt: skip
+    dst.bind(identity, dimension)
+    with target.atomic():
+        src_rows, dst_rows = source.table_rows, target.table_rows
+        key = ("text_hash", "model")
+        _copy_table(src_rows, dst_rows, "embedding_cache", key, False, records, leave_out=("id",))
     stored = missing = 0
     if progress is not None:
         progress("vectors", 0, queued)
     # A backend that loads many vectors faster in one go says so (PostgreSQL: the HNSW
     # index is built once at the end instead of grown per insert).
-    bulk = getattr(dst.vectors, "bulk_load", None)
+    bulk = getattr(dst, "bulk_load", None)
     with bulk(dimension) if bulk is not None else contextlib.nullcontext():
         while True:
-            chunks = dst.vectors.pending(missing + 1000)
-            known = dst.vectors.cached(identity, [c.text_hash for c in chunks])
+            chunks = dst.pending(missing + 1000)
+            known = dst.cached(identity, [c.text_hash for c in chunks])
             ready = [(c, known[c.text_hash]) for c in chunks if c.text_hash in known]
             missing = len(chunks) - len(ready)
             if not ready:
                 break
-            stored += dst.vectors.upsert(identity, ready)
+            stored += dst.upsert(identity, ready)
             if progress is not None:
                 progress("vectors", stored, max(queued, stored))
-    left = dst.vectors.pending_count()
+    left = dst.pending_count()
     note = f"vectors by {identity} copied"
     if left:
         note += f"; {left} chunks had none in the source and stay queued"

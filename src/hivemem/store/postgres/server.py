@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from .migrations import known_names
-
 _INDEXES = """
 SELECT i.relname, t.relname, am.amname, x.indisvalid, x.indisready
   FROM pg_index x
@@ -34,5 +32,4 @@ def server_health(backend: Any) -> dict[str, Any]:
             {"name": r[0], "table": r[1], "method": r[2], "valid": r[3] and r[4]}
             for r in backend._q(_INDEXES)
         ],
-        "migrations_known": known_names(),
     }

@@ -36,7 +36,7 @@ import psycopg
 
 from ...errors import StoreError
 from ...types import Query
-from ..sqlite.vectors import PendingChunk, VectorMatch
+from ..protocols import PendingChunk, VectorMatch
 from .migrations import SCHEMA_LOCK
 
 if TYPE_CHECKING:  # pragma: no cover
