@@ -182,7 +182,8 @@ def test_sqlite_to_sqlite_and_refusals(tmp_path, clock):
     c = tmp_path / "c.db"
     with hivemem.open(c, clock=clock, embedder="none") as other:
         other.scope("team").save("someone else's memory")
-    other_ids = {m.id for m in hivemem.open(c, embedder="none").iter_memories()}
+    with hivemem.open(c, embedder="none") as other:
+        other_ids = {m.id for m in other.iter_memories()}
     with hivemem.open(a, embedder="none") as src:
         mine = next(iter(src.iter_memories())).to_dict()
     with hivemem.open(c, embedder="none") as other, hivemem.open(a, embedder="none") as src:

@@ -149,7 +149,10 @@ def _same(a: str, b: str) -> bool:
         return True
     if is_url(a) or is_url(b) or ":memory:" in (a, b):
         return False
-    return Path(a).resolve() == Path(b).resolve()
+    try:
+        return Path(a).resolve() == Path(b).resolve()
+    except (OSError, ValueError):  # an unusable name: opening it says why
+        return False
 
 
 def _holdings(store: Store, rows: TableRows) -> str:

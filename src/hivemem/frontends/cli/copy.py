@@ -18,7 +18,13 @@ from .common import Env, echo_json, json_option, pass_env
 
 
 def _source(location: str) -> str:
-    if not is_url(location) and location != ":memory:" and not Path(location).exists():
+    if is_url(location) or location == ":memory:":
+        return location
+    try:
+        found = Path(location).exists()
+    except (OSError, ValueError) as exc:  # a name too long, a NUL byte
+        raise InvalidInput("SRC", f"not a usable path: {exc.__class__.__name__}") from None
+    if not found:
         raise InvalidInput("SRC", f"no store at {location}")
     return location
 
