@@ -40,6 +40,7 @@ from ..store.protocols import (
     VaultRows,
     VectorIndex,
 )
+from ..store.tables import TableRows
 from ..types import Memory, as_tuple
 from ..write import rules
 from ..write.redact import WRITTEN_TEXT_FIELDS, Scrubber, guard_value
@@ -265,6 +266,11 @@ class Store:
     def backup_rows(self) -> BackupRows:
         """The rows an export carries beside the memories (``hivemem.lifecycle.backup``)."""
         return factory.backup_rows(self._backend)
+
+    @property
+    def table_rows(self) -> TableRows:
+        """Whole rows of the side tables (sessions, vault, entities …): ``hivemem copy``."""
+        return factory.table_rows(self._backend)
 
     def analyze(self) -> None:
         """Refresh the query planner's statistics (after a bulk load)."""

@@ -57,6 +57,7 @@ from .keyword import KeywordMixin
 from .maintenance import PgMaintenance
 from .portable import Portable
 from .purge import PgPurge
+from .server import server_health
 from .vectors import PgVectorIndex, register_types
 
 R = TypeVar("R")
@@ -702,9 +703,8 @@ class PostgresBackend(KeywordMixin):
                 "SELECT COUNT(*) FROM sessions WHERE consolidated_at IS NULL"
             ),
             "journal_mode": "postgresql",
-            "server_version": one("SHOW server_version"),
-            "pgvector_version": one("SELECT extversion FROM pg_extension WHERE extname = 'vector'"),
             "driver": f"psycopg {psycopg.__version__}",
+            **server_health(self),  # versions, index validity, migrations (doctor)
         }
 
     def vault_rows(self) -> PostgresVault:
