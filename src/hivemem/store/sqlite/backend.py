@@ -83,6 +83,8 @@ class SQLiteBackend(KeywordPlans, RepairMixin):
         self._lock = threading.RLock()
         self._depth = 0
         self._doc_freq: dict[str, tuple[int, int]] = {}  # stem -> (chunks with it, index size)
+        # (scopes, stem) -> (chunks of the scopes with it, the scopes' chunks): term_stats
+        self._scope_freq: dict[tuple[tuple[str, ...], str], tuple[int, int]] = {}
         try:
             self._conn = sqlite_driver.connect(
                 self.location,
@@ -434,6 +436,10 @@ class SQLiteBackend(KeywordPlans, RepairMixin):
         BM25 only for rows that pass) answers instead. Session and tag filters, narrow by
         nature, go to the second plan at once.
 
+        When the visible scopes hold at most half of the index, the MATCH itself is
+        confined to them (``termcounts.scope_filter``): FTS5 walks and scores their rows
+        only. ``bm25`` weighs the scope key column 0, so it never changes a score.
+
         Both statements fix their join order (``CROSS JOIN``: index first, then chunks,
         then memories by id). Without it, a connection that has no planner statistics yet
         (a store created by this process) walks every memory of the scope through the
@@ -449,6 +455,12 @@ class SQLiteBackend(KeywordPlans, RepairMixin):
         stopped = [False]
         try:
             with self._lock, time_limit(self._conn, time_limit_s, stopped):
+                scoped, everything = termcounts.chunk_totals(self._conn, scopes)
+                if scoped * 2 <= everything:
+                    # Trigger: the visible scopes hold at most half the index. Why: an
+                    # unconfined MATCH walks and scores every tenant's rows. Outcome:
+                    # the MATCH is confined to the scopes' keys (same hits, same scores).
+                    match = f"{termcounts.scope_filter(scopes)} AND ({match})"
                 return self._keyword_plans(
                     query, match, filters, filter_params, limit, newest_first
                 )
@@ -514,11 +526,12 @@ class SQLiteBackend(KeywordPlans, RepairMixin):
         """Document frequencies of ``terms`` (a term's count is its most frequent stem's).
 
         With ``scopes`` the frequencies and the chunk total are those of these scopes
-        (``store/termcounts.py``: scores never depend on other tenants), and
-        ``postings`` are the whole index's (what a MATCH walks, for plan choices).
-        Whole-index counts are cached per stem: counting a stem's chunks walks its
-        postings list (~0.2 ms for a common term at 100k chunks); a cached count is
-        reused until the index has grown or shrunk by more than 1% since it was read."""
+        (``store/termcounts.py``: scores never depend on other tenants; when the scopes
+        hold the whole index, its own counts), and ``postings`` are the whole index's
+        (what an unconfined MATCH walks, for plan choices). Counts are cached per stem:
+        counting a stem's chunks walks its postings list (~0.2 ms for a common term at
+        100k chunks); a cached count is reused until the index (or, per scope, the
+        scopes' chunks) has grown or shrunk by more than 1% since it was read."""
         if not terms:
             return TermStats(0, {})
         stems = self._stems(terms)
@@ -549,8 +562,38 @@ class SQLiteBackend(KeywordPlans, RepairMixin):
         if scopes is None:
             return TermStats(total, postings, postings)
         with self._lock:
-            scoped_total, scoped = termcounts.read(self._conn, scopes, stems)
-        return TermStats(scoped_total, scoped, postings)
+            scoped_total, everything = termcounts.chunk_totals(self._conn, scopes)
+            if scoped_total == everything:  # the visible scopes hold the whole index
+                return TermStats(scoped_total, postings, postings)
+            scoped = self._scoped_freq(scopes, terms, stems, scoped_total)
+        return TermStats(scoped_total, termcounts.per_term(stems, scoped), postings)
+
+    def _scoped_freq(
+        self,
+        scopes: Sequence[str],
+        terms: Sequence[str],
+        stems: dict[str, list[str]],
+        scoped_total: int,
+    ) -> dict[str, int]:
+        """Chunks of ``scopes`` holding each stem of ``terms``, counted in the keyword
+        index (``termcounts.count``) and cached per (scopes, stem) until the scopes'
+        chunk total has moved by more than 1% since (exact below 100 chunks)."""
+        key = tuple(sorted(set(scopes)))
+        tolerance = scoped_total // 100
+        out: dict[str, int] = {}
+        for term in terms:
+            group = stems[term]
+            words = termcounts.words_of(term, group) or group
+            for stem, word in zip(group, words, strict=True):
+                cached = self._scope_freq.get((key, stem))
+                if cached is not None and abs(scoped_total - cached[1]) <= tolerance:
+                    out[stem] = cached[0]
+                    continue
+                out[stem] = termcounts.count(self._conn, scopes, word)
+                if len(self._scope_freq) > 50_000:
+                    self._scope_freq.clear()
+                self._scope_freq[(key, stem)] = (out[stem], scoped_total)
+        return out
 
     def matched_terms(self, chunk_ids: Sequence[int], terms: Sequence[str]) -> dict[int, set[str]]:
         """Which of ``terms`` each chunk matches, as the keyword index would decide (FTS5
@@ -610,9 +653,7 @@ class SQLiteBackend(KeywordPlans, RepairMixin):
             if "memories.id" in message:
                 raise Conflict(f"a memory with id {memory.id} already exists") from None
             raise
-        migrations.insert_chunks(self._conn, memory.id, list(chunks))
-        termcounts.settle(self._conn)
-        termcounts.add(self._conn, memory.scope, list(chunks))
+        migrations.insert_chunks(self._conn, memory.id, memory.scope, list(chunks))
         if mentions:
             link_mentions(self._conn, memory.scope, memory.id, mentions, to_text(memory.created_at))
 

@@ -10,6 +10,7 @@ from typing import Any
 from ...types import Query
 from ..protocols import ChunkMatch
 from ..rows import placeholders
+from .termcounts import BM25
 
 _RANK_PAGE_MAX = 4096  # widest FTS-only page before keyword_search filters in one statement
 _NEWEST_PAGE = 4  # newest-first keyword search reads this many times the rows it returns
@@ -38,7 +39,7 @@ class KeywordPlans:
             # it returns; ordered by score, it must score every match first.
             order = "c.id DESC" if newest_first else "score DESC, c.id"
             rows = self._read(
-                "SELECT c.id, c.memory_id, c.seq, c.text, -bm25(chunks_fts) AS score "
+                f"SELECT c.id, c.memory_id, c.seq, c.text, -{BM25} AS score "
                 "FROM chunks_fts CROSS JOIN chunks c ON c.id = chunks_fts.rowid "
                 "CROSS JOIN memories m ON m.id = c.memory_id "
                 f"WHERE chunks_fts MATCH ? AND {filters} "
@@ -64,7 +65,7 @@ class KeywordPlans:
         order = "rowid DESC" if newest_first else "score DESC, rowid"
         while True:
             ranked = self._read(
-                "SELECT rowid, -bm25(chunks_fts) AS score FROM chunks_fts "
+                f"SELECT rowid, -{BM25} AS score FROM chunks_fts "
                 f"WHERE chunks_fts MATCH ? ORDER BY {order} LIMIT ?",
                 [match, page],
                 raw=True,

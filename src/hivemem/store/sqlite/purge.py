@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 
 from ...clock import to_text
 from ..rows import placeholders
-from . import termcounts
 from .vectors import EPOCH_KEY, LOG, TABLE
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -158,9 +157,6 @@ class SQLitePurge:
             db._write(f"DELETE FROM chunks WHERE id IN ({marks})", part)
         for part in _batches(memory_ids):  # links, job state, cross-refs, decay: cascade
             db._write(f"DELETE FROM memories WHERE id IN ({placeholders(part)})", part)
-        # The per-scope term counts lose the erased chunks now: their texts, queued by
-        # the delete triggers, must not wait in the file for the next write.
-        termcounts.settle(db._conn)
         counts["cached_vectors"] = 0
         for part in _batches(sorted(hashes)):
             counts["cached_vectors"] += db._write(

@@ -10,7 +10,7 @@ from typing import Any
 
 from ... import text as textmod
 from ...write.audit import reason_chunk
-from . import migrations, termcounts
+from . import migrations
 
 
 class RepairMixin:
@@ -94,9 +94,7 @@ class RepairMixin:
                 self.vectors.delete_chunks([r[0] for r in old])
                 self._write("DELETE FROM chunks WHERE memory_id = ?", [memory_id])
                 pieces = textmod.chunk(row[0][0], size, overlap) + reason_chunk(*row[0][1:3])
-                migrations.insert_chunks(self._conn, memory_id, pieces)
-                termcounts.settle(self._conn)
-                termcounts.add(self._conn, row[0][3], pieces)
+                migrations.insert_chunks(self._conn, memory_id, row[0][3], pieces)
                 done += 1
         return done
 
