@@ -455,8 +455,7 @@ class SQLiteBackend(KeywordPlans, RepairMixin):
         stopped = [False]
         try:
             with self._lock, time_limit(self._conn, time_limit_s, stopped):
-                scoped, everything = termcounts.chunk_totals(self._conn, scopes)
-                if scoped * 2 <= everything:
+                if termcounts.confines(self._conn, scopes):
                     # Trigger: the visible scopes hold at most half the index. Why: an
                     # unconfined MATCH walks and scores every tenant's rows. Outcome:
                     # the MATCH is confined to the scopes' keys (same hits, same scores).
@@ -563,9 +562,7 @@ class SQLiteBackend(KeywordPlans, RepairMixin):
             return TermStats(total, postings, postings)
         with self._lock:
             scoped_total, everything = termcounts.chunk_totals(self._conn, scopes)
-            if scoped_total == everything:  # the visible scopes hold the whole index
-                return TermStats(scoped_total, postings, postings)
-            scoped = self._scoped_freq(scopes, terms, stems, scoped_total)
+            scoped = self._scoped_freq(scopes, terms, stems, scoped_total, everything)
         return TermStats(scoped_total, termcounts.per_term(stems, scoped), postings)
 
     def _scoped_freq(
@@ -574,26 +571,41 @@ class SQLiteBackend(KeywordPlans, RepairMixin):
         terms: Sequence[str],
         stems: dict[str, list[str]],
         scoped_total: int,
+        everything: int,
     ) -> dict[str, int]:
-        """Chunks of ``scopes`` holding each stem of ``terms``, counted in the keyword
-        index (``termcounts.count``) and cached per (scopes, stem) until the scopes'
-        chunk total has moved by more than 1% since (exact below 100 chunks)."""
+        """Chunks of ``scopes`` holding each stem of ``terms``: the whole index's counts
+        (``chunks_vocab``) when the scopes hold every chunk, else counted in the keyword
+        index (``termcounts.count``); cached per (scopes, stem) until the scopes' chunk
+        total has moved by more than 1% since (so exact below 100 chunks)."""
         key = tuple(sorted(set(scopes)))
         tolerance = scoped_total // 100
         out: dict[str, int] = {}
+        stale: dict[str, str] = {}  # stem -> the word to count it by
         for term in terms:
             group = stems[term]
-            words = termcounts.words_of(term, group) or group
-            for stem, word in zip(group, words, strict=True):
+            for stem, word in zip(group, termcounts.words_of(term, group) or group, strict=True):
                 cached = self._scope_freq.get((key, stem))
                 if cached is not None and abs(scoped_total - cached[1]) <= tolerance:
                     out[stem] = cached[0]
-                    continue
-                out[stem] = termcounts.count(self._conn, scopes, word)
-                if len(self._scope_freq) > 50_000:
-                    self._scope_freq.clear()
-                self._scope_freq[(key, stem)] = (out[stem], scoped_total)
-        return out
+                else:
+                    stale[stem] = word
+        if not stale:
+            return out
+        if scoped_total == everything:  # the visible scopes hold the whole index
+            found = dict(
+                self._conn.execute(
+                    f"SELECT term, doc FROM chunks_vocab WHERE term IN ({placeholders(stale)})",
+                    list(stale),
+                ).fetchall()
+            )
+            fresh = {stem: int(found.get(stem, 0)) for stem in stale}
+        else:
+            fresh = {stem: termcounts.count(self._conn, scopes, w) for stem, w in stale.items()}
+        if len(self._scope_freq) > 50_000:
+            self._scope_freq.clear()
+        for stem, n in fresh.items():
+            self._scope_freq[(key, stem)] = (n, scoped_total)
+        return {**out, **fresh}
 
     def matched_terms(self, chunk_ids: Sequence[int], terms: Sequence[str]) -> dict[int, set[str]]:
         """Which of ``terms`` each chunk matches, as the keyword index would decide (FTS5

@@ -85,6 +85,14 @@ def chunk_totals(conn: Connection, scopes: Sequence[str]) -> tuple[int, int]:
     return sum(n for k, n in rows if k in wanted), sum(n for _, n in rows)
 
 
+def confines(conn: Connection, scopes: Sequence[str]) -> bool:
+    """Whether a MATCH for ``scopes`` is confined to them: when they hold at most half of
+    the index (an unconfined MATCH walks and scores every tenant's rows; confined, the
+    scope keys' own postings are walked too, which only pays when they are few)."""
+    scoped, everything = chunk_totals(conn, scopes)
+    return scoped * 2 <= everything
+
+
 def count(conn: Connection, scopes: Sequence[str], word: str) -> int:
     """Chunks of ``scopes`` holding ``word`` (an index word: letters and digits), as the
     index says (the quoted word is tokenized and stemmed by FTS5 itself)."""
