@@ -149,7 +149,7 @@ def test_a_match_confined_to_a_small_scope_finds_and_scores_what_an_unconfined_o
         confined = run()
         assert confined and any("scope_key" in sql for sql in matches)
         matches.clear()
-        monkeypatch.setattr(termcounts, "confines", lambda conn, scopes: False)
+        monkeypatch.setattr(termcounts, "confines", lambda read, scopes: False)
         unconfined = run()
         assert not any("scope_key :" in sql for sql in matches)
         assert confined == unconfined

@@ -236,6 +236,10 @@ class SQLiteBackend(KeywordPlans, RepairMixin):
                     raise
                 raise store_error(exc, self.location, "read") from exc
 
+    def _read_raw(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """``_read`` leaving driver errors to the caller (``keyword_search`` translates)."""
+        return self._read(sql, params, raw=True)
+
     def _write(self, sql: str, params: Sequence[Any] = ()) -> Any:
         if self._depth == 0:
             raise RuntimeError("write outside atomic()")  # a bug in HiveMem, not user error
@@ -455,7 +459,7 @@ class SQLiteBackend(KeywordPlans, RepairMixin):
         stopped = [False]
         try:
             with self._lock, time_limit(self._conn, time_limit_s, stopped):
-                if termcounts.confines(self._conn, scopes):
+                if termcounts.confines(self._read_raw, scopes):
                     # Trigger: the visible scopes hold at most half the index. Why: an
                     # unconfined MATCH walks and scores every tenant's rows. Outcome:
                     # the MATCH is confined to the scopes' keys (same hits, same scores).
@@ -534,36 +538,43 @@ class SQLiteBackend(KeywordPlans, RepairMixin):
         if not terms:
             return TermStats(0, {})
         stems = self._stems(terms)
-        total = self._read("SELECT COALESCE(MAX(id), 0) FROM chunks")[0][0]
-        tolerance = max(50, total // 100)
-        freq: dict[str, int] = {}
-        stale = []
-        for stem in sorted({s for group in stems.values() for s in group}):
-            cached = self._doc_freq.get(stem)
-            if cached is not None and abs(total - cached[1]) <= tolerance:
-                freq[stem] = cached[0]
-            else:
-                stale.append(stem)
-        if stale:
-            rows = dict(
-                self._read(
-                    f"SELECT term, doc FROM chunks_vocab WHERE term IN ({placeholders(stale)})",
-                    stale,
-                )
-            )
-            if len(self._doc_freq) > 50_000:
-                self._doc_freq.clear()
-            for stem in stale:
-                freq[stem] = rows.get(stem, 0)
-                self._doc_freq[stem] = (freq[stem], total)
-
-        postings = termcounts.per_term(stems, freq)
-        if scopes is None:
-            return TermStats(total, postings, postings)
         with self._lock:
-            scoped_total, everything = termcounts.chunk_totals(self._conn, scopes)
-            scoped = self._scoped_freq(scopes, terms, stems, scoped_total, everything)
+            total = self._read("SELECT COALESCE(MAX(id), 0) FROM chunks")[0][0]
+            scoped: dict[str, int] | None = None
+            if scopes is not None:  # first: fresh whole-index counts also serve postings
+                scoped_total, everything = termcounts.chunk_totals(self._read, scopes)
+                scoped = self._scoped_freq(scopes, terms, stems, scoped_total, everything, total)
+            tolerance = max(50, total // 100)
+            freq: dict[str, int] = {}
+            stale = []
+            for stem in sorted({s for group in stems.values() for s in group}):
+                cached = self._doc_freq.get(stem)
+                if cached is not None and abs(total - cached[1]) <= tolerance:
+                    freq[stem] = cached[0]
+                else:
+                    stale.append(stem)
+            if stale:
+                freq.update(self._vocab_counts(stale, total))
+        postings = termcounts.per_term(stems, freq)
+        if scoped is None:
+            return TermStats(total, postings, postings)
         return TermStats(scoped_total, termcounts.per_term(stems, scoped), postings)
+
+    def _vocab_counts(self, stems: Sequence[str], total: int) -> dict[str, int]:
+        """Whole-index chunk counts of ``stems`` (``chunks_vocab``), noted in the
+        postings cache at index size ``total``."""
+        rows = dict(
+            self._read(
+                f"SELECT term, doc FROM chunks_vocab WHERE term IN ({placeholders(stems)})",
+                list(stems),
+            )
+        )
+        if len(self._doc_freq) > 50_000:
+            self._doc_freq.clear()
+        out = {stem: int(rows.get(stem, 0)) for stem in stems}
+        for stem, n in out.items():
+            self._doc_freq[stem] = (n, total)
+        return out
 
     def _scoped_freq(
         self,
@@ -572,6 +583,7 @@ class SQLiteBackend(KeywordPlans, RepairMixin):
         stems: dict[str, list[str]],
         scoped_total: int,
         everything: int,
+        total: int,
     ) -> dict[str, int]:
         """Chunks of ``scopes`` holding each stem of ``terms``: the whole index's counts
         (``chunks_vocab``) when the scopes hold every chunk, else counted in the keyword
@@ -592,15 +604,9 @@ class SQLiteBackend(KeywordPlans, RepairMixin):
         if not stale:
             return out
         if scoped_total == everything:  # the visible scopes hold the whole index
-            found = dict(
-                self._conn.execute(
-                    f"SELECT term, doc FROM chunks_vocab WHERE term IN ({placeholders(stale)})",
-                    list(stale),
-                ).fetchall()
-            )
-            fresh = {stem: int(found.get(stem, 0)) for stem in stale}
+            fresh = self._vocab_counts(list(stale), total)
         else:
-            fresh = {stem: termcounts.count(self._conn, scopes, w) for stem, w in stale.items()}
+            fresh = {stem: termcounts.count(self._read, scopes, w) for stem, w in stale.items()}
         if len(self._scope_freq) > 50_000:
             self._scope_freq.clear()
         for stem, n in fresh.items():

@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..rows import placeholders
 
 Connection = Any
+Read = Callable[[str, Sequence[Any]], list[Any]]  # rows of one statement
 
 # The FTS5 schema since 0013: text and the scope key, over ``chunks`` (external content).
 FTS_SCHEMA = (
@@ -70,38 +71,34 @@ def scope_filter(scopes: Sequence[str]) -> str:
     return "scope_key : (" + " OR ".join(f'"{scope_key(s)}"' for s in scopes) + ")"
 
 
-def chunk_totals(conn: Connection, scopes: Sequence[str]) -> tuple[int, int]:
-    """(chunks of ``scopes``, chunks of every scope)."""
+def chunk_totals(read: Read, scopes: Sequence[str]) -> tuple[int, int]:
+    """(chunks of ``scopes``, chunks of every scope); ``read(sql, params)`` gives rows."""
     keys = [scope_key(s) for s in scopes]
-    rows = conn.execute("SELECT scope_key, chunks FROM scope_chunks").fetchall()
+    rows = read("SELECT scope_key, chunks FROM scope_chunks LIMIT 65", [])
     if len(rows) > 64:  # many tenants: read just the visible ones, and the total
-        total = conn.execute("SELECT COALESCE(SUM(chunks), 0) FROM scope_chunks").fetchone()[0]
-        rows = conn.execute(
+        total = read("SELECT COALESCE(SUM(chunks), 0) FROM scope_chunks", [])[0][0]
+        rows = read(
             f"SELECT scope_key, chunks FROM scope_chunks WHERE scope_key IN ({placeholders(keys)})",
             keys,
-        ).fetchall()
-        return sum(n for k, n in rows if k in keys), int(total)
+        )
+        return sum(n for _, n in rows), int(total)
     wanted = set(keys)
     return sum(n for k, n in rows if k in wanted), sum(n for _, n in rows)
 
 
-def confines(conn: Connection, scopes: Sequence[str]) -> bool:
+def confines(read: Read, scopes: Sequence[str]) -> bool:
     """Whether a MATCH for ``scopes`` is confined to them: when they hold at most half of
     the index (an unconfined MATCH walks and scores every tenant's rows; confined, the
     scope keys' own postings are walked too, which only pays when they are few)."""
-    scoped, everything = chunk_totals(conn, scopes)
+    scoped, everything = chunk_totals(read, scopes)
     return scoped * 2 <= everything
 
 
-def count(conn: Connection, scopes: Sequence[str], word: str) -> int:
+def count(read: Read, scopes: Sequence[str], word: str) -> int:
     """Chunks of ``scopes`` holding ``word`` (an index word: letters and digits), as the
     index says (the quoted word is tokenized and stemmed by FTS5 itself)."""
     match = f'{scope_filter(scopes)} AND text : "{word}"'
-    return int(
-        conn.execute(
-            "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (match,)
-        ).fetchone()[0]
-    )
+    return int(read("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", [match])[0][0])
 
 
 def words_of(term: str, stems: Sequence[str]) -> list[str] | None:
