@@ -615,13 +615,21 @@ class SQLiteBackend(KeywordPlans, RepairMixin):
 
     def matched_terms(self, chunk_ids: Sequence[int], terms: Sequence[str]) -> dict[int, set[str]]:
         """Which of ``terms`` each chunk matches, as the keyword index would decide (FTS5
-        phrase match of the quoted term). The chunks' texts are matched in a scratch index
-        with the same tokenizer: asking the big index per chunk makes FTS5 seek every
-        term's whole doclist once per chunk (about a millisecond each at 100k chunks)."""
+        phrase match of the quoted term). Chunks of small scopes: asked of the index,
+        per term over their scopes' rows (``termcounts.matched_in_index``). Otherwise
+        the chunks' texts are matched in a scratch index with the same tokenizer: asking
+        the big index per chunk makes FTS5 seek every term's whole doclist once per
+        chunk (about a millisecond each at 100k chunks)."""
         out: dict[int, set[str]] = {cid: set() for cid in chunk_ids}
         if not chunk_ids or not terms:
             return out
         ids = list(chunk_ids)
+        with self._lock:
+            found = termcounts.matched_in_index(self._read, ids, terms)
+        if found is not None:
+            for cid, held in found.items():
+                out[cid] |= held
+            return out
         texts = self._read(f"SELECT id, text FROM chunks WHERE id IN ({placeholders(ids)})", ids)
         for cid, found in scratch.matches(texts, terms).items():
             out[cid] |= found

@@ -101,6 +101,42 @@ def count(read: Read, scopes: Sequence[str], word: str) -> int:
     return int(read("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", [match])[0][0])
 
 
+_MATCHED_BUDGET = 20_000  # scope chunks x terms that matched_in_index may walk
+
+
+def matched_in_index(
+    read: Read, chunk_ids: Sequence[int], terms: Sequence[str]
+) -> dict[int, set[str]] | None:
+    """Which of ``terms`` each chunk matches (the quoted term's FTS5 phrase match), asked
+    of the keyword index itself: per term, the rows of the chunks' scopes that match it.
+    That walks the scopes' postings of the terms, whatever the chunks' length, so it
+    answers for chunks of small scopes (500 kilobyte-long turns: ~1 ms, where
+    tokenizing their texts again costs ~4 ms); ``None`` when the scopes hold more
+    chunks than ``_MATCHED_BUDGET`` allows for this many terms."""
+    ids = list(dict.fromkeys(chunk_ids))
+    rows = read(f"SELECT id, scope_key FROM chunks WHERE id IN ({placeholders(ids)})", ids)
+    keys = sorted({key for _, key in rows})
+    if not keys:
+        return {}
+    held = read(
+        f"SELECT COALESCE(SUM(chunks), 0) FROM scope_chunks WHERE scope_key IN "
+        f"({placeholders(keys)})",
+        keys,
+    )[0][0]
+    if held * len(terms) > _MATCHED_BUDGET:
+        return None
+    wanted = {chunk_id for chunk_id, _ in rows}
+    where = "scope_key : (" + " OR ".join(f'"{key}"' for key in keys) + ")"
+    out: dict[int, set[str]] = {}
+    for term in terms:
+        phrase = '"' + term.replace('"', '""') + '"'
+        match = f"{where} AND text : {phrase}"
+        for (rowid,) in read("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?", [match]):
+            if rowid in wanted:
+                out.setdefault(rowid, set()).add(term)
+    return out
+
+
 def words_of(term: str, stems: Sequence[str]) -> list[str] | None:
     """The words of ``term`` whose stems are ``stems`` (one word per stem, in order), or
     None when the term does not split that way (then its stems are matched as they
