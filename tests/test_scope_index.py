@@ -179,7 +179,7 @@ def test_matched_terms_asked_of_the_index_agree_with_the_scratch_tokenizer(tmp_p
             small.save(text)
         chunks = store.backend._read("SELECT id, text FROM chunks")
         ids = [r[0] for r in chunks]
-        from_index = termcounts.matched_in_index(store.backend._read, ids, terms)
+        from_index = termcounts.Postings().matched(store.backend._read, 0, ids, terms)
         assert from_index is not None  # a small scope: the index answers
         expected = {cid: held for cid, held in scratch.matches(chunks, terms).items() if held}
         assert from_index == expected

@@ -27,8 +27,7 @@ from ...clock import from_text, to_text
 from ...errors import Conflict, StoreError
 from ...providers.entities import Mention
 from ...types import ListFilter, Memory, Query, Status
-from .. import scratch
-from ..protocols import ChunkMatch, SessionInfo, TermStats
+from ..protocols import ChunkMatch, SessionInfo
 from ..rows import (
     INSERT,
     JSON_FIELDS,
@@ -43,7 +42,7 @@ from . import migrations, termcounts
 from .entities import SQLiteEntityIndex, link_mentions
 from .failures import is_full, search_error, store_error
 from .inspect import SQLiteInspection
-from .keyword import KeywordPlans
+from .keyword import KeywordPlans, KeywordStats
 from .limits import ClosedConnection, time_limit
 from .maintenance import SQLiteMaintenance
 from .purge import SQLitePurge
@@ -70,7 +69,7 @@ def _is_driver_failure(exc: BaseException) -> bool:
     )
 
 
-class SQLiteBackend(KeywordPlans, RepairMixin):
+class SQLiteBackend(KeywordPlans, KeywordStats, RepairMixin):
     """See ``hivemem.store.protocols.Backend`` for the contract of each method."""
 
     def __init__(self, path: str | Path, *, busy_timeout_ms: int = 10_000) -> None:
@@ -85,6 +84,8 @@ class SQLiteBackend(KeywordPlans, RepairMixin):
         self._doc_freq: dict[str, tuple[int, int]] = {}  # stem -> (chunks with it, index size)
         # (scopes, stem) -> (chunks of the scopes with it, the scopes' chunks): term_stats
         self._scope_freq: dict[tuple[tuple[str, ...], str], tuple[int, int]] = {}
+        self._postings = termcounts.Postings()  # small scopes' rows per term
+        self._commits = 0  # this connection's commits (data_version counts the others')
         try:
             self._conn = sqlite_driver.connect(
                 self.location,
@@ -217,7 +218,12 @@ class SQLiteBackend(KeywordPlans, RepairMixin):
                 time.sleep(0.05 * (attempt + 1))
         raise StoreError(f"{self.location} is locked by another writer; try again")
 
+    def _version(self) -> tuple[int, int]:
+        """Changes since: another connection's commits (data_version) or this one's."""
+        return self._read("PRAGMA data_version")[0][0], self._commits
+
     def _commit(self) -> None:
+        self._commits += 1
         try:
             self._conn.execute("COMMIT")
         except (sqlite_driver.DatabaseError, MemoryError) as exc:
@@ -520,120 +526,6 @@ class SQLiteBackend(KeywordPlans, RepairMixin):
                 [*listed, *params, *extra],
             )
         }
-
-    def _stems(self, terms: Sequence[str]) -> dict[str, list[str]]:
-        """Each term as the keyword index tokenizes it (porter stems)."""
-        return {term: list(scratch.stems(term)) for term in terms}
-
-    def term_stats(self, terms: Sequence[str], scopes: Sequence[str] | None = None) -> TermStats:
-        """Document frequencies of ``terms`` (a term's count is its most frequent stem's).
-
-        With ``scopes`` the frequencies and the chunk total are those of these scopes
-        (``store/termcounts.py``: scores never depend on other tenants; when the scopes
-        hold the whole index, its own counts), and ``postings`` are the whole index's
-        (what an unconfined MATCH walks, for plan choices). Counts are cached per stem:
-        counting a stem's chunks walks its postings list (~0.2 ms for a common term at
-        100k chunks); a cached count is reused until the index (or, per scope, the
-        scopes' chunks) has grown or shrunk by more than 1% since it was read."""
-        if not terms:
-            return TermStats(0, {})
-        stems = self._stems(terms)
-        with self._lock:
-            total = self._read("SELECT COALESCE(MAX(id), 0) FROM chunks")[0][0]
-            scoped: dict[str, int] | None = None
-            if scopes is not None:  # first: fresh whole-index counts also serve postings
-                scoped_total, everything = termcounts.chunk_totals(self._read, scopes)
-                scoped = self._scoped_freq(scopes, terms, stems, scoped_total, everything, total)
-            tolerance = max(50, total // 100)
-            freq: dict[str, int] = {}
-            stale = []
-            for stem in sorted({s for group in stems.values() for s in group}):
-                cached = self._doc_freq.get(stem)
-                if cached is not None and abs(total - cached[1]) <= tolerance:
-                    freq[stem] = cached[0]
-                else:
-                    stale.append(stem)
-            if stale:
-                freq.update(self._vocab_counts(stale, total))
-        postings = termcounts.per_term(stems, freq)
-        if scoped is None:
-            return TermStats(total, postings, postings)
-        return TermStats(scoped_total, termcounts.per_term(stems, scoped), postings)
-
-    def _vocab_counts(self, stems: Sequence[str], total: int) -> dict[str, int]:
-        """Whole-index chunk counts of ``stems`` (``chunks_vocab``), noted in the
-        postings cache at index size ``total``."""
-        rows = dict(
-            self._read(
-                f"SELECT term, doc FROM chunks_vocab WHERE term IN ({placeholders(stems)})",
-                list(stems),
-            )
-        )
-        if len(self._doc_freq) > 50_000:
-            self._doc_freq.clear()
-        out = {stem: int(rows.get(stem, 0)) for stem in stems}
-        for stem, n in out.items():
-            self._doc_freq[stem] = (n, total)
-        return out
-
-    def _scoped_freq(
-        self,
-        scopes: Sequence[str],
-        terms: Sequence[str],
-        stems: dict[str, list[str]],
-        scoped_total: int,
-        everything: int,
-        total: int,
-    ) -> dict[str, int]:
-        """Chunks of ``scopes`` holding each stem of ``terms``: the whole index's counts
-        (``chunks_vocab``) when the scopes hold every chunk, else counted in the keyword
-        index (``termcounts.count``); cached per (scopes, stem) until the scopes' chunk
-        total has moved by more than 1% since (so exact below 100 chunks)."""
-        key = tuple(sorted(set(scopes)))
-        tolerance = scoped_total // 100
-        out: dict[str, int] = {}
-        stale: dict[str, str] = {}  # stem -> the word to count it by
-        for term in terms:
-            group = stems[term]
-            for stem, word in zip(group, termcounts.words_of(term, group) or group, strict=True):
-                cached = self._scope_freq.get((key, stem))
-                if cached is not None and abs(scoped_total - cached[1]) <= tolerance:
-                    out[stem] = cached[0]
-                else:
-                    stale[stem] = word
-        if not stale:
-            return out
-        if scoped_total == everything:  # the visible scopes hold the whole index
-            fresh = self._vocab_counts(list(stale), total)
-        else:
-            fresh = {stem: termcounts.count(self._read, scopes, w) for stem, w in stale.items()}
-        if len(self._scope_freq) > 50_000:
-            self._scope_freq.clear()
-        for stem, n in fresh.items():
-            self._scope_freq[(key, stem)] = (n, scoped_total)
-        return {**out, **fresh}
-
-    def matched_terms(self, chunk_ids: Sequence[int], terms: Sequence[str]) -> dict[int, set[str]]:
-        """Which of ``terms`` each chunk matches, as the keyword index would decide (FTS5
-        phrase match of the quoted term). Chunks of small scopes: asked of the index,
-        per term over their scopes' rows (``termcounts.matched_in_index``). Otherwise
-        the chunks' texts are matched in a scratch index with the same tokenizer: asking
-        the big index per chunk makes FTS5 seek every term's whole doclist once per
-        chunk (about a millisecond each at 100k chunks)."""
-        out: dict[int, set[str]] = {cid: set() for cid in chunk_ids}
-        if not chunk_ids or not terms:
-            return out
-        ids = list(chunk_ids)
-        with self._lock:
-            found = termcounts.matched_in_index(self._read, ids, terms)
-        if found is not None:
-            for cid, held in found.items():
-                out[cid] |= held
-            return out
-        texts = self._read(f"SELECT id, text FROM chunks WHERE id IN ({placeholders(ids)})", ids)
-        for cid, found in scratch.matches(texts, terms).items():
-            out[cid] |= found
-        return out
 
     def memory_chunks(self, memory_ids: Sequence[str]) -> list[ChunkMatch]:
         if not memory_ids:
