@@ -86,6 +86,8 @@ class SQLiteBackend(KeywordPlans, KeywordStats, RepairMixin):
         self._scope_freq: dict[tuple[tuple[str, ...], str], tuple[int, int]] = {}
         self._postings = termcounts.Postings()  # small scopes' rows per term
         self._commits = 0  # this connection's commits (data_version counts the others')
+        # session_neighbours' (before, after) per memory, valid at a _version()
+        self._sides: tuple[Any, dict[str, tuple[str | None, str | None]]] = (None, {})
         try:
             self._conn = sqlite_driver.connect(
                 self.location,
@@ -483,22 +485,34 @@ class SQLiteBackend(KeywordPlans, KeywordStats, RepairMixin):
     ) -> dict[str, list[tuple[str, bool]]]:
         """For each episode among ``memory_ids``: the episodes written just before and
         just after it in its session (insertion order), those that pass the filters, as
-        (id, whether it comes after)."""
+        (id, whether it comes after). The pairs are kept until the file changes (a search
+        asks twice, for its keyword candidates and for its best hits)."""
         if not memory_ids:
             return {}
         ids = list(dict.fromkeys(memory_ids))
-        side = (
-            "(SELECT n.id FROM memories n WHERE n.scope = a.scope"
-            " AND n.session_id = a.session_id AND n.kind = 'episode'"
-            " AND n.rowid {op} a.rowid ORDER BY n.rowid {order} LIMIT 1)"
-        )
-        pairs = self._read(
-            f"SELECT a.id, {side.format(op='<', order='DESC')}, "
-            f"{side.format(op='>', order='ASC')} FROM memories a "
-            f"WHERE a.id IN ({placeholders(ids)}) AND a.kind = 'episode' "
-            "AND a.session_id IS NOT NULL",
-            ids,
-        )
+        with self._lock:
+            version = self._version()
+            if version != self._sides[0] or len(self._sides[1]) > 20_000:
+                self._sides = (version, {})
+            known = self._sides[1]
+            missing = [i for i in ids if i not in known]
+            if missing:
+                side = (
+                    "(SELECT n.id FROM memories n WHERE n.scope = a.scope"
+                    " AND n.session_id = a.session_id AND n.kind = 'episode'"
+                    " AND n.rowid {op} a.rowid ORDER BY n.rowid {order} LIMIT 1)"
+                )
+                rows = self._read(
+                    f"SELECT a.id, {side.format(op='<', order='DESC')}, "
+                    f"{side.format(op='>', order='ASC')} FROM memories a "
+                    f"WHERE a.id IN ({placeholders(missing)}) AND a.kind = 'episode' "
+                    "AND a.session_id IS NOT NULL",
+                    missing,
+                )
+                got = {r[0]: (r[1], r[2]) for r in rows}
+                for i in missing:
+                    known[i] = got.get(i, (None, None))
+            pairs = [(i, *known[i]) for i in ids if known[i] != (None, None)]
         found = {n for row in pairs for n in row[1:] if n is not None}
         if not found:
             return {}
