@@ -14,7 +14,7 @@ from hivemem.types import Query
 
 def _after(store: hivemem.Store, memory_id: str) -> list[str]:
     now = store.clock()
-    sides = store.backend.session_neighbours(["a"], [memory_id], Query(text="x"), now)
+    sides = store._backend.session_neighbours(["a"], [memory_id], Query(text="x"), now)
     return [n for n, later in sides.get(memory_id, []) if later]
 
 
@@ -43,9 +43,9 @@ def test_small_scope_term_rows_follow_a_write_of_another_connection(tmp_path):
         for i in range(20):
             big.save(f"harbour note {i}")
         assert [h.memory.content for h in small.search("lighthouse")] == ["the lighthouse keeper"]
-        assert store.backend.term_stats(["lighthouse"], ["a"]).doc_freq == {"lighthouse": 1}
+        assert store._backend.term_stats(["lighthouse"], ["a"]).doc_freq == {"lighthouse": 1}
         other.scope("a").save("a second lighthouse on the cape")
-        assert store.backend.term_stats(["lighthouse"], ["a"]).doc_freq == {"lighthouse": 2}
+        assert store._backend.term_stats(["lighthouse"], ["a"]).doc_freq == {"lighthouse": 2}
         found = {h.memory.content: h.explain.matched_terms for h in small.search("lighthouse")}
         assert found == {
             "the lighthouse keeper": ("lighthouse",),

@@ -69,14 +69,14 @@ def _previous_schema_file(path: Path) -> None:
 
 
 def _rows(store: hivemem.Store, sql: str) -> list[tuple]:
-    return store.backend._read(sql)
+    return store._backend._read(sql)
 
 
 def test_a_file_on_the_previous_schema_gets_the_scope_into_its_keyword_index(tmp_path):
     path = tmp_path / "previous.db"
     _previous_schema_file(path)
     with hivemem.open(path, embedder="none") as store:
-        assert store.backend.schema_version() == migrations.known_names()
+        assert store._backend.schema_version() == migrations.known_names()
         tables = {r[0] for r in _rows(store, "SELECT name FROM sqlite_master")}
         assert "scope_terms" not in tables and "scope_terms_gone" not in tables
         keys = dict(
@@ -89,11 +89,11 @@ def test_a_file_on_the_previous_schema_gets_the_scope_into_its_keyword_index(tmp
         assert dict(_rows(store, "SELECT scope_key, chunks FROM scope_chunks")) == {
             termcounts.scope_key(s): len(t) for s, t in TEXTS.items()
         }
-        assert store.backend.health()["fts_ok"] is True
+        assert store._backend.health()["fts_ok"] is True
         a, b = store.scope("team-a"), store.scope("team-b")
         assert {h.memory.content for h in a.search("otter")} == {TEXTS["team-a"][1]}
         assert len(b.search("otter", limit=20)) == 6
-        stats = store.backend.term_stats(["heron", "otter"], ["team-a"])
+        stats = store._backend.term_stats(["heron", "otter"], ["team-a"])
         assert (stats.total_chunks, dict(stats.doc_freq)) == (2, {"heron": 2, "otter": 1})
         # The upgraded file takes new writes into the index with their scope key.
         a.save("a kingfisher over the quarry")
@@ -110,17 +110,17 @@ def test_per_scope_frequencies_follow_writes_and_purges_of_that_scope_only(tmp_p
             a.save(text)
         for text in TEXTS["team-b"]:
             b.save(text)
-        before = store.backend.term_stats(["heron", "otter"], ["a"])
+        before = store._backend.term_stats(["heron", "otter"], ["a"])
         assert (before.total_chunks, dict(before.doc_freq)) == (2, {"heron": 2, "otter": 1})
         for i in range(30):  # another scope's writes never move a's counts
             b.save(f"heron number {i} at the weir")
-        after = store.backend.term_stats(["heron", "otter"], ["a"])
+        after = store._backend.term_stats(["heron", "otter"], ["a"])
         assert (after.total_chunks, dict(after.doc_freq)) == (2, {"heron": 2, "otter": 1})
-        both = store.backend.term_stats(["heron"], ["a", "b"])
+        both = store._backend.term_stats(["heron"], ["a", "b"])
         assert (both.total_chunks, dict(both.doc_freq)) == (39, {"heron": 33})
         heron_only = next(h.memory for h in a.search("nests"))
         a.purge(heron_only.id, vacuum=False)
-        gone = store.backend.term_stats(["heron", "otter"], ["a"])
+        gone = store._backend.term_stats(["heron", "otter"], ["a"])
         assert (gone.total_chunks, dict(gone.doc_freq)) == (1, {"heron": 1, "otter": 1})
 
 
@@ -136,7 +136,7 @@ def test_a_match_confined_to_a_small_scope_finds_and_scores_what_an_unconfined_o
         for i in range(40):
             big.save(f"otter {i} swims past the heron colony")
         matches: list[str] = []
-        store.backend._conn.set_trace_callback(
+        store._backend._conn.set_trace_callback(
             lambda sql: matches.append(sql) if "bm25" in sql else None
         )
 
@@ -177,10 +177,10 @@ def test_matched_terms_asked_of_the_index_agree_with_the_scratch_tokenizer(tmp_p
         small = store.scope("small")
         for text in texts:
             small.save(text)
-        chunks = store.backend._read("SELECT id, text FROM chunks")
+        chunks = store._backend._read("SELECT id, text FROM chunks")
         ids = [r[0] for r in chunks]
-        from_index = termcounts.Postings().matched(store.backend._read, 0, ids, terms)
+        from_index = termcounts.Postings().matched(store._backend._read, 0, ids, terms)
         assert from_index is not None  # a small scope: the index answers
         expected = {cid: held for cid, held in scratch.matches(chunks, terms).items() if held}
         assert from_index == expected
-        assert store.backend.matched_terms(ids, terms) == scratch.matches(chunks, terms)
+        assert store._backend.matched_terms(ids, terms) == scratch.matches(chunks, terms)
