@@ -506,7 +506,8 @@ class SQLiteBackend(KeywordPlans, KeywordStats, RepairMixin):
                 got = {r[0]: (r[1], r[2]) for r in rows}
                 for i in missing:
                     known[i] = got.get(i, (None, None))
-            pairs = [(i, *known[i]) for i in ids if known[i] != (None, None)]
+            # In id order, as the statement returns them (callers' ties follow it).
+            pairs = [(i, *known[i]) for i in sorted(ids) if known[i] != (None, None)]
         found = {n for row in pairs for n in row[1:] if n is not None}
         if not found:
             return {}
