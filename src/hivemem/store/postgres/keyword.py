@@ -266,11 +266,13 @@ class KeywordMixin:
         filters = " AND ".join([clause, *where])
         score = (
             "(SELECT COALESCE(SUM(w.idf * cardinality(u.positions) * %s / "
-            "(cardinality(u.positions) + %s * (1 - %s + %s * c.length / %s))), 0) "
+            "(cardinality(u.positions) + %s * (1 - %s + %s * (c.length + 1) / %s))), 0) "
             "FROM unnest(c.terms) u JOIN unnest(%s::text[], %s::float8[]) AS w(lexeme, idf) "
             "ON w.lexeme = u.lexeme)"
         )
-        score_params = [K1 + 1, K1, B, B, avgdl, list(weight), list(weight.values())]
+        # SQLite's FTS5 counts each row's scope key token in its length (migration 0013,
+        # store/sqlite/termcounts.py): +1 to every length, so both backends score alike.
+        score_params = [K1 + 1, K1, B, B, avgdl + 1, list(weight), list(weight.values())]
         if newest_first:
             sql = (
                 f"SELECT c.id, c.memory_id, c.seq, c.text, {score} AS score FROM ("
