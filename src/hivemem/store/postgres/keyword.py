@@ -13,7 +13,7 @@ length is ``chunks.length``. The statistics (N, average length, each term's n) a
 whole index's, as FTS5's, so scores equal SQLite's; they are cached and re-read when the
 index has grown or shrunk by more than 1% (BM25 weights barely move in between), and
 the n's are the ones ``term_stats`` just read. The coverage weights above the protocol
-use per-scope statistics (``term_stats(terms, scopes)``, as SQLite's ``scope_terms``):
+use per-scope statistics (``term_stats(terms, scopes)``, as SQLite's counts read from its keyword index):
 a GIN count per new term and scope set, cached like the rest (measured before at 10k:
 ~55 ms of a 150 ms search on a loaded machine for a query of new terms; a per-scope
 vocabulary kept by a job would make it a lookup).
@@ -380,10 +380,12 @@ class KeywordMixin:
         score = (
             "(SELECT COALESCE(SUM((%s::float8[])[array_position(%s::text[], u.lexeme)] "
             "* cardinality(u.positions) * %s / "
-            "(cardinality(u.positions) + %s * (1 - %s + %s * c.length / %s))), 0) "
+            "(cardinality(u.positions) + %s * (1 - %s + %s * (c.length + 1) / %s))), 0) "
             "FROM unnest(ts_filter(setweight(c.terms, 'A', %s::text[]), '{a}')) u)"
         )
-        score_params = [list(weight.values()), lexemes, K1 + 1, K1, B, B, avgdl, lexemes]
+        # SQLite's FTS5 counts each row's scope key token in its length (migration 0013,
+        # store/sqlite/termcounts.py): +1 to every length, so both backends score alike.
+        score_params = [list(weight.values()), lexemes, K1 + 1, K1, B, B, avgdl + 1, lexemes]
         # The memory filters are a subplan run on the chunks in rank order until
         # ``limit`` passed: a join would read (or hash) every matched chunk's memory.
         passes = "(SELECT TRUE FROM memories m WHERE m.id = {}.memory_id AND " + filters + ")"

@@ -28,9 +28,8 @@ from ...clock import from_text, to_text
 from ...errors import Conflict, StoreError
 from ...providers.entities import Mention
 from ...types import ListFilter, Memory, Query, Status
-from .. import scratch
 from ..keyword_query import KeywordQuery
-from ..protocols import ChunkMatch, SessionInfo, TermStats
+from ..protocols import ChunkMatch, SessionInfo
 from ..rows import (
     INSERT,
     JSON_FIELDS,
@@ -49,7 +48,7 @@ from .database import OperationalError, sqlite_driver
 from .entities import SQLiteEntityIndex, link_mentions
 from .failures import is_full, search_error, store_error
 from .inspect import SQLiteInspection
-from .keyword import KeywordPlans, to_fts5
+from .keyword import KeywordPlans, KeywordStats, to_fts5
 from .limits import ClosedConnection, time_limit
 from .maintenance import SQLiteMaintenance
 from .pool import PooledReads, ReadPool, ThreadRole
@@ -68,7 +67,7 @@ def _is_driver_failure(exc: BaseException) -> bool:
     )
 
 
-class SQLiteBackend(PooledReads, KeywordPlans, RepairMixin):
+class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, RepairMixin):
     """See ``hivemem.store.protocols.Backend`` for the contract of each method.
 
     ``read_connections``: the size of the read pool (``pool.py``); 0 reads through the
@@ -92,6 +91,10 @@ class SQLiteBackend(PooledReads, KeywordPlans, RepairMixin):
         self._pool: ReadPool | None = None
         self._access = AccessLog(self._write_access)
         self._doc_freq: dict[str, tuple[int, int]] = {}  # stem -> (chunks with it, index size)
+        # (scopes, stem) -> (chunks of the scopes with it, the scopes' chunks): term_stats
+        self._scope_freq: dict[tuple[tuple[str, ...], str], tuple[int, int]] = {}
+        self._postings = termcounts.Postings()  # small scopes' rows per term
+        self._commits = 0  # this connection's commits (data_version counts the others')
         try:
             self._conn = sqlite_driver.connect(
                 self.location,
@@ -229,7 +232,12 @@ class SQLiteBackend(PooledReads, KeywordPlans, RepairMixin):
                 time.sleep(0.05 * (attempt + 1))
         raise StoreError(f"{self.location} is locked by another writer; try again")
 
+    def _version(self) -> tuple[int, int]:
+        """Changes since: another connection's commits (data_version) or this one's."""
+        return self.data_version(), self._commits
+
     def _commit(self) -> None:
+        self._commits += 1
         try:
             self._conn.execute("COMMIT")
         except (sqlite_driver.DatabaseError, MemoryError) as exc:
@@ -248,6 +256,10 @@ class SQLiteBackend(PooledReads, KeywordPlans, RepairMixin):
                 if raw and not isinstance(exc, MemoryError):
                     raise
                 raise store_error(exc, self.location, "read") from exc
+
+    def _read_raw(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """``_read`` leaving driver errors to the caller (``keyword_search`` translates)."""
+        return self._read(sql, params, raw=True)
 
     def _write(self, sql: str, params: Sequence[Any] = ()) -> Any:
         if self._depth == 0:
@@ -453,6 +465,10 @@ class SQLiteBackend(PooledReads, KeywordPlans, RepairMixin):
         BM25 only for rows that pass) answers instead. Session and tag filters, narrow by
         nature, go to the second plan at once.
 
+        When the visible scopes hold at most half of the index, the MATCH itself is
+        confined to them (``termcounts.scope_filter``): FTS5 walks and scores their rows
+        only. ``bm25`` weighs the scope key column 0, so it never changes a score.
+
         Both statements fix their join order (``CROSS JOIN``: index first, then chunks,
         then memories by id). Without it, a connection that has no planner statistics yet
         (a store created by this process) walks every memory of the scope through the
@@ -470,6 +486,11 @@ class SQLiteBackend(PooledReads, KeywordPlans, RepairMixin):
         try:
             # one snapshot and one connection for both plans (the time limit is set on it)
             with self.snapshot(), self._reading() as conn, time_limit(conn, time_limit_s, stopped):
+                if termcounts.confines(self._read_raw, scopes):
+                    # Trigger: the visible scopes hold at most half the index. Why: an
+                    # unconfined MATCH walks and scores every tenant's rows. Outcome:
+                    # the MATCH is confined to the scopes' keys (same hits, same scores).
+                    match = f"{termcounts.scope_filter(scopes)} AND ({match})"
                 return self._keyword_plans(
                     query, match, filters, filter_params, limit, newest_first
                 )
@@ -483,7 +504,8 @@ class SQLiteBackend(PooledReads, KeywordPlans, RepairMixin):
     ) -> dict[str, list[tuple[str, bool]]]:
         """For each episode among ``memory_ids``: the episodes written just before and
         just after it in its session (insertion order), those that pass the filters, as
-        (id, whether it comes after)."""
+        (id, whether it comes after). The pairs are kept until the file changes (a search
+        asks twice, for its keyword candidates and for its best hits)."""
         if not memory_ids:
             return {}
         ids = list(dict.fromkeys(memory_ids))
@@ -526,66 +548,6 @@ class SQLiteBackend(PooledReads, KeywordPlans, RepairMixin):
                 [*listed, *params, *extra],
             )
         }
-
-    def _stems(self, terms: Sequence[str]) -> dict[str, list[str]]:
-        """Each term as the keyword index tokenizes it (porter stems)."""
-        return {term: list(scratch.stems(term)) for term in terms}
-
-    def term_stats(self, terms: Sequence[str], scopes: Sequence[str] | None = None) -> TermStats:
-        """Document frequencies of ``terms`` (a term's count is its most frequent stem's).
-
-        With ``scopes`` the frequencies and the chunk total are those of these scopes
-        (``store/termcounts.py``: scores never depend on other tenants), and
-        ``postings`` are the whole index's (what a MATCH walks, for plan choices).
-        Whole-index counts are cached per stem: counting a stem's chunks walks its
-        postings list (~0.2 ms for a common term at 100k chunks); a cached count is
-        reused until the index has grown or shrunk by more than 1% since it was read."""
-        if not terms:
-            return TermStats(0, {})
-        stems = self._stems(terms)
-        total = self._read("SELECT COALESCE(MAX(id), 0) FROM chunks")[0][0]
-        tolerance = max(50, total // 100)
-        freq: dict[str, int] = {}
-        stale = []
-        for stem in sorted({s for group in stems.values() for s in group}):
-            cached = self._doc_freq.get(stem)
-            if cached is not None and abs(total - cached[1]) <= tolerance:
-                freq[stem] = cached[0]
-            else:
-                stale.append(stem)
-        if stale:
-            rows = dict(
-                self._read(
-                    f"SELECT term, doc FROM chunks_vocab WHERE term IN ({placeholders(stale)})",
-                    stale,
-                )
-            )
-            if len(self._doc_freq) > 50_000:
-                self._doc_freq.clear()
-            for stem in stale:
-                freq[stem] = rows.get(stem, 0)
-                self._doc_freq[stem] = (freq[stem], total)
-
-        postings = termcounts.per_term(stems, freq)
-        if scopes is None:
-            return TermStats(total, postings, postings)
-        with self._reading() as conn:
-            scoped_total, scoped = termcounts.read(conn, scopes, stems)
-        return TermStats(scoped_total, scoped, postings)
-
-    def matched_terms(self, chunk_ids: Sequence[int], terms: Sequence[str]) -> dict[int, set[str]]:
-        """Which of ``terms`` each chunk matches, as the keyword index would decide (FTS5
-        phrase match of the quoted term). The chunks' texts are matched in a scratch index
-        with the same tokenizer: asking the big index per chunk makes FTS5 seek every
-        term's whole doclist once per chunk (about a millisecond each at 100k chunks)."""
-        out: dict[int, set[str]] = {cid: set() for cid in chunk_ids}
-        if not chunk_ids or not terms:
-            return out
-        ids = list(chunk_ids)
-        texts = self._read(f"SELECT id, text FROM chunks WHERE id IN ({placeholders(ids)})", ids)
-        for cid, found in scratch.matches(texts, terms).items():
-            out[cid] |= found
-        return out
 
     def memory_chunks(self, memory_ids: Sequence[str]) -> list[ChunkMatch]:
         if not memory_ids:
@@ -631,9 +593,7 @@ class SQLiteBackend(PooledReads, KeywordPlans, RepairMixin):
             if "memories.id" in message:
                 raise Conflict(f"a memory with id {memory.id} already exists") from None
             raise
-        migrations.insert_chunks(self._conn, memory.id, list(chunks))
-        termcounts.settle(self._conn)
-        termcounts.add(self._conn, memory.scope, list(chunks))
+        migrations.insert_chunks(self._conn, memory.id, memory.scope, list(chunks))
         if mentions:
             link_mentions(self._conn, memory.scope, memory.id, mentions, to_text(memory.created_at))
 

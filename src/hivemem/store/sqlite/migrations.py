@@ -185,10 +185,17 @@ def _chunks_fts(conn: Connection) -> None:
         END""",
     ):
         conn.execute(sql)
-    # Backfill: every memory written before this migration gets its chunks.
+    # Backfill: every memory written before this migration gets its chunks (in the
+    # schema of this migration: the scope key column comes with 0013).
     rows = conn.execute("SELECT id, content FROM memories ORDER BY rowid").fetchall()
     for memory_id, content in rows:
-        insert_chunks(conn, memory_id, textmod.chunk(content))
+        conn.executemany(
+            "INSERT INTO chunks (memory_id, seq, text, text_hash) VALUES (?, ?, ?, ?)",
+            [
+                (memory_id, i, p, textmod.content_hash(p))
+                for i, p in enumerate(textmod.chunk(content))
+            ],
+        )
 
 
 @migration("0003_sessions")
@@ -295,10 +302,12 @@ def _entities(conn: Connection) -> None:
         )
 
 
-def insert_chunks(conn: Connection, memory_id: str, pieces: list[str]) -> None:
+def insert_chunks(conn: Connection, memory_id: str, scope: str, pieces: list[str]) -> None:
+    """A memory's chunks (the current schema: with the scope key, ``termcounts``)."""
+    key = termcounts.scope_key(scope)
     conn.executemany(
-        "INSERT INTO chunks (memory_id, seq, text, text_hash) VALUES (?, ?, ?, ?)",
-        [(memory_id, i, p, textmod.content_hash(p)) for i, p in enumerate(pieces)],
+        "INSERT INTO chunks (memory_id, seq, text, text_hash, scope_key) VALUES (?, ?, ?, ?, ?)",
+        [(memory_id, i, p, textmod.content_hash(p), key) for i, p in enumerate(pieces)],
     )
 
 
@@ -440,11 +449,17 @@ def _purges(conn: Connection) -> None:
 
 @migration("0012_scope_terms")
 def _scope_terms(conn: Connection) -> None:
-    # Keyword statistics per scope (``store/termcounts.py``): one tenant's writes never
-    # move another tenant's IDF weights.
-    for sql in termcounts.SCHEMA:
-        conn.execute(sql)
-    termcounts.backfill(conn)
+    # Keyword statistics per scope were counted per (scope, term) on every write here;
+    # 0013 replaced them by counts read from the keyword index (``store/termcounts.py``)
+    # and drops these tables (if any), so a file upgraded past both does nothing here.
+    return None
+
+
+@migration("0013_scope_in_keyword_index")
+def _scope_in_keyword_index(conn: Connection) -> None:
+    # The scope inside the keyword index: a MATCH confined to the visible scopes, and
+    # per-scope document frequencies read from the index (``store/termcounts.py``).
+    termcounts.migrate(conn)
 
 
 @migration("0014_insertion_seq")

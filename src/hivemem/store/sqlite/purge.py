@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 
 from ...clock import to_text
 from ..rows import placeholders
-from . import termcounts
 from .vectors import EPOCH_KEY, LOG, TABLE
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -195,9 +194,10 @@ class SQLitePurge:
             db._write(f"DELETE FROM chunks WHERE id IN ({marks})", part)
 
     def _rows_deleted(self) -> None:
-        # The per-scope term counts lose the erased chunks now: their texts, queued by
-        # the delete triggers, must not wait in the file for the next write.
-        termcounts.settle(self._db._conn)
+        # Nothing to settle on SQLite: the per-scope chunk counts (``scope_chunks``,
+        # migration 0013) follow the delete triggers, and the keyword index is merged
+        # by ``_index_purged``.
+        return None
 
     def _index_purged(self) -> None:
         db = self._db

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ... import text as textmod
-from . import migrations, termcounts
+from . import migrations
 from .database import sqlite_driver
 
 
@@ -100,9 +100,7 @@ class RepairMixin:
                 pieces = textmod.chunk(row[0][0], size, overlap) + textmod.reason_chunk(
                     *row[0][1:3]
                 )
-                migrations.insert_chunks(self._conn, memory_id, pieces)
-                termcounts.settle(self._conn)
-                termcounts.add(self._conn, row[0][3], pieces)
+                migrations.insert_chunks(self._conn, memory_id, row[0][3], pieces)
                 done += 1
         return done
 
