@@ -12,8 +12,3 @@ from test_cli import *  # noqa: F403
 @pytest.fixture
 def db_path(any_location):
     return any_location
-
-
-test_every_read_command_prints_json = pytest.mark.pg_gap("doctor (the maintenance run log)")(
-    test_every_read_command_prints_json  # noqa: F405
-)

@@ -12,11 +12,3 @@ from test_mcp import *  # noqa: F403
 @pytest.fixture
 def db_path(any_location):
     return any_location
-
-
-test_every_tool_answers_through_mcp_as_the_table_does = pytest.mark.pg_gap(
-    "maintenance jobs (memory_consolidate)"
-)(test_every_tool_answers_through_mcp_as_the_table_does)  # noqa: F405
-test_a_missing_sdk_is_a_missing_dependency_with_the_install_command = pytest.mark.pg_gap(
-    "the test checks that no SQLite file was created"
-)(test_a_missing_sdk_is_a_missing_dependency_with_the_install_command)  # noqa: F405

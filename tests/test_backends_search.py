@@ -12,8 +12,3 @@ from test_search import *  # noqa: F403
 @pytest.fixture
 def db_path(any_location):
     return any_location
-
-
-test_fts_syntax_is_opt_in = pytest.mark.pg_gap("FTS5 query syntax (fts_syntax=True)")(
-    test_fts_syntax_is_opt_in  # noqa: F405
-)

@@ -12,8 +12,3 @@ from test_tokens import *  # noqa: F403
 @pytest.fixture
 def db_path(any_location):
     return any_location
-
-
-test_a_token_is_shown_once_and_stored_only_as_its_hash = pytest.mark.pg_gap(
-    "the test reads the SQLite file"
-)(test_a_token_is_shown_once_and_stored_only_as_its_hash)  # noqa: F405

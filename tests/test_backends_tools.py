@@ -12,11 +12,3 @@ from test_tools import *  # noqa: F403
 @pytest.fixture
 def db_path(any_location):
     return any_location
-
-
-test_a_refused_write_loses_nothing = pytest.mark.pg_gap("the test reads the SQLite file")(
-    test_a_refused_write_loses_nothing  # noqa: F405
-)
-test_memory_consolidate_turns_a_session_into_facts = pytest.mark.pg_gap(
-    "maintenance jobs (consolidate)"
-)(test_memory_consolidate_turns_a_session_into_facts)  # noqa: F405

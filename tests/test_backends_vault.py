@@ -12,11 +12,3 @@ from test_vault import *  # noqa: F403
 @pytest.fixture
 def db_path(any_location):
     return any_location
-
-
-test_vault_entries_are_never_indexed_or_searchable = pytest.mark.pg_gap(
-    "the test reads the SQLite file's bytes"
-)(test_vault_entries_are_never_indexed_or_searchable)  # noqa: F405
-test_get_list_history_entity_related_never_show_a_secret = pytest.mark.pg_gap(
-    "maintenance jobs (related needs the cross-refs job)"
-)(test_get_list_history_entity_related_never_show_a_secret)  # noqa: F405

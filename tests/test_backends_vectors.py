@@ -33,9 +33,6 @@ def chunks_counted_on_either_backend(monkeypatch):
     monkeypatch.setattr(test_vectors, "chunk_count", chunk_count)
 
 
-test_mmr_penalises_near_duplicates_and_lambda_one_keeps_the_order = pytest.mark.pg_gap(
-    "the test makes SQLite files beside db_path"
-)(test_mmr_penalises_near_duplicates_and_lambda_one_keeps_the_order)  # noqa: F405
 test_without_sqlite_vec_the_vector_lane_scans_exactly_instead_of_switching_off = pytest.mark.pg_gap(
     "sqlite-vec is SQLite's vector index: PostgreSQL has pgvector"
 )(test_without_sqlite_vec_the_vector_lane_scans_exactly_instead_of_switching_off)  # noqa: F405

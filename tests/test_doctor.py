@@ -33,7 +33,14 @@ NAMES = [
 
 
 def _sabotage(db_path, sql, *params):
-    """Damage the file behind HiveMem's back, as a crash or a stray tool could."""
+    """Damage the file behind HiveMem's back, as a crash or a stray tool could (on
+    PostgreSQL: the database, through a connection of its own)."""
+    if str(db_path).startswith("postgresql"):
+        import psycopg
+
+        with psycopg.connect(str(db_path), autocommit=True) as pg:
+            pg.execute(sql.replace("?", "%s"), params)
+        return
     conn = sqlite3.connect(db_path)
     with conn:
         conn.execute(sql, params)
@@ -49,7 +56,7 @@ def test_a_healthy_store_passes_every_check(store, mem):
     by_name = {c.name: c for c in report.checks}
     assert by_name["memories"].detail == "2 memories (2 active)"
     assert by_name["sessions"].detail == "1 sessions not consolidated yet"
-    assert by_name["journal_mode"].detail == "wal"
+    assert by_name["journal_mode"].detail in ("wal", "postgresql")
     assert all(c.fix == "" for c in report.checks)
     assert report.to_dict()["ok"] is True
 

@@ -11,6 +11,7 @@ import pytest
 import hivemem
 from hivemem import text as textmod
 from hivemem.evaluation.bench import CorpusGenerator
+from hivemem.store.keyword_query import KeywordQuery
 from hivemem.store.sqlite.backend import SQLiteBackend
 from hivemem.types import Query, Status
 
@@ -49,10 +50,12 @@ def test_both_plans_agree(store, monkeypatch, scopes):
         query = dataclasses.replace(template, text=question)
         terms = textmod.query_terms(question)
         limit = query.limit * 3
-        fast = backend.keyword_search(scopes, query, terms, limit, now)
+        fast = backend.keyword_search(scopes, query, KeywordQuery.any_of(terms), limit, now)
         with monkeypatch.context() as patch:
             patch.setattr(SQLiteBackend, "_rank_then_filter", lambda *a: None)
-            one_statement = backend.keyword_search(scopes, query, terms, limit, now)
+            one_statement = backend.keyword_search(
+                scopes, query, KeywordQuery.any_of(terms), limit, now
+            )
         assert fast == one_statement, (scopes, question, template)
         assert all(backend.get(scopes, m.memory_id) is not None for m in fast)
 
@@ -68,13 +71,15 @@ def test_terms_past_the_budget_are_searched_newest_first_and_still_ranked(tmp_pa
         mem.save("another weekly note")
         backend, now = s.keyword, clock()
         query = Query(text="weekly", limit=10)
-        found = backend.keyword_search(["a"], query, ["weekly"], 10, now, newest_first=True)
+        found = backend.keyword_search(
+            ["a"], query, KeywordQuery.any_of(["weekly"], newest_first=True), 10, now
+        )
         assert len(found) == 10
         # the best 10 by BM25 among the newest 4 x 10 matches: none of the 62 older ones
         older = {m.id for m in old[:62]}
         assert not {m.memory_id for m in found} & older
         assert [m.bm25 for m in found] == sorted((m.bm25 for m in found), reverse=True)
-        ranked = backend.keyword_search(["a"], query, ["weekly"], 10, now)
+        ranked = backend.keyword_search(["a"], query, KeywordQuery.any_of(["weekly"]), 10, now)
         assert [m.bm25 for m in ranked][0] >= [m.bm25 for m in found][0]
         hits = mem.search("weekly report budget")  # 'weekly' and 'report' exceed the budget
         assert hits[0].memory.id == both.id

@@ -284,8 +284,11 @@ def test_upgrade_from_the_first_schema_keeps_every_row_and_backfills(tmp_path):
         marmot_in_a = team_a.search("marmot")
         gone = team_a.get("00000000-0000-7000-8000-000000000007")
 
-    # Every column of every row, exactly as written.
-    assert _memories(path) == before
+    # Every column of every row, exactly as written; 0014 adds ``seq`` (the rowid order).
+    after = _memories(path)
+    assert [row[:-1] for row in after] == before
+    by_rowid = _dump(path, "SELECT seq FROM memories ORDER BY rowid")
+    assert [r[0] for r in by_rowid] == list(range(1, len(before) + 1))
     assert [r[0] for r in before] == sorted(r["id"] for r in LEGACY_ROWS)
 
     # Chunks: every memory (any status) chunked exactly as the chunker would today.
@@ -497,7 +500,7 @@ def test_a_failing_migration_rolls_back_to_the_previous_one(tmp_path, failure, e
         assert [n for _, n, _ in _applied(path)] == migrations.known_names()[:-1]
         tables = {r[0] for r in _dump(path, "SELECT name FROM sqlite_master")}
         assert "half_done" not in tables
-        assert _memories(path) == before
+        assert [row[:-1] for row in _memories(path)] == before  # 0014 added seq
         assert _dump(path, "SELECT COUNT(DISTINCT memory_id) FROM chunks") == [(len(before),)]
     finally:
         migrations.MIGRATIONS[:] = [m for m in migrations.MIGRATIONS if m.name != name]

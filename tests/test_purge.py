@@ -20,8 +20,38 @@ from hivemem.write import purge as purgemod
 SECRET_WORDS = ("zorblaxian", "quintessence", "xylophonia", "marchetti", "vexquarium")
 
 
+def server_bytes(url: str) -> bytes:
+    """Every byte a PostgreSQL database holds of HiveMem's data: the data files of its
+    tables, their indexes and TOAST (after a CHECKPOINT), and every row as text."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CHECKPOINT")  # dirty pages reach the files
+        home = Path(conn.execute("SELECT current_setting('data_directory')").fetchone()[0])
+        files = conn.execute(
+            "SELECT pg_relation_filepath(c.oid) FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname IN ('public', 'pg_toast') AND c.relkind IN ('r', 'i', 't') "
+            "AND pg_relation_filepath(c.oid) IS NOT NULL"
+        ).fetchall()
+        tables = [
+            r[0]
+            for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+        ]
+        rows = [
+            r[0]
+            for t in tables
+            for r in conn.execute(f"SELECT t::text FROM {t} t")  # noqa: S608
+        ]
+    data = b"".join(p.read_bytes() for (f,) in files for p in home.glob(f"{f}*") if p.is_file())
+    return (data + " ".join(rows).encode()).lower()
+
+
 def file_bytes(path: Path) -> bytes:
-    """Every byte of the store: the main file, its WAL and shared-memory index."""
+    """Every byte of the store: the main file, its WAL and shared-memory index (on
+    PostgreSQL: ``server_bytes``)."""
+    if str(path).startswith("postgresql"):
+        return server_bytes(str(path))
     out = b""
     for suffix in ("", "-wal", "-shm"):
         part = Path(f"{path}{suffix}")

@@ -74,8 +74,23 @@ def test_ordinary_text_has_no_credentials(text):
 
 
 def _count_rows(path) -> int:
+    if str(path).startswith("postgresql"):  # the server's rows, through a connection of its own
+        import psycopg
+
+        with psycopg.connect(str(path)) as conn:
+            return conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
     with sqlite3.connect(path) as conn:
         return conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
+
+
+def _stored_bytes(path, store) -> bytes:
+    """Everything the database holds: the SQLite file's bytes, or every row as text."""
+    if not str(path).startswith("postgresql"):
+        return path.read_bytes()
+    rows = store._backend._read(
+        "SELECT t::text FROM memories t UNION ALL SELECT t::text FROM chunks t", []
+    )
+    return " ".join(r[0] for r in rows).encode()
 
 
 def test_default_policy_redacts_on_save_with_a_warning(mem, db_path, caplog):
@@ -87,7 +102,7 @@ def test_default_policy_redacts_on_save_with_a_warning(mem, db_path, caplog):
     assert all(key not in r.getMessage() for r in caplog.records)
     # Never stored, so never indexed: the raw file does not hold it anywhere.
     mem._store.flush()
-    assert key.encode() not in db_path.read_bytes()
+    assert key.encode() not in _stored_bytes(db_path, mem._store)
     assert all(key not in h.memory.content + h.snippet for h in mem.search(key))
 
 

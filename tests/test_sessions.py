@@ -163,6 +163,7 @@ def test_task_results_expire_in_seven_days_and_failures_keep_what_went_wrong(mem
     ],
 )
 def test_bad_task_results_name_the_field(mem, args, field):
+    args = dict(args)  # the parameter is shared by every run of the test (both backends)
     output = args.pop("output")
     with pytest.raises(InvalidInput) as err:
         mem.add_task_result(output, **args)

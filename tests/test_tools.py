@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import sqlite3
 
 import pytest
 
@@ -169,8 +168,7 @@ def test_a_refused_write_loses_nothing(mem, db_path):
     with pytest.raises(Conflict, match="Deploys happen on Tuesdays"):
         tools.call(mem, "memory_save", {"content": "Deploys happen daily", "key": "deploy"})
     assert mem.get("deploy").content == "Deploys happen on Tuesdays"
-    with sqlite3.connect(db_path) as conn:
-        assert conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0] == 1
+    assert mem.store._backend._read("SELECT COUNT(*) FROM memories") == [(1,)]
 
 
 # ----------------------------------------------------------------------------- each tool

@@ -432,7 +432,7 @@ def test_sign_in_redirects_only_inside_the_inspector():
         assert _safe_next(bad) == "/ui/"
 
 
-def test_hivemem_ui_serves_on_localhost_with_a_one_time_link(db_path):
+def test_hivemem_ui_serves_on_localhost_with_a_one_time_link(db_path, tmp_path):
     """With the http_port taken (by serve-http, say), ``hivemem ui`` picks a free port."""
     import os
     import socket
@@ -446,7 +446,7 @@ def test_hivemem_ui_serves_on_localhost_with_a_one_time_link(db_path):
     taken.bind(("127.0.0.1", 0))
     taken.listen()
     busy = taken.getsockname()[1]
-    opened = db_path.parent / "opened.txt"  # the "browser": $BROWSER, as webbrowser reads it
+    opened = tmp_path / "opened.txt"  # the "browser": $BROWSER, as webbrowser reads it
     browser = (
         f"{sys.executable} -c \"import sys; open({str(opened)!r}, 'w').write(sys.argv[1])\" %s"
     )

@@ -101,9 +101,8 @@ def test_vault_entries_are_never_indexed_or_searchable(store, db_path):
     assert mem.search("kafka") == []
     assert mem.search(SECRET) == []
     assert mem.stats()["total"] == 0
-    with sqlite3.connect(db_path) as conn:
-        assert conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0] == 0
-        assert conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0] == 0
+    assert store._backend._read("SELECT COUNT(*) FROM chunks") == [(0,)]
+    assert store._backend._read("SELECT COUNT(*) FROM memories") == [(0,)]
     assert "kafka" not in mem.context("kafka")
 
 

@@ -495,9 +495,10 @@ def test_mmr_penalises_near_duplicates_and_lambda_one_keeps_the_order(db_path, c
 
     def run(mmr_lambda: float):
         settings = Settings(mmr_lambda=mmr_lambda, embed_in_background=False)
-        path = db_path.with_name(f"mmr-{mmr_lambda}.db")
+        server = str(db_path).startswith("postgresql")  # one database: a scope per run
+        path = db_path if server else db_path.with_name(f"mmr-{mmr_lambda}.db")
         with hivemem.open(path, clock=clock, embedder=ConceptEmbedder(), settings=settings) as s:
-            mem = s.scope("alice")
+            mem = s.scope(f"alice-{mmr_lambda}" if server else "alice")
             for text in texts:
                 mem.save(text)
             s.flush()

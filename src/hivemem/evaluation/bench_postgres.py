@@ -1,10 +1,13 @@
-"""``hivemem bench --db postgresql://…``: the bench's searches on a PostgreSQL server.
+"""``hivemem bench --db postgresql://…``: the bench's searches on a PostgreSQL server,
+beside SQLite's from the same run.
 
 The same generated corpus, questions, embedder (hash, at the default model's
 dimension) and timing as ``hivemem.evaluation.bench``; per size a database of its own,
 ``hivemem_bench_<size>``, is created on the server (the URL's user needs CREATEDB),
 loaded, measured, and dropped. The figures: load and vector-indexing time, single
 writes, and p50/p95/p99 of keyword-only, hybrid and vector-lane searches.
+``format_side_by_side`` puts them beside the SQLite bench's (``run_bench``) of the same
+sizes, run just before on the same machine.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from .bench import (
     _time_vector_lane,
     _time_writes,
 )
-from .bench_report import LatencyStats
+from .bench_report import BenchReport, LatencyStats
 
 
 def _with_database(url: str, name: str) -> str:
@@ -51,7 +54,8 @@ def run_pg_bench(
     settings: Settings | None = None,
     keep: bool = False,
 ) -> dict[str, Any]:
-    settings = settings or Settings()
+    # As the SQLite bench: no background consolidation of the loaded sessions.
+    settings = (settings or Settings()).replace(consolidate_on_session_switch=False)
     notify = progress or _quiet
     generator = CorpusGenerator()
     questions = generator.questions(queries + _WARMUP)
@@ -119,18 +123,33 @@ def _stats(stats: Any) -> dict[str, Any]:
     return {k: v for k, v in out.items() if not isinstance(v, list | tuple)}
 
 
-def format_pg_table(report: dict[str, Any]) -> str:
-    rows = [f"PostgreSQL bench at {report['location']}"]
-    for r in report["results"]:
+_SIDE_BY_SIDE = (
+    ("add_episode", "add_episode"),
+    ("search keyword only", "search_keyword_only"),
+    ("search hybrid", "search_hybrid"),
+    ("vector lane", "vector_lane"),
+)
+
+
+def format_side_by_side(pg: dict[str, Any], sqlite: BenchReport) -> str:
+    """PostgreSQL's figures beside SQLite's, per size: p50 / p95 in ms."""
+    by_size = {r.size: r for r in sqlite.results}
+    rows = [
+        f"PostgreSQL at {pg['location']} beside SQLite, same corpus and questions "
+        "(p50 / p95 ms; hash embedder, query embedding included)"
+    ]
+    for r in pg["results"]:
+        lite = by_size.get(r["size"])
         rows.append(
-            f"{r['size']:>9,} memories: load {r['load_seconds']} s, vectors "
-            f"{r['vector_flush_seconds']} s; add_episode p50 {r['add_episode']['p50_ms']:.2f} ms"
+            f"{r['size']:>9,} memories   {'SQLite':>17}   {'PostgreSQL':>17}"
+            f"   (PostgreSQL load {r['load_seconds']} s + vectors {r['vector_flush_seconds']} s)"
         )
-        for label in ("search_keyword_only", "search_hybrid", "vector_lane"):
-            s = r[label]
-            latency = s.get("latency", s)
-            rows.append(
-                f"    {label:<20} p50 {latency['p50_ms']:.2f} ms  p95 {latency['p95_ms']:.2f} ms"
-                f"  p99 {latency['p99_ms']:.2f} ms"
-            )
+        for label, field in _SIDE_BY_SIDE:
+            theirs = r[field]
+            theirs = theirs.get("latency", theirs)
+            mine = None if lite is None else getattr(lite, field)
+            mine = getattr(mine, "latency", mine)
+            left = "-" if mine is None else f"{mine.p50_ms:.2f} / {mine.p95_ms:.2f}"
+            right = f"{theirs['p50_ms']:.2f} / {theirs['p95_ms']:.2f}"
+            rows.append(f"    {label:<20} {left:>17}   {right:>17}")
     return "\n".join(rows)

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreError
+from ..store.factory import NotOnPostgres, is_url
+from ..store.factory import redact_url as redact
 
 if TYPE_CHECKING:
     from ..facade.database import Store
@@ -102,12 +104,17 @@ def diagnose(store: Store) -> Report:
         health = store.health.health()
     except Exception as exc:  # a damaged file: report it, whatever the driver raised
         health = {"errors": {"health": str(exc)}}
-    checks = [_guarded(name, build, store, health) for name, build in _CHECKS]
+    chosen = _SERVER_CHECKS if is_url(store.location) else _CHECKS
+    checks = [_guarded(name, build, store, health) for name, build in chosen]
     return Report(store.location, tuple(checks))
 
 
 def unopenable(location: str, error: BaseException) -> Report:
-    """The report on a file ``hivemem.open`` refuses (damaged header, not a database)."""
+    """The report on a store ``hivemem.open`` refuses: a damaged file, or a server that
+    cannot be reached or used (its error names the fix; the URL is shown without its
+    password)."""
+    if is_url(location):
+        return Report(redact(location), (Check("open", False, str(error)),))
     return Report(location, (Check("open", False, f"cannot open the store: {error}", _RESCUE),))
 
 
@@ -213,6 +220,13 @@ def _sessions(store: Store, health: dict[str, Any]) -> Check:
 
 
 def _driver(store: Store, health: dict[str, Any]) -> Check:
+    if "server_version" in health:  # a PostgreSQL server
+        return Check(
+            "driver",
+            True,
+            f"PostgreSQL {health['server_version']} with pgvector "
+            f"{health.get('pgvector_version')} via {health['driver']}",
+        )
     return Check("driver", True, f"SQLite {health['sqlite_version']} via {health['driver']}")
 
 
@@ -233,13 +247,33 @@ _CHECKS: tuple[tuple[str, Any], ...] = (
 )
 
 
+# A PostgreSQL server: no file, no FTS5, no journal; the server, pgvector and indexes.
+_SERVER_CHECKS: tuple[tuple[str, Any], ...] = (
+    ("server", lambda store, health: _server(store, health)),
+    ("pgvector", lambda store, health: _pgvector(store, health)),
+    ("schema", lambda store, health: _schema(store)),
+    ("indexes", lambda store, health: _indexes(store, health)),
+    ("chunks", _chunks),
+    ("supersede_links", _links),
+    ("active_keys", _active_keys),
+    ("vectors", lambda store, health: _vectors(store, health)),
+    ("sessions", _sessions),
+    ("maintenance", lambda store, health: _maintenance(store)),
+    ("memories", lambda store, health: _counts(store)),
+)
+
+
 def _maintenance(store: Store) -> Check:
     """The newest run of each maintenance job: a job whose last run failed is a problem
     (its error is shown); jobs never run are only listed."""
     from ..lifecycle.maintenance import job_names, run_log
 
     latest: dict[str, Any] = {}
-    for run in run_log(store, limit=500):  # newest first
+    try:
+        runs = run_log(store, limit=500)  # newest first
+    except NotOnPostgres as exc:
+        return Check("maintenance", True, f"no run log: {exc}")
+    for run in runs:
         latest.setdefault(run.job, run)
     failed = [r for r in latest.values() if r.status == "failed"]
     if failed:
@@ -258,6 +292,61 @@ def _maintenance(store: Store) -> Check:
     if never:
         detail += f"; never run: {', '.join(never)}"
     return Check("maintenance", True, detail)
+
+
+def _server(store: Store, health: dict[str, Any]) -> Check:
+    return Check(
+        "server", True, f"PostgreSQL {_need(health, 'server_version')} via {health['driver']}"
+    )
+
+
+PGVECTOR_ITERATIVE = (0, 8)  # iterative index scans: a scope filter never loses results
+
+
+def _version(text: str | None) -> tuple[int, ...]:
+    return tuple(int(p) for p in (text or "0").split(".")[:3] if p.isdigit())
+
+
+def _pgvector(store: Store, health: dict[str, Any]) -> Check:
+    installed, available = health.get("pgvector_version"), health.get("pgvector_available")
+    if installed is None:
+        return Check(
+            "pgvector",
+            False,
+            "the vector extension is not enabled in this database",
+            "run CREATE EXTENSION vector as an owner of the database",
+        )
+    detail = f"pgvector {installed}"
+    if available and _version(available) > _version(installed):
+        detail += f" ({available} is installed on the server: ALTER EXTENSION vector UPDATE)"
+    if _version(installed) < PGVECTOR_ITERATIVE:
+        return Check(
+            "pgvector",
+            False,
+            f"{detail}: older than 0.8, so a big scope's search may return fewer results",
+            "install pgvector >= 0.8 on the server, then ALTER EXTENSION vector UPDATE",
+        )
+    return Check("pgvector", True, detail)
+
+
+def _indexes(store: Store, health: dict[str, Any]) -> Check:
+    """Every index of HiveMem's tables usable (``pg_index.indisvalid`` and ready): an
+    index left invalid by an interrupted build is skipped by every query."""
+    indexes = _need(health, "indexes")
+    by_method: dict[str, int] = {}
+    for index in indexes:
+        by_method[index["method"]] = by_method.get(index["method"], 0) + 1
+    counts = ", ".join(f"{n} {method}" for method, n in sorted(by_method.items()))
+    invalid = [i["name"] for i in indexes if not i["valid"]]
+    if invalid:
+        return Check(
+            "indexes",
+            False,
+            f"{len(invalid)} of {len(indexes)} indexes invalid: {', '.join(invalid)}",
+            "; ".join(f"REINDEX INDEX CONCURRENTLY {name}" for name in invalid)
+            + " (as the tables' owner)",
+        )
+    return Check("indexes", True, f"{len(indexes)} indexes valid ({counts})")
 
 
 def _integrity(results: list[str]) -> Check:
@@ -284,14 +373,14 @@ def _schema(store: Store) -> Check:
     unknown = [n for n in applied if n not in known]
     detail = f"applied {applied}; this HiveMem knows {known}"
     if unknown:
-        return Check("schema", False, detail, "upgrade hivemem: the file has a newer schema")
+        return Check("schema", False, detail, "upgrade hivemem: the store has a newer schema")
     return Check(
         "schema", False, f"{detail}; missing {missing}", "reopen the store to apply migrations"
     )
 
 
 def _journal(store: Store, mode: str) -> Check:
-    if store.location == ":memory:" or mode == "wal":
+    if store.location == ":memory:" or mode in ("wal", "postgresql"):
         return Check("journal_mode", True, mode)
     return Check(
         "journal_mode",
@@ -302,6 +391,8 @@ def _journal(store: Store, mode: str) -> Check:
 
 
 def _size(store: Store, health: dict[str, Any]) -> Check:
+    if "server_version" in health:  # no file: the database lives on the server
+        return Check("file_size", True, f"on the server at {store.location}")
     logical = _need(health, "page_count") * _need(health, "page_size")
     if store.location == ":memory:":
         return Check("file_size", True, f"in memory, {_human(logical)}")

@@ -34,6 +34,7 @@ from .. import text as textmod
 from ..facade.database import open as open_store
 from ..retrieval.keyword import best_chunk_per_memory
 from ..settings import Settings
+from ..store.keyword_query import KeywordQuery
 from ..types import Query, Status
 from .locomo import (
     LOCOMO_CATEGORIES,
@@ -389,7 +390,9 @@ def _bm25(store: Any, scope: str, question: str, limit: int) -> list[str]:
     if not terms:
         return []
     query = Query(text=question, limit=limit, statuses=(Status.ACTIVE,))
-    found = store.keyword.keyword_search([scope], query, terms, limit * 4, store.clock())
+    found = store.keyword.keyword_search(
+        [scope], query, KeywordQuery.any_of(terms), limit * 4, store.clock()
+    )
     return [m.memory_id for m in best_chunk_per_memory(found)][:limit]
 
 

@@ -40,6 +40,7 @@ from ..store.protocols import (
     VaultRows,
     VectorIndex,
 )
+from ..store.tables import TableRows
 from ..types import Memory, as_tuple
 from ..write import rules
 from ..write.redact import WRITTEN_TEXT_FIELDS, Scrubber, guard_value
@@ -266,9 +267,19 @@ class Store:
         """The rows an export carries beside the memories (``hivemem.lifecycle.backup``)."""
         return factory.backup_rows(self._backend)
 
+    @property
+    def table_rows(self) -> TableRows:
+        """Whole rows of the side tables (sessions, vault, entities …): ``hivemem copy``."""
+        return factory.table_rows(self._backend)
+
     def analyze(self) -> None:
         """Refresh the query planner's statistics (after a bulk load)."""
         factory.analyze(self._backend)
+
+    def flush_access(self) -> int:
+        """Write the access counts searches queued (they are written in batches off the
+        read path); maintenance jobs call it first, so decay sees every access."""
+        return self._backend.flush_access()
 
     def known_migrations(self) -> list[str]:
         """The migrations this HiveMem knows for this store's backend (``doctor``)."""

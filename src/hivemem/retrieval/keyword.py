@@ -23,6 +23,7 @@ from datetime import datetime
 
 from .. import text as textmod
 from ..settings import Settings
+from ..store.keyword_query import KeywordQuery, parse
 from ..store.protocols import Backend, ChunkMatch
 from ..types import Query
 
@@ -143,15 +144,14 @@ def keyword_lane(
     postings = stats.postings or stats.doc_freq
 
     def run(
-        match: Query, used: Sequence[str] = (), time_limit_s: float | None = None
+        match: KeywordQuery, used: Sequence[str] = (), time_limit_s: float | None = None
     ) -> list[KeywordCandidate]:
         # Terms so common that scoring every match would cost more than the budget are
-        # searched newest first (FTS5 then scores only the rows it returns).
+        # searched newest first (the index then scores only the rows it returns).
         walked = sum(postings.get(t, 0) for t in used)
-        newest_first = walked > settings.keyword_match_budget
-        found = backend.keyword_search(
-            scopes, match, terms, fetch, now, newest_first=newest_first, time_limit_s=time_limit_s
-        )
+        if walked > settings.keyword_match_budget:
+            match = replace(match, newest_first=True)
+        found = backend.keyword_search(scopes, query, match, fetch, now, time_limit_s=time_limit_s)
         matches = best_chunk_per_memory(found)
         matched = backend.matched_terms([m.chunk_id for m in matches], terms)
         out = []
@@ -162,14 +162,14 @@ def keyword_lane(
         return out
 
     if query.fts_syntax:  # the caller's own FTS5 syntax: its cost is bounded by time
-        return terms, run(query, time_limit_s=settings.fts_time_limit_ms / 1000)
+        return terms, run(parse(query.text), time_limit_s=settings.fts_time_limit_ms / 1000)
     chosen = selective_terms(terms, postings, settings.keyword_match_budget)
-    candidates = run(replace(query, text=textmod.fts_or_query(chosen), fts_syntax=True), chosen)
+    candidates = run(KeywordQuery.any_of(chosen), chosen)
     excluded = [t for t in terms if t not in chosen]
     if excluded and len(candidates) < query.limit:
         # Trigger: the selective terms found too few memories. Why: the common terms may
         # still find something. Outcome: merge their matches, ranked by coverage.
-        extra = run(replace(query, text=textmod.fts_or_query(excluded), fts_syntax=True), excluded)
+        extra = run(KeywordQuery.any_of(excluded), excluded)
         best = {c.match.memory_id: c for c in extra}
         best.update({c.match.memory_id: c for c in candidates})
         candidates = sorted(best.values(), key=lambda c: (-c.coverage, c.rank))

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..settings import Settings
+from .postgres import NotOnPostgres as NotOnPostgres
 from .postgres import admin as postgres_admin
 from .postgres import is_url as is_url
 from .postgres import open_backend as open_postgres
@@ -26,6 +27,7 @@ from .sqlite.database import DRIVER_NAME, sqlite_driver
 from .sqlite.salvage import Salvage as Salvage
 from .sqlite.salvage import SalvageReader as SalvageReader
 from .sqlite.vault import SQLiteVault
+from .tables import TableRows
 from .tokens import TokenTable
 
 
@@ -57,6 +59,11 @@ def backup_rows(backend: Any) -> BackupRows:
     """The rows an export carries beside the memories (vault, tokens, aliases, sessions)
     and the file's table list (``hivemem.lifecycle.backup``)."""
     return SQLiteBackupRows(backend)
+
+
+def table_rows(backend: Any) -> TableRows:
+    """Whole rows of the side tables, the same SQL on both backends (``hivemem copy``)."""
+    return TableRows(backend)
 
 
 def known_migrations(location: str) -> list[str]:

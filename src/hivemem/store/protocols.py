@@ -42,6 +42,7 @@ from typing import Any, Protocol
 
 from ..providers.entities import Mention
 from ..types import Entity, Kind, ListFilter, Memory, MemoryType, Query, Status
+from .keyword_query import KeywordQuery
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,7 +288,12 @@ class Memories(Protocol):
         ...
 
     def touch(self, scopes: Sequence[str], memory_ids: Sequence[str], now: datetime) -> None:
-        """Count an access of each memory (best effort)."""
+        """Count an access of each memory (best effort; may be queued and written later)."""
+        ...
+
+    def flush_access(self) -> int:
+        """Write the access counts ``touch`` queued, now (before a job reads them); how
+        many memories they touched (0 where ``touch`` writes at once)."""
         ...
 
 
@@ -299,17 +305,18 @@ class KeywordIndex(Protocol):
         self,
         scopes: Sequence[str],
         query: Query,
-        terms: Sequence[str],
+        match: KeywordQuery,
         limit: int,
         now: datetime,
         *,
-        newest_first: bool = False,
         time_limit_s: float | None = None,
     ) -> list[ChunkMatch]:
-        """The ``limit`` best chunks by BM25 that pass scope and filters. With
-        ``newest_first`` (terms so common that ranking every match would cost too much)
-        they are the best among the newest matches instead. Past ``time_limit_s`` the
-        search stops with ``InvalidInput`` naming the query (a caller's FTS5 syntax)."""
+        """The ``limit`` best chunks by BM25 that ``match`` finds and pass scope and the
+        filters of ``query`` (its text is not read: ``match`` is what is searched, in the
+        backend's own query language, compiled from the neutral ``KeywordQuery``). With
+        ``match.newest_first`` (terms so common that ranking every match would cost too
+        much) they are the best among the newest matches instead. Past ``time_limit_s``
+        the search stops with ``InvalidInput`` naming the query (a caller's syntax)."""
         ...
 
     def term_stats(

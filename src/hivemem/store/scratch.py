@@ -95,3 +95,23 @@ def matches(texts: Sequence[tuple[int, str]], terms: Sequence[str]) -> dict[int,
         finally:
             conn.execute("ROLLBACK")
     return out
+
+
+def filter(texts: Sequence[tuple[int, str]], match: str) -> set[int]:  # noqa: A001
+    """The ids of those ``(id, text)`` that the FTS5 query ``match`` matches (what
+    ``MATCH`` on the keyword index says of each: for what another backend's index
+    cannot decide by itself, e.g. NEAR)."""
+    if not texts or not match:
+        return set()
+    with _lock:
+        conn = _connection()
+        conn.execute("BEGIN")
+        try:
+            conn.executemany("INSERT INTO scratch (rowid, t) VALUES (?, ?)", texts)
+            found = {
+                r[0]
+                for r in conn.execute("SELECT rowid FROM scratch WHERE scratch MATCH ?", (match,))
+            }
+        finally:
+            conn.execute("ROLLBACK")
+    return found

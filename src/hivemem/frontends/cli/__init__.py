@@ -16,6 +16,7 @@ import hivemem
 
 from ... import Settings
 from . import admin, maintain, measure, memories
+from . import copy as copy_commands
 from . import http as http_commands
 from . import notes as notes_commands
 from . import serve as serve_commands
@@ -70,7 +71,13 @@ def main(ctx: click.Context, db: str | None, scope: str, shared: tuple[str, ...]
     ctx.call_on_close(env.close)
 
 
-for _command in (admin.init, *memories.COMMANDS, *admin.COMMANDS, *measure.COMMANDS):
+for _command in (
+    admin.init,
+    *memories.COMMANDS,
+    *admin.COMMANDS,
+    *copy_commands.COMMANDS,
+    *measure.COMMANDS,
+):
     main.add_command(_command)
 main.add_command(maintain.maintain)
 for _command in http_commands.COMMANDS:

@@ -12,7 +12,7 @@ import click
 from ...errors import InvalidInput
 from ...evaluation.bench import format_table, run_bench
 from ...evaluation.bench_long import format_long, run_long_bench
-from ...evaluation.bench_postgres import format_pg_table, run_pg_bench
+from ...evaluation.bench_postgres import format_side_by_side, run_pg_bench
 from ...evaluation.decay_sim import PROFILES, simulate
 from ...evaluation.decay_sim import format_table as format_decay_table
 from ...evaluation.locomo import SYSTEM_PROMPT_PREAMBLE, eval_locomo, format_report
@@ -219,6 +219,10 @@ def bench(
     With --load, a real serve-http process is loaded by --clients HTTP clients (30%
     writes, 70% searches) for --seconds: requests/s, p50/p95 per kind, errors, and
     whether every acknowledged write is found, through the server and after it stopped.
+
+    With --db postgresql://…, SQLite's bench of the same sizes runs first, then the
+    server's (a database hivemem_bench_SIZE per size, created and dropped: the user
+    needs CREATEDB), and the figures are printed side by side (docs/postgres.md).
     """
     if load:
         from ...evaluation.bench_load import load_targets
@@ -272,17 +276,28 @@ def bench(
             f"minutes on 2 cores, about {size_mb:,.1f} MB written to {where}",
             err=True,
         )
-    if env.db and is_url(env.db):  # --db postgresql://…: the searches on that server
-        pg = run_pg_bench(
-            env.db,
-            sizes,
+    if env.db and is_url(env.db):  # --db postgresql://…: that server beside SQLite
+        counts = (
             plan["queries"] if queries is None else queries,
             plan["writes"] if writes is None else writes,
             batch,
-            _stage_printer(quiet),
-            settings=env.settings,
         )
-        echo_json(pg) if as_json else click.echo(format_pg_table(pg))
+        try:
+            lite = run_bench(
+                sizes,
+                *counts,
+                path=keep_folder,
+                progress=_stage_printer(quiet),
+                settings=env.settings,
+                model=False,
+            )
+        except ValueError as exc:
+            raise InvalidInput("bench", str(exc)) from None
+        pg = run_pg_bench(env.db, sizes, *counts, _stage_printer(quiet), settings=env.settings)
+        if as_json:
+            echo_json({"postgresql": pg, "sqlite": lite.to_dict()})
+        else:
+            click.echo(format_side_by_side(pg, lite))
         return
     try:
         report = run_bench(

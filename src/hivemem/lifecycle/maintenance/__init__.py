@@ -217,6 +217,7 @@ def run_job(
     scopes: list[str | None] = [scope] if scope is not None else list(store.scopes())
     if not scopes:
         scopes = [None]  # an empty store: one logged run that did nothing
+    store.flush_access()  # decay and reflection read access counts: none left queued
     results = []
     for each in scopes:
         result = _run_one(store, job, each, trigger, progress, options, raise_errors)

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from ... import text as textmod
+from ...store.keyword_query import KeywordQuery
 from ...types import Kind, Memory, Query, Status
 
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?", re.UNICODE)
@@ -129,8 +130,10 @@ def candidates(
         keep = len(terms) - math.ceil(min_jaccard * len(terms)) + 1
         freq = store.keyword.term_stats(terms).doc_freq
         rare = sorted(terms, key=lambda t: (freq.get(t, 0), t))[: max(1, keep)]
-        return store.job_state.matching(scope, textmod.fts_or_query(rare), kinds, limit)
+        return store.job_state.matching(scope, KeywordQuery.any_of(rare), kinds, limit)
     query = Query(text=content, limit=limit, kinds=tuple(kinds), statuses=(Status.ACTIVE,))
-    matches = store.keyword.keyword_search([scope], query, terms, limit * 2, now)
+    matches = store.keyword.keyword_search(
+        [scope], query, KeywordQuery.any_of(terms), limit * 2, now
+    )
     ids = list(dict.fromkeys(m.memory_id for m in matches))[:limit]
     return store.memories.get_many([scope], ids)

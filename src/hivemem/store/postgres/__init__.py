@@ -14,6 +14,7 @@ Needs the ``postgres`` extra: ``pip install 'hivemem[postgres]'``.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -33,6 +34,13 @@ class NotOnPostgres(StoreError):
             "(docs/postgres.md lists what is); use a SQLite store for it"
         )
         self.feature = feature
+
+
+@functools.lru_cache(maxsize=1024)
+def qmark(sql: str) -> str:
+    """SQLite-style ``?`` placeholders as psycopg's ``%s`` (literal ``%`` doubled): the
+    portable statements shared with the SQLite store run through it."""
+    return sql.replace("%", "%%").replace("?", "%s")
 
 
 def is_url(location: object) -> bool:

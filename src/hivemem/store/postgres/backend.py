@@ -29,12 +29,11 @@ they run unchanged on this backend.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager, suppress
+from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -49,21 +48,22 @@ from ...types import ListFilter, Memory, Query, Status
 from ..protocols import SessionInfo
 from ..rows import COLUMNS, JSON_FIELDS, SELECT, TIME_FIELDS, UPDATABLE, row_to_memory
 from ..rows import INSERT as SQLITE_INSERT
-from . import NotOnPostgres, migrations, redact, secrets_of
+from ..sqlite.stats import scope_stats
+from . import NotOnPostgres, migrations, qmark, redact, secrets_of
 from .entities import PgEntityIndex, link_mentions
-from .extras import NotYet, PgMaintenance, PostgresVault
+from .extras import PostgresVault
+from .inspect import PgInspection
 from .keyword import KeywordMixin
+from .maintenance import PgMaintenance
+from .portable import Portable
+from .purge import PgPurge
+from .server import server_health
 from .vectors import PgVectorIndex, register_types
 
 R = TypeVar("R")
 INSERT = SQLITE_INSERT.replace("?", "%s")
 _RETRYABLE = (pgerrors.SerializationFailure, pgerrors.DeadlockDetected)
-
-
-@functools.lru_cache(maxsize=1024)
-def qmark(sql: str) -> str:
-    """SQLite-style ``?`` placeholders as psycopg's ``%s`` (literal ``%`` doubled)."""
-    return sql.replace("%", "%%").replace("?", "%s")
+_ASYNC_COMMIT = "SELECT set_config('synchronous_commit', 'off', true)"
 
 
 def _lock_key(*parts: str) -> int:
@@ -120,8 +120,8 @@ class PostgresBackend(KeywordMixin):
         self.vectors = PgVectorIndex(self)
         self.entities = PgEntityIndex(self)
         self.maintenance = PgMaintenance(self)
-        self.purges = NotYet("hard purge")
-        self.inspection = NotYet("the web inspector")
+        self.purges = PgPurge(self)
+        self.inspection = PgInspection(self)
         KeywordMixin.__init__(self)
 
     def _prepare(self, url: str, timeout_s: float) -> None:
@@ -204,6 +204,23 @@ class PostgresBackend(KeywordMixin):
                 if attempt == 2 or getattr(self._local, "conn", None) is not None:
                     raise
                 self._pool.check()  # drops every idle connection the server closed
+        raise AssertionError("unreachable")
+
+    def _q_batch(self, statements: Sequence[tuple[str, Any]]) -> list[list[Any]]:
+        """The rows of each statement, sent together in pipeline mode: one round trip.
+        Outside a transaction they share one implicit transaction (so ``set_config(…,
+        true)`` in one holds for the next, as ``SET LOCAL``); inside a caller's
+        transaction they are part of it."""
+        for attempt in (1, 2):
+            try:
+                with self._connection() as conn, conn.pipeline() as pipeline:
+                    cursors = [conn.execute(sql, params) for sql, params in statements]
+                    pipeline.sync()  # one Sync after them all: the results are in
+                    return [cur.fetchall() if cur.description else [] for cur in cursors]
+            except StoreError:
+                if attempt == 2 or getattr(self._local, "conn", None) is not None:
+                    raise
+                self._pool.check()  # a connection the server dropped, as in ``_q``
         raise AssertionError("unreachable")
 
     def _x(self, sql: str, params: Sequence[Any] = ()) -> Any:
@@ -415,6 +432,9 @@ class PostgresBackend(KeywordMixin):
         if flt.types:
             where.append("m.type = ANY(%s)")
             params.append([t.value for t in flt.types])
+        if flt.categories:
+            where.append("m.category = ANY(%s)")
+            params.append(list(flt.categories))
         if flt.tags:
             where.append(
                 "EXISTS (SELECT 1 FROM jsonb_array_elements_text(m.tags::jsonb) j(v) "
@@ -491,64 +511,28 @@ class PostgresBackend(KeywordMixin):
             " AND n.seq {op} a.seq ORDER BY n.seq {order} LIMIT 1)"
         )
         clause, params = self._scope_clause(scopes)
-        pairs = self._q(
-            f"SELECT a.id, {side.format(op='<', order='DESC')}, "
-            f"{side.format(op='>', order='ASC')} FROM memories a "
-            "WHERE a.id = ANY(%s) AND a.scope = ANY(%s) AND a.kind = 'episode' "
-            "AND a.session_id IS NOT NULL",
-            [list(dict.fromkeys(memory_ids)), *params],
-        )
-        found = [n for row in pairs for n in row[1:] if n is not None]
-        if not found:
-            return {}
         where, extra = self._filter_sql(query, now)
         filters = " AND ".join([clause, *where])
-        passing = {
-            r[0]
-            for r in self._q(
-                f"SELECT m.id FROM memories m WHERE m.id = ANY(%s) AND {filters}",
-                [found, *params, *extra],
-            )
-        }
+        # One statement: each anchor's neighbours, kept only where they pass the filters.
+        passing = f"(SELECT m.id FROM memories m WHERE m.id = {{}} AND {filters})"
+        rows = self._q(
+            f"SELECT p.id, {passing.format('p.before')}, {passing.format('p.after')} FROM ("
+            f"SELECT a.id, {side.format(op='<', order='DESC')} AS before, "
+            f"{side.format(op='>', order='ASC')} AS after FROM memories a "
+            "WHERE a.id = ANY(%s) AND a.scope = ANY(%s) AND a.kind = 'episode' "
+            "AND a.session_id IS NOT NULL) p",
+            [*params, *extra, *params, *extra, list(dict.fromkeys(memory_ids)), *params],
+        )
         out: dict[str, list[tuple[str, bool]]] = {}
-        for anchor, before, after in pairs:
-            sides = [(n, later) for n, later in ((before, False), (after, True)) if n in passing]
+        for anchor, before, after in rows:
+            sides = [(n, later) for n, later in ((before, False), (after, True)) if n is not None]
             if sides:
                 out[anchor] = sides
         return out
 
     def stats(self, scopes: Sequence[str] | None, now: datetime) -> dict[str, Any]:
-        if scopes is None:
-            where, params = "TRUE", []
-        else:
-            where, params = self._scope_clause(scopes)
-        rows = self._q(
-            f"SELECT m.status, m.kind, m.type, COUNT(*) FROM memories m WHERE {where} "
-            "GROUP BY m.status, m.kind, m.type",
-            params,
-        )
-        by_status: dict[str, int] = {}
-        by_kind: dict[str, int] = {}
-        by_type: dict[str, int] = {}
-        for status, kind, mtype, count in rows:
-            by_status[status] = by_status.get(status, 0) + count
-            if status == "active":
-                by_kind[kind] = by_kind.get(kind, 0) + count
-                by_type[mtype] = by_type.get(mtype, 0) + count
-        expired = self._q(
-            f"SELECT COUNT(*) FROM memories m WHERE {where} AND m.status = 'active' "
-            "AND m.expires_at IS NOT NULL AND m.expires_at <= %s",
-            [*params, to_text(now)],
-        )[0][0]
-        sessions = self._q(f"SELECT COUNT(*) FROM sessions m WHERE {where}", params)[0][0]
-        return {
-            "total": sum(by_status.values()),
-            "by_status": by_status,
-            "active_by_kind": by_kind,
-            "active_by_type": by_type,
-            "expired": expired,
-            "sessions": sessions,
-        }
+        """The SQLite store's counts (``store/sqlite/stats.py``: portable SQL)."""
+        return scope_stats(Portable(self), scopes, now)  # type: ignore[arg-type]
 
     def sessions(self, scope: str) -> list[SessionInfo]:
         rows = self._q(
@@ -579,6 +563,7 @@ class PostgresBackend(KeywordMixin):
             raise Conflict(
                 f"key {memory.key!r} already has an active memory in scope {memory.scope!r}"
             )
+        self.entities.added += 1
         self.insert_chunks(memory.id, memory.scope, list(chunks))
         if mentions:
             link_mentions(self, memory.scope, memory.id, mentions, to_text(memory.created_at))
@@ -631,24 +616,36 @@ class PostgresBackend(KeywordMixin):
             [*params, scope, memory_id],
         )
 
+    def flush_access(self) -> int:
+        """Nothing is queued: ``touch`` writes at once."""
+        return 0
+
     def touch(self, scopes: Sequence[str], memory_ids: Sequence[str], now: datetime) -> None:
         """Best effort: rows another transaction holds are skipped, never waited for."""
         if not memory_ids:
             return
         clause, params = self._scope_clause(scopes)
-
-        def run() -> None:
-            with self.atomic():
-                self._x(
-                    "UPDATE memories AS u SET access_count = u.access_count + 1, "
-                    "last_accessed = %s FROM (SELECT m.id FROM memories m WHERE "
-                    f"{clause} AND m.id = ANY(%s) ORDER BY m.id FOR UPDATE SKIP LOCKED) s "
-                    "WHERE u.id = s.id",
-                    [to_text(now), *params, list(memory_ids)],
-                )
-
-        with suppress(StoreError):  # access counts are a ranking hint: reads fail open
-            self._retrying(run)
+        sql = (
+            "UPDATE memories AS u SET access_count = u.access_count + 1, "
+            "last_accessed = %s FROM (SELECT m.id FROM memories m WHERE "
+            f"{clause} AND m.id = ANY(%s) ORDER BY m.id FOR UPDATE SKIP LOCKED) s "
+            "WHERE u.id = s.id"
+        )
+        values = [to_text(now), *params, list(memory_ids)]
+        if self.in_write():  # the caller's transaction holds it
+            self._x(sql, values)
+            return
+        # One implicit transaction, one round trip (instead of BEGIN / UPDATE / COMMIT),
+        # committed without waiting for the WAL flush: access counts are a ranking hint,
+        # and a search should not wait for a disk sync (a crash may lose the last few).
+        for attempt in range(5):
+            try:
+                self._q_batch([(_ASYNC_COMMIT, ()), (sql, values)])
+                return
+            except _RETRYABLE:
+                time.sleep(0.01 * (attempt + 1))
+            except StoreError:
+                return  # access counts are a ranking hint: reads fail open
 
     def note_session(self, scope: str, session_id: str, when: datetime, episodes: int) -> bool:
         """Register a session on first sight; count its episodes; True when new."""
@@ -706,9 +703,8 @@ class PostgresBackend(KeywordMixin):
                 "SELECT COUNT(*) FROM sessions WHERE consolidated_at IS NULL"
             ),
             "journal_mode": "postgresql",
-            "server_version": one("SHOW server_version"),
-            "pgvector_version": one("SELECT extversion FROM pg_extension WHERE extname = 'vector'"),
             "driver": f"psycopg {psycopg.__version__}",
+            **server_health(self),  # versions, index validity, migrations (doctor)
         }
 
     def vault_rows(self) -> PostgresVault:

@@ -10,56 +10,92 @@ in the same order and never deadlock.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ...clock import from_text, to_text
 from ...types import Entity, ListFilter, Query
+from ..sqlite.entities import SQLiteEntityIndex
+from ..sqlite.entities import _aliases_of_new as aliases_of_new
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...providers.entities import Mention
     from .backend import PostgresBackend
 
+_TOTAL_TTL = 1.0  # seconds the server's memory count is trusted (plus own inserts)
+
 
 def link_mentions(
     db: PostgresBackend, scope: str, memory_id: str, mentions: Sequence[Mention], when: str
 ) -> None:
-    for mention in sorted(mentions, key=lambda m: (m.canonical, m.type.value)):
-        kind = mention.type.value
+    """Three statements for the usual case (every entity known): resolve all mentions,
+    then link them and count the new links in one. A mention not resolved at first
+    (a new entity, or one another mention here names by alias) takes the step-by-step
+    path, in order, so it sees the entities created before it in this call."""
+    ordered = sorted(mentions, key=lambda m: (m.canonical, m.type.value))
+    if not ordered:
+        return
+    found = db._x(
+        "SELECT (SELECT e.id FROM entities e WHERE e.scope = %s AND e.canonical = m.c "
+        "AND e.type = m.t), (SELECT a.entity_id FROM entity_aliases a JOIN entities e "
+        "ON e.id = a.entity_id WHERE a.scope = %s AND a.alias = m.c "
+        "AND (e.protected = 0 OR e.type = m.t) ORDER BY a.entity_id LIMIT 1) "
+        "FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS m(c, t, n) ORDER BY m.n",
+        [scope, scope, [m.canonical for m in ordered], [m.type.value for m in ordered]],
+    ).fetchall()
+    ids: list[int] = []
+    for mention, (by_name, by_alias) in zip(ordered, found, strict=True):
+        entity_id = by_name if by_name is not None else by_alias
+        if entity_id is None:
+            entity_id = _resolve_one(db, scope, mention, when)
+        if entity_id not in ids:
+            ids.append(entity_id)
+    # Rows are locked in the mentions' order (as one by one before), so two writers
+    # touching the same entities never wait for each other in a cycle.
+    db._x(
+        "WITH linked AS (INSERT INTO memory_entities (memory_id, entity_id) "
+        "SELECT %s, unnest(%s::bigint[]) ON CONFLICT DO NOTHING RETURNING entity_id), "
+        "locked AS (SELECT e.id FROM entities e WHERE e.id IN (SELECT entity_id FROM linked) "
+        "ORDER BY array_position(%s::bigint[], e.id) FOR NO KEY UPDATE) "
+        "UPDATE entities e SET mention_count = mention_count + 1, "
+        "last_seen = GREATEST(last_seen, %s) FROM locked WHERE e.id = locked.id",
+        [memory_id, ids, ids, when],
+    )
+
+
+def _resolve_one(db: PostgresBackend, scope: str, mention: Mention, when: str) -> int:
+    """The entity of one mention by canonical name and type, then by alias (a protected
+    entity takes mentions of its own type only: it is never merged with a namesake of
+    another type, as on SQLite), else a new one with its aliases (``ON CONFLICT`` makes
+    two nodes creating one entity agree on one row)."""
+    kind = mention.type.value
+    row = db._x(
+        "SELECT id FROM entities WHERE scope = %s AND canonical = %s AND type = %s",
+        [scope, mention.canonical, kind],
+    ).fetchone()
+    if row is None:
         row = db._x(
-            "SELECT id FROM entities WHERE scope = %s AND canonical = %s AND type = %s",
+            "SELECT a.entity_id FROM entity_aliases a JOIN entities e "
+            "ON e.id = a.entity_id WHERE a.scope = %s AND a.alias = %s "
+            "AND (e.protected = 0 OR e.type = %s) ORDER BY a.entity_id LIMIT 1",
             [scope, mention.canonical, kind],
         ).fetchone()
-        if row is None:
-            row = db._x(
-                "SELECT entity_id FROM entity_aliases WHERE scope = %s AND alias = %s "
-                "ORDER BY entity_id LIMIT 1",
-                [scope, mention.canonical],
-            ).fetchone()
-        if row is None:
-            row = db._x(
-                "INSERT INTO entities (scope, canonical, type, name, first_seen, last_seen) "
-                "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (scope, canonical, type) "
-                "DO UPDATE SET scope = excluded.scope RETURNING id",
-                [scope, mention.canonical, kind, mention.name, when, when],
-            ).fetchone()
+    if row is None:
+        row = db._x(
+            "INSERT INTO entities (scope, canonical, type, name, first_seen, last_seen) "
+            "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (scope, canonical, type) "
+            "DO UPDATE SET scope = excluded.scope RETURNING id",
+            [scope, mention.canonical, kind, mention.name, when, when],
+        ).fetchone()
+        for alias in aliases_of_new(mention):  # "acme corp" is also "acme"
             db._x(
                 "INSERT INTO entity_aliases (scope, alias, entity_id) VALUES (%s, %s, %s) "
                 "ON CONFLICT DO NOTHING",
-                [scope, mention.canonical, row[0]],
+                [scope, alias, row[0]],
             )
-        linked = db._x(
-            "INSERT INTO memory_entities (memory_id, entity_id) VALUES (%s, %s) "
-            "ON CONFLICT DO NOTHING",
-            [memory_id, row[0]],
-        )
-        if linked.rowcount:
-            db._x(
-                "UPDATE entities SET mention_count = mention_count + 1, "
-                "last_seen = GREATEST(last_seen, %s) WHERE id = %s",
-                [when, row[0]],
-            )
+    return int(row[0])
 
 
 class PgEntityIndex:
@@ -67,6 +103,8 @@ class PgEntityIndex:
 
     def __init__(self, backend: PostgresBackend) -> None:
         self._db = backend
+        self._total: tuple[int, float] | None = None  # (MAX(seq), when read)
+        self.added = 0  # memories this process inserted since (``PostgresBackend.insert``)
 
     def _entities(self, where: str, params: Sequence[Any], aliases: bool = True) -> list[Entity]:
         gather = (
@@ -75,9 +113,11 @@ class PgEntityIndex:
             if aliases
             else "'[]'"
         )
+        order = "" if "ORDER BY" in where else " ORDER BY e.id"  # the caller's order
         rows = self._db._q(
             "SELECT e.id, e.scope, e.name, e.canonical, e.type, e.mention_count, "
-            f"e.first_seen, e.last_seen, {gather} FROM entities e WHERE {where} ORDER BY e.id",
+            f"e.first_seen, e.last_seen, {gather}, e.protected, e.summary "
+            f"FROM entities e WHERE {where}{order}",
             params,
         )
         return [
@@ -91,6 +131,8 @@ class PgEntityIndex:
                 first_seen=from_text(r[6]),  # type: ignore[arg-type]
                 last_seen=from_text(r[7]),  # type: ignore[arg-type]
                 aliases=tuple(sorted(a for a in json.loads(r[8]) if a != r[3])),
+                protected=bool(r[9]),
+                summary=r[10],
             )
             for r in rows
         ]
@@ -119,19 +161,19 @@ class PgEntityIndex:
         clause, params = self._db._scope_clause(scopes)
         where, extra = self._db._filter_sql(query, now) if query is not None else ([], [])
         filters = " AND ".join([clause, *where])
-        out: list[tuple[str, int]] = []
-        for entity_id in dict.fromkeys(entity_ids):
-            out.extend(
-                (r[0], entity_id)
-                for r in self._db._q(
-                    "SELECT me.memory_id FROM memory_entities me "
-                    "JOIN memories m ON m.id = me.memory_id "
-                    f"WHERE me.entity_id = %s AND {filters} "
-                    "ORDER BY me.memory_id DESC LIMIT %s",
-                    [entity_id, *params, *extra, limit],
-                )
-            )
-        return out
+        ids = list(dict.fromkeys(entity_ids))
+        if not ids:
+            return []
+        # One statement for every entity (each its own LIMIT), in the order given.
+        rows = self._db._q(
+            "SELECT l.memory_id, e.id FROM unnest(%s::bigint[]) WITH ORDINALITY AS e(id, n) "
+            "CROSS JOIN LATERAL (SELECT me.memory_id FROM memory_entities me "
+            "JOIN memories m ON m.id = me.memory_id "
+            f"WHERE me.entity_id = e.id AND {filters} "
+            "ORDER BY me.memory_id DESC LIMIT %s) l ORDER BY e.n, l.memory_id DESC",
+            [ids, *params, *extra, limit],
+        )
+        return [(r[0], r[1]) for r in rows]
 
     def link(self, scope: str, memory_id: str, mentions: Sequence[Mention], when: datetime) -> None:
         with self._db.atomic():
@@ -145,7 +187,17 @@ class PgEntityIndex:
                 [scope, alias, entity_id],
             )
 
+    # The SQLite store's: portable SQL through ``_read``/``_write`` (migration 0014 gave
+    # this schema the ``protected`` and ``summary`` columns).
+    describe = SQLiteEntityIndex.describe
+
     def total_memories(self, scopes: Sequence[str]) -> int:
         """The N of the entity lane's IDF: the newest insertion sequence number (as
-        SQLite's max rowid: cheap, and close enough)."""
-        return int(self._db._q("SELECT COALESCE(MAX(seq), 0) FROM memories")[0][0])
+        SQLite's max rowid: cheap, and close enough), read at most every
+        ``_TOTAL_TTL`` seconds plus the memories this process inserted since."""
+        now = time.monotonic()
+        if self._total is not None and now - self._total[1] < _TOTAL_TTL:
+            return self._total[0] + self.added
+        total = int(self._db._q("SELECT COALESCE(MAX(seq), 0) FROM memories")[0][0])
+        self._total, self.added = (total, now), 0
+        return total

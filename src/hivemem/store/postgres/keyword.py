@@ -12,37 +12,59 @@ matched chunks only: term frequencies are the lexemes' position counts, the docu
 length is ``chunks.length``. The statistics (N, average length, each term's n) are the
 whole index's, as FTS5's, so scores equal SQLite's; they are cached and re-read when the
 index has grown or shrunk by more than 1% (BM25 weights barely move in between), and
-the n's are the ones ``term_stats`` just read. Per-scope statistics (``_freq`` and
-``_scope_totals`` take scopes) cost a count per new term and scope: measured at 10k,
-~55 ms of a 150 ms search on a loaded machine, so they wait for a cheaper source (a
-per-scope vocabulary kept by a job, not by the write path).
+the n's are the ones ``term_stats`` just read. The coverage weights above the protocol
+use per-scope statistics (``term_stats(terms, scopes)``, as SQLite's ``scope_terms``):
+a GIN count per new term and scope set, cached like the rest (measured before at 10k:
+~55 ms of a 150 ms search on a loaded machine for a query of new terms; a per-scope
+vocabulary kept by a job would make it a lookup).
 
-The query. Above the protocol the lane still speaks FTS5 (``search.py`` passes the OR
-of quoted terms that ``text.fts_or_query`` builds); that form is read back into terms
-here. Any other FTS5 syntax (``fts_syntax=True`` from a user) is not supported yet and
-says so.
+The query. The lane passes a neutral ``KeywordQuery`` (``store/keyword_query.py``):
+terms with a mode, or a caller's FTS5-syntax query parsed into a tree. ``to_tsquery``
+compiles it: a phrase becomes its stems joined by ``<->`` (``:*`` on a prefix), AND / OR
+/ NOT become ``&`` / ``|`` / ``& !``. NEAR and ``^`` (start of text) have no tsquery
+form: they compile to the AND of their phrases, and the found chunks are checked by
+FTS5's own matcher on their texts. Scores of prefix and NEAR queries read each phrase's
+term frequency from its first lexeme, so they approximate FTS5's BM25 (plain terms and
+phrases equal it).
 """
 
 from __future__ import annotations
 
 import math
-import re
 import threading
+import time
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from psycopg.errors import QueryCanceled
+
 from ... import text as textmod
+from ...errors import InvalidInput
 from ...types import Query
 from .. import scratch
+from ..keyword_query import (
+    And,
+    Empty,
+    Expr,
+    KeywordQuery,
+    Near,
+    Not,
+    Or,
+    Phrase,
+    phrase_tokens,
+)
 from ..protocols import ChunkMatch, TermStats
+from ..sqlite.keyword import to_fts5
 
 if TYPE_CHECKING:  # pragma: no cover
     from .backend import PostgresBackend
 
 K1, B = 1.2, 0.75
+_SIZE_TTL = 1.0  # seconds the index size read from the server is trusted (plus own writes)
+_TEXTS_MAX = 20_000  # chunk texts kept for ``matched_terms`` (a chunk's text never changes)
 _NEWEST_PAGE = 4  # newest-first search scores this many times the rows it returns
-_QUOTED = re.compile(r'\s*"((?:[^"]|"")*)"\s*')
+_VERIFY_PAGE = 8  # NEAR / ^ queries fetch this many times the rows, then verify them
 
 
 def tsvector_text(tokens: Sequence[str]) -> str:
@@ -57,25 +79,76 @@ def _quote(lexeme: str) -> str:
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def parse_or_query(text: str) -> list[str] | None:
-    """The terms of ``"a" OR "b" …`` (``text.fts_or_query``), or None for other syntax."""
-    terms: list[str] = []
-    pos = 0
-    while pos < len(text):
-        found = _QUOTED.match(text, pos)
-        if not found:
-            return None
-        terms.append(found.group(1).replace('""', '"'))
-        pos = found.end()
-        if pos < len(text):
-            if not text.startswith("OR", pos):
-                return None
-            pos += 2
-    return terms
-
-
 def _phrase(stems: Sequence[str]) -> str:
     return " <-> ".join(_quote(s) for s in stems)
+
+
+def to_tsquery(query: KeywordQuery) -> tuple[str, dict[str, str], bool] | None:
+    """``query`` as (tsquery, its phrases -> each one's first lexeme, whether the
+    matches must be verified by FTS5's matcher); None when it can match nothing."""
+    tree = query.tree()
+    if isinstance(tree, Empty):
+        return None
+    phrases: dict[str, str] = {}
+    verify = [False]
+
+    def phrase(p: Phrase) -> str:
+        tokens = phrase_tokens(p)
+        text = " <-> ".join(_quote(t) + (":*" if prefix else "") for t, prefix in tokens)
+        phrases.setdefault(text, tokens[0][0])
+        if p.initial:
+            verify[0] = True
+        return f"({text})"
+
+    def walk(expr: Expr, negated: bool = False) -> str:
+        if isinstance(expr, Phrase):
+            return phrase(expr) if not negated else _bare(expr)
+        if isinstance(expr, Near):
+            verify[0] = verify[0] or not negated
+            if negated:  # NOT NEAR(…): only what FTS5 drops; not expressible, so exact
+                raise _NotExpressible
+            return "(" + " & ".join(phrase(p) for p in expr.phrases) + ")"
+        if isinstance(expr, And):
+            return f"({walk(expr.left, negated)} & {walk(expr.right, negated)})"
+        if isinstance(expr, Or):
+            return f"({walk(expr.left, negated)} | {walk(expr.right, negated)})"
+        if isinstance(expr, Not):
+            return f"({walk(expr.left, negated)} & !{walk(expr.right, True)})"
+        raise AssertionError(expr)  # Empty is simplified away
+
+    try:
+        return walk(tree), phrases, verify[0]
+    except _NotExpressible:
+        # A NEAR or ^ under NOT: search the left side alone and let FTS5's matcher
+        # decide, over the wider page.
+        return _without_negated_near(tree, phrases)
+
+
+class _NotExpressible(Exception):
+    pass
+
+
+def _bare(p: Phrase) -> str:
+    if p.initial:
+        raise _NotExpressible
+    return (
+        "("
+        + " <-> ".join(_quote(t) + (":*" if prefix else "") for t, prefix in phrase_tokens(p))
+        + ")"
+    )
+
+
+def _without_negated_near(tree: Expr, phrases: dict[str, str]) -> tuple[str, dict[str, str], bool]:
+    def strip(expr: Expr) -> Expr:
+        if isinstance(expr, Not):
+            return strip(expr.left)
+        if isinstance(expr, (And, Or)):
+            return type(expr)(strip(expr.left), strip(expr.right))
+        return expr
+
+    compiled = to_tsquery(KeywordQuery(expression=strip(tree)))
+    assert compiled is not None
+    return compiled[0], compiled[1], True
 
 
 class KeywordMixin:
@@ -85,6 +158,15 @@ class KeywordMixin:
         self._stats_lock = threading.Lock()
         self._doc_freq: dict[tuple[tuple[str, ...] | None, str], tuple[int, int]] = {}
         self._scope_stats: dict[tuple[str, ...], tuple[int, int, int]] = {}
+        self._size_read: tuple[int, float] | None = None  # (MAX(chunks.id), when)
+        self._size_added = 0  # chunks this process inserted since that read
+        self._texts: dict[int, str] = {}  # chunk id -> text (ids are never reused)
+
+    def _remember_texts(self, rows: Sequence[tuple[int, str]]) -> None:
+        with self._stats_lock:
+            if len(self._texts) + len(rows) > _TEXTS_MAX:
+                self._texts.clear()
+            self._texts.update(rows)
 
     # ------------------------------------------------------------------ writes
 
@@ -94,6 +176,8 @@ class KeywordMixin:
         if not pieces:
             return
         tokens = [scratch.tokens(p) for p in pieces]
+        with self._stats_lock:
+            self._size_added += len(pieces)
         self._x(
             "WITH added AS (INSERT INTO chunks (memory_id, scope, seq, text, text_hash, "
             "length, terms) SELECT %s, %s, t.seq, t.text, t.hash, t.length, t.terms::tsvector "
@@ -154,7 +238,19 @@ class KeywordMixin:
     # ------------------------------------------------------------------ statistics
 
     def _index_size(self: PostgresBackend) -> int:
-        return int(self._q("SELECT COALESCE(MAX(id), 0) FROM chunks")[0][0])
+        """The keyword index's size as its highest chunk id (the statistics' staleness
+        check): read from the server at most every ``_SIZE_TTL`` seconds, plus the chunks
+        this process wrote since. Other nodes' writes are seen within that second; the
+        statistics are re-read only past 1% of change anyway."""
+        now = time.monotonic()
+        with self._stats_lock:
+            read = self._size_read
+            if read is not None and now - read[1] < _SIZE_TTL:
+                return read[0] + self._size_added
+        size = int(self._q("SELECT COALESCE(MAX(id), 0) FROM chunks")[0][0])
+        with self._stats_lock:
+            self._size_read, self._size_added = (size, now), 0
+        return size
 
     def _fresh(self, cached: tuple[Any, ...] | None, size: int) -> bool:
         return cached is not None and abs(size - cached[-1]) <= max(50, size // 100)
@@ -172,18 +268,26 @@ class KeywordMixin:
                     out[phrase] = cached[0]  # type: ignore[index]
                 else:
                     stale.append(phrase)
-        for phrase in stale:
-            if scopes is None:
-                n = self._q("SELECT COUNT(*) FROM chunks WHERE terms @@ %s::tsquery", [phrase])
-            else:
-                n = self._q(
-                    "SELECT COUNT(*) FROM chunks WHERE terms @@ %s::tsquery AND scope = ANY(%s)",
-                    [phrase, list(scopes)],
-                )
-            out[phrase] = int(n[0][0])
-            with self._stats_lock:
-                if len(self._doc_freq) > 50_000:
-                    self._doc_freq.clear()
+        if not stale:
+            return out
+        # One statement for every new phrase (a GIN count each), not one per phrase.
+        if scopes is None:
+            rows = self._q(
+                "SELECT p, (SELECT COUNT(*) FROM chunks WHERE terms @@ p::tsquery) "
+                "FROM unnest(%s::text[]) AS p",
+                [stale],
+            )
+        else:
+            rows = self._q(
+                "SELECT p, (SELECT COUNT(*) FROM chunks WHERE terms @@ p::tsquery "
+                "AND scope = ANY(%s)) FROM unnest(%s::text[]) AS p",
+                [list(scopes), stale],
+            )
+        with self._stats_lock:
+            if len(self._doc_freq) > 50_000:
+                self._doc_freq.clear()
+            for phrase, n in rows:
+                out[phrase] = int(n)
                 self._doc_freq[(scopes, phrase)] = (out[phrase], size)
         return out
 
@@ -207,18 +311,30 @@ class KeywordMixin:
     def term_stats(
         self: PostgresBackend, terms: Sequence[str], scopes: Sequence[str] | None = None
     ) -> TermStats:
-        """Document frequencies over every scope: per term, the largest count among its
-        stems. ``scopes`` is not used yet: per-scope statistics (as SQLite keeps them,
-        ``store/termcounts.py``) are a gap of this backend (docs/postgres.md)."""
+        """Document frequencies (per term, the largest count among its stems), as the
+        SQLite store gives them: with ``scopes``, the chunks of these scopes and the
+        scopes' chunk total (scores never depend on other tenants); ``postings`` are the
+        whole index's (for plan choices). The scoped counts are GIN counts restricted to
+        the scopes, cached like the whole index's (re-read when the index has moved by
+        more than 1%): the first query of a new term in a scope pays one count."""
         if not terms:
             return TermStats(0, {})
         size = self._index_size()
         stems = {t: scratch.stems(t) for t in terms}
-        freq = self._freq(None, [_quote(s) for group in stems.values() for s in group], size)
-        doc_freq = {
-            t: max((freq.get(_quote(s), 0) for s in group), default=0) for t, group in stems.items()
-        }
-        return TermStats(size, doc_freq)
+        phrases = [_quote(s) for group in stems.values() for s in group]
+
+        def per_term(freq: dict[str, int]) -> dict[str, int]:
+            return {
+                t: max((freq.get(_quote(s), 0) for s in group), default=0)
+                for t, group in stems.items()
+            }
+
+        everywhere = per_term(self._freq(None, phrases, size))
+        if scopes is None:
+            return TermStats(size, everywhere, everywhere)
+        key = tuple(sorted(set(scopes)))
+        total, _ = self._scope_totals(key, size)
+        return TermStats(total, per_term(self._freq(key, phrases, size)), everywhere)
 
     # ------------------------------------------------------------------ search
 
@@ -226,58 +342,60 @@ class KeywordMixin:
         self: PostgresBackend,
         scopes: Sequence[str],
         query: Query,
-        terms: Sequence[str],
+        keywords: KeywordQuery,
         limit: int,
         now: datetime,
         *,
-        newest_first: bool = False,
         time_limit_s: float | None = None,
     ) -> list[ChunkMatch]:
-        """The ``limit`` best chunks by BM25 that pass scope and filters, best first
-        (ties: lower chunk id first); newest first among the matches when asked.
-        ``time_limit_s`` guards a caller's FTS5 syntax on SQLite; the statements here
-        are HiveMem's own (an OR of terms), so it is not needed."""
-        from . import NotOnPostgres
-
-        if query.fts_syntax:
-            wanted = parse_or_query(query.text)
-            if wanted is None:
-                raise NotOnPostgres("FTS5 query syntax (fts_syntax=True)")
-        else:
-            wanted = list(terms)
-        phrases: dict[str, str] = {}  # phrase -> its first lexeme (where tf is read)
-        for term in wanted:
-            stems = scratch.stems(term)
-            if stems:
-                phrases.setdefault(_phrase(stems), stems[0])
-        if not phrases:
+        """The ``limit`` best chunks by BM25 that ``keywords`` (compiled by ``to_tsquery``)
+        finds and pass scope and filters, best first (ties: lower chunk id first); newest
+        first among the matches when asked. ``time_limit_s`` (a caller's syntax) becomes
+        the statement's ``statement_timeout``. NEAR and ``^`` have no exact tsquery: their
+        chunks are found by the phrases alone, a wider page of them, and kept when FTS5's
+        own matcher says they match (``scratch.filter``)."""
+        compiled = to_tsquery(keywords)
+        if compiled is None:
             return []
+        tsquery, phrases, verify = compiled
+        newest_first = keywords.newest_first
+        wanted = limit * _VERIFY_PAGE if verify else limit
         size = self._index_size()
         total, avgdl = self._scope_totals(None, size)
         freq = self._freq(None, list(phrases), size)
         weight: dict[str, float] = {}
         for phrase, lexeme in phrases.items():
             n = freq.get(phrase, 0)
+            # The cached total may lag a fresh count by up to 1% (50 chunks): never
+            # fewer chunks than hold the term (a negative log argument otherwise).
+            total = max(total, n)
             idf = math.log((total - n + 0.5) / (n + 0.5)) if total else 0.0
             weight[lexeme] = weight.get(lexeme, 0.0) + (idf if idf > 0 else 1e-6)
-        tsquery = " | ".join(f"({p})" for p in phrases)
         clause, params = self._scope_clause(scopes)
         where, extra = self._filter_sql(query, now)
         filters = " AND ".join([clause, *where])
+        lexemes = list(weight)
+        # BM25 over the query's lexemes only: setweight marks them, ts_filter keeps them,
+        # so the unnest reads a few lexemes per chunk instead of all of them.
         score = (
-            "(SELECT COALESCE(SUM(w.idf * cardinality(u.positions) * %s / "
+            "(SELECT COALESCE(SUM((%s::float8[])[array_position(%s::text[], u.lexeme)] "
+            "* cardinality(u.positions) * %s / "
             "(cardinality(u.positions) + %s * (1 - %s + %s * c.length / %s))), 0) "
-            "FROM unnest(c.terms) u JOIN unnest(%s::text[], %s::float8[]) AS w(lexeme, idf) "
-            "ON w.lexeme = u.lexeme)"
+            "FROM unnest(ts_filter(setweight(c.terms, 'A', %s::text[]), '{a}')) u)"
         )
-        score_params = [K1 + 1, K1, B, B, avgdl, list(weight), list(weight.values())]
+        score_params = [list(weight.values()), lexemes, K1 + 1, K1, B, B, avgdl, lexemes]
+        # The memory filters are a subplan run on the chunks in rank order until
+        # ``limit`` passed: a join would read (or hash) every matched chunk's memory.
+        passes = "(SELECT TRUE FROM memories m WHERE m.id = {}.memory_id AND " + filters + ")"
         if newest_first:
+            # No fence here: with common terms the planner walks the newest chunks
+            # backwards and stops at the page (measured at 100k: 3 ms instead of 39 ms
+            # for a bitmap scan of every match sorted by id).
             sql = (
                 f"SELECT c.id, c.memory_id, c.seq, c.text, {score} AS score FROM ("
-                "SELECT c.id FROM chunks c JOIN memories m ON m.id = c.memory_id "
-                f"WHERE c.terms @@ %s::tsquery AND c.scope = ANY(%s) AND {filters} "
-                "ORDER BY c.id DESC LIMIT %s) n JOIN chunks c ON c.id = n.id "
-                "ORDER BY score DESC, c.id LIMIT %s"
+                "SELECT c.id FROM chunks c WHERE c.terms @@ %s::tsquery "
+                f"AND c.scope = ANY(%s) AND {passes.format('c')} ORDER BY c.id DESC LIMIT %s) n "
+                "JOIN chunks c ON c.id = n.id ORDER BY score DESC, c.id LIMIT %s"
             )
             values = [
                 *score_params,
@@ -285,19 +403,45 @@ class KeywordMixin:
                 list(scopes),
                 *params,
                 *extra,
-                limit * _NEWEST_PAGE,
-                limit,
+                wanted * _NEWEST_PAGE,
+                wanted,
             ]
         else:
             sql = (
-                f"SELECT c.id, c.memory_id, c.seq, c.text, {score} AS score "
-                "FROM chunks c JOIN memories m ON m.id = c.memory_id "
-                f"WHERE c.terms @@ %s::tsquery AND c.scope = ANY(%s) AND {filters} "
-                "ORDER BY score DESC, c.id LIMIT %s"
+                "SELECT s.id, s.memory_id, s.seq, s.text, s.score FROM ("
+                f"SELECT c.id, c.memory_id, c.seq, c.text, {score} AS score FROM chunks c "
+                "WHERE c.terms @@ %s::tsquery AND c.scope = ANY(%s) "
+                f"ORDER BY score DESC, c.id OFFSET 0) s WHERE {passes.format('s')} "
+                "ORDER BY s.score DESC, s.id LIMIT %s"
             )
-            values = [*score_params, tsquery, list(scopes), *params, *extra, limit]
-        rows = self._q(sql, values)
+            values = [*score_params, tsquery, list(scopes), *params, *extra, wanted]
+        rows = self._timed(sql, values, time_limit_s)
+        self._remember_texts([(r[0], r[3]) for r in rows])
+        if verify:
+            kept = scratch.filter([(r[0], r[3]) for r in rows], to_fts5(keywords))
+            rows = [r for r in rows if r[0] in kept][:limit]
         return [ChunkMatch(r[0], r[1], r[2], r[3], float(r[4])) for r in rows]
+
+    def _timed(
+        self: PostgresBackend, sql: str, values: Sequence[Any], time_limit_s: float | None
+    ) -> list[Any]:
+        """Rows of ``sql``; past ``time_limit_s`` PostgreSQL cancels it and the caller's
+        query is ``InvalidInput`` (as SQLite's progress handler makes it)."""
+        if time_limit_s is None:
+            return self._q(sql, values)
+
+        def run(conn: Any) -> list[Any]:
+            conn.execute(f"SET LOCAL statement_timeout = {max(1, int(time_limit_s * 1000))}")
+            return conn.execute(sql, values).fetchall()
+
+        try:
+            return self.in_read_transaction(run)
+        except QueryCanceled:
+            raise InvalidInput(
+                "query",
+                f"stopped after {time_limit_s:g} s: this FTS5 query costs too much "
+                "(setting fts_time_limit_ms); use fewer words or fewer prefix* terms",
+            ) from None
 
     def matched_terms(
         self: PostgresBackend, chunk_ids: Sequence[int], terms: Sequence[str]
@@ -307,8 +451,17 @@ class KeywordMixin:
         out: dict[int, set[str]] = {cid: set() for cid in chunk_ids}
         if not chunk_ids or not terms:
             return out
-        texts = self._q("SELECT id, text FROM chunks WHERE id = ANY(%s)", [list(chunk_ids)])
-        for cid, found in scratch.matches([(r[0], r[1]) for r in texts], terms).items():
+        # A chunk's text never changes (a re-chunked memory gets new chunk ids), so the
+        # texts the lanes just read serve here without another round trip.
+        with self._stats_lock:
+            known = [(cid, self._texts[cid]) for cid in chunk_ids if cid in self._texts]
+        have = {cid for cid, _ in known}
+        missing = [cid for cid in chunk_ids if cid not in have]
+        if missing:
+            read = self._q("SELECT id, text FROM chunks WHERE id = ANY(%s)", [missing])
+            self._remember_texts(read)
+            known += [(r[0], r[1]) for r in read]
+        for cid, found in scratch.matches(known, terms).items():
             out[cid] |= found
         return out
 
@@ -320,4 +473,5 @@ class KeywordMixin:
             "ORDER BY memory_id, seq",
             [list(memory_ids)],
         )
+        self._remember_texts([(r[0], r[3]) for r in rows])
         return [ChunkMatch(r[0], r[1], r[2], r[3], 0.0) for r in rows]

@@ -24,12 +24,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ... import text as textmod
 from ...clock import from_text, to_text
 from ...errors import Conflict, StoreError
 from ...providers.entities import Mention
 from ...types import ListFilter, Memory, Query, Status
 from .. import scratch
+from ..keyword_query import KeywordQuery
 from ..protocols import ChunkMatch, SessionInfo, TermStats
 from ..rows import (
     INSERT,
@@ -49,7 +49,7 @@ from .database import OperationalError, sqlite_driver
 from .entities import SQLiteEntityIndex, link_mentions
 from .failures import is_full, search_error, store_error
 from .inspect import SQLiteInspection
-from .keyword import KeywordPlans
+from .keyword import KeywordPlans, to_fts5
 from .limits import ClosedConnection, time_limit
 from .maintenance import SQLiteMaintenance
 from .pool import PooledReads, ReadPool, ThreadRole
@@ -431,14 +431,14 @@ class SQLiteBackend(PooledReads, KeywordPlans, RepairMixin):
         self,
         scopes: Sequence[str],
         query: Query,
-        terms: Sequence[str],
+        keywords: KeywordQuery,
         limit: int,
         now: datetime,
         *,
-        newest_first: bool = False,
         time_limit_s: float | None = None,
     ) -> list[ChunkMatch]:
-        """The ``limit`` best chunks by BM25 among those that pass scope and filters, best
+        """The ``limit`` best chunks by BM25 among those ``keywords`` (compiled to FTS5,
+        ``keyword.to_fts5``) finds that pass scope and filters, best
         first (ties: lower chunk id first). With ``time_limit_s`` (a caller's FTS5 syntax,
         whose cost has no other bound) the statements stop once it has passed, and the
         search raises ``InvalidInput`` naming the query.
@@ -458,9 +458,10 @@ class SQLiteBackend(PooledReads, KeywordPlans, RepairMixin):
         (a store created by this process) walks every memory of the scope through the
         ``(scope, status, created_at)`` index instead of looking rows up by id.
         """
-        match = query.text if query.fts_syntax else textmod.fts_or_query(list(terms))
+        match = to_fts5(keywords)
         if not match:
             return []
+        newest_first = keywords.newest_first
         clause, params = self._scope_clause(scopes)
         where, extra = self._filter_sql(query, now)
         filters = " AND ".join([clause, *where])
@@ -474,7 +475,7 @@ class SQLiteBackend(PooledReads, KeywordPlans, RepairMixin):
                 )
         except (sqlite_driver.DatabaseError, StoreError) as exc:
             raise search_error(
-                exc, self.location, query.fts_syntax, stopped[0], time_limit_s
+                exc, self.location, keywords.expression is not None, stopped[0], time_limit_s
             ) from exc
 
     def session_neighbours(
@@ -489,7 +490,7 @@ class SQLiteBackend(PooledReads, KeywordPlans, RepairMixin):
         side = (
             "(SELECT n.id FROM memories n WHERE n.scope = a.scope"
             " AND n.session_id = a.session_id AND n.kind = 'episode'"
-            " AND n.rowid {op} a.rowid ORDER BY n.rowid {order} LIMIT 1)"
+            " AND n.seq {op} a.seq ORDER BY n.seq {order} LIMIT 1)"
         )
         pairs = self._read(
             f"SELECT a.id, {side.format(op='<', order='DESC')}, "

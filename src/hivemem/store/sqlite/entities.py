@@ -232,7 +232,7 @@ class SQLiteEntityIndex:
     def total_memories(self, scopes: Sequence[str]) -> int:
         """Memories of the scopes (any status): the N of the entity lane's IDF. Read
         from the sessions-independent max rowid, which is cheap and close enough."""
-        return int(self._db._read("SELECT COALESCE(MAX(rowid), 0) FROM memories")[0][0])
+        return int(self._db._read("SELECT COALESCE(MAX(seq), 0) FROM memories")[0][0])
 
 
 def stamp(when: datetime) -> str:

@@ -17,9 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 from ...clock import from_text, to_text
 from ...types import Kind, Memory, MemoryType, Status
+from ..keyword_query import KeywordQuery
 from ..rows import SELECT, placeholders, row_to_memory
 from .crossrefs import SQLiteCrossRefs
 from .entities import link_mentions, retype
+from .keyword import to_fts5
 from .runlog import SQLiteRunLog
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -46,6 +48,9 @@ class DecayRow:
 
 class SQLiteMaintenance(SQLiteRunLog, SQLiteCrossRefs):
     """Reads and writes of the maintenance jobs (the backend's connection and lock)."""
+
+    # ``attributes.consolidation`` set to a JSON parameter (PostgreSQL: ``jsonb_set``)
+    _SET_STATE = "json_set(attributes, '$.consolidation', json(?))"
 
     def _memories(self, where: str, params: Sequence[Any], tail: str = "") -> list[Memory]:
         return self._db._memories(where, params, tail)
@@ -78,7 +83,7 @@ class SQLiteMaintenance(SQLiteRunLog, SQLiteCrossRefs):
         the sessions ``before`` (by the order of first sight), oldest first."""
         rows = self._db._read(
             "SELECT session_id, started_at, last_event_at, attributes FROM sessions "
-            "WHERE scope = ? AND consolidated_at IS NULL AND rowid < (SELECT MIN(rowid) "
+            "WHERE scope = ? AND consolidated_at IS NULL AND seq < (SELECT MIN(seq) "
             f"FROM sessions WHERE scope = ? AND session_id IN ({placeholders(before)})) "
             "ORDER BY started_at, session_id",
             [scope, scope, *before],
@@ -90,7 +95,7 @@ class SQLiteMaintenance(SQLiteRunLog, SQLiteCrossRefs):
         most versions first: the vault anti-pattern the reflection flags."""
         rows = self._db._read(
             "SELECT key, COUNT(*) AS n FROM memories WHERE scope = ? AND key IS NOT NULL "
-            "GROUP BY key HAVING n >= ? ORDER BY n DESC, key LIMIT ?",
+            "GROUP BY key HAVING COUNT(*) >= ? ORDER BY n DESC, key LIMIT ?",
             [scope, max(2, versions), limit],
         )
         return [(r[0], int(r[1])) for r in rows]
@@ -101,7 +106,7 @@ class SQLiteMaintenance(SQLiteRunLog, SQLiteCrossRefs):
             "m.scope = ? AND m.session_id = ? AND m.kind = 'fact' AND m.status = 'active' "
             "AND m.source = 'consolidation'",
             [scope, session_id, limit],
-            "ORDER BY m.rowid LIMIT ?",
+            "ORDER BY m.seq LIMIT ?",
         )
 
     @staticmethod
@@ -125,7 +130,7 @@ class SQLiteMaintenance(SQLiteRunLog, SQLiteCrossRefs):
     ) -> None:
         """Inside a write: the job's progress in a session, and its end when given."""
         self._db._write(
-            "UPDATE sessions SET attributes = json_set(attributes, '$.consolidation', json(?)), "
+            f"UPDATE sessions SET attributes = {self._SET_STATE}, "
             "consolidated_at = COALESCE(?, consolidated_at) WHERE scope = ? AND session_id = ?",
             [
                 json.dumps(dict(state), sort_keys=True),
@@ -138,10 +143,10 @@ class SQLiteMaintenance(SQLiteRunLog, SQLiteCrossRefs):
     def episodes(
         self, scope: str, session_id: str, after: int, limit: int
     ) -> list[tuple[int, Memory]]:
-        """Episodes of a session in the order they were written, after rowid ``after``."""
+        """Episodes of a session in the order they were written (``seq``), after ``after``."""
         rows = self._db._read(
-            f"SELECT m.rowid, {SELECT} FROM memories m WHERE m.scope = ? AND m.session_id = ? "
-            "AND m.kind = 'episode' AND m.rowid > ? ORDER BY m.rowid LIMIT ?",
+            f"SELECT m.seq, {SELECT} FROM memories m WHERE m.scope = ? AND m.session_id = ? "
+            "AND m.kind = 'episode' AND m.seq > ? ORDER BY m.seq LIMIT ?",
             [scope, session_id, after, limit],
         )
         return [(r[0], row_to_memory(r[1:])) for r in rows]
@@ -250,11 +255,14 @@ class SQLiteMaintenance(SQLiteRunLog, SQLiteCrossRefs):
         return out
 
     def matching(
-        self, scope: str, match: str, kinds: Sequence[Kind | str], limit: int
+        self, scope: str, query: KeywordQuery, kinds: Sequence[Kind | str], limit: int
     ) -> list[Memory]:
-        """Active memories of these kinds whose chunks match the FTS5 query ``match``,
-        best BM25 first, in one statement (the filters run before ranking: dedup asks
-        for facts among many more matching episodes)."""
+        """Active memories of these kinds whose chunks match ``query``, best BM25 first,
+        in one statement (the filters run before ranking: dedup asks for facts among
+        many more matching episodes)."""
+        match = to_fts5(query)
+        if not match:
+            return []
         rows = self._db._read(
             f"SELECT {SELECT} FROM chunks_fts "
             "CROSS JOIN chunks c ON c.id = chunks_fts.rowid "
@@ -309,7 +317,8 @@ class SQLiteMaintenance(SQLiteRunLog, SQLiteCrossRefs):
             )
         if drop_entities:
             self._db._write(
-                "UPDATE entities SET mention_count = MAX(0, mention_count - 1) WHERE id IN "
+                "UPDATE entities SET mention_count = CASE WHEN mention_count > 0 "
+                "THEN mention_count - 1 ELSE 0 END WHERE id IN "
                 f"(SELECT entity_id FROM memory_entities WHERE memory_id IN ({marks}))",
                 ids,
             )

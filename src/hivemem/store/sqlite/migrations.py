@@ -445,3 +445,26 @@ def _scope_terms(conn: Connection) -> None:
     for sql in termcounts.SCHEMA:
         conn.execute(sql)
     termcounts.backfill(conn)
+
+
+@migration("0014_insertion_seq")
+def _insertion_seq(conn: Connection) -> None:
+    # An explicit insertion order (issue #13): session neighbours, the consolidation
+    # cursor and the order sessions were first seen read ``seq``, never SQLite's rowid
+    # (which is no column of the data: PostgreSQL has none, and VACUUM may renumber
+    # rowids of a table without an INTEGER PRIMARY KEY). Existing rows keep their order
+    # (seq = rowid), so cursors stored in ``sessions.attributes`` stay valid. A trigger
+    # numbers every new row, whichever code path inserts it (writes, import, rescue).
+    for table in ("memories", "sessions"):
+        conn.execute(f"ALTER TABLE {table} ADD COLUMN seq INTEGER")
+        conn.execute(f"UPDATE {table} SET seq = rowid")
+        conn.execute(f"CREATE UNIQUE INDEX {table}_seq ON {table} (seq)")
+        conn.execute(
+            f"""CREATE TRIGGER {table}_seq_ai AFTER INSERT ON {table} WHEN new.seq IS NULL
+            BEGIN
+                UPDATE {table} SET seq = (SELECT COALESCE(MAX(seq), 0) + 1 FROM {table})
+                WHERE rowid = new.rowid;
+            END"""
+        )
+    conn.execute("DROP INDEX memories_session")
+    conn.execute("CREATE INDEX memories_session ON memories (scope, session_id, seq)")

@@ -61,16 +61,20 @@ class SQLitePurge:
         while frontier:
             found: list[str] = []
             for part in _batches(frontier):
-                rows = self._db._read(
-                    "SELECT DISTINCT m.id FROM memories m, json_each(m.source_ids) j "
-                    f"WHERE m.scope = ? AND j.value IN ({placeholders(part)})",
-                    [scope, *part],
-                )
-                found += [r[0] for r in rows if r[0] not in seen]
+                found += [i for i in self._drawn_from(scope, part) if i not in seen]
             seen.update(found)
             out += found
             frontier = found
         return out
+
+    def _drawn_from(self, scope: str, memory_ids: list[str]) -> list[str]:
+        """Ids of the scope's memories whose ``source_ids`` name one of ``memory_ids``."""
+        rows = self._db._read(
+            "SELECT DISTINCT m.id FROM memories m, json_each(m.source_ids) j "
+            f"WHERE m.scope = ? AND j.value IN ({placeholders(memory_ids)})",
+            [scope, *memory_ids],
+        )
+        return [r[0] for r in rows]
 
     def plan(self, scope: str, memory_ids: Sequence[str], whole_scope: bool) -> dict[str, int]:
         """How many rows a purge of ``memory_ids`` (of ``scope``) would erase, by table."""
@@ -148,19 +152,10 @@ class SQLitePurge:
                     f"SELECT entity_id FROM memory_entities WHERE memory_id IN ({marks})", part
                 )
             )
-        vectors = db._read("SELECT 1 FROM sqlite_master WHERE name = ?", [TABLE])
-        for part in _batches(chunk_ids):
-            marks = placeholders(part)
-            if vectors and db.vectors.unavailable is None:
-                db._write(f"DELETE FROM {TABLE} WHERE chunk_id IN ({marks})", part)
-                db._write(f"DELETE FROM {LOG} WHERE chunk_id IN ({marks})", part)
-            # The delete trigger tells the FTS index each row's text: its entries go.
-            db._write(f"DELETE FROM chunks WHERE id IN ({marks})", part)
+        self._delete_chunks(chunk_ids)
         for part in _batches(memory_ids):  # links, job state, cross-refs, decay: cascade
             db._write(f"DELETE FROM memories WHERE id IN ({placeholders(part)})", part)
-        # The per-scope term counts lose the erased chunks now: their texts, queued by
-        # the delete triggers, must not wait in the file for the next write.
-        termcounts.settle(db._conn)
+        self._rows_deleted()
         counts["cached_vectors"] = 0
         for part in _batches(sorted(hashes)):
             counts["cached_vectors"] += db._write(
@@ -172,10 +167,7 @@ class SQLitePurge:
         counts["entities"] = self._orphan_entities(scope, sorted(entity_ids), whole_scope)
         if whole_scope:
             self._erase_scope_state(scope)
-        # Merge every FTS segment into one: deleted rows' terms leave the index itself.
-        db._write("INSERT INTO chunks_fts (chunks_fts) VALUES ('optimize')")
-        epoch = int(db.meta().get(EPOCH_KEY, "0")) + 1  # in-memory vector copies reload
-        db.set_meta(EPOCH_KEY, str(epoch))
+        self._index_purged()
         db._write(
             "INSERT INTO purges (scope, target, memory_ids, counts, purged_by, purged_at) "
             "VALUES (?, ?, ?, ?, ?, ?)",
@@ -189,6 +181,30 @@ class SQLitePurge:
             ],
         )
         return counts
+
+    def _delete_chunks(self, chunk_ids: Sequence[int]) -> None:
+        """The chunks, with their vectors and their keyword index entries."""
+        db = self._db
+        vectors = db._read("SELECT 1 FROM sqlite_master WHERE name = ?", [TABLE])
+        for part in _batches(chunk_ids):
+            marks = placeholders(part)
+            if vectors and db.vectors.unavailable is None:
+                db._write(f"DELETE FROM {TABLE} WHERE chunk_id IN ({marks})", part)
+                db._write(f"DELETE FROM {LOG} WHERE chunk_id IN ({marks})", part)
+            # The delete trigger tells the FTS index each row's text: its entries go.
+            db._write(f"DELETE FROM chunks WHERE id IN ({marks})", part)
+
+    def _rows_deleted(self) -> None:
+        # The per-scope term counts lose the erased chunks now: their texts, queued by
+        # the delete triggers, must not wait in the file for the next write.
+        termcounts.settle(self._db._conn)
+
+    def _index_purged(self) -> None:
+        db = self._db
+        # Merge every FTS segment into one: deleted rows' terms leave the index itself.
+        db._write("INSERT INTO chunks_fts (chunks_fts) VALUES ('optimize')")
+        epoch = int(db.meta().get(EPOCH_KEY, "0")) + 1  # in-memory vector copies reload
+        db.set_meta(EPOCH_KEY, str(epoch))
 
     def _orphan_entities(self, scope: str, entity_ids: list[int], whole_scope: bool) -> int:
         """Delete the scope's entities no memory mentions now (aliases cascade); the
@@ -248,10 +264,11 @@ class SQLitePurge:
 
     def audit(self, scope: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
         """The newest purge records first (of one scope when given)."""
-        rows = self._db._read(
+        where, params = ("WHERE scope = ?", [scope]) if scope is not None else ("", [])
+        rows = self._db._read(  # portable SQL: PostgreSQL's purge runs it too
             "SELECT id, scope, target, memory_ids, counts, purged_by, purged_at FROM purges "
-            "WHERE (? IS NULL OR scope = ?) ORDER BY id DESC LIMIT ?",
-            [scope, scope, limit],
+            f"{where} ORDER BY id DESC LIMIT ?",
+            [*params, limit],
         )
         return [
             {

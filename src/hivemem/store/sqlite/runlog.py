@@ -78,9 +78,8 @@ class SQLiteRunLog:
 
     def last_started(self, job: str, trigger: str | None = None) -> datetime | None:
         """When the newest run of ``job`` (by ``trigger``, when given) started."""
-        row = self._db._read(
-            "SELECT MAX(started_at) FROM maintenance_runs WHERE job = ? "
-            "AND (? IS NULL OR trigger = ?)",
-            [job, trigger, trigger],
+        where, params = (
+            ("job = ? AND trigger = ?", [job, trigger]) if trigger else ("job = ?", [job])
         )
+        row = self._db._read(f"SELECT MAX(started_at) FROM maintenance_runs WHERE {where}", params)
         return from_text(row[0][0]) if row and row[0][0] else None

@@ -1,0 +1,90 @@
+"""The PostgreSQL search's statements: a newest-first page that equals SQLite's, and
+transaction-local settings (HNSW, asynchronous commit of access counts) that never leak
+into the pooled connections (docs/postgres.md)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import numpy as np
+import pytest
+
+import hivemem
+from hivemem import Query
+from hivemem.store.postgres import vectors as pgvectors
+from test_backends_postgres import both  # noqa: F401 - the fixture
+
+
+def test_newest_first_page_is_sqlites_and_skips_filtered_memories(both):  # noqa: F811
+    now = datetime(2026, 1, 2, tzinfo=UTC)
+    for store in both:
+        mem = store.scope("team-a")
+        for i in range(12):
+            mem.save(f"database note {i}: the database of the week")
+        newest = mem.list(limit=1)[0]
+        mem.delete(newest.id)
+    query, terms = Query(text="database week"), ["database", "week"]
+    lite, pg = (
+        s.keyword.keyword_search(["team-a"], query, terms, 3, now, newest_first=True) for s in both
+    )
+    assert len(pg) == 3
+    assert "note 11" not in " ".join(m.text for m in pg)  # deleted: never on the page
+    assert [m.text for m in pg] == [m.text for m in lite]
+    assert [m.bm25 for m in pg] == pytest.approx([m.bm25 for m in lite], rel=1e-9)
+
+
+def _settings(store: hivemem.Store, *names: str) -> list[tuple[str, ...]]:
+    pool = store._backend._pool
+    seen = []
+    for _ in range(pool.get_stats()["pool_size"]):
+        with pool.connection() as conn:
+            # current_setting(…, true): NULL where pgvector's library is not loaded yet
+            row = conn.execute(
+                "SELECT " + ", ".join("current_setting(%s, true)" for _ in names), names
+            ).fetchone()
+            seen.append(tuple(row))
+    return seen
+
+
+@pytest.fixture
+def durable_url(pg_url):
+    """pg_url whose sessions commit synchronously (the test server's default is off)."""
+    import psycopg
+
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        database = conn.info.dbname
+        conn.execute(f"ALTER DATABASE {database} SET synchronous_commit = on")
+    yield pg_url
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f"ALTER DATABASE {database} RESET synchronous_commit")
+
+
+def test_access_counts_and_hnsw_settings_stay_local(durable_url, monkeypatch):
+    monkeypatch.setattr(pgvectors, "EXACT_MAX", 1)  # every scope through HNSW
+    with hivemem.open(durable_url, embedder="hash") as store:
+        mem = store.scope("a")
+        saved = mem.save("the kettle is in the second cupboard")
+        store.flush()
+        for _ in range(3):
+            hits = mem.search("where is the kettle")
+            assert [h.memory.id for h in hits] == [saved.id]
+            assert "vector" in hits[0].explain.lanes  # the HNSW path ran
+        assert mem.get(saved.id).access_count == 3
+        vector = np.full(store.indexer.embedder.dimension, 0.1, dtype=np.float32)
+        model, now = store.indexer.identity, datetime.now(UTC)
+        found = store.vectors.search(["a"], vector, Query(text="x"), 5, now, model)
+        assert [m.memory_id for m in found] == [saved.id]
+        for commit, ef, iterative in _settings(
+            store, "synchronous_commit", "hnsw.ef_search", "hnsw.iterative_scan"
+        ):
+            assert commit == "on"
+            assert (ef, iterative) in {("40", "off"), (None, None)}
+
+
+def test_the_keyword_index_merges_its_pending_list_early(pg_url):
+    """A search scans GIN's pending list: it is kept to 64 kB (migration 0013)."""
+    with hivemem.open(pg_url, embedder="none") as store:
+        [options] = store._backend._q(
+            "SELECT reloptions FROM pg_class WHERE relname = 'chunks_terms'"
+        )[0]
+    assert "gin_pending_list_limit=64" in options
