@@ -702,6 +702,8 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, RepairMixin):
 
     @property
     def maintenance(self) -> SQLiteMaintenance:  # the maintenance jobs' SQL (stateless)
+        if self._pool is not None:  # jobs read usage (decay from the last access):
+            self._access.flush()  # the queued access counts are written first
         return SQLiteMaintenance(self)
 
     @property
