@@ -15,8 +15,8 @@ index has grown or shrunk by more than 1% (BM25 weights barely move in between),
 the n's are the ones ``term_stats`` just read. The coverage weights above the protocol
 use per-scope statistics (``term_stats(terms, scopes)``, as SQLite's counts read from
 its keyword index): a GIN count per new term and scope set, cached like the rest
-(measured before at 10k: ~55 ms of a 150 ms search on a loaded machine for a query of new terms; a per-scope
-vocabulary kept by a job would make it a lookup).
+(measured before at 10k: ~55 ms of a 150 ms search on a loaded machine for a query of
+new terms; a per-scope vocabulary kept by a job would make it a lookup).
 
 The query. The lane passes a neutral ``KeywordQuery`` (``store/keyword_query.py``):
 terms with a mode, or a caller's FTS5-syntax query parsed into a tree. ``to_tsquery``
