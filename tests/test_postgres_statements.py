@@ -11,6 +11,7 @@ import pytest
 
 import hivemem
 from hivemem import Query
+from hivemem.store.keyword_query import KeywordQuery
 from hivemem.store.postgres import vectors as pgvectors
 from test_backends_postgres import both  # noqa: F401 - the fixture
 
@@ -23,10 +24,9 @@ def test_newest_first_page_is_sqlites_and_skips_filtered_memories(both):  # noqa
             mem.save(f"database note {i}: the database of the week")
         newest = mem.list(limit=1)[0]
         mem.delete(newest.id)
-    query, terms = Query(text="database week"), ["database", "week"]
-    lite, pg = (
-        s.keyword.keyword_search(["team-a"], query, terms, 3, now, newest_first=True) for s in both
-    )
+    query = Query(text="database week")
+    terms = KeywordQuery.any_of(["database", "week"], newest_first=True)
+    lite, pg = (s.keyword.keyword_search(["team-a"], query, terms, 3, now) for s in both)
     assert len(pg) == 3
     assert "note 11" not in " ".join(m.text for m in pg)  # deleted: never on the page
     assert [m.text for m in pg] == [m.text for m in lite]

@@ -509,7 +509,8 @@ def test_successors_are_found_by_the_supersedes_index_not_a_walk_of_the_scope(st
     statements = []
     store._backend._conn.set_trace_callback(statements.append)
     try:
-        store.memories.successors(["team-a"], first.id)
+        with store._backend.on_writer():  # through the traced connection, not the pool
+            store.memories.successors(["team-a"], first.id)
     finally:
         store._backend._conn.set_trace_callback(None)
     [sql] = [s for s in statements if "supersedes_id" in s]
@@ -544,8 +545,9 @@ def test_a_deep_page_streams_from_the_index(store, clock):
     statements = []
     store._backend._conn.set_trace_callback(statements.append)
     try:
-        page = inspection.page(a, limit=2)
-        inspection.page(a, limit=2, cursor=page.next_cursor)
+        with store._backend.on_writer():  # through the traced connection, not the pool
+            page = inspection.page(a, limit=2)
+            inspection.page(a, limit=2, cursor=page.next_cursor)
     finally:
         store._backend._conn.set_trace_callback(None)
     [sql] = [s for s in statements if "m.created_at <=" in s]
