@@ -118,3 +118,20 @@ def test_an_llm_failure_falls_back_to_the_deep_result_and_says_so(tmp_path, cloc
         assert hits and "district 4" in hits[0].memory.content
         notes = " ".join(hits[0].explain.notes)
         assert "query rewriting failed" in notes and "re-rank failed" in notes
+
+
+def test_the_search_tools_take_the_mode(tmp_path, clock):
+    from hivemem.frontends import tools
+
+    settings = hivemem.Settings(entity_weight=0.0)
+    with hivemem.open(tmp_path / "t.db", clock=clock, embedder="none", settings=settings) as s:
+        mem = s.scope("a")
+        _fill(mem)
+        mem.save("Melanie adopted a rescue greyhound last spring.", wait=True)
+        mem.alias("Melanie", "Mel")
+        for name in ("memory_search", "search_memory"):
+            fast = tools.call(mem, name, {"query": "what did Mel do"})
+            deep = tools.call(mem, name, {"query": "what did Mel do", "mode": "deep"})
+            assert "greyhound" not in json.dumps(fast) and "greyhound" in json.dumps(deep)
+            with pytest.raises(InvalidInput):
+                tools.call(mem, name, {"query": "x", "mode": "slow"})
