@@ -9,8 +9,7 @@ import sqlite3
 import pytest
 
 import hivemem
-from hivemem import Conflict, InvalidInput, NotFound, run_job
-from hivemem.frontends import tools
+from hivemem import Conflict, InvalidInput, NotFound, run_job, tools
 from hivemem.frontends.http import create_app
 from hivemem.store.sqlite import migrations
 from hivemem.store.tokens import SQLiteTokens

@@ -17,7 +17,7 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 
 import hivemem
-from hivemem.frontends import tools
+from hivemem import tools
 from hivemem.frontends.http import create_app
 from hivemem.frontends.http.errors import STATUSES
 from hivemem.frontends.http.routes import REST_ROUTES

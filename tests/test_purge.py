@@ -12,10 +12,9 @@ import pytest
 from click.testing import CliRunner
 
 import hivemem
-from hivemem import Forbidden, NotFound
-from hivemem.frontends import tools
+from hivemem import Forbidden, NotFound, tools
+from hivemem.compat.mem0 import Memory as Mem0
 from hivemem.frontends.cli import main
-from hivemem.frontends.compat.mem0 import Memory as Mem0
 from hivemem.store.tokens import SQLiteTokens
 from hivemem.write import purge as purgemod
 

@@ -30,9 +30,8 @@ import pytest
 from click.testing import CliRunner
 
 import hivemem
-from hivemem import ContextProvider, Settings
+from hivemem import ContextProvider, Settings, tools
 from hivemem.frontends import mcp as mcp_server
-from hivemem.frontends import tools
 from hivemem.frontends.cli import main as cli_main
 from hivemem.frontends.http import create_app
 from hivemem.lifecycle.maintenance import job_names, run_job, run_log
@@ -147,7 +146,7 @@ def library_surfaces(store, ids, hunt: Hunt) -> None:
 
 
 def _mem0(store) -> object:
-    from hivemem.frontends.compat.mem0 import Memory as Mem0Memory
+    from hivemem.compat.mem0 import Memory as Mem0Memory
 
     compat = Mem0Memory(store)
     return [compat.get_all(user_id="team-a"), compat.search("deploy token", user_id="team-a")]

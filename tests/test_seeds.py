@@ -14,9 +14,8 @@ import httpx
 import pytest
 
 import hivemem
-from hivemem import Forbidden, InvalidInput, NotFound, Settings
+from hivemem import Forbidden, InvalidInput, NotFound, Settings, tools
 from hivemem.frontends import mcp as mcp_server
-from hivemem.frontends import tools
 from hivemem.frontends.http import create_app
 from hivemem.store.tokens import SQLiteTokens
 from hivemem.write import learning

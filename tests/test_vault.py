@@ -163,7 +163,7 @@ def test_errors_never_show_a_secret(leaky):
 
 
 def test_tool_results_never_show_a_secret(leaky):
-    tools = pytest.importorskip("hivemem.frontends.tools")
+    tools = pytest.importorskip("hivemem.tools")
     _, mem = leaky
     for name, args in [
         ("memory_search", {"query": "deploy password"}),

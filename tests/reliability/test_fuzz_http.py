@@ -23,7 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import hivemem
-from hivemem.frontends import tools
+from hivemem import tools
 from hivemem.frontends.http import create_app
 from hivemem.frontends.http.errors import STATUSES
 from hivemem.frontends.http.routes import operations

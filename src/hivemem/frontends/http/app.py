@@ -1,5 +1,5 @@
 """The HTTP API: FastAPI over the library facade, its routes generated from the tool
-registry (``hivemem.frontends.tools``).
+registry (``hivemem.tools``).
 
 Each request: bearer token → the scope from the URL, checked against the token's grants
 → the tool's arguments from the path, the query string and the JSON body →
@@ -28,11 +28,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import hivemem
 
+from ... import tools as toolsmod
 from ...errors import HiveMemError, InvalidInput
 from ...facade.database import Store
 from ...settings import Settings
 from ...store.tokens import SQLiteTokens, TokenInfo
-from .. import tools as toolsmod
 from . import ui
 from .docs import mount_docs
 from .errors import ERROR_SCHEMA, STATUSES, error_body, from_library
