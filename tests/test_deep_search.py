@@ -121,7 +121,7 @@ def test_an_llm_failure_falls_back_to_the_deep_result_and_says_so(tmp_path, cloc
 
 
 def test_the_search_tools_take_the_mode(tmp_path, clock):
-    from hivemem.frontends import tools
+    from hivemem import tools
 
     settings = hivemem.Settings(entity_weight=0.0)
     with hivemem.open(tmp_path / "t.db", clock=clock, embedder="none", settings=settings) as s:

@@ -78,13 +78,13 @@ LONG_FILLER = " ".join(
 
 
 def test_a_long_text_is_embedded_whole_not_only_its_first_128_word_pieces():
-    # The model reads 128 word-pieces: a fact after ~180 words of filler was never in
-    # the memory's vector. With windows, it is: the long text moves toward a question
-    # about its tail, and a text of one window keeps exactly its old vector.
+    # The model reads 128 word-pieces: a fact after ~180 words of filler is not in the
+    # truncated vector. With windows it is: the long text moves toward a question about
+    # its tail, and a text of one window keeps exactly its truncated vector.
     tail = " My sister Ana adopted a grey kitten named Pixel from the animal shelter."
     question = "what is the name of the kitten my sister adopted?"
-    whole = LocalEmbedder(quantize=False)
-    head = LocalEmbedder(quantize=False, windows=1)
+    whole = LocalEmbedder(quantize=False, windows=4)
+    head = LocalEmbedder(quantize=False)  # the default truncates (measured: see the class)
     q = whole.embed_batch([question])[0]
     assert q == pytest.approx(list(head.embed_batch([question])[0]), abs=1e-6)
     windowed, truncated = (
