@@ -135,3 +135,22 @@ def test_the_search_tools_take_the_mode(tmp_path, clock):
             assert "greyhound" not in json.dumps(fast) and "greyhound" in json.dumps(deep)
             with pytest.raises(InvalidInput):
                 tools.call(mem, name, {"query": "x", "mode": "slow"})
+
+
+def test_the_cli_searches_deep_with_a_flag(db_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from hivemem.frontends.cli import main
+
+    monkeypatch.setenv("HIVEMEM_EMBEDDER", "none")
+    monkeypatch.setenv("HIVEMEM_ENTITY_WEIGHT", "0")
+
+    def run(*args):
+        return CliRunner().invoke(main, ["--db", str(db_path), *args], prog_name="hivemem")
+
+    assert run("add", "Melanie adopted a rescue greyhound last spring.").exit_code == 0
+    with hivemem.open(db_path, embedder="none") as store:
+        store.scope("default").alias("Melanie", "Mel")
+    assert "greyhound" not in run("search", "what did Mel do").stdout
+    deep = run("search", "what did Mel do", "--deep", "--explain")
+    assert deep.exit_code == 0 and "greyhound" in deep.stdout, deep.output
