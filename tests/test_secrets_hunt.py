@@ -36,7 +36,6 @@ from hivemem.frontends.cli import main as cli_main
 from hivemem.frontends.http import create_app
 from hivemem.lifecycle.maintenance import job_names, run_job, run_log
 from hivemem.lifecycle.portability import export_jsonl
-from hivemem.store.tokens import SQLiteTokens
 
 FAST_SECRETS = ['pa"ss\\wörd-Zq81x']
 LONG_SECRETS = [
@@ -198,7 +197,7 @@ def mcp_surfaces(store, ids, hunt: Hunt) -> None:
 
 
 def http_surfaces(store, ids, hunt: Hunt) -> None:
-    token = SQLiteTokens(store.backend).create("hunt", {"team-a": "write"}, store.clock())[1]
+    token = store.tokens.create("hunt", {"team-a": "write"}, store.clock())[1]
     app = create_app(store)
 
     async def main():

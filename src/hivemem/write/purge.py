@@ -72,7 +72,7 @@ def purge(
     if not ids:
         raise rights.missing(mem, id_or_key)
     if derived:  # what was drawn from it may quote it: those chains go too
-        for other in handle.store.backend.purges.derived(handle.name, ids):
+        for other in handle.store.purges.derived(handle.name, ids):
             ids += [i for i in _chain(handle, other) if i not in ids]
     return _run(handle.store, handle.name, ids, "memory", dry_run, vacuum, purged_by or mem.actor)
 
@@ -90,7 +90,7 @@ def purge_all(
 ) -> PurgeReport:
     """Erase everything the own scope of ``mem`` holds."""
     store = mem.store
-    ids = store.backend.purges.scope_ids(mem.name)
+    ids = store.purges.scope_ids(mem.name)
     return _run(store, mem.name, ids, "scope", dry_run, vacuum, purged_by or mem.actor)
 
 
@@ -98,28 +98,28 @@ def delete_all(mem: ScopedMemory, updated_by: str | None) -> int:
     """``ScopedMemory.delete_all``, the soft one: every active memory of the own scope
     becomes ``deleted`` (still readable by id; nothing erased). Returns how many."""
     by = rules.name(updated_by, "updated_by", 200, optional=True)
-    backend, count = mem.store.backend, 0
+    store, count = mem.store, 0
     while True:
-        batch = backend.list(
+        batch = store.memories.list(
             [mem.name], ListFilter(statuses=(Status.ACTIVE,)), 500, 0, mem.store.clock()
         )
         if not batch:
             return count
-        with backend.atomic():
+        with store.atomic():
             now = mem.store.clock()
             for memory in batch:
-                backend.set_status(mem.name, memory.id, Status.DELETED, now, now, by)
+                store.memories.set_status(mem.name, memory.id, Status.DELETED, now, now, by)
         count += len(batch)
 
 
 def audit(store: Store, scope: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
     """The purge records, newest first: scope, target, ids, counts, by whom, when."""
-    return store.backend.purges.audit(scope, limit)
+    return store.purges.audit(scope, limit)
 
 
 def _exists(handle: ScopedMemory, ref: str) -> bool:
-    backend = handle.store.backend
-    return bool(backend.get([handle.name], ref) or backend.versions_of_key([handle.name], ref))
+    memories = handle.store.memories
+    return bool(memories.get([handle.name], ref) or memories.versions_of_key([handle.name], ref))
 
 
 def _run(
@@ -131,13 +131,13 @@ def _run(
     vacuum: bool,
     by: str | None,
 ) -> PurgeReport:
-    sql = store.backend.purges
+    sql = store.purges
     whole = target == "scope"
     if dry_run:
         return PurgeReport(scope, target, tuple(ids), sql.plan(scope, ids, whole), dry_run=True)
     if not ids and not whole:
         raise NotFound(f"nothing to purge in scope {scope!r}")
-    with sql.secure(), store.backend.atomic():
+    with sql.secure(), store.atomic():
         counts = sql.erase(scope, ids, whole_scope=whole, target=target, by=by, now=store.clock())
     done = sql.compact(vacuum)
     if whole:
