@@ -31,10 +31,10 @@ import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from .. import text as textmod
 from ..errors import InvalidInput
-from ..lifecycle.indexer import Indexer
 from ..providers import entities as entitymod
 from ..settings import Settings
 from ..store.protocols import Backend
@@ -42,6 +42,9 @@ from ..types import Hit, Query
 from . import pipeline
 from . import rerank as rerankmod
 from .rerank import Reranker
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..lifecycle.indexer import Indexer
 
 MODES = ("fast", "deep")
 DEEP_WIDEN = 2  # KNN pool and re-rank depth, × the fast search's
