@@ -71,6 +71,33 @@ def test_batching_by_length_keeps_the_input_order(quantize, tolerance):
     assert e.embed_batch([]) == []
 
 
+LONG_FILLER = " ".join(
+    f"On day {i} the team reviewed the quarterly budget spreadsheet and the hiring plan."
+    for i in range(12)
+)
+
+
+def test_a_long_text_is_embedded_whole_not_only_its_first_128_word_pieces():
+    # The model reads 128 word-pieces: a fact after ~180 words of filler is not in the
+    # truncated vector. With windows it is: the long text moves toward a question about
+    # its tail, and a text of one window keeps exactly its truncated vector.
+    tail = " My sister Ana adopted a grey kitten named Pixel from the animal shelter."
+    question = "what is the name of the kitten my sister adopted?"
+    whole = LocalEmbedder(quantize=False, windows=4)
+    head = LocalEmbedder(quantize=False)  # the default truncates (measured: see the class)
+    q = whole.embed_batch([question])[0]
+    assert q == pytest.approx(list(head.embed_batch([question])[0]), abs=1e-6)
+    windowed, truncated = (
+        whole.embed_batch([LONG_FILLER + tail])[0],
+        head.embed_batch([LONG_FILLER + tail])[0],
+    )
+    assert sum(x * x for x in windowed) == pytest.approx(1.0, abs=1e-4)
+    assert cosine(q, windowed) > cosine(q, truncated) + 0.05
+    # Windows are the same whatever the batch holds (a short text beside a long one).
+    mixed = whole.embed_batch(["hi", LONG_FILLER + tail])
+    assert cosine(mixed[1], windowed) == pytest.approx(1.0, abs=1e-5)
+
+
 def test_a_tampered_vocabulary_is_refused(tmp_path, monkeypatch):
     bad = tmp_path / "vocab.txt"
     bad.write_bytes(embed.VOCAB_FILE.read_bytes() + b"extra\n")

@@ -88,6 +88,16 @@ def test_query_focus_keeps_the_final_question_after_a_long_preamble():
     assert text.query_focus(earlier + preamble + question) == question
 
 
+def test_query_focus_drops_the_role_label_before_the_question():
+    preamble = "You are a helpful assistant. Answer concisely and truthfully. " * 30
+    question = "Which city does the user live in?"
+    for label in ("User question: ", "Q: ", "Human:  ", "user: "):
+        assert text.query_focus(preamble + "\n\n" + label + question) == question
+    # Not a role label: kept.
+    kept = "Docker: which port does the registry use?"
+    assert text.query_focus(preamble + "\n" + kept) == kept
+
+
 def test_query_focus_without_a_question_keeps_the_last_words():
     words = [f"w{i}" for i in range(200)]
     assert text.query_focus(" ".join(words)) == " ".join(words[-64:])

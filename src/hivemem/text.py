@@ -311,18 +311,25 @@ def query_focus(text: str, max_words: int = 64) -> str:
     the preamble's rare words finds the preamble's topics. A query of at most
     ``max_words`` words is returned unchanged; a longer one is cut to its last sentence
     that asks something (ends with ``?``) when that is short enough, else to its last
-    ``max_words`` words.
+    ``max_words`` words. A role label before that question ("User question:", "Q:",
+    "Human:") is dropped: its words are the prompt's, not what is sought (with it, a 2 kB
+    prompt before LoCoMo's questions searched for "user" and "question" too).
     """
     words = text.split()
     if len(words) <= max_words:
         return text
     for sentence in reversed(_SENTENCE_OR_LINE.split(text)):
         if "?" in sentence and 0 < len(sentence.split()) <= max_words:
-            return sentence.strip()
+            return _ROLE_LABEL.sub("", sentence.strip(), count=1) or sentence.strip()
     return " ".join(words[-max_words:])
 
 
 _SENTENCE_OR_LINE = re.compile(r"(?<=[.!?])\s+|\n+")
+_ROLE_LABEL = re.compile(
+    r"^(?:[A-Za-z]+\s+){0,2}?(?:question|query|request|message|input|prompt|task|user|human|q)"
+    r"\s*:\s+",
+    re.IGNORECASE,
+)
 
 
 def query_terms(text: str, max_terms: int = 32) -> list[str]:

@@ -182,6 +182,7 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "- vectors": {"embedder": "none"},
     "- diversity": {"mmr_lambda": 1.0},
     "+ 2 kB system prompt": {},
+    "+ deep mode": {},  # search(..., mode="deep"), no LLM
 }
 
 
@@ -256,7 +257,8 @@ def run_suite(
             for name, change in ABLATIONS.items():
                 variant = settings.replace(**change) if change else settings
                 text = SYSTEM_PROMPT_PREAMBLE if name.startswith("+ 2 kB") else preamble
-                result = _search_all(db, suite, variant, labels, text, notify, name)
+                mode = "deep" if name == "+ deep mode" else "fast"
+                result = _search_all(db, suite, variant, labels, text, notify, name, mode=mode)
                 variants[name] = result["overall"].rates()
     categories = {
         name: {
@@ -331,6 +333,7 @@ def _search_all(
     stage: str,
     *,
     bm25: bool = False,
+    mode: str = "fast",
 ) -> dict[str, Any]:
     out: dict[str, Any] = {
         "overall": _Tally(suite.metrics),
@@ -351,7 +354,7 @@ def _search_all(
                 done += 1
                 text = preamble + item.text
                 started = time.perf_counter()
-                hits = mem.search(text, limit=suite.limit)
+                hits = mem.search(text, limit=suite.limit, mode=mode)
                 out["latencies"].append((time.perf_counter() - started) * 1000)
                 ranked = [labels[h.memory.id] for h in hits if h.memory.id in labels]
                 gold = set(item.gold)

@@ -29,8 +29,8 @@ from .. import text as textmod
 from ..errors import Conflict, InvalidInput, NotFound
 from ..lifecycle import sessions
 from ..providers.entities import Mention, extract
+from ..retrieval import deep as retrieval
 from ..retrieval import entity_profiles
-from ..retrieval import pipeline as retrieval
 from ..types import (
     Entity,
     Hit,
@@ -648,6 +648,7 @@ class ScopedMemory:
         include_expired: bool = False,
         fts_syntax: bool = False,
         category: str | Sequence[str] | None = None,
+        mode: str = "fast",
     ) -> list[Hit]:
         """Find memories: hits best first, each with a score in [0, 1] and an explanation.
 
@@ -656,8 +657,10 @@ class ScopedMemory:
         ``fts_time_limit_ms``. Deleted memories never appear; superseded ones do, flagged by
         status and ranked lower; expired ones only with ``include_expired``. A
         ``category`` filter that leaves nothing is dropped (corvid's rule): the hits are
-        then unfiltered and each says so in its explanation's notes.
+        then unfiltered and each says so in its explanation's notes. ``mode="deep"``: a
+        slower search for recall (``hivemem.retrieval.deep``).
         """
+        deep = retrieval.check_mode(mode) == "deep"
         if isinstance(query, Query):
             q = query
         else:
@@ -687,15 +690,10 @@ class ScopedMemory:
 
         def run(query: Query) -> list[Hit]:
             with view():
-                return retrieval.search(
-                    self._backend,
-                    store.indexer,
-                    self.visible,
-                    query,
-                    self.settings,
-                    self._now(),
-                    store.reranker,
-                )
+                return retrieval.search_in_mode(
+                    deep, self._backend, store.indexer, self.visible, query, self.settings,
+                    self._now(), store.reranker, store.llm,
+                )  # fmt: skip
 
         hits = run(q)
         if not hits and q.categories:

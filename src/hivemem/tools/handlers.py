@@ -95,6 +95,7 @@ def memory_search(mem: ScopedMemory, a: dict[str, Any]) -> dict[str, Any]:
         status=None if f.get("include_superseded", True) else "active",
         min_score=f.get("min_score", 0.0),
         category=f.get("category"),
+        mode=a.get("mode", "fast"),
     )
     return search_answer(mem, a["query"], hits, a.get("snippet_tokens", snippets.DEFAULT_TOKENS))
 
@@ -149,6 +150,7 @@ def search_memory(mem: ScopedMemory, a: dict[str, Any]) -> dict[str, Any]:
         kind=a.get("kind"),
         tags=[a["tag"]] if a.get("tag") else None,
         category=a.get("category"),
+        mode=a.get("mode", "fast"),
     )
     return search_answer(mem, a["query"], hits, a.get("snippet_tokens", snippets.DEFAULT_TOKENS))
 

@@ -122,6 +122,13 @@ SOURCE = string(
     "conversation, consolidation, import.",
     enum=[s.value for s in Source if s.value != "promotion"],
 )
+MODE = {
+    "type": "string",
+    "enum": ["fast", "deep"],
+    "default": "fast",
+    "description": "deep: a slower search for when finding everything matters more than "
+    "speed (wider candidate lists, query expansion, an LLM re-rank where one is set up).",
+}
 SNIPPET = {
     "type": "integer",
     "minimum": 10,

@@ -154,6 +154,9 @@ def add(
 @_filter_options
 @click.option("--min-score", default=0.0, type=float, help="Drop hits scoring below (0-1).")
 @click.option("--explain", is_flag=True, help="Show how each score was made.")
+@click.option(
+    "--deep", is_flag=True, help="Slower search for recall: wider lanes, query expansion."
+)
 @full_option
 @json_option
 @pass_env
@@ -163,6 +166,7 @@ def search(
     limit: int,
     min_score: float,
     explain: bool,
+    deep: bool,
     full: bool,
     as_json: bool,
     **filters: Any,
@@ -175,7 +179,8 @@ def search(
     """
     if not read_content(query).strip():
         raise InvalidInput("query", "is empty: give the words to search for")
-    hits = env.memory().search(query, limit, min_score=min_score, **_filters(**filters))
+    mode = "deep" if deep else "fast"
+    hits = env.memory().search(query, limit, min_score=min_score, mode=mode, **_filters(**filters))
     if as_json:
         echo_json([hit.to_dict() for hit in hits])
         return
