@@ -131,6 +131,10 @@ class Purges(Protocol):
 
     def derived(self, scope: str, memory_ids: Sequence[str]) -> list[str]: ...
 
+    def copies(self, memory_ids: Sequence[str]) -> list[tuple[str, str]]:
+        """(scope, id) of the promoted copies of ``memory_ids``, in any scope."""
+        ...
+
     def plan(self, scope: str, memory_ids: Sequence[str], whole_scope: bool) -> dict[str, int]: ...
 
     def secure(self) -> AbstractContextManager[None]:
