@@ -143,6 +143,6 @@ def test_ui_route(ui, method, path, data):
     response = asyncio.run(send())
     tally("ui", str(response.status_code))
     assert response.status_code < 500, (method, url, body, response.text[:500])
-    if response.status_code >= 400:  # the error page; the API's JSON where no page matched
-        if not response.headers["content-type"].startswith("text/html"):
-            assert set(response.json()["error"]) >= {"code", "message"}, response.text[:300]
+    # the error page; the API's JSON where no page matched the path
+    if response.status_code >= 400 and not response.headers["content-type"].startswith("text/html"):
+        assert set(response.json()["error"]) >= {"code", "message"}, response.text[:300]
