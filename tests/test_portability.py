@@ -285,7 +285,6 @@ def test_an_import_links_entities_and_embeds_like_a_write(tmp_path):
         assert target.backend.vectors.count() == 1
 
 
-
 KEY = "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"
 
 
