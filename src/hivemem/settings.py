@@ -236,6 +236,7 @@ class Settings:
         {
             "categorize": "0 1 * * *",
             "enrich": "0 2 * * *",
+            "resolve": "15 2 * * *",
             "crossrefs": "30 2 * * *",
             "consolidate": "0 3 * * *",
             "reflect": "0 3 * * 0",
@@ -342,6 +343,12 @@ class Settings:
     crossref_max: int = _setting(10, "Most related memories kept per memory.")
     enrich_below_entities: int = _setting(
         2, "The enrich job re-extracts entities of memories linked to fewer than this many."
+    )
+    resolve_confident: float = _setting(
+        0.7,
+        "The resolve job asks the LLM whether two entities with related names are one only "
+        "when their name similarity is below this (ADR 005: LLM resolution when confidence "
+        "< 0.7); at or above it the names are evidence enough and nothing is asked.",
     )
     enrich_spacy_model: str = _setting(
         "en_core_web_sm", "spaCy pipeline the enrich job loads when spaCy is installed."
@@ -493,6 +500,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "reflect_vault_versions": (2, _BIG),
     "summarize_min_group": (1, _BIG),
     "crossref_min_jaccard": _UNIT,
+    "resolve_confident": _UNIT,
     "enrich_below_entities": (0, 10_000),
     "daemon_poll_seconds": (0.01, 86_400.0),
     "http_port": (0, 65_535),

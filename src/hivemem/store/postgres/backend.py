@@ -121,6 +121,7 @@ class PostgresBackend(KeywordMixin):
         self.entities = PgEntityIndex(self)
         self.maintenance = PgMaintenance(self)
         self.purges = NotYet("hard purge")
+        self.resolutions = NotYet("entity resolution")
         self.inspection = NotYet("the web inspector")
         KeywordMixin.__init__(self)
 

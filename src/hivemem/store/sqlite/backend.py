@@ -48,6 +48,7 @@ from .limits import ClosedConnection, time_limit
 from .maintenance import SQLiteMaintenance
 from .purge import SQLitePurge
 from .repair import RepairMixin
+from .resolutions import SQLiteResolutions
 from .stats import scope_stats
 from .vectors import SQLiteVectorIndex, load_extension
 
@@ -97,6 +98,7 @@ class SQLiteBackend(KeywordPlans, RepairMixin):
             self._conn.execute("PRAGMA foreign_keys = ON")
             self.vectors = SQLiteVectorIndex(self, load_extension(self._conn))
             self.entities = SQLiteEntityIndex(self)
+            self.resolutions = SQLiteResolutions(self)
             self.journal_mode = self._prepare_file(busy_timeout_ms)
         except (sqlite_driver.DatabaseError, MemoryError) as exc:
             # MemoryError: SQLite answers SQLITE_NOMEM on some damaged pages.
