@@ -315,3 +315,15 @@ def test_purge_all_erases_the_scopes_promoted_copies_too(db_path, clock):
         assert sum(len(ids) for ids in report.copies.values()) == 1
         assert store.scope("swarm").list() == []
     assert found(db_path, ["marchetti", "xylophonia"]) == []
+
+
+def test_cli_purge_names_the_copies_it_erases_or_keeps(db_path):
+    with hivemem.open(db_path, embedder="hash") as store:
+        mem = store.scope("alice", shared=["swarm"])
+        copy = mem.promote(mem.save("Zorblaxian plan", key="p").id, "swarm")
+    run = CliRunner().invoke
+    out = run(main, ["--db", str(db_path), "--scope", "alice", "purge", "p", "--yes"])
+    assert out.exit_code == 0 and f"swarm/{copy.id}" in out.output and "kept" in out.output
+    gone = run(main, ["--db", str(db_path), "--scope", "swarm", "purge", copy.id, "--yes"])
+    assert gone.exit_code == 0
+    assert found(db_path, ["zorblaxian"]) == []
