@@ -320,9 +320,9 @@ def purge(
     Unlike forget, nothing is kept: rows, keyword index entries, vectors, cached
     embeddings, entity links, and the memories drawn from it (consolidated facts,
     summaries) and its promoted copies in the scopes you lead; with --all also the
-    scope's sessions, vault, run log and the tokens bound to it alone. An audit record without content stays (--audit lists them).
-    Without --yes it prints what would be erased and exits with status 1, erasing
-    nothing.
+    scope's sessions, vault, run log and the tokens bound to it alone. An audit record
+    without content stays (--audit lists them). Without --yes it prints what would be
+    erased and exits with status 1, erasing nothing.
     """
     if audit:
         from ...write.purge import audit as purge_log
