@@ -2,7 +2,7 @@
 
     python examples/mem0_switch.py [DB_PATH]
 
-``from mem0 import Memory`` becomes ``from hivemem.frontends.compat.mem0 import Memory``; ``add``,
+``from mem0 import Memory`` becomes ``from hivemem.compat.mem0 import Memory``; ``add``,
 ``search``, ``get_all``, ``update``, ``history`` and ``delete`` take the same arguments and
 return the same shapes. What differs, on purpose: ``add`` never calls an LLM, ``update``
 keeps the old version in the history, ``delete`` is soft, and an exact duplicate is
@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from hivemem.frontends.compat.mem0 import Memory  # was: from mem0 import Memory
+from hivemem.compat.mem0 import Memory  # was: from mem0 import Memory
 
 
 def main(argv: list[str]) -> list[str]:

@@ -1,6 +1,6 @@
 """Getting started with an OpenAI-style tool loop: the model gets HiveMem's tools
-(``hivemem.frontends.tools.openai_functions()``), each tool call it makes runs through
-``hivemem.frontends.tools.call()``, and the result goes back as a ``tool`` message.
+(``hivemem.tools.openai_functions()``), each tool call it makes runs through
+``hivemem.tools.call()``, and the result goes back as a ``tool`` message.
 
     python examples/openai_tool_loop.py [DB_PATH]
 
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import hivemem
-from hivemem.frontends import tools
+from hivemem import tools
 
 TOOLS = tools.openai_functions()  # what tools= of a chat completion takes
 

@@ -72,11 +72,11 @@ def test_keyword_lane_gives_the_same_chunks_and_bm25_on_both_backends(both):
     for text in QUERIES:
         terms = text.split()
         query = Query(text=text)
-        a = lite.backend.keyword_search(["team-a"], query, terms, 20, now)
-        b = pg.backend.keyword_search(["team-a"], query, terms, 20, now)
+        a = lite.keyword.keyword_search(["team-a"], query, terms, 20, now)
+        b = pg.keyword.keyword_search(["team-a"], query, terms, 20, now)
         assert [m.text for m in a] == [m.text for m in b], text
         assert [m.bm25 for m in b] == pytest.approx([m.bm25 for m in a], rel=1e-9), text
-        assert lite.backend.term_stats(terms).doc_freq == pg.backend.term_stats(terms).doc_freq
+        assert lite.keyword.term_stats(terms).doc_freq == pg.keyword.term_stats(terms).doc_freq
 
 
 def test_bm25_with_several_scopes_equals_sqlite(both):
@@ -86,8 +86,8 @@ def test_bm25_with_several_scopes_equals_sqlite(both):
     for store in both:
         _fill(store, "team-b", [f"database number {i}" for i in range(30)])
     query, terms = Query(text="database"), ["database"]
-    a = lite.backend.keyword_search(["team-a"], query, terms, 20, now)
-    b = pg.backend.keyword_search(["team-a"], query, terms, 20, now)
+    a = lite.keyword.keyword_search(["team-a"], query, terms, 20, now)
+    b = pg.keyword.keyword_search(["team-a"], query, terms, 20, now)
     assert [m.text for m in a] == [m.text for m in b]
     assert [m.bm25 for m in b] == pytest.approx([m.bm25 for m in a], rel=1e-9)
 
@@ -111,7 +111,7 @@ def test_vector_lane_agrees_across_backends(both):
     for text in QUERIES:
         vector = np.asarray(model.embed_batch([text])[0], dtype=np.float32)
         found = [
-            s.backend.vectors.search(["team-a"], vector, Query(text=text), 5, now, model.identity)
+            s.vectors.search(["team-a"], vector, Query(text=text), 5, now, model.identity)
             for s in both
         ]
         assert [m.text for m in found[0]] == [m.text for m in found[1]], text
@@ -130,8 +130,8 @@ def test_context_agrees_across_backends(both):
 def _seed_vectors(store: hivemem.Store, sizes: dict[str, int], dimension: int = 64) -> None:
     """``sizes[scope]`` memories with one chunk and one random unit vector each (SQL:
     thousands of saves through the facade would take minutes here)."""
-    backend = store.backend
-    store.backend.vectors.bind(f"test:{dimension}", dimension)
+    backend = store._backend
+    store.vectors.bind(f"test:{dimension}", dimension)
     with backend.atomic():
         for scope, n in sizes.items():
             backend._x(
@@ -167,12 +167,12 @@ def test_vector_plans_never_scan_every_tenant(pg_url, monkeypatch):
 
 def _check_plans(pg_store: hivemem.Store) -> None:
     _seed_vectors(pg_store, {"big": 3000, "small": 300, "other": 1500})
-    index = pg_store.backend.vectors
+    index = pg_store.vectors
     query = [0.1] * 64
     plans = {}
     for name, big in (("big", True), ("small", False)):
         sql = index.plan_sql(big, "m.scope = %(scope)s")
-        with pg_store.backend._connection() as conn, conn.transaction():
+        with pg_store._backend._connection() as conn, conn.transaction():
             conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             rows = conn.execute(
                 "EXPLAIN " + sql, {"q": str(query).replace(" ", ""), "scope": name, "k": 64}
@@ -228,9 +228,9 @@ def test_concurrent_writers_to_one_key_leave_one_active_row_and_an_unbroken_chai
 
 def test_migrations_are_recorded_and_a_newer_schema_is_refused(pg_fresh_url):
     with hivemem.open(pg_fresh_url, embedder="none") as store:
-        assert store.backend.schema_version() == migrations.known_names()
-        with store.backend.atomic():
-            store.backend._x(
+        assert store.health.schema_version() == migrations.known_names()
+        with store.atomic():
+            store._backend._x(
                 "INSERT INTO migrations (seq, name, applied_at) VALUES (999, '9999_future', 'x')"
             )
     with pytest.raises(StoreError, match="newer HiveMem.*9999_future"):
@@ -248,9 +248,9 @@ def test_a_failing_migration_leaves_the_database_at_the_previous_one(pg_fresh_ur
             hivemem.open(pg_fresh_url, embedder="none")
         remove_bad()
         with hivemem.open(pg_fresh_url, embedder="none") as store:
-            names = store.backend.schema_version()
+            names = store.health.schema_version()
             assert names[-1] == "9001_good" and "9002_bad" not in names
-            assert store.backend._q("SELECT to_regclass('half') IS NULL")[0][0]
+            assert store._backend._q("SELECT to_regclass('half') IS NULL")[0][0]
     finally:
         remove_good()
         remove_bad()

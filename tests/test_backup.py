@@ -17,7 +17,6 @@ import hivemem
 from hivemem.frontends.cli import main
 from hivemem.lifecycle.backup import EXPORTED, TABLES, table_coverage
 from hivemem.lifecycle.portability import export_jsonl, import_jsonl
-from hivemem.store.tokens import SQLiteTokens
 
 SECRET = "zq-5e4d3c2b1a-backup-secret"
 
@@ -49,7 +48,7 @@ def _full_store(path, clock):
     mem.alias("Melanie", "Mel")
     store.vault("team-a").set("cursor", {"page": 3})
     store.vault("team-a").set("github_token", SECRET, secret=True)
-    SQLiteTokens(store.backend).create("ci-bot", {"team-a": "write"}, clock())
+    store.tokens.create("ci-bot", {"team-a": "write"}, clock())
     store.flush()
     return store
 
@@ -92,7 +91,7 @@ def test_round_trip_keeps_every_exported_table(tmp_path, clock):
     out = io.StringIO()
     details: dict = {}
     export_jsonl(source, out, include_secrets=True, details=details)
-    token_secret_hash = SQLiteTokens(source.backend).list()[0]
+    token_secret_hash = source.tokens.list()[0]
     source.close()
     assert details["left_out"] == {}
     assert details["records"] == {"vault": 2, "api_token": 1, "entity_alias": 1, "session": 1}
@@ -103,7 +102,7 @@ def test_round_trip_keeps_every_exported_table(tmp_path, clock):
     assert report.records == details["records"]
     assert target.vault("team-a").get("github_token") == SECRET
     assert target.scope("team-a").entity("Mel")[0].name == "Melanie"
-    assert SQLiteTokens(target.backend).list()[0] == token_secret_hash
+    assert target.tokens.list()[0] == token_secret_hash
     target.close()
 
     exported = [name for name, what in TABLES.items() if what.startswith(EXPORTED)]
@@ -118,14 +117,14 @@ def test_round_trip_keeps_every_exported_table(tmp_path, clock):
 
 def test_restored_token_still_opens_the_api(tmp_path, clock):
     source = hivemem.open(tmp_path / "a.db", clock=clock, embedder="hash")
-    _, secret = SQLiteTokens(source.backend).create("bot", {"team-a": "read"}, clock())
+    _, secret = source.tokens.create("bot", {"team-a": "read"}, clock())
     out = io.StringIO()
     export_jsonl(source, out)
     source.close()
     assert secret not in out.getvalue()
     target = hivemem.open(tmp_path / "b.db", clock=clock, embedder="hash")
     assert import_jsonl(target, io.StringIO(out.getvalue())).ok
-    assert SQLiteTokens(target.backend).verify(secret).name == "bot"
+    assert target.tokens.verify(secret).name == "bot"
     target.close()
 
 

@@ -81,7 +81,7 @@ def test_bench_runs_end_to_end_on_a_real_file(tmp_path):
     total = 300 + 2 * (20 + 50 + 5 * 10)  # load, then warm-up and writes on both handles
     with hivemem.open(db, embedder=HashEmbedder(384)) as store:
         assert store.stats()["total"] == total
-        assert store.backend.vectors.count() == total
+        assert store.vectors.count() == total
     stages = {stage for stage, _, _ in seen}
     assert stages >= {
         "load 300 keyword only",

@@ -230,7 +230,7 @@ def test_eight_processes_supersede_one_key(tmp_path):
         mem = store.scope("team")
         chain = mem.history("deploy-window")
         active = mem.list(key="deploy-window")
-        health = store.backend.health()
+        health = store.health.health()
         all_rows = list(store.iter_memories())
 
     assert sorted(m.id for m in chain) == sorted(saved)
@@ -279,7 +279,7 @@ def test_writers_of_different_keys_and_a_searching_reader(tmp_path):
         mem = store.scope("team")
         active = mem.list(limit=1000)
         superseded = mem.list(status="superseded", limit=1000)
-        health = store.backend.health()
+        health = store.health.health()
     saved = {key: mid for r in reports for key, mid in r["saved"].items()}
     assert {m.key: m.id for m in active} == {**saved, "seed": seed.id}
     assert set(saved) | {"seed"} == expected
@@ -328,7 +328,7 @@ def test_kill_9_mid_batch_loses_no_committed_batch_and_leaves_no_partial_one(tmp
             mem = store.scope("team")
             everything = list(store.iter_memories())
             sessions = mem.sessions()
-            health = store.backend.health()
+            health = store.health.health()
             found = mem.search("osprey migration", limit=5)
         # The second run's new session consolidates the first in the background: its
         # facts and summary are whole rows of their own transactions, never episodes.

@@ -22,7 +22,6 @@ import hivemem
 from hivemem import StoreError, StoreFull
 from hivemem.frontends.cli import main as cli_main
 from hivemem.frontends.http import create_app
-from hivemem.store.tokens import SQLiteTokens
 
 FILLER = " ".join(f"word{i}" for i in range(120))
 
@@ -147,7 +146,7 @@ def test_the_cli_exits_with_the_store_error_code_on_a_full_disk(small_disk):
 def test_the_http_api_answers_507_on_a_full_disk(small_disk):
     path = small_disk / "memory.db"
     store = hivemem.open(path, embedder="none")
-    secret = SQLiteTokens(store.backend).create("w", {"team-a": "write"}, store.clock())[1]
+    secret = store.tokens.create("w", {"team-a": "write"}, store.clock())[1]
     app = create_app(store)
     weight = ballast(small_disk, 600_000)
 

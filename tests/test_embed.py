@@ -35,7 +35,7 @@ def test_hash_embedder_is_deterministic_and_normalised():
 
 OFFLINE_SCRIPT = """
 import json
-from hivemem.embed import LocalEmbedder
+from hivemem.providers.embed import LocalEmbedder
 e = LocalEmbedder()
 vectors = e.embed_batch(["The cat sat on the mat", "A cat is sitting on a mat",
                          "Stock prices fell sharply on Monday"])

@@ -188,8 +188,8 @@ def test_the_openai_embedder_from_settings_fills_a_store_and_searches(tmp_path):
             assert store.indexer.identity == "text-embedding-3-small@16:16"
             mem = store.scope("a")
             mem.save("the red fox jumps over the fence", wait=True)
-            assert store.backend.vectors.count() == 1
-            assert store.backend.meta()["embedding_identity"] == "text-embedding-3-small@16:16"
+            assert store.vectors.count() == 1
+            assert store.health.meta()["embedding_identity"] == "text-embedding-3-small@16:16"
             hits = mem.search("red fox")
             assert hits and "vector" in hits[0].explain.lanes
         assert {r["dimensions"] for r in full.requests} == {16}

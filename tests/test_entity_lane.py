@@ -45,8 +45,8 @@ def test_aliases_reach_the_same_entity_from_writes_and_queries(tmp_path, clock):
         assert [h.memory.id for h in hits][:2] == [later.id, painted.id]
         assert hits[1].explain.lanes["entity"]["rank"] >= 1
         assert "keyword" not in hits[1].explain.lanes  # found through the alias alone
-        full = s.backend.entities.lookup(["a"], ["mel"])
-        bare = s.backend.entities.lookup(["a"], ["mel"], aliases=False)
+        full = s.entities.lookup(["a"], ["mel"])
+        bare = s.entities.lookup(["a"], ["mel"], aliases=False)
         assert [e.aliases for e in full] == [("mel",)] and [e.aliases for e in bare] == [()]
         assert [(e.id, e.mention_count) for e in bare] == [(e.id, e.mention_count) for e in full]
 

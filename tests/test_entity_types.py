@@ -9,11 +9,9 @@ import sqlite3
 import pytest
 
 import hivemem
-from hivemem import Conflict, InvalidInput, NotFound, run_job
-from hivemem.frontends import tools
+from hivemem import Conflict, InvalidInput, NotFound, run_job, tools
 from hivemem.frontends.http import create_app
 from hivemem.store.sqlite import migrations
-from hivemem.store.tokens import SQLiteTokens
 from test_http import Client
 
 
@@ -84,16 +82,13 @@ def test_a_protected_entity_is_never_merged_with_a_namesake_of_another_type(mem)
     mem.describe_entity("Paris", type="person", protected=True)
     trip = mem.save("The team flew to Paris", kind="fact")  # the gazetteer: a location
     person, _ = mem.entity("Paris")
-    place = [e for e in mem.store.backend.entities.lookup(["team-a"], ["paris"])]
+    place = [e for e in mem.store.entities.lookup(["team-a"], ["paris"])]
     assert sorted(e.type for e in place) == ["location", "person"]
     assert person.type == "person" and person.mention_count == 1
     located = next(e for e in place if e.type == "location")
     assert located.mention_count == 1
     assert trip.id in [
-        m
-        for m, _ in mem.store.backend.entities.linked(
-            ["team-a"], [located.id], None, mem._now(), 10
-        )
+        m for m, _ in mem.store.entities.linked(["team-a"], [located.id], None, mem._now(), 10)
     ]
 
 
@@ -217,7 +212,7 @@ def test_merge_prefers_the_longest_then_the_most_confident_span():
 def test_entity_info_and_session_summaries_over_http(store):
     """The tool surface over HTTP: get_entity_info answers with the type and summary,
     memory_consolidate writes the session's summary."""
-    token = SQLiteTokens(store.backend).create("t", {"team-a": "write"}, store.clock())[1]
+    token = store.tokens.create("t", {"team-a": "write"}, store.clock())[1]
     app = create_app(store)
     try:
         client = Client(app)

@@ -17,11 +17,10 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 
 import hivemem
-from hivemem.frontends import tools
+from hivemem import tools
 from hivemem.frontends.http import create_app
 from hivemem.frontends.http.errors import STATUSES
 from hivemem.frontends.http.routes import REST_ROUTES
-from hivemem.store.tokens import SQLiteTokens
 
 
 class Client:
@@ -50,7 +49,7 @@ class Client:
 
 @pytest.fixture
 def tokens(store):
-    return SQLiteTokens(store.backend)
+    return store.tokens
 
 
 @pytest.fixture
@@ -226,7 +225,7 @@ def test_a_learning_reaches_the_shared_scope_only_with_write_on_it(db_path, cloc
         pytest.skip("the learning_scope setting is not there yet")
     settings = hivemem.Settings().replace(learning_scope="swarm")
     with hivemem.open(db_path, settings=settings, clock=clock, embedder="hash") as store:
-        tokens = SQLiteTokens(store.backend)
+        tokens = store.tokens
         reader = tokens.create("lead", {"lead": "write", "swarm": "read"}, clock())[1]
         lead = tokens.create("lead", {"lead": "write", "swarm": "write"}, clock())[1]
         worker = tokens.create("worker", {"worker": "write", "swarm": "read"}, clock())[1]
@@ -410,7 +409,7 @@ def test_writes_run_on_one_writer_thread_and_reads_beside_it(client, grants, sto
 @pytest.fixture(scope="module")
 def fuzz_target(tmp_path_factory):
     store = hivemem.open(tmp_path_factory.mktemp("fuzz") / "memory.db", embedder="hash")
-    secret = SQLiteTokens(store.backend).create("fuzz", {"fuzz": "write"}, store.clock())[1]
+    secret = store.tokens.create("fuzz", {"fuzz": "write"}, store.clock())[1]
     store.scope("fuzz").save("A memory the fuzzer can find", key="seed")
     app = create_app(store)
     yield app, secret

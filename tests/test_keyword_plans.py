@@ -42,7 +42,7 @@ QUERIES = [
 
 @pytest.mark.parametrize("scopes", [("big",), ("tiny",), ("tiny", "small"), ("small", "big")])
 def test_both_plans_agree(store, monkeypatch, scopes):
-    backend = store.backend
+    backend = store._backend
     now = store.clock()
     questions = CorpusGenerator(seed=3).questions(25)
     for question, template in itertools.product(questions, QUERIES):
@@ -66,7 +66,7 @@ def test_terms_past_the_budget_are_searched_newest_first_and_still_ranked(tmp_pa
         old = [mem.save(f"the weekly report number {i}") for i in range(100)]
         both = mem.save("the weekly report on the budget")
         mem.save("another weekly note")
-        backend, now = s.backend, clock()
+        backend, now = s.keyword, clock()
         query = Query(text="weekly", limit=10)
         found = backend.keyword_search(["a"], query, ["weekly"], 10, now, newest_first=True)
         assert len(found) == 10

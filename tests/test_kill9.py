@@ -57,7 +57,7 @@ WRITER = textwrap.dedent(
     """
     import json, random, sys, time
     import hivemem
-    from hivemem.embed import HashEmbedder
+    from hivemem.providers.embed import HashEmbedder
 
     path, log, name, mode = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
     words = sys.argv[5].split()
@@ -160,7 +160,7 @@ def assert_every_acknowledged_write_is_found(path: Path, acked: list[dict[str, s
     """Every acked memory: stored, chunked, in the keyword index once, rank 1 by token."""
     with hivemem.open(path, embedder="hash") as store:
         mem = store.scope("team")
-        backend = store.backend
+        backend = store._backend
         ranks = []
         for entry in acked:
             memory = mem.get(entry["id"])

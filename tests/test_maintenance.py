@@ -261,8 +261,8 @@ def test_a_changed_confidence_becomes_the_new_base(store, clock):
     fact = mem.save("Standup moved to 9:30", kind="fact", decay_rate=0.1)
     clock.advance(days=1)
     _one(store, "decay")
-    with store.backend.atomic():  # what a conflict found by consolidation does
-        store.backend.update("team-a", fact.id, clock(), confidence=0.3)
+    with store.atomic():  # what a conflict found by consolidation does
+        store.memories.update("team-a", fact.id, clock(), confidence=0.3)
     _one(store, "decay")
     assert mem.get(fact.id).confidence == pytest.approx(0.3)
     clock.advance(days=10)
@@ -274,15 +274,15 @@ def test_decay_prunes_below_the_floor_with_vectors_and_entity_links(store, clock
     mem = store.scope("team-a")
     doomed = mem.save("Zanzibar trip planned with Bob", kind="fact", decay_rate=1.0, wait=True)
     kept = mem.save("Bob likes the Zanzibar beaches", kind="fact", decay_rate=0.01, wait=True)
-    vectors = store.backend.vectors.count()
-    assert store.backend.maintenance.entity_counts([doomed.id])[doomed.id] >= 1
+    vectors = store.vectors.count()
+    assert store.job_state.entity_counts([doomed.id])[doomed.id] >= 1
     clock.advance(days=3)  # exp(-3) = 0.0498 < 0.05
     result = _one(store, "decay")
     assert result.counts["pruned"] == 1
     gone = mem.get(doomed.id)
     assert gone.status is Status.DELETED and gone.updated_by == "maintenance:decay"
-    assert store.backend.vectors.count() == vectors - 1
-    assert store.backend.maintenance.entity_counts([doomed.id])[doomed.id] == 0
+    assert store.vectors.count() == vectors - 1
+    assert store.job_state.entity_counts([doomed.id])[doomed.id] == 0
     _, linked = mem.entity("Bob")
     assert [m.id for m in linked] == [kept.id]
     assert [h.memory.id for h in mem.search("Zanzibar")] == [kept.id]
@@ -384,7 +384,7 @@ def test_every_save_gets_a_category_and_its_confidence(store):
     given = mem.save("Ana leads the platform team", category="project")
     [turn] = mem.add_episodes([{"content": "hey, how are you?", "session_id": "s", "role": "u"}])
     plain = mem.save("Zebras")
-    maint = store.backend.maintenance
+    maint = store.job_state
     sure = maint.categories(["team-a"], [secret.id, given.id, turn.id, plain.id])
     assert (secret.category, given.category, turn.category) == (
         "credential",
@@ -401,13 +401,13 @@ def test_the_categorize_job_backfills_older_rows(store):
     mem = store.scope("team-a")
     secret = mem.save("Our database password is in the vault")
     given = mem.save("Ana leads the platform team", category="project")
-    with store.backend.atomic():  # rows written before categorize-on-save
-        store.backend._write("DELETE FROM memory_categories")
-        store.backend.update("team-a", secret.id, secret.created_at, category="general")
+    with store.atomic():  # rows written before categorize-on-save
+        store._backend._write("DELETE FROM memory_categories")
+        store.memories.update("team-a", secret.id, secret.created_at, category="general")
     result = _one(store, "categorize")
     assert dict(result.counts) == {"categorized": 1, "kept": 1}
     assert mem.get(secret.id).category == "credential"
-    assert store.backend.maintenance.categories(["team-a"], [given.id]) == {given.id: 1.0}
+    assert store.job_state.categories(["team-a"], [given.id]) == {given.id: 1.0}
     assert _one(store, "categorize").counts == {"categorized": 0, "kept": 0}
 
 
@@ -432,11 +432,11 @@ def test_cross_refs_link_related_memories_at_most_ten(store):
     assert all(r.score > 0.05 for r in related)
     assert [r.score for r in related] == sorted((r.score for r in related), reverse=True)
     assert len(mem.related(lag.id)) == 10
-    rows = store.backend._read("SELECT memory_id, COUNT(*) FROM cross_refs GROUP BY memory_id")
+    rows = store._backend._read("SELECT memory_id, COUNT(*) FROM cross_refs GROUP BY memory_id")
     assert max(n for _, n in rows) <= 10
-    before = store.backend._read("SELECT * FROM cross_refs ORDER BY memory_id, related_id")
+    before = store._backend._read("SELECT * FROM cross_refs ORDER BY memory_id, related_id")
     _one(store, "crossrefs")
-    assert store.backend._read("SELECT * FROM cross_refs ORDER BY memory_id, related_id") == before
+    assert store._backend._read("SELECT * FROM cross_refs ORDER BY memory_id, related_id") == before
     with pytest.raises(NotFound):
         store.scope("team-b").related(lag.id)
 
@@ -518,12 +518,12 @@ def test_caseless_rules_hold_no_capital_letter_and_match_any_case():
     import importlib
     import re
 
-    rules = importlib.import_module("hivemem.lifecycle.maintenance.categorize")._RULES
+    rules = importlib.import_module("hivemem.write.categorizer")._RULES
     for patterns in rules.values():
         for pattern, _weight in patterns:
             if pattern.flags & re.IGNORECASE:  # run on lowercased text: a capital never matches
                 assert not re.search(r"(?<!\\)[A-Z]", pattern.pattern), pattern.pattern
-    from hivemem.lifecycle.maintenance.categorize import categorize
+    from hivemem.write.categorizer import categorize
 
     assert categorize("MY PASSWORD IS HUNTER2")[0] == "credential"
     assert categorize("My Password is hunter2") == categorize("my password is hunter2")

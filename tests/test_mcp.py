@@ -17,9 +17,8 @@ import pytest
 from click.testing import CliRunner
 
 import hivemem
-from hivemem import MissingDependency, Settings
+from hivemem import MissingDependency, Settings, tools
 from hivemem.frontends import mcp as mcp_server
-from hivemem.frontends import tools
 from hivemem.frontends.cli import main as cli_main
 
 mcp = pytest.importorskip("mcp")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hivemem import InvalidInput, NotFound
-from hivemem.frontends.compat.mem0 import Memory
+from hivemem.compat.mem0 import Memory
 
 
 @pytest.fixture

@@ -266,8 +266,8 @@ def test_upgrade_from_the_first_schema_keeps_every_row_and_backfills(tmp_path):
     # No embedder: the searches below are about the backfilled keyword index.
     settings = hivemem.Settings(track_access=False, neighbour_weight=0, window_weight=0)
     with hivemem.open(path, settings=settings, embedder="none") as store:
-        assert store.backend.schema_version() == migrations.known_names()
-        health = store.backend.health()
+        assert store.health.schema_version() == migrations.known_names()
+        health = store.health.health()
         # Every backfilled chunk waits for a vector (embedded once an embedder is set).
         assert health["chunks_awaiting_vectors"] == health["vectors"] + len(
             _dump(path, "SELECT id FROM chunks")
@@ -423,7 +423,7 @@ def test_opening_twice_applies_nothing_new(tmp_path):
 
 
 def test_a_fresh_store_records_every_migration(store):
-    assert store.backend.schema_version() == migrations.known_names()
+    assert store.health.schema_version() == migrations.known_names()
 
 
 @pytest.mark.parametrize("upgraded", [False, True], ids=["at-0001", "current"])
@@ -504,8 +504,8 @@ def test_a_failing_migration_rolls_back_to_the_previous_one(tmp_path, failure, e
     assert name not in migrations.known_names()
 
     with hivemem.open(path) as store:  # without the bad migration the file opens fine
-        assert store.backend.schema_version() == migrations.known_names()
-        assert store.backend.health()["integrity"] == ["ok"]
+        assert store.health.schema_version() == migrations.known_names()
+        assert store.health.health()["integrity"] == ["ok"]
 
 
 def test_backfilled_sessions_agree_with_live_writes(tmp_path):

@@ -37,8 +37,8 @@ def rich(store, clock):
     gone = mem.save("The staging password is in the vault", attributes={"nested": {"a": [1, 2]}})
     mem.delete(gone.id)
     old = mem.save("Sprint 12 notes", source="session_summary", event_time="2025-12-01T10:00:00")
-    with store.backend.atomic():
-        store.backend.set_status("team-a", old.id, Status.ARCHIVED, clock(), clock(), "test")
+    with store.atomic():
+        store.memories.set_status("team-a", old.id, Status.ARCHIVED, clock(), clock(), "test")
     mem.add_episodes(
         [
             {"content": "Hi, I'm Ana 👋", "session_id": "s1", "role": "user"},
@@ -59,7 +59,7 @@ def test_round_trip_keeps_every_field_of_every_row(rich, tmp_path):
     lines = text.splitlines()
     header = json.loads(lines[0])
     assert header["hivemem_export"] == FORMAT_VERSION
-    assert header["schema"] == rich.backend.schema_version()
+    assert header["schema"] == rich.health.schema_version()
     assert header["count"] == len(lines) - 1 == len(_rows(rich))
     statuses = {json.loads(line)["status"] for line in lines[1:]}
     assert statuses == {"active", "superseded", "deleted", "archived"}
@@ -245,7 +245,7 @@ def test_many_rows_cross_batches(store, tmp_path):
 
 def test_export_inside_a_write_transaction(store):
     store.scope("a").save("one")
-    with store.backend.atomic():
+    with store.atomic():
         assert export_jsonl(store, io.StringIO()) == 1
 
 
@@ -282,7 +282,7 @@ def test_an_import_links_entities_and_embeds_like_a_write(tmp_path):
         target.flush()
         entity, memories = target.scope("a").entity("Zoltan")
         assert entity.mention_count == 1 and len(memories) == 1
-        assert target.backend.vectors.count() == 1
+        assert target.vectors.count() == 1
 
 
 KEY = "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"
@@ -318,5 +318,5 @@ def test_import_refuses_a_credential_under_the_reject_policy(db_path, clock, tmp
     with hivemem.open(db_path, settings=settings, clock=clock, embedder="hash") as store:
         report = import_jsonl(store, io.StringIO(text))
         assert not report.ok and report.imported == 0
-        assert "content" in str(report.errors[0])
+        assert "content: contains a credential" in str(report.errors[0])
         assert store.scope("team-a").list() == []

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import ast
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 import hivemem
 from hivemem import Settings
@@ -73,3 +79,66 @@ def test_cli_reference_is_generated_from_the_commands():
     assert page == cli_markdown(), (
         "regenerate: python -m hivemem.frontends.cli.reference > docs/cli.md"
     )
+
+
+def _lint_imports(cwd: Path, pythonpath: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``lint-imports`` with the project's contracts, on the package importable from
+    ``pythonpath`` (the installed one when None)."""
+    pytest.importorskip("importlinter", reason="import-linter is a dev dependency: make install")
+    env = dict(os.environ)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
+    command = Path(sys.executable).parent / "lint-imports"
+    return subprocess.run(
+        [str(command), "--config", str(ROOT / ".importlinter"), "--no-cache"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+
+
+def test_imports_follow_the_layers_and_only_the_store_names_a_backend():
+    """The contracts of .importlinter (docs/architecture.md): imports point down the
+    layers (frontends → tools|compat → evaluation → facade → lifecycle → write → retrieval → store →
+    providers → base), no module outside store/ imports store.sqlite or
+    store.postgres, and only store.factory imports a backend module (SQLite's helpers
+    share the handle of store/sqlite/database.py instead: no import loop)."""
+    done = _lint_imports(ROOT)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "4 kept, 0 broken" in done.stdout
+
+
+def test_the_import_contracts_catch_a_violation(tmp_path):
+    """The same contracts over a copy of the package in which the store imports the
+    facade, a lifecycle module names the SQLite backend and a SQLite helper imports the
+    backend back: the linter names each (the contracts are not vacuous)."""
+    copy = tmp_path / "src"
+    shutil.copytree(SRC, copy / "hivemem", ignore=shutil.ignore_patterns("__pycache__"))
+    for module, line in [
+        ("store/rows.py", "from ..facade import database  # noqa"),
+        ("lifecycle/indexer.py", "from ..store.sqlite import backend  # noqa"),
+        ("store/sqlite/entities.py", "from . import backend  # noqa"),
+    ]:
+        path = copy / "hivemem" / module
+        path.write_text(path.read_text() + f"\n{line}\n")
+    done = _lint_imports(tmp_path, copy)
+    assert done.returncode == 1, done.stdout[-4000:]
+    assert "hivemem.store.rows -> hivemem.facade.database" in done.stdout
+    assert "hivemem.lifecycle.indexer -> hivemem.store.sqlite.backend" in done.stdout
+    assert "hivemem.store.sqlite.entities -> hivemem.store.sqlite.backend" in done.stdout
+    assert ", 0 broken" not in done.stdout
+
+
+def test_the_store_keeps_its_backend_private(tmp_path):
+    """Services reach the database through the store's named protocols; the old public
+    ``store.backend`` says where to look instead of handing out the whole backend."""
+    with hivemem.open(tmp_path / "m.db", embedder="none") as store:
+        with pytest.raises(AttributeError, match="store.memories"):
+            store.backend  # noqa: B018
+        mem = store.scope("team-a")
+        saved = mem.save("the seam holds", key="seam")
+        assert store.memories.get(["team-a"], saved.id) == saved
+        assert store.health.schema_version() == store.known_migrations()
+        assert store.tokens.list() == []

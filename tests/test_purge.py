@@ -12,11 +12,9 @@ import pytest
 from click.testing import CliRunner
 
 import hivemem
-from hivemem import Forbidden, NotFound
-from hivemem.frontends import tools
+from hivemem import Forbidden, NotFound, tools
+from hivemem.compat.mem0 import Memory as Mem0
 from hivemem.frontends.cli import main
-from hivemem.frontends.compat.mem0 import Memory as Mem0
-from hivemem.store.tokens import SQLiteTokens
 from hivemem.write import purge as purgemod
 
 SECRET_WORDS = ("zorblaxian", "quintessence", "xylophonia", "marchetti", "vexquarium")
@@ -39,7 +37,7 @@ def found(path: Path, words=SECRET_WORDS) -> list[str]:
 
 def vectors_of(store, memory_ids):
     """The float vectors cached for the memories' chunks (the bytes a purge must drop)."""
-    rows = store.backend._read(
+    rows = store._backend._read(
         "SELECT e.vector FROM chunks c JOIN embedding_cache e ON e.text_hash = c.text_hash "
         f"WHERE c.memory_id IN ({','.join('?' for _ in memory_ids)})",
         list(memory_ids),
@@ -67,7 +65,7 @@ def fill(store, clock):
     hivemem.run_job(store, "consolidate", "alice")
     hivemem.run_job(store, "crossrefs", "alice")
     store.flush()
-    tokens = SQLiteTokens(store.backend)
+    tokens = store.tokens
     tokens.create("alice-only", {"alice": "write"}, clock())
     tokens.create("both", {"alice": "read", "bob": "write"}, clock())
     return alice, bob, first
@@ -80,7 +78,7 @@ def test_purge_all_leaves_no_byte_of_the_scope_and_keeps_others(db_path, clock):
         cached = vectors_of(store, ids)
         bits = [  # the binary vectors of sqlite-vec's table
             r[0]
-            for r in store.backend._read(
+            for r in store._backend._read(
                 "SELECT v.embedding FROM chunk_vectors v JOIN chunks c ON c.id = v.chunk_id "
                 "JOIN memories m ON m.id = c.memory_id WHERE m.scope = 'alice'"
             )
@@ -93,7 +91,7 @@ def test_purge_all_leaves_no_byte_of_the_scope_and_keeps_others(db_path, clock):
         assert alice.list() == [] and alice.search("zorblaxian") == []
         assert alice.stats()["total"] == 0 and alice.sessions() == []
         assert len(bob.search("quaxelberry")) == 2
-        tokens = SQLiteTokens(store.backend).list()
+        tokens = store.tokens.list()
         assert [t.name for t in tokens] == ["both"] and dict(tokens[0].scopes) == {"bob": "write"}
         assert store.vault("alice").list() == []
         [record] = purgemod.audit(store, "alice")
@@ -109,7 +107,7 @@ def test_purge_all_leaves_no_byte_of_the_scope_and_keeps_others(db_path, clock):
     assert b"quaxelberry" in data  # Bob's rows are intact
     with hivemem.open(db_path, embedder="hash") as store:
         assert len(store.scope("bob").search("quaxelberry jam")) >= 1
-        assert store.backend._read("PRAGMA integrity_check") == [("ok",)]
+        assert store._backend._read("PRAGMA integrity_check") == [("ok",)]
 
 
 def test_purge_of_one_memory_erases_its_whole_chain_and_nothing_else(db_path, clock):
@@ -214,7 +212,7 @@ def test_purge_routes_need_a_write_grant_and_erase_over_http(db_path, clock):
     with hivemem.open(db_path, clock=clock, embedder="hash") as store:
         mem = store.scope("alice")
         chain = mem.save("Zorblaxian diary entry", key="diary")
-        tokens = SQLiteTokens(store.backend)
+        tokens = store.tokens
         reader = tokens.create("reader", {"alice": "read"}, clock())[1]
         writer = tokens.create("writer", {"alice": "write"}, clock())[1]
         app = create_app(store)
@@ -268,7 +266,7 @@ def test_a_purge_while_chunks_wait_for_their_vectors(db_path, clock):
         mem = store.scope("alice")
         gone = mem.save("Zorblaxian draft")
         kept = mem.save("Alice's public note")
-        assert store.backend.vectors.pending_count() == 2
+        assert store.vectors.pending_count() == 2
         mem.purge(gone.id)
         assert store.flush() == 1  # only the kept memory's chunk is left to embed
         assert [h.memory.id for h in mem.search("public note")] == [kept.id]

@@ -123,10 +123,10 @@ def test_writing_to_one_scope_never_changes_a_score_in_another(tmp_path, clock):
         after = [(h.memory.id, h.score) for h in b.search("quarterly report")]
         assert after == before
         # deleting A's memories (their chunks go, whatever deletes them) changes nothing
-        with store.backend.atomic():
-            store.backend._write("DELETE FROM memories WHERE scope = 'tenant-a'")
+        with store.atomic():
+            store._backend._write("DELETE FROM memories WHERE scope = 'tenant-a'")
         store.scope("tenant-c").save("Parking rules", wait=True)  # a write settles counts
-        assert store.backend.term_stats(["quarterly"], ["tenant-a"]).doc_freq == {"quarterly": 0}
+        assert store.keyword.term_stats(["quarterly"], ["tenant-a"]).doc_freq == {"quarterly": 0}
         assert [(h.memory.id, h.score) for h in b.search("quarterly report")] == before
 
 

@@ -121,7 +121,7 @@ def test_without_an_llm_nothing_is_merged(db_path, clock):
 def test_candidates_need_related_names_and_compatible_types(store):
     mem = store.scope("team-a")
     mem.save("Berlin is cold, Bertha is warm, Alice Smith and Alice met at Docker", kind="fact")
-    rows = store.backend.resolutions.entities("team-a", ("person", "location", "tool"))
+    rows = store.resolutions.entities("team-a", ("person", "location", "tool"))
     pairs = {(a.canonical, b.canonical) for a, b, _ in candidates(rows)}
     assert ("alice smith", "alice") in pairs or ("alice", "alice smith") in pairs
     assert not any("berlin" in p and "bertha" in p for p in pairs)  # no word relation

@@ -177,8 +177,8 @@ def test_common_terms_still_score_and_complete_a_short_result(tmp_path):
 
 def test_document_frequencies_follow_the_index_as_it_grows(mem, store):
     mem.save("alpha one")
-    assert store.backend.term_stats(["alpha"]).doc_freq == {"alpha": 1}
+    assert store.keyword.term_stats(["alpha"]).doc_freq == {"alpha": 1}
     mem.add_episodes(
         [{"content": f"alpha {i}", "session_id": "s", "role": "user"} for i in range(120)]
     )
-    assert store.backend.term_stats(["alpha"]).doc_freq == {"alpha": 121}
+    assert store.keyword.term_stats(["alpha"]).doc_freq == {"alpha": 121}

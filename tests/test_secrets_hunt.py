@@ -30,14 +30,12 @@ import pytest
 from click.testing import CliRunner
 
 import hivemem
-from hivemem import ContextProvider, Settings
+from hivemem import ContextProvider, Settings, tools
 from hivemem.frontends import mcp as mcp_server
-from hivemem.frontends import tools
 from hivemem.frontends.cli import main as cli_main
 from hivemem.frontends.http import create_app
 from hivemem.lifecycle.maintenance import job_names, run_job, run_log
 from hivemem.lifecycle.portability import export_jsonl
-from hivemem.store.tokens import SQLiteTokens
 
 FAST_SECRETS = ['pa"ss\\wörd-Zq81x']
 LONG_SECRETS = [
@@ -147,7 +145,7 @@ def library_surfaces(store, ids, hunt: Hunt) -> None:
 
 
 def _mem0(store) -> object:
-    from hivemem.frontends.compat.mem0 import Memory as Mem0Memory
+    from hivemem.compat.mem0 import Memory as Mem0Memory
 
     compat = Mem0Memory(store)
     return [compat.get_all(user_id="team-a"), compat.search("deploy token", user_id="team-a")]
@@ -199,7 +197,7 @@ def mcp_surfaces(store, ids, hunt: Hunt) -> None:
 
 
 def http_surfaces(store, ids, hunt: Hunt) -> None:
-    token = SQLiteTokens(store.backend).create("hunt", {"team-a": "write"}, store.clock())[1]
+    token = store.tokens.create("hunt", {"team-a": "write"}, store.clock())[1]
     app = create_app(store)
 
     async def main():

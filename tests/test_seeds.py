@@ -14,11 +14,9 @@ import httpx
 import pytest
 
 import hivemem
-from hivemem import Forbidden, InvalidInput, NotFound, Settings
+from hivemem import Forbidden, InvalidInput, NotFound, Settings, tools
 from hivemem.frontends import mcp as mcp_server
-from hivemem.frontends import tools
 from hivemem.frontends.http import create_app
-from hivemem.store.tokens import SQLiteTokens
 from hivemem.write import learning
 
 mcp = pytest.importorskip("mcp")
@@ -102,9 +100,9 @@ def test_swarm_hyphenated_tools_answer_in_mcp_and_http(store, app):
     ]
     assert json.loads(found.content[0].text)["results"][0]["id"] == memory.id
     assert json.loads(got.content[0].text)["memory"]["id"] == memory.id
-    assert worker.store.backend.get(["worker-1"], memory.id).access_count == 2  # search, get
+    assert worker.store.memories.get(["worker-1"], memory.id).access_count == 2  # search, get
     assert json.loads(deleted.content[0].text)["memory"]["status"] == "deleted"
-    token = SQLiteTokens(store.backend).create("w", {"worker-1": "write"}, store.clock())[1]
+    token = store.tokens.create("w", {"worker-1": "write"}, store.clock())[1]
     again = worker.save("Retry with backoff on 429", key="retry")
     out = http(app, "POST", "/v1/scopes/worker-1/tools/memory-search", token, json={"query": "429"})
     assert out.status_code == 200 and out.json()["results"][0]["id"] == again.id
@@ -124,7 +122,7 @@ def test_memory_stats_gives_counts_by_kind_and_the_two_times(mem, store, app):
     assert stats["active_by_kind"]["episode"] == 1 and stats["active_by_kind"]["fact"] >= 1
     assert stats["latest_record_at"] >= last.created_at.isoformat()
     assert stats["last_consolidation_at"] == result.finished_at.isoformat()
-    token = SQLiteTokens(store.backend).create("r", {"team-a": "read"}, store.clock())[1]
+    token = store.tokens.create("r", {"team-a": "read"}, store.clock())[1]
     over_http = http(app, "GET", "/v1/scopes/team-a/stats", token).json()
     assert over_http["last_consolidation_at"] == stats["last_consolidation_at"]
 
@@ -178,7 +176,7 @@ def test_profiles_choose_the_tools_offered(mem):
 
 
 def test_http_lists_a_profiles_functions(store, app):
-    token = SQLiteTokens(store.backend).create("r", {"team-a": "read"}, store.clock())[1]
+    token = store.tokens.create("r", {"team-a": "read"}, store.clock())[1]
     listed = http(app, "GET", "/v1/tools?profile=swarm", token)
     assert [f["function"]["name"] for f in listed.json()["tools"]] == tools.select("swarm")
     assert http(app, "GET", "/v1/tools?profile=nope", token).status_code == 422
@@ -259,7 +257,7 @@ def test_inject_learning_targets_the_swarm_by_default_or_one_worker(db_path, clo
 
 def test_rights_over_http_come_from_the_tokens_write_grant(store, app):
     swarm = store.scope("swarm").save("Cache TTL is 5 minutes", key="ttl")
-    tokens = SQLiteTokens(store.backend)
+    tokens = store.tokens
     worker = tokens.create("worker", {"worker": "write", "swarm": "read"}, store.clock())[1]
     lead = tokens.create("lead", {"lead": "write", "swarm": "write"}, store.clock())[1]
     url = "/v1/scopes/{scope}/tools/memory_delete?shared=swarm"
@@ -310,7 +308,7 @@ def test_category_filters_list_and_search_and_falls_back_when_it_keeps_nothing(m
         mem.list(category="nope")
     _, (listed,) = mcp_calls(mem, [("memory_list", {"category": "credential"})])
     assert len(json.loads(listed.content[0].text)["memories"]) == 2
-    token = SQLiteTokens(store.backend).create("r", {"team-a": "read"}, store.clock())[1]
+    token = store.tokens.create("r", {"team-a": "read"}, store.clock())[1]
     got = http(app, "GET", "/v1/scopes/team-a/memories?category=general", token)
     assert [m["id"] for m in got.json()["memories"]] == [plain.id]
 
@@ -357,7 +355,7 @@ def test_the_reason_stays_searchable_after_an_export_and_a_repair(tmp_path, mem,
     with hivemem.open(tmp_path / "copy.db", embedder="hash") as copy:
         assert import_jsonl(copy, io.StringIO(out.getvalue())).ok
         assert copy.scope("team-a").search("doubled costs")[0].memory.id == new.id
-    store.backend.rebuild_chunks([new.id], 400, 80)  # what doctor --repair runs
+    store.health.rebuild_chunks([new.id], 400, 80)  # what doctor --repair runs
     assert mem.search("doubled costs")[0].memory.id == new.id
 
 
@@ -439,7 +437,7 @@ def test_the_seed_arguments_reach_the_library_over_mcp_and_http(store, app):
     assert json.loads(stats.content[0].text)["latest_record_at"] == made["created_at"]
     key = json.loads(learned.content[0].text)["memory"]["key"]
     assert key.startswith("learn:fts5:")
-    token = SQLiteTokens(store.backend).create("t", {"team-a": "write"}, store.clock())[1]
+    token = store.tokens.create("t", {"team-a": "write"}, store.clock())[1]
     saved = http(
         app,
         "POST",
@@ -471,7 +469,7 @@ def test_add_task_result_is_a_tool_over_mcp_and_http(store, app, clock):
     made = json.loads(done.content[0].text)["memory"]
     assert made["source"] == "task_completion" and made["key"] == "task:t-7"
     assert "timeout on CI" in made["content"] and made["expires_at"] is not None
-    token = SQLiteTokens(store.backend).create("w", {"worker-1": "write"}, store.clock())[1]
+    token = store.tokens.create("w", {"worker-1": "write"}, store.clock())[1]
     again = http(
         app, "POST", "/v1/scopes/worker-1/tasks", token,
         json={"output": "Quarantine lifted", "task_id": "t-7"},

@@ -11,8 +11,7 @@ from datetime import timedelta
 import pytest
 
 import hivemem
-from hivemem import InvalidInput, Kind, Settings, Status
-from hivemem.frontends import tools
+from hivemem import InvalidInput, Kind, Settings, Status, tools
 from hivemem.lifecycle.maintenance import run_log
 from hivemem.providers.llm import OpenAIChatLLM
 from test_llm import Reply, _Server

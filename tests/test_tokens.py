@@ -10,12 +10,12 @@ from click.testing import CliRunner
 
 import hivemem
 from hivemem.frontends.cli import main
-from hivemem.store.tokens import SQLiteTokens, hash_token
+from hivemem.store.tokens import hash_token
 
 
 @pytest.fixture
 def tokens(store):
-    return SQLiteTokens(store.backend)
+    return store.tokens
 
 
 def test_a_token_is_shown_once_and_stored_only_as_its_hash(store, tokens, db_path):
@@ -29,7 +29,7 @@ def test_a_token_is_shown_once_and_stored_only_as_its_hash(store, tokens, db_pat
     assert secret.encode() not in raw
     assert hash_token(secret).encode() in raw
     with hivemem.open(db_path, embedder="hash") as again:
-        assert SQLiteTokens(again.backend).verify(secret).id == info.id
+        assert again.tokens.verify(secret).id == info.id
 
 
 def test_two_tokens_never_share_a_secret(store, tokens):
@@ -128,7 +128,7 @@ def test_cli_create_list_revoke(db_path):
     active = json.loads(run(db_path, "token", "list", "--active", "--json").stdout)
     assert [t["name"] for t in active] == ["ci2"]
     with hivemem.open(db_path, embedder="hash") as store:
-        assert SQLiteTokens(store.backend).verify(secret) is None
+        assert store.tokens.verify(secret) is None
 
 
 def test_cli_errors_are_one_line_and_an_exit_code(db_path):

@@ -1,4 +1,4 @@
-"""The tool table (``hivemem.frontends.tools``): every tool through ``tools.call`` on a real store,
+"""The tool table (``hivemem.tools``): every tool through ``tools.call`` on a real store,
 argument aliases, schema validation with clear errors, and redaction of results."""
 
 from __future__ import annotations
@@ -11,8 +11,7 @@ import sqlite3
 import pytest
 
 import hivemem
-from hivemem import Conflict, Forbidden, InvalidInput, NotFound, Settings
-from hivemem.frontends import tools
+from hivemem import Conflict, Forbidden, InvalidInput, NotFound, Settings, tools
 
 DESIGN_TOOLS = [
     "memory_save",
@@ -380,7 +379,7 @@ def test_secrets_are_redacted_from_results_and_errors(db_path, clock):
 def test_docs_describe_every_tool_argument_and_alias():
     from pathlib import Path
 
-    from hivemem.frontends.tools.schema import ALIASES
+    from hivemem.tools.schema import ALIASES
 
     doc = (Path(__file__).parent.parent / "docs" / "tools.md").read_text()
     for name, tool in tools.TOOLS.items():
@@ -399,7 +398,7 @@ def test_any_arguments_give_a_result_or_a_library_error(tmp_path):
     from hypothesis import settings as hsettings
     from hypothesis import strategies as st
 
-    from hivemem.frontends.tools.schema import ALIASES
+    from hivemem.tools.schema import ALIASES
 
     text = st.text(st.characters(codec=None, exclude_categories=()), max_size=30)
     scalar = st.none() | st.booleans() | st.integers() | st.floats() | text

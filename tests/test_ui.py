@@ -13,12 +13,12 @@ import httpx
 import pytest
 
 import hivemem
+from hivemem.evaluation.doctor import diagnose
 from hivemem.frontends.http import create_app
 from hivemem.frontends.http.ui.render import growth_chart
 from hivemem.frontends.http.ui.routes import _safe_next
 from hivemem.lifecycle import inspection
 from hivemem.lifecycle.maintenance import run_job
-from hivemem.store.tokens import SQLiteTokens
 
 HOSTILE = '<script>alert("x")</script> and "><img src=x onerror=alert(1)>'
 
@@ -51,7 +51,7 @@ class Browserless:
 
 @pytest.fixture
 def tokens(store):
-    tokens = SQLiteTokens(store.backend)
+    tokens = store.tokens
     made = {}
     for label, scopes in {
         "writer": {"team-a": "write", "swarm": "write"},
@@ -313,7 +313,7 @@ def test_sign_in_with_a_token_sets_a_strict_httponly_cookie_and_csrf_guards_post
     assert store.scope("team-a").get(seeded["lesson"].id).decay_rate != 0.0
     assert client.post(url, data={"csrf": session_csrf}).status_code == 303
     # revoking the token ends the session at once
-    SQLiteTokens(store.backend).revoke("writer", store.clock())
+    store.tokens.revoke("writer", store.clock())
     assert client.get("/ui/scopes/team-a").status_code == 303
     # sign out
     client.cookies.clear()
@@ -394,7 +394,7 @@ def test_the_list_pages_by_keyset_and_filters(client, tokens, store, clock):
 
 def test_inspection_reads(store, seeded, clock):
     a = store.scope("team-a")
-    view = inspection.overview(a, doctor=True)
+    view = inspection.overview(a, doctor=diagnose)
     assert view.total == sum(view.by_status.values()) and view.by_kind["episode"] == 3
     assert view.by_type["lesson"] == 1 and sum(view.by_category.values()) == sum(
         view.by_kind.values()
@@ -487,14 +487,16 @@ def test_hivemem_ui_serves_on_localhost_with_a_one_time_link(db_path):
 def test_the_ui_bench_times_every_page(tmp_path):
     from hivemem.evaluation.bench_ui import format_ui_table, run_ui_bench
 
-    [result] = run_ui_bench([300], requests=2, path=tmp_path)
+    [result] = run_ui_bench(create_app, [300], requests=2, path=tmp_path)
     names = [p.page for p in result.pages]
     assert "memories: first page" in names and "search (hybrid)" in names
     assert "memories: 20 pages deep" in names and "one memory" in names
     assert all(p.latency.count >= 1 and p.latency.max_ms > 0 for p in result.pages)
     assert result.memories >= 300
     assert "memories: first page" in format_ui_table([result])
-    again = run_ui_bench([300], requests=1, path=tmp_path)[0]  # the kept store is reused
+    again = run_ui_bench(create_app, [300], requests=1, path=tmp_path)[
+        0
+    ]  # the kept store is reused
     assert again.load_seconds == 0.0 and again.memories == result.memories
 
 
@@ -505,13 +507,13 @@ def test_successors_are_found_by_the_supersedes_index_not_a_walk_of_the_scope(st
     a = store.scope("team-a")
     first = a.save("v1", key="k")
     statements = []
-    store.backend._conn.set_trace_callback(statements.append)
+    store._backend._conn.set_trace_callback(statements.append)
     try:
-        store.backend.successors(["team-a"], first.id)
+        store.memories.successors(["team-a"], first.id)
     finally:
-        store.backend._conn.set_trace_callback(None)
+        store._backend._conn.set_trace_callback(None)
     [sql] = [s for s in statements if "supersedes_id" in s]
-    plan = " ".join(str(row) for row in store.backend._read(f"EXPLAIN QUERY PLAN {sql}"))
+    plan = " ".join(str(row) for row in store._backend._read(f"EXPLAIN QUERY PLAN {sql}"))
     assert "memories_supersedes" in plan, plan
 
 
@@ -540,22 +542,22 @@ def test_a_deep_page_streams_from_the_index(store, clock):
         clock.advance(minutes=1)
         a.save(f"row {i}")
     statements = []
-    store.backend._conn.set_trace_callback(statements.append)
+    store._backend._conn.set_trace_callback(statements.append)
     try:
         page = inspection.page(a, limit=2)
         inspection.page(a, limit=2, cursor=page.next_cursor)
     finally:
-        store.backend._conn.set_trace_callback(None)
+        store._backend._conn.set_trace_callback(None)
     [sql] = [s for s in statements if "m.created_at <=" in s]
-    plan = " ".join(str(r) for r in store.backend._read(f"EXPLAIN QUERY PLAN {sql}"))
+    plan = " ".join(str(r) for r in store._backend._read(f"EXPLAIN QUERY PLAN {sql}"))
     assert "memories_scope_created" in plan and "MULTI-INDEX OR" not in plan, plan
     assert "USE TEMP B-TREE FOR ORDER BY" not in plan, plan
 
 
 def test_pages_record_the_tokens_use_like_the_api(app, client, tokens, store):
-    listed = {t.name: t for t in SQLiteTokens(store.backend).list()}
+    listed = {t.name: t for t in store.tokens.list()}
     assert listed["reader"].last_used_at is None
     assert client.get("/ui/scopes/team-a", tokens["reader"]).status_code == 200
     app.state.api.writer.submit(lambda: None).result()  # the touch is queued on the writer
-    listed = {t.name: t for t in SQLiteTokens(store.backend).list()}
+    listed = {t.name: t for t in store.tokens.list()}
     assert listed["reader"].last_used_at is not None

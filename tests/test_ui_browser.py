@@ -24,7 +24,6 @@ import pytest
 import hivemem
 from hivemem.frontends.http import create_app
 from hivemem.lifecycle.maintenance import run_job
-from hivemem.store.tokens import SQLiteTokens
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 CHROMIUM = os.environ.get("HIVEMEM_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
@@ -106,7 +105,7 @@ def served(tmp_path_factory):
     path = tmp_path_factory.mktemp("ui") / "memory.db"
     store = hivemem.open(path, clock=clock, embedder="hash")
     made = _seed(store, clock)
-    tokens = SQLiteTokens(store.backend)
+    tokens = store.tokens
     secrets = {
         label: tokens.create(label, scopes, store.clock())[1]
         for label, scopes in {

@@ -163,7 +163,7 @@ def test_errors_never_show_a_secret(leaky):
 
 
 def test_tool_results_never_show_a_secret(leaky):
-    tools = pytest.importorskip("hivemem.frontends.tools")
+    tools = pytest.importorskip("hivemem.tools")
     _, mem = leaky
     for name, args in [
         ("memory_search", {"query": "deploy password"}),
@@ -271,7 +271,7 @@ def test_upgrade_from_0007_adds_the_vault_and_api_tokens_tables(tmp_path, clock)
     migrations.apply(conn, "2026-01-01T00:00:00+00:00", upto="0007_maintenance")
     conn.close()
     with hivemem.open(path, clock=clock, embedder="hash") as store:
-        versions = store.backend.schema_version()
+        versions = store.health.schema_version()
         after = versions[versions.index("0007_maintenance") + 1 :]
         assert after[:2] == ["0008_vault", "0009_api_tokens"]
         store.vault("a").set("pw", SECRET, secret=True)

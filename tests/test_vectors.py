@@ -134,8 +134,8 @@ def test_add_episodes_wait_embeds_every_chunk_and_the_vector_lane_finds_synonyms
 
     chunks = chunk_count(db_path)
     assert chunks > len(items)  # the long text is several chunks
-    assert cstore.backend.vectors.count() == chunks
-    assert cstore.backend.vectors.pending_count() == 0
+    assert cstore.vectors.count() == chunks
+    assert cstore.vectors.pending_count() == 0
 
     hits = mem.search("automobile")
     assert ids(hits) == [written[0].id]
@@ -159,8 +159,8 @@ def test_the_same_text_is_embedded_once_across_scopes_and_saves(cstore, concept)
         [{"content": DOG, "session_id": "s2", "role": "user"}] * 3, wait=True
     )
     assert concept.embedded == [CAR, DOG]
-    assert cstore.backend.vectors.count() == 6  # every chunk has its vector, from the cache
-    assert cstore.backend.vectors.pending_count() == 0
+    assert cstore.vectors.count() == 6  # every chunk has its vector, from the cache
+    assert cstore.vectors.pending_count() == 0
 
 
 # ----------------------------------------------------------------------------- the worker
@@ -169,8 +169,8 @@ def test_the_same_text_is_embedded_once_across_scopes_and_saves(cstore, concept)
 def test_search_before_flush_answers_by_keyword_and_says_why(db_path, cstore):
     mem = cstore.scope("alice")
     saved = mem.save(CAR)
-    assert cstore.backend.vectors.pending_count() == 1
-    assert cstore.backend.vectors.count() == 0
+    assert cstore.vectors.pending_count() == 1
+    assert cstore.vectors.count() == 0
 
     hits = mem.search("car garage")
     assert ids(hits) == [saved.id]
@@ -182,8 +182,8 @@ def test_search_before_flush_answers_by_keyword_and_says_why(db_path, cstore):
     assert mem.search("automobile") == []  # not embedded yet: no vector lane hit
 
     assert cstore.flush() == 1
-    assert cstore.backend.vectors.count() == chunk_count(db_path) == 1
-    assert cstore.backend.vectors.pending_count() == 0
+    assert cstore.vectors.count() == chunk_count(db_path) == 1
+    assert cstore.vectors.pending_count() == 0
     hits = mem.search("car garage")
     assert set(hits[0].explain.lanes) == {"keyword", "vector"}
     assert hits[0].explain.notes == ()
@@ -196,8 +196,8 @@ def test_background_worker_then_flush_leaves_every_chunk_embedded(db_path, clock
         mem = store.scope("alice")
         saved = [mem.save(text) for text in (CAR, DOG, TEA)]
         store.flush()
-        assert store.backend.vectors.count() == chunk_count(db_path) == 3
-        assert store.backend.vectors.pending_count() == 0
+        assert store.vectors.count() == chunk_count(db_path) == 3
+        assert store.vectors.pending_count() == 0
         assert ids(mem.search("automobile")) == [saved[0].id]
 
 
@@ -209,20 +209,20 @@ def test_queued_chunks_survive_a_close_and_are_embedded_after_reopening(db_path,
     assert chunk_count(db_path) == 2
 
     with hivemem.open(db_path, clock=clock, embedder=ConceptEmbedder(), settings=settings) as s:
-        assert s.backend.vectors.pending_count() == 2  # the queue is in the file
-        assert s.backend.vectors.count() == 0
+        assert s.vectors.pending_count() == 2  # the queue is in the file
+        assert s.vectors.count() == 0
         assert s.flush() == 2
-        assert s.backend.vectors.count() == 2
+        assert s.vectors.count() == 2
         assert ids(s.scope("alice").search("automobile")) == [saved.id]
 
     # The same, left to the background thread started on open.
     with hivemem.open(db_path, clock=clock, embedder=ConceptEmbedder(), settings=settings) as s:
         s.scope("alice").save(TEA)
-        assert s.backend.vectors.pending_count() == 1
+        assert s.vectors.pending_count() == 1
     with hivemem.open(db_path, clock=clock, embedder=ConceptEmbedder()) as s:
         s.flush()
-        assert s.backend.vectors.pending_count() == 0
-        assert s.backend.vectors.count() == chunk_count(db_path) == 3
+        assert s.vectors.pending_count() == 0
+        assert s.vectors.count() == chunk_count(db_path) == 3
 
 
 # ----------------------------------------------------------------------------- identity
@@ -237,13 +237,13 @@ def test_another_embedder_turns_the_vector_lane_off_until_reindex(db_path, clock
     with hivemem.open(db_path, clock=clock, embedder="hash") as store:
         mem = store.scope("alice")
         saved = [mem.save(text, wait=True) for text in (CAR, DOG, TEA)]
-        assert store.backend.vectors.count() == 3
+        assert store.vectors.count() == 3
     chunks = chunk_count(db_path)
 
     with hivemem.open(db_path, clock=clock, embedder=other) as store:
         mem = store.scope("alice")
         assert store.indexer.enabled is False
-        assert store.backend.vectors.recorded_identity() == "hash-bow:256"
+        assert store.vectors.recorded_identity() == "hash-bow:256"
         hits = mem.search("car garage")
         assert ids(hits) == [saved[0].id]
         assert set(hits[0].explain.lanes) == {"keyword"}
@@ -255,9 +255,9 @@ def test_another_embedder_turns_the_vector_lane_off_until_reindex(db_path, clock
 
         assert store.reindex() == chunks
         assert store.indexer.enabled is True
-        assert store.backend.vectors.recorded_identity() == other.identity
-        assert store.backend.vectors.count() == chunks  # the old model's vectors are gone
-        assert store.backend.vectors.pending_count() == 0
+        assert store.vectors.recorded_identity() == other.identity
+        assert store.vectors.count() == chunks  # the old model's vectors are gone
+        assert store.vectors.pending_count() == 0
         hits = mem.search("car garage")
         assert ids(hits)[0] == saved[0].id
         assert "vector" in hits[0].explain.lanes
@@ -324,8 +324,8 @@ def test_a_failing_embedder_loses_nothing_and_flush_raises_its_error(db_path, cl
         with pytest.raises(RuntimeError, match="embedding endpoint down") as err:
             store.flush()
         assert not isinstance(err.value, HiveMemError)  # the embedder's own error, unwrapped
-        assert store.backend.vectors.pending_count() == 2
-        assert store.backend.vectors.count() == 0
+        assert store.vectors.pending_count() == 2
+        assert store.vectors.count() == 0
 
         deadline = time.monotonic() + 10
         while store.indexer.last_error is None and time.monotonic() < deadline:
@@ -333,13 +333,13 @@ def test_a_failing_embedder_loses_nothing_and_flush_raises_its_error(db_path, cl
         assert store.indexer.last_error == "embedding endpoint down"
         with pytest.raises(RuntimeError):
             mem.save(TEA, wait=True)  # written, then the wait fails
-        assert store.backend.vectors.pending_count() == 3
+        assert store.vectors.pending_count() == 3
     assert chunk_count(db_path) == 3
 
     # The endpoint is back: everything queued is embedded.
     with hivemem.open(db_path, clock=clock, embedder=ConceptEmbedder()) as store:
         store.flush()
-        assert store.backend.vectors.count() == 3
+        assert store.vectors.count() == 3
         assert ids(store.scope("alice").search("automobile")) == [saved.id]
 
 
@@ -372,8 +372,8 @@ def test_an_openai_compatible_server_end_to_end(db_path, clock):
         with hivemem.open(db_path, clock=clock, embedder=embedder) as store:
             mem = store.scope("alice")
             saved = [mem.save(text, wait=True) for text in (CAR, DOG, TEA)]
-            assert store.backend.vectors.count() == 3
-            assert store.backend.vectors.recorded_identity() == "nomic-embed-text:64"
+            assert store.vectors.count() == 3
+            assert store.vectors.recorded_identity() == "nomic-embed-text:64"
             embedded = [text for r in server.requests for text in r["input"]]
             assert embedded == [CAR, DOG, TEA]
 
@@ -586,13 +586,13 @@ def test_without_sqlite_vec_the_vector_lane_scans_exactly_instead_of_switching_o
         db_path, clock=clock, embedder=concept, settings=Settings(embed_in_background=False)
     )
     try:
-        assert "sqlite-vec is not installed" in store.backend.vectors.exact_scan
+        assert "sqlite-vec is not installed" in store.vectors.exact_scan
         assert store.indexer.enabled
         mem, other = store.scope("alice"), store.scope("bob")
         car = mem.save(CAR, wait=True)
         dog = mem.save(DOG, wait=True)
         other.save("The automobile of bob", wait=True)
-        assert store.backend.vectors.count() == 3
+        assert store.vectors.count() == 3
         hits = mem.search("automobile")  # no shared word: only the vector lane finds it
         assert ids(hits) == [car.id]
         assert set(hits[0].explain.lanes) == {"vector"}
@@ -622,10 +622,10 @@ def test_vectors_stored_without_sqlite_vec_reach_the_knn_index_when_it_is_back(
         with hivemem.open(db_path, clock=clock, embedder=concept, settings=settings) as store:
             car = store.scope("alice").save(CAR, wait=True)
     with hivemem.open(db_path, clock=clock, embedder=concept, settings=settings) as store:
-        assert store.backend.vectors.exact_scan is None
+        assert store.vectors.exact_scan is None
         store.flush()  # the chunk is queued again; its vector comes from the cache
         assert concept.embedded.count(CAR) == 1
-        assert store.backend.vectors.count() == 1
+        assert store.vectors.count() == 1
         assert ids(store.scope("alice").search("automobile")) == [car.id]
 
 
@@ -640,7 +640,7 @@ def test_a_dimension_that_is_not_a_multiple_of_8_embeds_and_searches(db_path, cl
         wanted = mem.save("the zorblaxian reactor runs hot")
         mem.save("tea with lemon and honey")
         store.flush()
-        assert store.backend.vectors.count() == 2
+        assert store.vectors.count() == 2
         hits = mem.search("zorblaxian reactor")
         assert hits[0].memory.id == wanted.id and "vector" in hits[0].explain.lanes
     with hivemem.open(db_path, clock=clock, embedder=HashEmbedder(dimension)) as store:

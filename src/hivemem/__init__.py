@@ -21,7 +21,6 @@ from .facade.database import Store, default_path, open
 from .facade.memory import ScopedMemory
 from .lifecycle.context import ContextProvider
 from .lifecycle.maintenance import JobResult, run_job
-from .lifecycle.maintenance.crossrefs import Related
 from .lifecycle.notes import IndexReport, index_folder, watch_folder
 from .settings import Settings
 from .types import (
@@ -35,6 +34,7 @@ from .types import (
     Source,
     Status,
 )
+from .write.chains import Related
 from .write.vault import Vault, VaultEntry
 
 __version__ = "0.1.0"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -151,3 +152,32 @@ def _kind(value: object) -> str:
 def _shown(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def name(value: object, field: str, max_chars: int, *, optional: bool = False) -> str | None:
+    """A short identifier (scope, key, session id, role, …): text, trimmed, not blank,
+    no control characters, at most ``max_chars``."""
+    if value is None:
+        if optional:
+            return None
+        raise InvalidInput(field, "is required")
+    if not isinstance(value, str):
+        raise InvalidInput(field, f"expected text, got {type(value).__name__}")
+    storable(value, field)
+    value = unicodedata.normalize("NFC", value.strip())
+    if not value:
+        raise InvalidInput(field, "is empty")
+    if _CONTROL.search(value):
+        raise InvalidInput(field, "contains a control character")
+    if len(value) > max_chars:
+        raise InvalidInput(field, f"{len(value)} characters exceeds the limit of {max_chars}")
+    return value
+
+
+def limit(value: object, field: str = "limit", maximum: int = 10_000) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
+        raise InvalidInput(field, f"expected a whole number from 1 to {maximum}, got {value!r}")
+    return value

@@ -390,7 +390,7 @@ class Settings:
         "before it reaches the library.",
     )
 
-    # Tools and the MCP server (`hivemem serve-mcp`, hivemem/frontends/tools.py, docs/tools.md).
+    # Tools and the MCP server (`hivemem serve-mcp`, hivemem/tools.py, docs/tools.md).
     learning_scope: str = _setting(
         "",
         "Shared scope the inject_learning tool writes a lead's learnings to (it must be "

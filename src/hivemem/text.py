@@ -385,3 +385,17 @@ def token_window(text: str, terms: list[str], tokens: int) -> str:
     prefix = "…" if first > 0 else ""
     suffix = "…" if last < len(spans) - 1 else ""
     return prefix + text[spans[first][0] : spans[last][1]].strip() + suffix
+
+
+_QUIET_REASONS = frozenset({"expired", "minor correction", "corrected"})
+REASON_PREFIX = "Supersede reason: "
+
+
+def reason_chunk(reason: str | None, kind: str | None) -> list[str]:
+    """The extra keyword chunk that makes a hard supersede's reason searchable (empty
+    for a soft supersede or a routine reason); the write path, imports and the store's
+    repairs all derive it here (``hivemem.write.audit.reason_chunks``)."""
+    text = (reason or "").strip()
+    if kind != "hard" or not text or text.lower() in _QUIET_REASONS:
+        return []
+    return [REASON_PREFIX + text]

@@ -54,6 +54,6 @@ def test_a_script_ending_without_close_exits_cleanly_and_keeps_its_queue(tmp_pat
     with hivemem.open(db) as store:
         assert store.stats()["total"] == RUNS * EPISODES
         store.flush()
-        assert not store.backend.vectors.has_pending()
+        assert not store.vectors.has_pending()
         hits = store.scope("A").search("deploying service 5 friday")
         assert hits and "vector" in hits[0].explain.lanes

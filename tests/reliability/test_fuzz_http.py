@@ -23,11 +23,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import hivemem
-from hivemem.frontends import tools
+from hivemem import tools
 from hivemem.frontends.http import create_app
 from hivemem.frontends.http.errors import STATUSES
 from hivemem.frontends.http.routes import operations
-from hivemem.store.tokens import SQLiteTokens
 
 from .hostile import FUZZ, hostile_text, hostile_value, tally
 
@@ -44,7 +43,7 @@ def api(tmp_path_factory):
     old = mem.save("the deploy window is Monday", key="deploy-window")
     mem.save("the deploy window is Tuesday", key="deploy-window", supersede_reason="moved")
     mem.add_episode("Alice said hello", "s1", "user")
-    tokens = SQLiteTokens(store.backend)
+    tokens = store.tokens
     _, writer = tokens.create("fuzz", {"team-a": "write", "swarm": "write"}, store.clock())
     app = create_app(store)
     yield app, writer, [*PLAUSIBLE, old.id]

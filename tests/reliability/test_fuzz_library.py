@@ -20,8 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import hivemem
-from hivemem import ContextProvider, HiveMemError, ScopedMemory, Store, Vault
-from hivemem.frontends import tools
+from hivemem import ContextProvider, HiveMemError, ScopedMemory, Store, Vault, tools
 
 from .hostile import FUZZ, hostile_text, hostile_value, tally
 

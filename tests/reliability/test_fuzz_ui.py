@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 
 import hivemem
 from hivemem.frontends.http import create_app
-from hivemem.store.tokens import SQLiteTokens
 
 from .hostile import FUZZ, hostile_text, tally
 
@@ -62,9 +61,7 @@ def ui(tmp_path_factory):
     old = mem.save("the deploy window is Monday", key="deploy-window")
     mem.save("the deploy window is Tuesday", key="deploy-window", supersede_reason="moved")
     mem.add_episode("Alice said hello", "s1", "user")
-    _, writer = SQLiteTokens(store.backend).create(
-        "fuzz", {"team-a": "write", "swarm": "write"}, store.clock()
-    )
+    _, writer = store.tokens.create("fuzz", {"team-a": "write", "swarm": "write"}, store.clock())
     app = create_app(store)
     cookie, csrf = asyncio.run(_sign_in(app, writer))
     yield app, writer, cookie, csrf, [*PLAUSIBLE, old.id]

@@ -18,7 +18,6 @@ import hivemem
 from hivemem import Conflict, InvalidInput, NotFound, StoreError
 from hivemem.frontends.cli import main
 from hivemem.frontends.http import create_app
-from hivemem.store.tokens import SQLiteTokens
 
 SURROGATE = "\udbff"
 
@@ -247,7 +246,7 @@ def _get(app, url, token):
 
 
 def test_http_out_of_range_numbers_are_422_in_the_one_error_shape(store):
-    _, token = SQLiteTokens(store.backend).create("t", {"A": "write"}, store.clock())
+    _, token = store.tokens.create("t", {"A": "write"}, store.clock())
     app = create_app(store)
     try:
         for url, field in [

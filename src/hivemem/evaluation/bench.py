@@ -550,7 +550,7 @@ def _load(
     store = _open_with_vectors(db, settings)
     try:
         load_ns = _add_corpus(store, size, generator, f"load {size:,}", notify)
-        vectors = store.backend.vectors
+        vectors = store.vectors
         before_flush = vectors.count()
         pending = vectors.pending_count()
         stage = f"vectors {size:,}"
@@ -633,7 +633,7 @@ def _time_vector_lane(
     """The vector index's search as the pipeline calls it (same fetch and pool), the
     query vectors computed beforehand. A question whose vector is empty (no content
     word) is left out, as the pipeline leaves the lane out for it."""
-    indexer, index = store.indexer, store.backend.vectors
+    indexer, index = store.indexer, store.vectors
     assert indexer.identity is not None
     identity = indexer.identity
     fetch = 10 * settings.candidate_multiplier

@@ -18,7 +18,8 @@ from urllib.parse import urlsplit, urlunsplit
 from ..facade.database import open as open_store
 from ..providers.embed import HashEmbedder
 from ..settings import Settings
-from ..store.postgres import admin, redact
+from ..store.factory import postgres_admin as admin
+from ..store.factory import redact_url as redact
 from .bench import (
     _SCOPE,
     _WARMUP,
@@ -68,7 +69,7 @@ def run_pg_bench(
                 started = time.perf_counter_ns()
                 store.flush()
                 flush_ns = time.perf_counter_ns() - started
-                store.backend._q("ANALYZE")  # type: ignore[attr-defined]
+                store.analyze()
                 mem = store.scope(_SCOPE)
                 single, _batched = _time_writes(mem, generator, size, writes, batch, "", notify)
                 store.flush()
@@ -92,7 +93,7 @@ def run_pg_bench(
                     notify,
                 )
                 lane = _time_vector_lane(store, settings, measured, warmup, notify)
-                vectors = store.backend.vectors.count()
+                vectors = store.vectors.count()
             finally:
                 store.close()
         finally:

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..store.factory import driver_info
+
 
 @dataclass(frozen=True)
 class LatencyStats:
@@ -133,12 +135,11 @@ class BenchReport:
 
 
 def environment() -> dict[str, str]:
-    from ..store.sqlite.backend import DRIVER_NAME, sqlite_driver
-
+    driver = driver_info()
     return {
         "python": platform.python_version(),
-        "sqlite": sqlite_driver.sqlite_version,
-        "driver": DRIVER_NAME,
+        "sqlite": driver["sqlite"],
+        "driver": driver["driver"],
         "platform": platform.platform(terse=True),
         "machine": platform.machine(),
         "cpus": str(os.cpu_count() or 0),

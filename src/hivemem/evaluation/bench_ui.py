@@ -59,6 +59,7 @@ class UiBenchResult:
 
 
 def run_ui_bench(
+    create_app: Callable[[Any, Settings], Any],
     sizes: Sequence[int],
     requests: int = 50,
     path: str | Path | None = None,
@@ -68,7 +69,9 @@ def run_ui_bench(
     seed: int = DEFAULT_SEED,
 ) -> list[UiBenchResult]:
     """Time the inspector's pages on a store of each size (see the module docstring).
-    ``path`` keeps the stores (``bench-ui-<size>.db``) and reuses one already there."""
+    ``create_app(store, settings)`` is the HTTP app to time (``hivemem.frontends.http``:
+    the front end passes it in, the layer below never imports it). ``path`` keeps the
+    stores (``bench-ui-<size>.db``) and reuses one already there."""
     if isinstance(requests, bool) or not isinstance(requests, int) or requests < 1:
         raise ValueError(f"requests must be a whole number >= 1, got {requests!r}")
     settings = settings or Settings()
@@ -80,12 +83,21 @@ def run_ui_bench(
         folder.mkdir(parents=True, exist_ok=True)
         for size in sizes:
             out.append(
-                _one(folder / f"bench-ui-{size}.db", size, generator, requests, settings, notify)
+                _one(
+                    create_app,
+                    folder / f"bench-ui-{size}.db",
+                    size,
+                    generator,
+                    requests,
+                    settings,
+                    notify,
+                )
             )
     return out
 
 
 def _one(
+    create_app: Callable[[Any, Settings], Any],
     db: Path,
     size: int,
     generator: CorpusGenerator,
@@ -93,9 +105,6 @@ def _one(
     settings: Settings,
     notify: Callable[[str, int, int], None],
 ) -> UiBenchResult:
-    from ..frontends.http import create_app
-    from ..store.tokens import SQLiteTokens
-
     store = _open_with_vectors(db, settings)
     try:
         load_s = 0.0
@@ -108,7 +117,7 @@ def _one(
             store.flush()
             load_s = time.perf_counter() - started
         memories = store.scope(SCOPE).stats()["total"]
-        secret = SQLiteTokens(store.backend).create("bench-ui", {SCOPE: "read"}, store.clock())[1]
+        secret = store.tokens.create("bench-ui", {SCOPE: "read"}, store.clock())[1]
         app = create_app(store, settings)
         try:
             pages = asyncio.run(_measure(app, store, secret, generator, requests, notify))

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreError
-from ..store.sqlite import migrations
 
 if TYPE_CHECKING:
     from ..facade.database import Store
@@ -100,7 +99,7 @@ def diagnose(store: Store) -> Report:
     Never raises for a damaged store: each check runs on its own, and one that cannot
     read what it needs is a failed check saying so (the others still report)."""
     try:
-        health = store.backend.health()
+        health = store.health.health()
     except Exception as exc:  # a damaged file: report it, whatever the driver raised
         health = {"errors": {"health": str(exc)}}
     checks = [_guarded(name, build, store, health) for name, build in _CHECKS]
@@ -277,8 +276,8 @@ def _integrity(results: list[str]) -> Check:
 
 
 def _schema(store: Store) -> Check:
-    applied = store.backend.schema_version()
-    known = migrations.known_names()
+    applied = store.health.schema_version()
+    known = store.known_migrations()
     if applied == known:
         return Check("schema", True, f"{len(applied)} migrations, latest {applied[-1]}")
     missing = [n for n in known if n not in applied]
@@ -344,7 +343,7 @@ def repair(store: Store) -> RepairReport:
     in ``problems``, with the rescue to use instead. Raises ``StoreError`` if the row
     count changed, which would be a bug in HiveMem.
     """
-    backend = store.backend
+    health = store.health
     problems: list[str] = []
 
     def step(what: str, run: Any, default: Any) -> Any:
@@ -355,23 +354,23 @@ def repair(store: Store) -> RepairReport:
             return default
 
     before = step("count memories", lambda: store.stats()["total"], None)
-    missing = step("find memories without chunks", backend.unchunked_ids, [])
+    missing = step("find memories without chunks", health.unchunked_ids, [])
     rebuilt = step(
         "rebuild chunks",
-        lambda: backend.rebuild_chunks(
+        lambda: health.rebuild_chunks(
             missing, store.settings.chunk_tokens, store.settings.chunk_overlap_tokens
         ),
         0,
     )
-    index_rebuilt = not step("check the keyword index", lambda: backend.health()["fts_ok"], True)
+    index_rebuilt = not step("check the keyword index", lambda: health.health()["fts_ok"], True)
     if index_rebuilt:
         index_rebuilt = step(
-            "rebuild the keyword index", lambda: backend.rebuild_keyword_index() or True, False
+            "rebuild the keyword index", lambda: health.rebuild_keyword_index() or True, False
         )
     after = step("count memories again", lambda: store.stats()["total"], None)
     if before is not None and after is not None and after != before:
         raise StoreError(f"repair changed the number of memories from {before} to {after}")
-    left = step("find memories without chunks again", backend.unchunked_ids, missing)
+    left = step("find memories without chunks again", health.unchunked_ids, missing)
     if problems:
         problems.append(f"what repair cannot re-derive: {_RESCUE}")
     return RepairReport(

@@ -423,7 +423,7 @@ def _bm25(store: Any, scope: str, question: str, limit: int) -> list[str]:
     if not terms:
         return []
     query = Query(text=question, limit=limit, statuses=(Status.ACTIVE,))
-    found = store.backend.keyword_search([scope], query, terms, limit * 4, store.clock())
+    found = store.keyword.keyword_search([scope], query, terms, limit * 4, store.clock())
     return [m.memory_id for m in best_chunk_per_memory(found)][:limit]
 
 

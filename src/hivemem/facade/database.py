@@ -8,6 +8,7 @@ import json
 import logging
 import os
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +22,25 @@ from ..providers.embed import Embedder, get_embedder
 from ..providers.llm import LLM, get_llm
 from ..retrieval.rerank import Reranker, resolve_reranker
 from ..settings import Settings
-from ..store.factory import open_backend, vault_rows
-from ..store.postgres import is_url
-from ..store.protocols import Backend
+from ..store import factory
+from ..store.factory import is_url, open_backend
+from ..store.protocols import (
+    Backend,
+    BackupRows,
+    EntityIndex,
+    Health,
+    Inspection,
+    JobState,
+    KeywordIndex,
+    Memories,
+    Purges,
+    Resolutions,
+    RunLog,
+    Sessions,
+    Tokens,
+    VaultRows,
+    VectorIndex,
+)
 from ..types import Memory, as_tuple
 from ..write import rules
 from ..write.redact import WRITTEN_TEXT_FIELDS, Scrubber, guard_value
@@ -138,7 +155,13 @@ def resolve_llm(
 
 class Store:
     """One database. Get a handle with ``store.scope(name)``; close when done (or use
-    ``with``)."""
+    ``with``).
+
+    The backend is private (``_backend``). Services get what they need from the store
+    by name, one protocol of ``hivemem.store.protocols`` each: ``memories``,
+    ``keyword``, ``vectors``, ``entities``, ``session_rows``, ``job_state``,
+    ``run_log``, ``purges``, ``inspection``, ``vault_rows``, ``tokens``, ``health``,
+    ``backup_rows``; transactions through ``atomic()`` and ``snapshot()``."""
 
     def __init__(
         self,
@@ -150,7 +173,7 @@ class Store:
         reranker: Reranker | None = None,
         llm: LLM | None = None,
     ) -> None:
-        self.backend = backend
+        self._backend = backend
         self.reranker = reranker
         self.llm = llm  # maintenance jobs only; never called on the write path
         self.settings = settings or Settings()
@@ -165,11 +188,97 @@ class Store:
             self.indexer.notify()  # work left by an earlier run (a crash, a short CLI call)
         # Consolidation of earlier sessions when a new one starts (off the write path).
         self.session_worker = SessionWorker(self)
-        self.vault_rows = vault_rows(backend)
+        self.vault_rows: VaultRows = factory.vault_rows(backend)
+        self.tokens: Tokens = factory.tokens(backend, self.settings.max_scope_chars)
         self.scrubber = Scrubber(
             lambda: [json.loads(v) for v in self.vault_rows.secret_values()],
             self.vault_rows.changed_elsewhere,
         )
+
+    # ------------------------------------------------------------------ the seam
+
+    @property
+    def backend(self) -> Any:
+        """Gone (issue #13): the backend is private. Ask the store for the protocol
+        you need instead; the message names them."""
+        raise AttributeError(
+            "Store.backend is private since issue #13: use the store's protocols "
+            "(store.memories, store.atomic(), store.keyword, store.vectors, store.entities, "
+            "store.session_rows, store.job_state, store.run_log, store.purges, "
+            "store.inspection, store.vault_rows, store.tokens, store.backup_rows, "
+            "store.health); docs/architecture.md"
+        )
+
+    @property
+    def memories(self) -> Memories:
+        """The rows of ``memories`` (reads and writes; writes inside ``atomic()``)."""
+        return self._backend
+
+    def atomic(self) -> AbstractContextManager[None]:
+        """A write transaction (nested: a savepoint)."""
+        return self._backend.atomic()
+
+    def snapshot(self) -> AbstractContextManager[None]:
+        """A read-only transaction: one consistent view while writers go on."""
+        return self._backend.snapshot()
+
+    @property
+    def keyword(self) -> KeywordIndex:
+        return self._backend
+
+    @property
+    def vectors(self) -> VectorIndex:
+        return self._backend.vectors
+
+    @property
+    def entities(self) -> EntityIndex:
+        return self._backend.entities
+
+    @property
+    def session_rows(self) -> Sessions:
+        """Sessions seen and the episodes around one (``SessionWorker`` is the service)."""
+        return self._backend
+
+    @property
+    def job_state(self) -> JobState:
+        """What the maintenance jobs read and mark."""
+        return self._backend.maintenance  # type: ignore[no-any-return]
+
+    @property
+    def run_log(self) -> RunLog:
+        """The maintenance jobs' run log."""
+        return self._backend.maintenance  # type: ignore[no-any-return]
+
+    @property
+    def purges(self) -> Purges:
+        return self._backend.purges
+
+    @property
+    def resolutions(self) -> Resolutions:
+        """The ``resolve`` job's verdicts and entity merges."""
+        return self._backend.resolutions  # type: ignore[no-any-return]
+
+    @property
+    def inspection(self) -> Inspection:
+        return self._backend.inspection
+
+    @property
+    def health(self) -> Health:
+        """Meta, schema version, health checks and rebuilds of derived tables."""
+        return self._backend
+
+    @property
+    def backup_rows(self) -> BackupRows:
+        """The rows an export carries beside the memories (``hivemem.lifecycle.backup``)."""
+        return factory.backup_rows(self._backend)
+
+    def analyze(self) -> None:
+        """Refresh the query planner's statistics (after a bulk load)."""
+        factory.analyze(self._backend)
+
+    def known_migrations(self) -> list[str]:
+        """The migrations this HiveMem knows for this store's backend (``doctor``)."""
+        return factory.known_migrations(self.location)
 
     # ------------------------------------------------------------------ vault, redaction
 
@@ -237,7 +346,7 @@ class Store:
 
     @property
     def location(self) -> str:
-        return self.backend.location
+        return self._backend.location
 
     def scope(
         self,
@@ -254,11 +363,11 @@ class Store:
         return ScopedMemory(self, name, shared=shared, lead_of=lead_of, actor=actor)
 
     def scopes(self) -> list[str]:
-        return self.backend.scopes()
+        return self._backend.scopes()
 
     def stats(self) -> dict[str, Any]:
         """Counts over every scope."""
-        return self.backend.stats(None, self.clock())
+        return self._backend.stats(None, self.clock())
 
     def iter_memories(self, scopes: Sequence[str] | None = None) -> Iterator[Memory]:
         """Every row of the given scopes (all scopes when ``None``), any status."""
@@ -267,13 +376,13 @@ class Store:
             scopes = [str(rules.name(s, "scopes", limit)) for s in as_tuple(scopes)]
             if not scopes:
                 return iter(())
-        return self.backend.iter_all(scopes)
+        return self._backend.iter_all(scopes)
 
     def close(self) -> None:
         self.session_worker.close()
         self.scrubber.close()
         self.indexer.close()
-        self.backend.close()
+        self._backend.close()
 
     def __enter__(self) -> Store:
         return self

@@ -27,7 +27,6 @@ from .. import arguments
 from .. import text as textmod
 from ..errors import Conflict, InvalidInput, NotFound
 from ..lifecycle import sessions
-from ..lifecycle.maintenance.crossrefs import Related
 from ..providers.entities import Mention, extract
 from ..retrieval import entity_profiles
 from ..retrieval import pipeline as retrieval
@@ -47,6 +46,7 @@ from ..types import (
 )
 from ..write import audit, categories, chains, learning, promotion, rights, rules
 from ..write import purge as purgemod
+from ..write.chains import Related
 from ..write.redact import scrubs_output
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -82,7 +82,9 @@ class ScopedMemory:
             if clean != scope and clean not in shared_clean:
                 shared_clean.append(clean)
         self._store = store
-        self._backend = store.backend
+        # The whole backend, for the retrieval pipeline (the facade's own; services
+        # below get the narrow protocols from the store by name).
+        self._backend = store._backend
         self.settings = settings
         self.name = scope
         self.shared = tuple(shared_clean)
@@ -167,7 +169,7 @@ class ScopedMemory:
         with self._backend.atomic():
             stored, inserted = self._save_row(record, pieces, reason, minor, explicit, expires_at)
             if inserted:
-                self._backend.maintenance.note_categories([(stored.id, sure)])
+                self._store.job_state.note_categories([(stored.id, sure)])
         if inserted:
             self._store.index_written(wait)
         return stored
@@ -365,7 +367,7 @@ class ScopedMemory:
         with self._backend.atomic():
             for record, pieces in records:
                 self._backend.insert(record, *pieces)
-            self._backend.maintenance.note_categories(sureness)
+            self._store.job_state.note_categories(sureness)
             started = [
                 session_id
                 for session_id, (when, count) in sessions.items()

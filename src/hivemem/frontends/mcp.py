@@ -1,4 +1,4 @@
-"""The MCP server: every tool of ``hivemem.frontends.tools`` served with the official MCP Python
+"""The MCP server: every tool of ``hivemem.tools`` served with the official MCP Python
 SDK (``pip install 'hivemem[mcp]'``), over stdio or streamable HTTP.
 
 The server is bound to one scope (and read-only shared scopes) when it starts: the
@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
+from .. import tools as toolsmod
 from ..errors import HiveMemError, MissingDependency
-from . import tools as toolsmod
 
 if TYPE_CHECKING:  # pragma: no cover
     from mcp.server import Server
@@ -77,7 +77,7 @@ def create_server(
     mem: ScopedMemory, tools: Sequence[str] | None = None, *, name: str = "hivemem"
 ) -> Server:
     """An MCP ``Server`` serving the tools named in ``tools`` (default: every tool of
-    the table; ``hivemem.frontends.tools.select`` turns a profile into names) over ``mem``. A
+    the table; ``hivemem.tools.select`` turns a profile into names) over ``mem``. A
     call to a tool the server does not offer (under any of its names) is a tool error."""
     server_cls, types, anyio = _sdk()
     writer = anyio.CapacityLimiter(1)

@@ -25,13 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..clock import to_text
-from ..store.sqlite.backup import (
-    SESSION_COLUMNS,
-    TOKEN_COLUMNS,
-    VAULT_COLUMNS,
-    SQLiteBackupRows,
-    tables,
-)
+from ..store.protocols import SESSION_COLUMNS, TOKEN_COLUMNS, VAULT_COLUMNS
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..facade.database import Store
@@ -78,7 +72,7 @@ def table_coverage(store: Store) -> dict[str, str | None]:
     listed in ``TABLES``, a gap)."""
     return {
         name: TABLES.get(name)
-        for name in tables(store.backend)  # type: ignore[arg-type]
+        for name in store.backup_rows.tables()
         if not name.startswith(SHADOW_PREFIXES)
     }
 
@@ -87,7 +81,7 @@ def export_records(
     store: Store, scopes: Sequence[str] | None, include_secrets: bool
 ) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """The record lines of an export and what was left out (``{what: count}``)."""
-    rows = SQLiteBackupRows(store.backend)  # type: ignore[arg-type]
+    rows = store.backup_rows
     records: list[dict[str, Any]] = []
     left_out: dict[str, int] = {}
     for entry in rows.vault(scopes):
@@ -143,7 +137,7 @@ def import_records(
 ) -> tuple[dict[str, int], list[tuple[int, str]]]:
     """Write checked records inside the import's transaction. Returns the counts
     imported per kind and the conflicts as ``(line, message)``."""
-    rows = SQLiteBackupRows(store.backend)  # type: ignore[arg-type]
+    rows = store.backup_rows
     when = to_text(store.clock())
     imported: dict[str, int] = {}
     conflicts: list[tuple[int, str]] = []

@@ -40,7 +40,7 @@ import numpy as np
 from ..errors import InvalidInput, StoreError
 from ..providers.embed import Embedder
 from ..store.protocols import VectorIndex
-from ..store.sqlite.vectors import to_blob
+from ..store.rows import to_blob
 
 log = logging.getLogger("hivemem.lifecycle.indexer")
 

@@ -11,21 +11,23 @@ counts a whole scope per request but ``overview``, whose counts the caller may c
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..clock import to_text
 from ..errors import InvalidInput, NotFound
-from ..evaluation.doctor import Report, diagnose
 from ..providers.entities import canonical
 from ..store.protocols import SessionInfo
 from ..types import CATEGORIES, Entity, Kind, ListFilter, Memory, Status, as_tuple, resolve_enum
 from ..write import rules
+from ..write.chains import Related
 from .maintenance import RunRecord, run_log
-from .maintenance.crossrefs import Related
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..evaluation.doctor import Report
+    from ..facade.database import Store
     from ..facade.memory import ScopedMemory
 
 PAGE_SIZE = 50
@@ -131,7 +133,7 @@ def page(
             raise InvalidInput("category", f"unknown category {name!r}; valid: {CATEGORIES}")
     flt = ListFilter(**common, statuses=statuses or (Status.ACTIVE,), include_expired=True)
     size = rules.limit(limit, maximum=500)
-    found = mem.store.backend.inspection.page(
+    found = mem.store.inspection.page(
         mem.visible,
         flt,
         mem.store.clock(),
@@ -158,12 +160,15 @@ def _key(memory: Memory | None) -> str | None:
     return f"{to_text(memory.created_at)}{CURSOR_SEPARATOR}{memory.id}" if memory else None
 
 
-def overview(mem: ScopedMemory, *, doctor: bool = True, runs: int = 10) -> Overview:
+def overview(
+    mem: ScopedMemory, *, doctor: Callable[[Store], Report] | None = None, runs: int = 10
+) -> Overview:
     """The scope's overview. Counts every row of the scope (tens of ms at 100k): cache
-    it. ``doctor=False`` skips the store's health checks (an integrity check reads the
-    whole file)."""
+    it. ``doctor`` (``hivemem.evaluation.doctor.diagnose``, passed in by the caller: the
+    health checks sit above this layer) adds the store's health checks; none by default
+    (an integrity check reads the whole file)."""
     store = mem.store
-    inspection = store.backend.inspection
+    inspection = store.inspection
     by_status: Counter[str] = Counter()
     by_kind: Counter[str] = Counter()
     by_type: Counter[str] = Counter()
@@ -183,8 +188,8 @@ def overview(mem: ScopedMemory, *, doctor: bool = True, runs: int = 10) -> Overv
         by_type=dict(by_type.most_common()),
         by_category=dict(by_category.most_common()),
         growth=inspection.growth([mem.name]),
-        pending_embeddings=store.backend.vectors.pending_count([mem.name]),
-        doctor=diagnose(store) if doctor else None,
+        pending_embeddings=store.vectors.pending_count([mem.name]),
+        doctor=doctor(store) if doctor is not None else None,
         runs=recent,
     )
 
@@ -195,20 +200,22 @@ def detail(mem: ScopedMemory, memory_id: str) -> Detail:
     if not isinstance(memory_id, str) or not memory_id:
         raise InvalidInput("id", "expected a memory id")
     rules.utf8(memory_id, "id")
-    backend = mem.store.backend
-    memory = backend.get(mem.visible, memory_id)
+    store = mem.store
+    memory = store.memories.get(mem.visible, memory_id)
     if memory is None:
         raise NotFound(f"no memory {memory_id!r} visible from scope {mem.name!r}")
-    sources = backend.get_many(mem.visible, list(memory.source_ids)) if memory.source_ids else []
+    sources = (
+        store.memories.get_many(mem.visible, list(memory.source_ids)) if memory.source_ids else []
+    )
     found = {m.id for m in sources}
     return Detail(
         memory=_scrubbed(mem, memory),
         chain=mem.history(memory.id),
         sources=_scrubbed(mem, sources),
         missing_sources=[s for s in memory.source_ids if s not in found],
-        drawn=_scrubbed(mem, backend.inspection.drawn_from(mem.visible, memory)),
+        drawn=_scrubbed(mem, store.inspection.drawn_from(mem.visible, memory)),
         related=mem.related(memory.id),
-        entities=backend.inspection.entities_of(mem.visible, memory.id),
+        entities=store.inspection.entities_of(mem.visible, memory.id),
     )
 
 
@@ -223,7 +230,7 @@ def entities(
         clean = canonical(prefix)
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
         raise InvalidInput("offset", f"expected a whole number >= 0, got {offset!r}")
-    return mem.store.backend.inspection.entities(
+    return mem.store.inspection.entities(
         mem.visible, clean, rules.limit(limit, maximum=500), offset
     )
 
@@ -232,14 +239,14 @@ def sessions(mem: ScopedMemory, *, limit: int = PAGE_SIZE, offset: int = 0) -> l
     """The own scope's sessions, latest activity first."""
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
         raise InvalidInput("offset", f"expected a whole number >= 0, got {offset!r}")
-    return mem.store.backend.inspection.sessions(mem.name, rules.limit(limit, maximum=500), offset)
+    return mem.store.inspection.sessions(mem.name, rules.limit(limit, maximum=500), offset)
 
 
 def session(mem: ScopedMemory, session_id: str, *, limit: int = 200) -> SessionView:
     """A session's turns (oldest first, at most ``limit``) and the memories consolidated
     from it (facts, summaries: any kind but episode, any status)."""
     sid = rules.name(session_id, "session_id", 200)
-    info = mem.store.backend.inspection.session(mem.name, sid)
+    info = mem.store.inspection.session(mem.name, sid)
     turns = page(mem, session_id=sid, kind=Kind.EPISODE, status=list(Status), limit=limit + 1)
     facts = page(
         mem,

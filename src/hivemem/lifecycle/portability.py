@@ -100,16 +100,15 @@ def export_jsonl(
     left out). ``details``, when given, receives ``records`` (counts per record kind) and
     ``left_out`` (what was not exported, counted)."""
     chosen = _scope_list(scopes, store.settings)
-    backend = store.backend
-    with backend.snapshot():
-        count = backend.stats(chosen, store.clock())["total"]
+    with store.snapshot():
+        count = store.memories.stats(chosen, store.clock())["total"]
         records, left_out = backup.export_records(store, chosen, include_secrets)
         kinds: dict[str, int] = {}
         for record in records:
             kinds[record["record"]] = kinds.get(record["record"], 0) + 1
         header = {
             "hivemem_export": FORMAT_VERSION,
-            "schema": backend.schema_version(),
+            "schema": store.health.schema_version(),
             "exported_at": store.clock().isoformat(),
             "count": count,
             "records": kinds,
@@ -117,7 +116,7 @@ def export_jsonl(
         }
         fp.write(json.dumps(header) + "\n")
         written = 0
-        for memory in backend.iter_all(chosen):
+        for memory in store.memories.iter_all(chosen):
             if not include_secrets:
                 memory = store.scrubbed(memory)
             line = json.dumps(memory.to_dict(), ensure_ascii=False, allow_nan=False)
@@ -224,7 +223,7 @@ def import_jsonl(
     target = rules.name(scope, "scope", store.settings.max_scope_chars, optional=True)
     run = _Import(store, target, progress)
     try:
-        with store.backend.atomic():
+        with store.atomic():
             run.read(fp)
             if not run.failed:
                 run.write_records()
@@ -242,7 +241,7 @@ class _Import:
 
     def __init__(self, store: Store, target: str | None, progress: Progress | None) -> None:
         self.store = store
-        self.backend = store.backend
+        self.memories = store.memories
         self.settings = store.settings
         self.target = target
         self.progress = progress
@@ -328,7 +327,7 @@ class _Import:
             )
         if not self.failed:
             for (scope, session_id), (when, count) in self.sessions.items():
-                self.backend.note_session(scope, session_id, when, count)
+                self.store.session_rows.note_session(scope, session_id, when, count)
 
     def read_record(self, line_no: int, value: dict[str, Any]) -> None:
         problem = backup.check_record(value)
@@ -410,7 +409,7 @@ class _Import:
         import stored an API key inside a memory verbatim, where a save redacts it."""
         fields = {
             name: getattr(memory, name)
-            for name in WRITTEN_TEXT_FIELDS
+            for name in sorted(WRITTEN_TEXT_FIELDS, key=lambda n: (n != "content", n))
             if getattr(memory, name, None) is not None
         }
         clean = self.store.guard_fields(fields)
@@ -428,11 +427,11 @@ class _Import:
     def flush(self, batch: list[tuple[int, Memory]]) -> None:
         """Check a batch of valid rows against the store and the rows before them, then
         insert the new ones (unless a problem has already doomed the import)."""
-        where = self.backend.scopes_of([m.id for _, m in batch])
+        where = self.memories.scopes_of([m.id for _, m in batch])
         existing: dict[str, Memory] = {}
         for scope in set(where.values()):
             ids = [m.id for _, m in batch if where.get(m.id) == scope == m.scope]
-            existing.update((m.id, m) for m in self.backend.get_many([scope], ids))
+            existing.update((m.id, m) for m in self.memories.get_many([scope], ids))
         for line_no, memory in batch:
             first_line = self.seen.get(memory.id)
             if first_line is not None:
@@ -450,7 +449,7 @@ class _Import:
                 memory.content, self.settings.chunk_tokens, self.settings.chunk_overlap_tokens
             ) + reason_chunks(memory)
             try:
-                self.backend.insert(memory, pieces, extract(memory.content))
+                self.memories.insert(memory, pieces, extract(memory.content))
             except Conflict as exc:  # pre-checks make this unreachable; report, not crash
                 self.problem(self.conflicts, line_no, str(exc), memory.id)
                 continue
@@ -460,7 +459,7 @@ class _Import:
     def repeated(self, line_no: int, memory: Memory, first_line: int) -> None:
         """An id seen earlier in the file: the same record is skipped, another one is a
         conflict. The first one is in the store by now, unless the import already failed."""
-        stored = self.backend.get([memory.scope], memory.id)
+        stored = self.memories.get([memory.scope], memory.id)
         if stored is not None and _comparable(stored) == _comparable(memory):
             self.skipped += 1
             return
@@ -515,7 +514,7 @@ class _Import:
             )
             return False
         self.active_keys[slot] = (line_no, memory.id)
-        holder = self.backend.by_key([memory.scope], memory.key)
+        holder = self.memories.by_key([memory.scope], memory.key)
         if holder is not None and holder.id != memory.id:
             self.problem(
                 self.conflicts,

@@ -21,7 +21,7 @@ from typing import IO, Any
 
 from ..errors import HiveMemError, StoreError
 from ..settings import Settings
-from ..store.sqlite.salvage import Salvage, SalvageReader
+from ..store.factory import Salvage, SalvageReader
 from ..write.redact import Scrubber
 from .portability import FORMAT_VERSION, memory_from_dict
 

@@ -141,7 +141,7 @@ class SessionWorker:
                 if item is None:
                     return
                 scope, started = item
-                maint = self._store.backend.maintenance
+                maint = self._store.job_state
                 if not maint.open_sessions(scope, sorted(started)):
                     continue  # nothing earlier is open (say, the scope's first session)
                 [result] = run_job(

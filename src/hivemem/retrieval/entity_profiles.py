@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .. import arguments
 from ..errors import Conflict, InvalidInput, NotFound
 from ..providers.entities import EntityType, lookup_keys
 from ..providers.entities import canonical as canonical_name
 from ..types import Entity, ListFilter, Memory, Status, resolve_enum
-from ..write import rules
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..facade.memory import ScopedMemory
@@ -25,9 +25,9 @@ def find(mem: ScopedMemory, name: object, *, own_only: bool = False) -> Entity:
     """The entity ``name`` names: own scope first, then the most mentioned."""
     if not isinstance(name, str) or not name.strip():
         raise InvalidInput("name", "expected an entity name")
-    rules.utf8(name, "name")
+    arguments.storable(name, "name")
     scopes = [mem.name] if own_only else list(mem.visible)
-    matches = mem.store.backend.entities.lookup(scopes, lookup_keys(name))
+    matches = mem.store.entities.lookup(scopes, lookup_keys(name))
     if not matches:
         raise NotFound(f"no entity {name!r} visible from scope {mem.name!r}")
     matches.sort(key=lambda e: (e.scope != mem.name, -e.mention_count, e.id))
@@ -37,23 +37,23 @@ def find(mem: ScopedMemory, name: object, *, own_only: bool = False) -> Entity:
 def profile(mem: ScopedMemory, name: str, limit: int) -> tuple[Entity, list[Memory]]:
     """The entity and its active memories, newest first (not yet scrubbed)."""
     found = find(mem, name)
-    backend = mem.store.backend
-    links = backend.entities.linked(
+    store = mem.store
+    links = store.entities.linked(
         mem.visible,
         [found.id],
         ListFilter(statuses=(Status.ACTIVE,)),
         mem.store.clock(),
-        rules.limit(limit),
+        arguments.limit(limit),
     )
-    return found, backend.get_many(mem.visible, [m for m, _ in links])
+    return found, store.memories.get_many(mem.visible, [m for m, _ in links])
 
 
 def alias(mem: ScopedMemory, name: str, other: str) -> Entity:
-    clean = canonical_name(rules.name(other, "alias", 200) or "")
+    clean = canonical_name(arguments.name(other, "alias", 200) or "")
     if not any(ch.isalnum() for ch in clean):
         raise InvalidInput("alias", "expected a name with letters or digits")
     found = find(mem, name, own_only=True)
-    mem.store.backend.entities.add_alias(mem.name, found.id, clean)
+    mem.store.entities.add_alias(mem.name, found.id, clean)
     return find(mem, name, own_only=True)
 
 
@@ -68,10 +68,10 @@ def describe(
     """Set an entity's type, summary and/or protected flag (own scope)."""
     found = find(mem, name, own_only=True)
     kind = resolve_enum(EntityType, type, "type").value if type is not None else None
-    text = rules.name(summary, "summary", 2000, optional=True)
+    text = arguments.name(summary, "summary", 2000, optional=True)
     if protected is not None and not isinstance(protected, bool):
         raise InvalidInput("protected", "expected true or false")
-    if not mem.store.backend.entities.describe(
+    if not mem.store.entities.describe(
         mem.name, found.id, type=kind, summary=text, protected=protected
     ):
         raise Conflict(f"scope {mem.name!r} already has a {kind} named {found.canonical!r}")

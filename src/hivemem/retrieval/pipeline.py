@@ -25,11 +25,11 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .. import text as textmod
-from ..lifecycle.indexer import Indexer
 from ..providers import entities as entitymod
 from ..settings import Settings
 from ..store.protocols import Backend
@@ -39,6 +39,9 @@ from . import rerank as rerankmod
 from .hitset import Ranked
 from .keyword import KeywordCandidate, idf, keyword_lane
 from .rerank import Reranker
+
+if TYPE_CHECKING:  # pragma: no cover - the facade passes its indexer in
+    from ..lifecycle.indexer import Indexer
 
 _DECAY_EXEMPT = (MemoryType.IDENTITY, MemoryType.LESSON)
 _POOL_FLOOR = 60  # candidates read, adjusted and diversified (see search())

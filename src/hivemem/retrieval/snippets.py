@@ -21,7 +21,7 @@ DEFAULT_TOKENS = 400
 
 def passages(mem: ScopedMemory, hits: list[Hit], tokens: int = DEFAULT_TOKENS) -> list[str]:
     """For each hit, its matching chunk cut to about ``tokens`` tokens."""
-    chunks = mem.store.backend.memory_chunks([h.memory.id for h in hits])
+    chunks = mem.store.keyword.memory_chunks([h.memory.id for h in hits])
     by_seq = {(c.memory_id, c.seq): c.text for c in chunks}
     out = []
     for hit in hits:

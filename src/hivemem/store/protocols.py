@@ -1,10 +1,35 @@
-"""The storage seam: what the write rules and the retrieval pipeline need from a database.
+"""The storage seam: narrow protocols, one concept each, that the services above the
+store need from a database.
 
 A backend is the ONE place that issues SQL. Every read takes the tuple of scopes the
 caller may see, every write the one scope it may write, and the backend puts them in the
 WHERE clause of every statement, so a handle of scope A can never touch a row of scope B,
 whatever id it guesses. Write rules (``hivemem.write.rules``) and ranking
-(``hivemem.retrieval.keyword``) sit above this protocol and stay the same for SQLite and PostgreSQL.
+(``hivemem.retrieval.keyword``) sit above these protocols and stay the same for SQLite
+and PostgreSQL.
+
+The protocols (docs/architecture.md tabulates them):
+
+- ``Transactions``: ``atomic``, ``snapshot``, ``close``
+- ``Memories``: the rows (get, by key, list, insert, set_status, update, touch, stats …)
+- ``KeywordIndex``: keyword search over chunks, term statistics, matched terms
+- ``VectorIndex``: chunk vectors of one embedder identity and the queue awaiting one
+- ``EntityIndex``: entities, aliases, memory links
+- ``Sessions``: sessions seen, and episode neighbours within one
+- ``JobState`` / ``RunLog``: what the maintenance jobs read and mark, and their run log
+- ``Purges``: hard deletes
+- ``Inspection``: the web inspector's reads
+- ``VaultRows``: the vault table
+- ``Tokens``: the HTTP API's tokens
+- ``Health``: meta, schema version, health, keyword index rebuilds
+
+A concrete backend may implement several on one class (``SQLiteBackend`` implements
+``Memories``, ``Transactions``, ``KeywordIndex``, ``Sessions`` and ``Health``); the
+``Store`` (``hivemem.facade.database``) holds the backend privately and hands out the
+protocol objects by name (``store.memories``, ``store.keyword``, ``store.vectors``,
+``store.entities``, ``store.session_rows``, ``store.job_state``, ``store.run_log``,
+``store.purges``, ``store.inspection``, ``store.vault_rows``, ``store.tokens``,
+``store.health``). Only ``hivemem.store.factory`` names a backend class.
 """
 
 from __future__ import annotations
@@ -16,7 +41,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from ..providers.entities import Mention
-from ..types import Entity, ListFilter, Memory, Query, Status
+from ..types import Entity, Kind, ListFilter, Memory, MemoryType, Query, Status
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +76,27 @@ class SessionInfo:
     consolidated_at: datetime | None
 
 
+@dataclass(frozen=True, slots=True)
+class PendingChunk:
+    """A chunk waiting for its vector (the embedding queue)."""
+
+    chunk_id: int
+    scope: str
+    text_hash: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class VectorMatch:
+    """A memory's best chunk by cosine similarity to the query (in [-1, 1])."""
+
+    chunk_id: int
+    memory_id: str
+    seq: int
+    text: str
+    similarity: float
+
+
 class VectorIndex(Protocol):
     """Chunk vectors of one embedder identity, and the queue of chunks awaiting one
     (``hivemem.store.sqlite.vectors`` documents the SQLite layout)."""
@@ -68,7 +114,7 @@ class VectorIndex(Protocol):
         """Drop every vector, record ``identity``, queue every chunk; return the queue size."""
         ...
 
-    def pending(self, limit: int) -> list[Any]: ...
+    def pending(self, limit: int) -> list[PendingChunk]: ...
 
     def pending_count(self, scopes: Sequence[str] | None = None) -> int: ...
 
@@ -76,7 +122,7 @@ class VectorIndex(Protocol):
 
     def cached(self, model: str, hashes: Sequence[str]) -> dict[str, bytes]: ...
 
-    def upsert(self, model: str, items: Sequence[tuple[Any, bytes]]) -> int: ...
+    def upsert(self, model: str, items: Sequence[tuple[PendingChunk, bytes]]) -> int: ...
 
     def search(
         self,
@@ -87,7 +133,7 @@ class VectorIndex(Protocol):
         now: datetime,
         model: str,
         pool: int = 64,
-    ) -> list[Any]: ...
+    ) -> list[VectorMatch]: ...
 
     def vectors(self, model: str, chunk_ids: Sequence[int]) -> dict[int, Any]: ...
 
@@ -124,6 +170,29 @@ class EntityIndex(Protocol):
     def total_memories(self, scopes: Sequence[str]) -> int: ...
 
 
+class Resolutions(Protocol):
+    """The ``resolve`` job's reads, verdicts and entity merges
+    (``hivemem.lifecycle.maintenance.resolve``; SQLite: ``store/sqlite/resolutions.py``)."""
+
+    def entities(self, scope: str, types: tuple[str, ...]) -> list[Any]: ...
+
+    def judged(self, scope: str) -> set[tuple[int, int]]: ...
+
+    def example(self, entity_id: int, chars: int = 160) -> str: ...
+
+    def record(
+        self,
+        scope: str,
+        pair: tuple[int, int],
+        same: bool,
+        similarity: float,
+        by: str | None,
+        now: datetime,
+    ) -> None: ...
+
+    def merge(self, scope: str, keep: int, gone: int) -> bool: ...
+
+
 class Purges(Protocol):
     """Hard deletes (``hivemem.write.purge``; the SQLite layout in ``store/purge.py``)."""
 
@@ -157,13 +226,10 @@ class Purges(Protocol):
     def audit(self, scope: str | None = None, limit: int = 50) -> list[dict[str, Any]]: ...
 
 
-class Backend(Protocol):
-    """Persistence of memories and their derived keyword index."""
+class Transactions(Protocol):
+    """The one transaction primitive."""
 
-    location: str
-    vectors: VectorIndex
-    entities: EntityIndex
-    purges: Purges
+    location: str  # where the store lives (a path, or a URL without its password)
 
     def atomic(self) -> AbstractContextManager[None]:
         """A write transaction (``BEGIN IMMEDIATE``); nested calls are savepoints."""
@@ -176,7 +242,12 @@ class Backend(Protocol):
 
     def close(self) -> None: ...
 
-    # --- reads: ``scopes`` is every scope the caller may see
+
+class Memories(Protocol):
+    """The rows of ``memories``: reads take every scope the caller may see, writes the
+    one scope it may write. Writes run inside ``Transactions.atomic``."""
+
+    # --- reads
     def get(self, scopes: Sequence[str], memory_id: str) -> Memory | None: ...
 
     def get_many(self, scopes: Sequence[str], memory_ids: Sequence[str]) -> list[Memory]: ...
@@ -210,6 +281,47 @@ class Backend(Protocol):
         """Every row, any status, oldest first (export). ``None`` means every scope."""
         ...
 
+    def passing(
+        self, scopes: Sequence[str], memory_ids: Sequence[str], query: Query, now: datetime
+    ) -> set[str]:
+        """Those of ``memory_ids`` that are visible in ``scopes`` and pass the query's
+        filters (status, kind, type, tags, sessions, times, expiry)."""
+        ...
+
+    def stats(self, scopes: Sequence[str] | None, now: datetime) -> dict[str, Any]: ...
+
+    def scopes(self) -> list[str]: ...
+
+    # --- writes
+    def insert(
+        self, memory: Memory, chunks: Sequence[str], mentions: Sequence[Mention] = ()
+    ) -> None:
+        """Write the row, its chunks (keyword index, vector queue) and its entity links."""
+        ...
+
+    def set_status(
+        self,
+        scope: str,
+        memory_id: str,
+        status: Status,
+        valid_until: datetime | None,
+        now: datetime,
+        updated_by: str | None,
+    ) -> None: ...
+
+    def update(self, scope: str, memory_id: str, now: datetime, **fields: Any) -> None:
+        """Set plain fields (confidence, decay_rate, tags, attributes …) of one row."""
+        ...
+
+    def touch(self, scopes: Sequence[str], memory_ids: Sequence[str], now: datetime) -> None:
+        """Count an access of each memory (best effort)."""
+        ...
+
+
+class KeywordIndex(Protocol):
+    """The keyword lane's index over chunks (FTS5 on SQLite, ``tsvector`` on PostgreSQL).
+    Coverage scoring sits above it (``hivemem.retrieval.keyword``)."""
+
     def keyword_search(
         self,
         scopes: Sequence[str],
@@ -239,7 +351,15 @@ class Backend(Protocol):
         """Every chunk of these memories (``bm25`` 0), in memory and chunk order."""
         ...
 
-    def stats(self, scopes: Sequence[str] | None, now: datetime) -> dict[str, Any]: ...
+
+class Sessions(Protocol):
+    """Sessions seen (consolidation state) and the order of episodes within one."""
+
+    def note_session(self, scope: str, session_id: str, when: datetime, episodes: int) -> bool:
+        """Register a session on first sight; count its episodes; True when new."""
+        ...
+
+    def sessions(self, scope: str) -> list[SessionInfo]: ...
 
     def session_neighbours(
         self, scopes: Sequence[str], memory_ids: Sequence[str], query: Query, now: datetime
@@ -249,47 +369,12 @@ class Backend(Protocol):
         it comes after)."""
         ...
 
-    def passing(
-        self, scopes: Sequence[str], memory_ids: Sequence[str], query: Query, now: datetime
-    ) -> set[str]:
-        """Those of ``memory_ids`` that are visible in ``scopes`` and pass the query's
-        filters (status, kind, type, tags, sessions, times, expiry)."""
-        ...
 
-    def sessions(self, scope: str) -> list[SessionInfo]: ...
+class Health(Protocol):
+    """Meta, schema version, health, and rebuilds of what is derived from the rows."""
 
-    def scopes(self) -> list[str]: ...
+    location: str
 
-    # --- writes: ``scope`` is the one scope the caller may write
-    def insert(
-        self, memory: Memory, chunks: Sequence[str], mentions: Sequence[Mention] = ()
-    ) -> None:
-        """Write the row, its chunks (keyword index, vector queue) and its entity links."""
-        ...
-
-    def set_status(
-        self,
-        scope: str,
-        memory_id: str,
-        status: Status,
-        valid_until: datetime | None,
-        now: datetime,
-        updated_by: str | None,
-    ) -> None: ...
-
-    def update(self, scope: str, memory_id: str, now: datetime, **fields: Any) -> None:
-        """Set plain fields (confidence, decay_rate, tags, attributes …) of one row."""
-        ...
-
-    def touch(self, scopes: Sequence[str], memory_ids: Sequence[str], now: datetime) -> None:
-        """Count an access of each memory (best effort)."""
-        ...
-
-    def note_session(self, scope: str, session_id: str, when: datetime, episodes: int) -> bool:
-        """Register a session on first sight; count its episodes; True when new."""
-        ...
-
-    # --- meta and health
     def meta(self) -> dict[str, str]: ...
 
     def set_meta(self, key: str, value: str) -> None: ...
@@ -310,3 +395,297 @@ class Backend(Protocol):
         """Re-derive chunks (and so the keyword index) of the given memories; returns how
         many memories were rebuilt. Never touches ``memories``."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """One row of the run log: a run of one job over one scope (``None``: every scope)."""
+
+    id: int
+    job: str
+    scope: str | None
+    trigger: str
+    started_at: datetime
+    finished_at: datetime | None
+    status: str  # running, ok, skipped, failed
+    counts: Mapping[str, Any]
+    error: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "job": self.job,
+            "scope": self.scope,
+            "trigger": self.trigger,
+            "started_at": self.started_at.isoformat(),
+            "finished_at": self.finished_at.isoformat() if self.finished_at else None,
+            "status": self.status,
+            "counts": dict(self.counts),
+            "error": self.error,
+        }
+
+
+class RunLog(Protocol):
+    """The maintenance jobs' run log (``maintenance_runs``)."""
+
+    def start_run(self, job: str, scope: str | None, trigger: str, when: datetime) -> int: ...
+
+    def finish_run(
+        self,
+        run_id: int,
+        when: datetime,
+        status: str,
+        counts: Mapping[str, Any],
+        error: str | None,
+    ) -> None: ...
+
+    def runs(
+        self, job: str | None = None, scope: str | None = None, limit: int = 50
+    ) -> list[RunRecord]: ...
+
+    def last_started(self, job: str, trigger: str | None = None) -> datetime | None: ...
+
+
+class JobState(Protocol):
+    """What the maintenance jobs read and mark (``hivemem.lifecycle.maintenance``):
+    sessions awaiting consolidation and their cursors, rows due for decay, expiry,
+    categories, entity links and cross-references, and per-job marks that make every
+    job resumable. The SQLite statements are ``hivemem.store.sqlite.maintenance``;
+    PostgreSQL has a part of them (the rest raise ``NotOnPostgres``)."""
+
+    def pending_sessions(self, scope: str, ended_before: datetime) -> list[Any]: ...
+
+    def session(self, scope: str, session_id: str) -> Any | None: ...
+
+    def open_sessions(self, scope: str, before: Sequence[str]) -> list[Any]: ...
+
+    def busy_keys(self, scope: str, versions: int, limit: int = 10) -> list[tuple[str, int]]: ...
+
+    def session_facts(self, scope: str, session_id: str, limit: int) -> list[Memory]: ...
+
+    def session_state(self, scope: str, session_id: str) -> dict[str, Any]: ...
+
+    def set_session_state(
+        self,
+        scope: str,
+        session_id: str,
+        state: Mapping[str, Any],
+        consolidated_at: datetime | None = None,
+    ) -> None: ...
+
+    def episodes(
+        self, scope: str, session_id: str, after: int, limit: int
+    ) -> list[tuple[int, Memory]]: ...
+
+    def active(
+        self,
+        scope: str,
+        kinds: Sequence[Kind | str],
+        *,
+        after: str = "",
+        limit: int = 500,
+        created_before: datetime | None = None,
+        types: Sequence[MemoryType | str] = (),
+        protected: bool = True,
+    ) -> list[Memory]: ...
+
+    def since(self, scope: str, kind: Kind, since: datetime, limit: int) -> list[Memory]: ...
+
+    def unmarked(
+        self, scope: str, job: str, kinds: Sequence[Kind | str], limit: int
+    ) -> list[Memory]: ...
+
+    def mark(self, job: str, memory_ids: Sequence[str], when: datetime) -> None: ...
+
+    def expired(self, scope: str, before: datetime, limit: int) -> list[Memory]: ...
+
+    def count_expired(self, scope: str, now: datetime) -> int: ...
+
+    def entity_counts(self, memory_ids: Sequence[str]) -> dict[str, int]: ...
+
+    def entity_names(self, memory_ids: Sequence[str]) -> dict[str, set[str]]: ...
+
+    def retire(
+        self,
+        scope: str,
+        memory_ids: Sequence[str],
+        status: Status,
+        now: datetime,
+        updated_by: str,
+        *,
+        drop_entities: bool = True,
+    ) -> None: ...
+
+    def link_entities(
+        self, scope: str, memory_id: str, mentions: Sequence[Mention], when: datetime
+    ) -> None: ...
+
+    def retype_guessed(self, scope: str, key: str, kind: str) -> int: ...
+
+    def set_category(
+        self, scope: str, memory_id: str, category: str | None, confidence: float
+    ) -> None: ...
+
+    def note_categories(self, items: Sequence[tuple[str, float]]) -> None: ...
+
+    def categories(self, scopes: Sequence[str], memory_ids: Sequence[str]) -> dict[str, float]: ...
+
+    def uncategorized(self, scope: str, limit: int) -> list[Memory]: ...
+
+    def decaying(
+        self, scope: str, kinds: Sequence[Kind | str], after: str, limit: int
+    ) -> list[Any]: ...
+
+    def set_decay(
+        self, scope: str, memory_id: str, base: float, anchor: datetime, value: float, now: datetime
+    ) -> None: ...
+
+    def set_related(
+        self, scope: str, memory_id: str, related: Sequence[tuple[str, float]]
+    ) -> None: ...
+
+    def related(
+        self, scopes: Sequence[str], memory_id: str, limit: int
+    ) -> list[tuple[Memory, float]]: ...
+
+
+class Inspection(Protocol):
+    """The web inspector's reads (pages, counts, growth, entities, sessions, lineage)."""
+
+    def page(
+        self,
+        scopes: Sequence[str],
+        flt: ListFilter,
+        now: datetime,
+        *,
+        categories: Sequence[str] = (),
+        before: tuple[str, str] | None = None,
+        after: tuple[str, str] | None = None,
+        stored_since: datetime | None = None,
+        stored_until: datetime | None = None,
+        limit: int = 50,
+    ) -> list[Memory]: ...
+
+    def counts(self, scopes: Sequence[str]) -> list[tuple[str, str, str, str, int]]: ...
+
+    def growth(self, scopes: Sequence[str]) -> list[tuple[str, int]]: ...
+
+    def entities(
+        self, scopes: Sequence[str], prefix: str | None, limit: int, offset: int
+    ) -> list[Entity]: ...
+
+    def sessions(self, scope: str, limit: int, offset: int) -> list[SessionInfo]: ...
+
+    def session(self, scope: str, session_id: str) -> SessionInfo | None: ...
+
+    def entities_of(self, scopes: Sequence[str], memory_id: str) -> list[Entity]: ...
+
+    def drawn_from(
+        self, scopes: Sequence[str], memory: Memory, limit: int = 50
+    ) -> list[Memory]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class VaultRow:
+    scope: str
+    key: str
+    value: str  # JSON text
+    is_secret: bool
+    created_at: datetime
+    updated_at: datetime
+
+
+class VaultRows(Protocol):
+    """The vault table (``hivemem.write.vault`` is the service over it)."""
+
+    def get(self, scope: str, key: str) -> VaultRow | None: ...
+
+    def list(self, scope: str, prefix: str | None = None) -> list[VaultRow]: ...
+
+    def put(
+        self, scope: str, key: str, value: str, is_secret: bool, now: datetime
+    ) -> VaultRow | None:
+        """Inside a write: set the value; return the row it replaced, if any."""
+        ...
+
+    def delete(self, scope: str, key: str) -> VaultRow | None: ...
+
+    def count(self, scope: str) -> int: ...
+
+    def secret_values(self) -> list[str]:
+        """Every secret value of every scope (JSON text), for redaction."""
+        ...
+
+    def changed_elsewhere(self) -> bool:
+        """Whether another connection changed the vault since the last answer."""
+        ...
+
+
+class Tokens(Protocol):
+    """The HTTP API's tokens (``api_tokens``; ``hivemem.store.tokens``)."""
+
+    def create(self, name: str, scopes: Mapping[str, str], now: datetime) -> tuple[Any, str]: ...
+
+    def get(self, token_id: str) -> Any: ...
+
+    def list(self, *, include_revoked: bool = True) -> list[Any]: ...
+
+    def find(self, id_or_name: str) -> Any: ...
+
+    def revoke(self, id_or_name: str, now: datetime) -> Any: ...
+
+    def verify(self, secret: str) -> Any | None: ...
+
+    def touch(self, token_id: str, now: datetime) -> None: ...
+
+
+# The columns an export carries for the rows beside the memories (``BackupRows``).
+VAULT_COLUMNS = ("scope", "key", "value", "is_secret", "created_at", "updated_at")
+TOKEN_COLUMNS = (
+    "id",
+    "name",
+    "token_hash",
+    "scopes",
+    "created_at",
+    "revoked_at",
+    "last_used_at",
+)
+SESSION_COLUMNS = ("scope", "session_id", "consolidated_at", "attributes")
+
+
+class BackupRows(Protocol):
+    """The rows an export carries beside the memories (vault entries, API token hashes,
+    entity aliases, session state), and the store's table list (``hivemem.lifecycle.backup``).
+    Each ``put_*`` runs inside the import's transaction and answers ``"imported"``,
+    ``"present"`` or a conflict message."""
+
+    def tables(self) -> list[str]: ...
+
+    def vault(self, scopes: Sequence[str] | None) -> list[dict[str, Any]]: ...
+
+    def tokens(self) -> list[dict[str, Any]]: ...
+
+    def aliases(self, scopes: Sequence[str] | None) -> list[dict[str, Any]]: ...
+
+    def sessions(self, scopes: Sequence[str] | None) -> list[dict[str, Any]]: ...
+
+    def put_vault(self, row: Mapping[str, Any]) -> str: ...
+
+    def put_token(self, row: Mapping[str, Any]) -> str: ...
+
+    def put_alias(self, row: Mapping[str, Any], when: str) -> str: ...
+
+    def put_session(self, row: Mapping[str, Any], when: str) -> str: ...
+
+
+class Backend(Transactions, Memories, KeywordIndex, Sessions, Health, Protocol):
+    """A whole backend, as ``hivemem.store.factory`` builds it: the protocols above on
+    one object, with the narrower ones as attributes. Only the factory and the ``Store``
+    see it whole; services get the protocol objects by name."""
+
+    location: str
+    vectors: VectorIndex
+    entities: EntityIndex
+    purges: Purges
+    maintenance: Any  # JobState and RunLog
+    inspection: Inspection

@@ -8,6 +8,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from ..clock import from_text, to_text
 from ..types import Kind, Memory, MemoryType, Status
 
@@ -121,3 +123,8 @@ def memory_to_row(m: Memory) -> tuple[Any, ...]:
             value = value.value
         values.append(value)
     return tuple(values)
+
+
+def to_blob(vector: Sequence[float] | np.ndarray) -> bytes:
+    """A vector as stored and cached: float32, native byte order (both backends)."""
+    return np.asarray(vector, dtype=np.float32).tobytes()

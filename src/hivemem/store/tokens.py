@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 from uuid6 import uuid7
 
+from ..arguments import name as clean_name
 from ..arguments import ref
 from ..clock import from_text, to_text
 from ..errors import InvalidInput, NotFound
-from ..write.rules import name as clean_name
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .sqlite.backend import SQLiteBackend
+    from .sqlite.database import SQLiteDatabase
 
 TOKEN_PREFIX = "hm_"
 LEVELS = ("read", "write")
@@ -99,10 +99,11 @@ def _row_to_token(row: Any) -> TokenInfo:
     )
 
 
-class SQLiteTokens:
-    """Reads and writes of ``api_tokens`` (the backend's connection and lock)."""
+class TokenTable:
+    """Reads and writes of ``api_tokens`` (portable SQL over the backend's ``_read`` and
+    ``_write``: SQLite and PostgreSQL alike). Get it as ``store.tokens``."""
 
-    def __init__(self, backend: SQLiteBackend, *, max_scope_chars: int = 200) -> None:
+    def __init__(self, backend: SQLiteDatabase, *, max_scope_chars: int = 200) -> None:
         self._db = backend
         self._max_scope_chars = max_scope_chars
 
@@ -175,3 +176,6 @@ class SQLiteTokens:
             self._db._write(
                 "UPDATE api_tokens SET last_used_at = ? WHERE id = ?", [to_text(now), token_id]
             )
+
+
+SQLiteTokens = TokenTable  # the name it had before the seam (#13); the store gives it

@@ -17,12 +17,12 @@ from __future__ import annotations
 import logging
 import re
 
+from ..text import REASON_PREFIX as REASON_PREFIX
+from ..text import reason_chunk
 from ..types import Memory, MemoryType
 
 log = logging.getLogger("hivemem.write.audit")
 
-_QUIET_REASONS = frozenset({"expired", "minor correction", "corrected"})
-REASON_PREFIX = "Supersede reason: "
 
 _CUES: list[tuple[MemoryType, re.Pattern[str]]] = [
     (
@@ -70,13 +70,6 @@ def reason_chunks(record: Memory) -> list[str]:
     """The extra keyword chunk that makes a hard supersede's reason searchable (the
     write path, imports and repairs all derive it the same way)."""
     return reason_chunk(record.supersede_reason, record.supersede_kind)
-
-
-def reason_chunk(reason: str | None, kind: str | None) -> list[str]:
-    text = (reason or "").strip()
-    if kind != "hard" or not text or text.lower() in _QUIET_REASONS:
-        return []
-    return [REASON_PREFIX + text]
 
 
 def suggest_type(content: str) -> MemoryType | None:

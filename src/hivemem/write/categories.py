@@ -1,6 +1,6 @@
 """Categories as a filter (corvid-agent's memory module).
 
-Every memory gets an automatic category on save (``maintenance.categorize``: keyword
+Every memory gets an automatic category on save (``hivemem.write.categorizer``: keyword
 rules, with a confidence; no cue at all gives ``general`` at confidence 0). ``list`` and
 ``search`` filter on it (``category=``), and the tools take it too. corvid's rule for
 search: when the category filter removes every candidate, the filter is dropped and
@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..lifecycle.maintenance.categorize import categorize
 from ..types import CATEGORIES, Hit, Memory, as_tuple
+from .categorizer import categorize
 from .rules import valid_category
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -53,7 +53,7 @@ def fell_back(hits: Sequence[Hit]) -> bool:
 def of(mem: ScopedMemory, memory: Memory) -> tuple[str, float]:
     """A memory's category and how sure the categorizer was (1.0: given by the caller;
     0.0: no keyword matched, ``general``), as corvid's ``save`` returns them."""
-    sure = mem.store.backend.maintenance.categories([memory.scope], [memory.id])
+    sure = mem.store.job_state.categories([memory.scope], [memory.id])
     return memory.category, float(sure.get(memory.id, 0.0))
 
 

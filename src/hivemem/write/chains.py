@@ -4,16 +4,27 @@ and the related memories the ``crossrefs`` job found (``related``). The facade
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from .. import arguments
 from ..errors import InvalidInput, NotFound
-from ..lifecycle.maintenance.crossrefs import Related
+from ..types import Memory
 from . import rules
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..facade.memory import ScopedMemory
-    from ..types import Memory
+
+
+@dataclass(frozen=True, slots=True)
+class Related:
+    """A memory related to another one, and how much their words overlap (Jaccard)."""
+
+    memory: Memory
+    score: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"memory": self.memory.to_dict(), "score": self.score}
 
 
 def history(mem: ScopedMemory, id_or_key: str) -> list[Memory]:
@@ -23,9 +34,9 @@ def history(mem: ScopedMemory, id_or_key: str) -> list[Memory]:
     if not isinstance(id_or_key, str) or not id_or_key:
         raise InvalidInput("id", "expected a memory id or key")
     rules.utf8(id_or_key, "id")
-    backend, visible = mem.store.backend, mem.visible
-    start = backend.get(visible, id_or_key)
-    seeds = [start] if start else backend.versions_of_key(visible, id_or_key)
+    memories, visible = mem.store.memories, mem.visible
+    start = memories.get(visible, id_or_key)
+    seeds = [start] if start else memories.versions_of_key(visible, id_or_key)
     if not seeds:
         raise NotFound(f"no memory or key {id_or_key!r} visible from scope {mem.name!r}")
     chain: dict[str, Memory] = {}
@@ -36,10 +47,10 @@ def history(mem: ScopedMemory, id_or_key: str) -> list[Memory]:
             continue
         chain[memory.id] = memory
         if memory.supersedes_id and memory.supersedes_id not in chain:
-            parent = backend.get(visible, memory.supersedes_id)
+            parent = memories.get(visible, memory.supersedes_id)
             if parent is not None:
                 todo.append(parent)
-        todo.extend(backend.successors(visible, memory.id))
+        todo.extend(memories.successors(visible, memory.id))
     return sorted(chain.values(), key=lambda m: (m.created_at, m.id))  # the facade scrubs
 
 
@@ -47,8 +58,8 @@ def related(mem: ScopedMemory, memory_id: str, limit: int = 10) -> list[Related]
     """``ScopedMemory.related``: the crossrefs job's links of ``memory_id``, best first."""
     memory_id = arguments.ref(memory_id, "id", what="a memory id")
     limit = rules.limit(limit, maximum=100)
-    backend = mem.store.backend
-    if backend.get(mem.visible, memory_id) is None:
+    store = mem.store
+    if store.memories.get(mem.visible, memory_id) is None:
         raise NotFound(f"no memory {memory_id!r} visible from scope {mem.name!r}")
-    pairs = backend.maintenance.related(mem.visible, memory_id, limit)
+    pairs = store.job_state.related(mem.visible, memory_id, limit)
     return [Related(memory, score) for memory, score in pairs]  # the facade scrubs

@@ -54,5 +54,5 @@ def remember(
     named = mentions(entity_names)  # checked before anything is written
     memory = mem.save(content, kind=Kind.FACT, confidence=confidence, **save_options)
     if named:
-        mem.store.backend.entities.link(memory.scope, memory.id, named, memory.created_at)
+        mem.store.entities.link(memory.scope, memory.id, named, memory.created_at)
     return memory

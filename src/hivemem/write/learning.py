@@ -134,7 +134,7 @@ def inject(
     if topic is not None:
         attributes["learning"] = {"topic": slug(topic), **evidence}
     if key is not None and supersede_reason is None:
-        current = handle.store.backend.by_key([handle.name], key)
+        current = handle.store.memories.by_key([handle.name], key)
         if current is not None and sorted(current.tags) != sorted(dict.fromkeys(all_tags)):
             supersede_reason = "re-verified: " + (", ".join(_as_tags(evidence)) or "new tags")
     return handle.save(

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import arguments
 from ..errors import Conflict, InvalidInput, NotFound
-from ..store.protocols import Backend
+from ..store.protocols import Memories
 from ..types import Memory, Source, Status
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -42,7 +42,7 @@ def promote(
     memory_id = arguments.ref(memory_id, "id", what="a memory id")
     to = target_scope(to, mem.shared)
     store = mem.store
-    original = promotable(store.backend, mem.visible, memory_id, store.clock(), store.scrubbed)
+    original = promotable(store.memories, mem.visible, memory_id, store.clock(), store.scrubbed)
     return store.scope(to).save(
         original.content,
         key=original.key,
@@ -72,7 +72,7 @@ def target_scope(to: object, shared: Sequence[str]) -> str:
 
 
 def promotable(
-    backend: Backend,
+    memories: Memories,
     scopes: Sequence[str],
     memory_id: str,
     now: datetime,
@@ -80,11 +80,11 @@ def promotable(
 ) -> Memory:
     """The memory ``memory_id`` if it may be promoted; else ``NotFound`` or ``Conflict``
     (see the module docstring). ``shown`` redacts what the error carries."""
-    memory = backend.get(scopes, memory_id)
+    memory = memories.get(scopes, memory_id)
     if memory is None:
         raise NotFound(f"no memory {memory_id!r} visible from scope {scopes[0]!r}")
     if memory.status is Status.SUPERSEDED:
-        head = current_version(backend, scopes, memory)
+        head = current_version(memories, scopes, memory)
         if head is None:
             raise Conflict(
                 f"memory {memory.id} was superseded and no later version of it is current "
@@ -109,12 +109,12 @@ def promotable(
     return memory
 
 
-def current_version(backend: Backend, scopes: Sequence[str], memory: Memory) -> Memory | None:
+def current_version(memories: Memories, scopes: Sequence[str], memory: Memory) -> Memory | None:
     """The active memory at the head of ``memory``'s supersede chain, if there is one."""
     seen = {memory.id}
     todo = [memory]
     while todo:
-        for later in backend.successors(scopes, todo.pop().id):
+        for later in memories.successors(scopes, todo.pop().id):
             if later.status is Status.ACTIVE:
                 return later
             if later.id not in seen:

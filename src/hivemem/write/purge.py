@@ -96,7 +96,7 @@ def _chain(handle: ScopedMemory, ref: str) -> list[str]:
 
 
 def _add_derived(handle: ScopedMemory, ids: list[str]) -> None:
-    for other in handle.store.backend.purges.derived(handle.name, ids):
+    for other in handle.store.purges.derived(handle.name, ids):
         ids += [i for i in _chain(handle, other) if i not in ids]
 
 
@@ -106,13 +106,13 @@ def _copies(
     """The promoted copies of ``ids`` (transitively: a copy promoted on), each with its
     chain and (``derived``) what was drawn from it, by scope, where ``mem`` may change
     that scope; and "scope/id" of the copies it may not."""
-    backend = mem.store.backend
+    purges = mem.store.purges
     taken: dict[str, list[str]] = {scope: ids}
     kept: list[str] = []
     frontier = list(ids)
     while frontier:
         found: list[str] = []
-        for where, copy_id in backend.purges.copies(frontier):
+        for where, copy_id in purges.copies(frontier):
             if copy_id in taken.get(where, ()) or f"{where}/{copy_id}" in kept:
                 continue
             if not rights.leads(mem, where):
@@ -143,7 +143,7 @@ def purge_all(
     """Erase everything the own scope of ``mem`` holds, and (``copies``) the promoted
     copies of its memories where ``mem`` may (module docstring)."""
     store = mem.store
-    ids = store.backend.purges.scope_ids(mem.name)
+    ids = store.purges.scope_ids(mem.name)
     others, kept = _copies(mem, mem.name, ids, True) if copies else ({}, [])
     by = purged_by or mem.actor
     return _run(store, mem.name, ids, "scope", dry_run, vacuum, by, others, kept)
@@ -153,28 +153,28 @@ def delete_all(mem: ScopedMemory, updated_by: str | None) -> int:
     """``ScopedMemory.delete_all``, the soft one: every active memory of the own scope
     becomes ``deleted`` (still readable by id; nothing erased). Returns how many."""
     by = rules.name(updated_by, "updated_by", 200, optional=True)
-    backend, count = mem.store.backend, 0
+    store, count = mem.store, 0
     while True:
-        batch = backend.list(
+        batch = store.memories.list(
             [mem.name], ListFilter(statuses=(Status.ACTIVE,)), 500, 0, mem.store.clock()
         )
         if not batch:
             return count
-        with backend.atomic():
+        with store.atomic():
             now = mem.store.clock()
             for memory in batch:
-                backend.set_status(mem.name, memory.id, Status.DELETED, now, now, by)
+                store.memories.set_status(mem.name, memory.id, Status.DELETED, now, now, by)
         count += len(batch)
 
 
 def audit(store: Store, scope: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
     """The purge records, newest first: scope, target, ids, counts, by whom, when."""
-    return store.backend.purges.audit(scope, limit)
+    return store.purges.audit(scope, limit)
 
 
 def _exists(handle: ScopedMemory, ref: str) -> bool:
-    backend = handle.store.backend
-    return bool(backend.get([handle.name], ref) or backend.versions_of_key([handle.name], ref))
+    memories = handle.store.memories
+    return bool(memories.get([handle.name], ref) or memories.versions_of_key([handle.name], ref))
 
 
 def _run(
@@ -188,7 +188,7 @@ def _run(
     others: dict[str, list[str]],
     kept: list[str],
 ) -> PurgeReport:
-    sql = store.backend.purges
+    sql = store.purges
     whole = target == "scope"
     copies = {where: tuple(found) for where, found in others.items() if found}
     extra = {"copies": copies, "copies_kept": tuple(kept)}
@@ -199,7 +199,7 @@ def _run(
         return PurgeReport(scope, target, tuple(ids), counts, dry_run=True, **extra)
     if not ids and not whole:
         raise NotFound(f"nothing to purge in scope {scope!r}")
-    with sql.secure(), store.backend.atomic():
+    with sql.secure(), store.atomic():
         counts = sql.erase(scope, ids, whole_scope=whole, target=target, by=by, now=store.clock())
         for where, found in copies.items():  # each audited in its own scope
             now = store.clock()

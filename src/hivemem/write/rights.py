@@ -69,16 +69,16 @@ def owner(mem: ScopedMemory, id_or_key: str, action: str) -> tuple[ScopedMemory,
     if not isinstance(id_or_key, str) or not id_or_key:
         raise InvalidInput("id", "expected a memory id or key")
     rules.utf8(id_or_key, "id")
-    backend = mem.store.backend
-    if backend.get([mem.name], id_or_key) or backend.by_key([mem.name], id_or_key):
+    memories = mem.store.memories
+    if memories.get([mem.name], id_or_key) or memories.by_key([mem.name], id_or_key):
         return None
     others = [s for s in mem.visible if s != mem.name]
     others += [s for s in led_scopes(mem) if s not in others]
     if not others:
         return None
-    found: Memory | None = backend.get(others, id_or_key)
+    found: Memory | None = memories.get(others, id_or_key)
     if found is None:
-        found = backend.by_key(others, id_or_key)
+        found = memories.by_key(others, id_or_key)
     if found is None:
         return None
     if not leads(mem, found.scope):

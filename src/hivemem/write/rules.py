@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import unicodedata
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -19,6 +18,8 @@ from uuid6 import uuid7
 
 from .. import text as textmod
 from ..arguments import MAX_REF_CHARS, bad_character, storable
+from ..arguments import limit as limit
+from ..arguments import name as name
 from ..clock import parse_time
 from ..errors import InvalidInput
 from ..settings import Settings
@@ -60,26 +61,6 @@ def valid_content(value: object, settings: Settings, field: str = "content") -> 
 def utf8(value: str, field: str) -> str:
     """``value`` unchanged if SQLite can store it (valid UTF-8: no unpaired surrogate)."""
     return storable(value, field)
-
-
-def name(value: object, field: str, max_chars: int, *, optional: bool = False) -> str | None:
-    """A short identifier (scope, key, session id, role, …): text, trimmed, not blank,
-    no control characters, at most ``max_chars``."""
-    if value is None:
-        if optional:
-            return None
-        raise InvalidInput(field, "is required")
-    if not isinstance(value, str):
-        raise InvalidInput(field, f"expected text, got {type(value).__name__}")
-    storable(value, field)
-    value = unicodedata.normalize("NFC", value.strip())
-    if not value:
-        raise InvalidInput(field, "is empty")
-    if _CONTROL.search(value):
-        raise InvalidInput(field, "contains a control character")
-    if len(value) > max_chars:
-        raise InvalidInput(field, f"{len(value)} characters exceeds the limit of {max_chars}")
-    return value
 
 
 def valid_source(value: object) -> str:
@@ -158,12 +139,6 @@ def valid_category(value: object) -> str:
 
 def optional_time(value: object, field: str) -> datetime | None:
     return None if value is None else parse_time(value, field)
-
-
-def limit(value: object, field: str = "limit", maximum: int = 10_000) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
-        raise InvalidInput(field, f"expected a whole number from 1 to {maximum}, got {value!r}")
-    return value
 
 
 def expiry(source_name: str, created: datetime, settings: Settings) -> datetime | None:

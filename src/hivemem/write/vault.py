@@ -96,8 +96,7 @@ class Vault:
         if not isinstance(secret, bool):
             raise InvalidInput("secret", "expected true or false")
         encoded = _encode(value, secret, self._store.settings.max_content_bytes)
-        backend = self._store.backend
-        with backend.atomic():
+        with self._store.atomic():
             before = self._rows.get(self.scope, name)
             if before is not None and before.is_secret and not secret:
                 raise Conflict(
@@ -143,7 +142,7 @@ class Vault:
     def delete(self, key: str) -> VaultEntry:
         """Remove ``key``; returns the removed entry; raises ``NotFound``."""
         name = self._key(key)
-        with self._store.backend.atomic():
+        with self._store.atomic():
             row = self._rows.delete(self.scope, name)
         if row is None:
             raise NotFound(f"no vault key {name!r} in scope {self.scope!r}")

@@ -33,7 +33,7 @@ def init(env: Env) -> None:
     migrations.
     """
     store = env.store(create_folder=True)
-    schema = store.backend.schema_version()
+    schema = store.health.schema_version()
     click.echo(f"{store.location}")
     click.echo(f"schema: {', '.join(schema)}")
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import click
 
-from ...store.tokens import SQLiteTokens, TokenInfo
+from ...store.protocols import Tokens
+from ...store.tokens import TokenInfo
 from .common import Env, echo_json, json_option, pass_env
 
 
-def _tokens(env: Env) -> SQLiteTokens:
-    store = env.store(create_folder=True)
-    return SQLiteTokens(store.backend, max_scope_chars=store.settings.max_scope_chars)
+def _tokens(env: Env) -> Tokens:
+    return env.store(create_folder=True).tokens
 
 
 def _line(token: TokenInfo) -> str:

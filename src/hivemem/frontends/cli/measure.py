@@ -18,7 +18,7 @@ from ...evaluation.decay_sim import format_table as format_decay_table
 from ...evaluation.locomo import SYSTEM_PROMPT_PREAMBLE, eval_locomo, format_report
 from ...evaluation.longmemeval import eval_longmemeval, format_lme_report
 from ...evaluation.suites import format_suite, run_suite, suites_for
-from ...store.postgres import is_url
+from ...store.factory import is_url
 from .common import Env, echo_json, json_option, pass_env
 
 # The default is quick (seconds); --full is the README's bench (minutes).
@@ -171,9 +171,11 @@ def bench(
     """
     if ui_pages:
         from ...evaluation.bench_ui import format_ui_table, run_ui_bench
+        from ..http import create_app
 
         try:
             found = run_ui_bench(
+                create_app,
                 sizes or QUICK["sizes"],
                 queries or QUICK["queries"],
                 keep_folder,

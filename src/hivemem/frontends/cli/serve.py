@@ -80,8 +80,8 @@ def serve_mcp(
     client's config for it (absolute paths: a client starts it without your PATH). See
     docs/tools.md.
     """
+    from ... import tools
     from .. import mcp as mcp_server
-    from .. import tools
 
     mcp_server._sdk()  # a missing extra fails here, before the store is opened
     names = tools.select(tool_set)  # an unknown profile or tool fails before the store opens

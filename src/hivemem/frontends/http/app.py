@@ -1,5 +1,5 @@
 """The HTTP API: FastAPI over the library facade, its routes generated from the tool
-registry (``hivemem.frontends.tools``).
+registry (``hivemem.tools``).
 
 Each request: bearer token → the scope from the URL, checked against the token's grants
 → the tool's arguments from the path, the query string and the JSON body →
@@ -28,11 +28,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import hivemem
 
+from ... import tools as toolsmod
 from ...errors import HiveMemError, InvalidInput
 from ...facade.database import Store
 from ...settings import Settings
-from ...store.tokens import SQLiteTokens, TokenInfo
-from .. import tools as toolsmod
+from ...store.tokens import TokenInfo
 from . import ui
 from .docs import mount_docs
 from .errors import ERROR_SCHEMA, STATUSES, error_body, from_library
@@ -65,7 +65,7 @@ class Api:
     def __init__(self, store: Store, settings: Settings) -> None:
         self.store = store
         self.settings = settings
-        self.tokens = SQLiteTokens(store.backend, max_scope_chars=store.settings.max_scope_chars)
+        self.tokens = store.tokens
         self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hivemem-writer")
         self._touched: dict[str, float] = {}
 

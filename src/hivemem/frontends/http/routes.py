@@ -1,5 +1,5 @@
 """Which URL serves which tool, and the OpenAPI of each route, generated from the tool
-registry (``hivemem.frontends.tools``): a tool's JSON schema becomes the route's request body (or
+registry (``hivemem.tools``): a tool's JSON schema becomes the route's request body (or
 its query parameters for GET and DELETE), so the HTTP API and the tools cannot drift.
 
 Every tool is served twice: as a REST resource where one fits (``REST_ROUTES``) and as

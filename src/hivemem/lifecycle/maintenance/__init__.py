@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from ... import text as textmod
 from ...errors import HiveMemError, InvalidInput
 from ...providers.entities import extract
-from ...store.sqlite.runlog import RunRecord
+from ...store.protocols import RunRecord
 from ...types import Memory
 from ...write import rules
 from .categorize import categorize
@@ -44,7 +44,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ...facade.memory import ScopedMemory
     from ...providers.llm import LLM
     from ...settings import Settings
-    from ...store.sqlite.maintenance import SQLiteMaintenance
+    from ...store.protocols import JobState
 
 log = logging.getLogger("hivemem.lifecycle.maintenance")
 
@@ -106,12 +106,8 @@ class JobContext:
         return self.store.settings
 
     @property
-    def backend(self) -> Any:
-        return self.store.backend
-
-    @property
-    def maint(self) -> SQLiteMaintenance:
-        return self.store.backend.maintenance
+    def maint(self) -> JobState:
+        return self.store.job_state
 
     @property
     def llm(self) -> LLM | None:
@@ -138,7 +134,7 @@ class JobContext:
             category, confidence = categorize(record.content, record.kind)
             record = replace(record, category=category)
         chunks = textmod.chunk(record.content, s.chunk_tokens, s.chunk_overlap_tokens)
-        self.backend.insert(record, chunks, extract(record.content))
+        self.store.memories.insert(record, chunks, extract(record.content))
         self.maint.set_category(record.scope, record.id, None, confidence)
         return record
 
@@ -242,9 +238,9 @@ def _run_one(
     options: Mapping[str, Any],
     raise_errors: bool,
 ) -> JobResult:
-    maint = store.backend.maintenance
+    runs = store.run_log
     started = store.clock()
-    run_id = maint.start_run(job.name, scope, trigger, started)
+    run_id = runs.start_run(job.name, scope, trigger, started)
     status, reason = "ok", None
     ctx = JobContext(store, scope or "", started, options, progress)
     try:
@@ -259,13 +255,13 @@ def _run_one(
         reason = str(exc) if isinstance(exc, HiveMemError) else f"{type(exc).__name__}: {exc}"
         reason = store.scrub(reason)  # the run log and the result are output: no secrets
         log.warning("maintenance job %s failed on scope %r: %s", job.name, scope, reason)
-        maint.finish_run(run_id, store.clock(), status, _plain(ctx.counts), reason)
+        runs.finish_run(run_id, store.clock(), status, _plain(ctx.counts), reason)
         if raise_errors:
             raise
         return JobResult(job.name, scope, status, _plain(ctx.counts), reason, run_id, started)
     finished = store.clock()
     counts = _plain(ctx.counts)
-    maint.finish_run(run_id, finished, status, counts, reason)
+    runs.finish_run(run_id, finished, status, counts, reason)
     return JobResult(job.name, scope, status, counts, reason, run_id, started, finished)
 
 
@@ -277,7 +273,7 @@ def run_log(store: Store, job: str | None = None, scope: str | None = None, limi
     """The newest runs first (``RunRecord``), of one job and/or scope when given."""
     if job is not None:
         job = get_job(job).name
-    return store.scrubbed(store.backend.maintenance.runs(job, scope, limit))
+    return store.scrubbed(store.run_log.runs(job, scope, limit))
 
 
 __all__ = [

@@ -111,8 +111,8 @@ def by_attribute(ctx: JobContext, record: Memory) -> list[Memory]:
         return []
     # The subject's facts: by its entity, and by its name as a word (a speaker's role,
     # "user", is no entity).
-    found = ctx.backend.entities.lookup([ctx.scope], [mine.subject], aliases=False)
-    links = ctx.backend.entities.linked(
+    found = ctx.store.entities.lookup([ctx.scope], [mine.subject], aliases=False)
+    links = ctx.store.entities.linked(
         [ctx.scope],
         [e.id for e in found],
         ListFilter(kinds=(Kind.FACT,), statuses=(Status.ACTIVE,)),
@@ -120,9 +120,9 @@ def by_attribute(ctx: JobContext, record: Memory) -> list[Memory]:
         50,
     )
     ids = [m for m, _ in links]
-    ids += [m.id for m in similar(ctx.backend, ctx.scope, mine.subject, [Kind.FACT], ctx.now, 50)]
+    ids += [m.id for m in similar(ctx.store, ctx.scope, mine.subject, [Kind.FACT], ctx.now, 50)]
     out = []
-    for other in ctx.backend.get_many([ctx.scope], list(dict.fromkeys(ids))):
+    for other in ctx.store.memories.get_many([ctx.scope], list(dict.fromkeys(ids))):
         if other.id == record.id or other.status is not Status.ACTIVE:
             continue
         theirs = claim(other.content)
@@ -139,8 +139,8 @@ def related(ctx: JobContext, content: str, limit: int = 10) -> list[Memory]:
     """Active facts the LLM should compare ``content`` with: those that share a named
     entity with it, then those that share words."""
     names = [m.canonical for m in extract(content)]
-    found = ctx.backend.entities.lookup([ctx.scope], names, aliases=False) if names else []
-    links = ctx.backend.entities.linked(
+    found = ctx.store.entities.lookup([ctx.scope], names, aliases=False) if names else []
+    links = ctx.store.entities.linked(
         [ctx.scope],
         [e.id for e in found],
         ListFilter(kinds=(Kind.FACT,), statuses=(Status.ACTIVE,)),
@@ -148,9 +148,9 @@ def related(ctx: JobContext, content: str, limit: int = 10) -> list[Memory]:
         limit,
     )
     ids = list(dict.fromkeys(m for m, _ in links))[:limit]
-    out = ctx.backend.get_many([ctx.scope], ids) if ids else []
+    out = ctx.store.memories.get_many([ctx.scope], ids) if ids else []
     seen = {m.id for m in out}
-    for other in similar(ctx.backend, ctx.scope, content, [Kind.FACT], ctx.now, limit):
+    for other in similar(ctx.store, ctx.scope, content, [Kind.FACT], ctx.now, limit):
         if other.id not in seen and len(out) < 2 * limit:
             out.append(other)
             seen.add(other.id)

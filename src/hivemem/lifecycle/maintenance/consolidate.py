@@ -118,7 +118,7 @@ def run(ctx: JobContext) -> None:
 
 
 def _session(ctx: JobContext, session_id: str) -> None:
-    maint, s, backend = ctx.maint, ctx.settings, ctx.backend
+    maint, s, store = ctx.maint, ctx.settings, ctx.store
     size = max(1, s.consolidate_batch_size)
     while True:
         state = maint.session_state(ctx.scope, session_id)
@@ -128,7 +128,7 @@ def _session(ctx: JobContext, session_id: str) -> None:
         found, method = _extract(ctx, session_id, state, episodes) if page else ([], "")
         # The LLM judges conflicts here, outside the lock; None: the heuristic does.
         judged = conflicts.ask(ctx, [c.content for c in found]) if found else None
-        with backend.atomic():
+        with store.atomic():
             # Re-read under the write lock: another process may have done this batch.
             if int(maint.session_state(ctx.scope, session_id).get("cursor", 0)) != cursor:
                 continue
@@ -160,14 +160,16 @@ def _session(ctx: JobContext, session_id: str) -> None:
 def _finish(ctx: JobContext, session_id: str) -> None:
     """Write the session's summary (``session_summary``) and mark it consolidated."""
     summary = session_summary.build(ctx, session_id)  # may ask the LLM: no lock held
-    with ctx.backend.atomic():
+    with ctx.store.atomic():
         if ctx.maint.session(ctx.scope, session_id) is None:
             return  # another process finished it meanwhile
         if summary is not None:
-            current = ctx.backend.by_key([ctx.scope], summary.key)
+            current = ctx.store.memories.by_key([ctx.scope], summary.key)
             if current is not None:  # a summary of an earlier pass: this one replaces it
                 now = ctx.clock()
-                ctx.backend.set_status(ctx.scope, current.id, Status.SUPERSEDED, now, now, NAME)
+                ctx.store.memories.set_status(
+                    ctx.scope, current.id, Status.SUPERSEDED, now, now, NAME
+                )
                 summary = replace(
                     summary,
                     supersedes_id=current.id,
@@ -199,7 +201,7 @@ def _extract(
         # and after consolidate_max_failures of them the batch goes extractive.
         failed = {**state, "failures": int(state.get("failures", 0)) + 1}
         failed["last_error"] = str(exc)[:500]
-        with ctx.backend.atomic():
+        with ctx.store.atomic():
             ctx.maint.set_session_state(ctx.scope, session_id, failed)
         raise
 
@@ -262,7 +264,7 @@ def _write(
     """Inside the batch's transaction: dedup, resolve conflicts (as the LLM ``judged``
     them, by candidate index, or by the heuristic) and insert; returns how many facts
     were written."""
-    s, backend, counts = ctx.settings, ctx.backend, ctx.counts
+    s, memories, counts = ctx.settings, ctx.store.memories, ctx.counts
     seen: set[str] = set()
     written = 0
     for index, candidate in enumerate(found):
@@ -290,13 +292,13 @@ def _write(
             continue
         seen.add(record.content_hash)
         if record.key is not None:
-            current = backend.by_key([ctx.scope], record.key)
+            current = memories.by_key([ctx.scope], record.key)
             if current is not None:
                 if current.content_hash == record.content_hash:
                     counts["duplicates"] += 1
                     continue
                 # A real supersede: the key names one attribute, and this is its new value.
-                backend.set_status(ctx.scope, current.id, Status.SUPERSEDED, now, now, NAME)
+                memories.set_status(ctx.scope, current.id, Status.SUPERSEDED, now, now, NAME)
                 record = replace(
                     record,
                     supersedes_id=current.id,
@@ -308,7 +310,7 @@ def _write(
                 counts["superseded"] += 1
                 written += 1
                 continue
-        elif backend.find_duplicate(ctx.scope, Kind.FACT.value, record.content_hash):
+        elif memories.find_duplicate(ctx.scope, Kind.FACT.value, record.content_hash):
             counts["duplicates"] += 1
             continue
         verdict = None if judged is None else judged.get(index, [])
@@ -331,9 +333,7 @@ def _dedup_or_link(
     s, maint = ctx.settings, ctx.maint
     mine, polarity = words(record.content), negated(record.content)
     floor = min(s.dedup_jaccard, s.conflict_overlap)
-    others = similar(
-        ctx.backend, ctx.scope, record.content, [Kind.FACT], ctx.now, min_jaccard=floor
-    )
+    others = similar(ctx.store, ctx.scope, record.content, [Kind.FACT], ctx.now, min_jaccard=floor)
     names = maint.entity_names([m.id for m in others])
     own_names = {m.canonical for m in extract(record.content)}
     contradicted: list[Memory] = []
@@ -351,11 +351,11 @@ def _dedup_or_link(
         known = {m.id for m in contradicted}
         contradicted += [m for m in conflicts.by_attribute(ctx, record) if m.id not in known]
     else:
-        judged = ctx.backend.get_many([ctx.scope], verdict)
+        judged = ctx.store.memories.get_many([ctx.scope], verdict)
         contradicted = [m for m in judged if m.status is Status.ACTIVE and m.kind is Kind.FACT]
     for other in contradicted:
         if other.confidence > s.conflict_confidence:
-            ctx.backend.update(
+            ctx.store.memories.update(
                 ctx.scope, other.id, ctx.clock(), confidence=s.conflict_confidence, updated_by=NAME
             )
         ctx.counts["conflicts"] += 1

@@ -11,10 +11,10 @@ them into facts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...types import Kind, Memory
+from ...write.chains import Related as Related
 from .similarity import candidates, jaccard, words
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -25,21 +25,10 @@ HELP = "Link each memory to up to 10 related ones (word overlap), for mem.relate
 KINDS = (Kind.FACT, Kind.NOTE, Kind.SUMMARY, Kind.REFLECTION)
 
 
-@dataclass(frozen=True, slots=True)
-class Related:
-    """A memory related to another one, and how much their words overlap (Jaccard)."""
-
-    memory: Memory
-    score: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"memory": self.memory.to_dict(), "score": self.score}
-
-
 def related_to(ctx: JobContext, memory: Memory) -> list[tuple[str, float]]:
     s = ctx.settings
     mine = words(memory.content)
-    found = candidates(ctx.backend, ctx.scope, memory.content, KINDS, ctx.now, 5 * s.crossref_max)
+    found = candidates(ctx.store, ctx.scope, memory.content, KINDS, ctx.now, 5 * s.crossref_max)
     scored = []
     for other in found:
         if other.id == memory.id:
@@ -58,7 +47,7 @@ def run(ctx: JobContext) -> None:
         if not batch:
             return
         links = {m.id: related_to(ctx, m) for m in batch}  # reads before the write lock
-        with ctx.backend.atomic():
+        with ctx.store.atomic():
             for memory_id, pairs in links.items():
                 maint.set_related(ctx.scope, memory_id, pairs)
                 counts["links"] += len(pairs)

@@ -67,7 +67,7 @@ def run(ctx: JobContext) -> None:
         if not rows:
             return
         after = rows[-1].memory.id
-        with ctx.backend.atomic():
+        with ctx.store.atomic():
             now = ctx.clock()
             prune = []
             for row in rows:

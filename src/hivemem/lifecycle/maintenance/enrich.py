@@ -276,7 +276,7 @@ def run(ctx: JobContext) -> None:
         for spans in per_extractor:
             for index, more in enumerate(spans):
                 found[index].extend(more)
-        with ctx.backend.atomic():
+        with ctx.store.atomic():
             now = ctx.clock()
             for memory, spans in zip(few, found, strict=True):
                 mentions = merge(spans)

@@ -30,7 +30,7 @@ def run(ctx: JobContext) -> None:
         rows = maint.expired(ctx.scope, cutoff, s.maintenance_batch_size)
         if not rows:
             break
-        with ctx.backend.atomic():
+        with ctx.store.atomic():
             maint.retire(
                 ctx.scope, [m.id for m in rows], Status.ARCHIVED, ctx.clock(), "maintenance:expire"
             )

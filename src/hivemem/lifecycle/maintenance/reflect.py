@@ -84,7 +84,7 @@ def run(ctx: JobContext) -> None:
         body += "\n" + vault_advice(heavy)
     heading = f"Reflection on {len(facts)} facts learned {start:%Y-%m-%d} to {ctx.now:%Y-%m-%d}"
     content = fit(f"{heading}:\n{body}", s.max_content_bytes)
-    with ctx.backend.atomic():
+    with ctx.store.atomic():
         now = ctx.clock()
         record = rules.build_memory(
             ctx.scope,

@@ -125,7 +125,7 @@ def candidates(rows: list[EntityRow]) -> list[tuple[EntityRow, EntityRow, float]
 
 
 def _ask(ctx: JobContext, pairs: list[tuple[EntityRow, EntityRow, float]]) -> dict[int, bool]:
-    found = ctx.backend.resolutions
+    found = ctx.store.resolutions
     lines = []
     for number, (a, b, _) in enumerate(pairs, 1):
         lines.append(
@@ -148,7 +148,7 @@ def run(ctx: JobContext) -> None:
     if ctx.llm is None:
         raise Skipped("no LLM is configured (setting llm): entity names are left as written")
     threshold = ctx.settings.resolve_confident
-    store, counts = ctx.backend.resolutions, ctx.counts
+    store, counts = ctx.store.resolutions, ctx.counts
     judged = store.judged(ctx.scope)
     todo = []
     for a, b, score in candidates(store.entities(ctx.scope, TYPES)):
@@ -165,7 +165,7 @@ def run(ctx: JobContext) -> None:
         if not batch:
             continue
         verdicts = _ask(ctx, batch)  # outside the write lock
-        with store.atomic():
+        with ctx.store.atomic():
             now = ctx.clock()
             for number, (a, b, score) in enumerate(batch):
                 if number not in verdicts:

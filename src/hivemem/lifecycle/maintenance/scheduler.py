@@ -66,10 +66,10 @@ def next_fire(expression: str, now: datetime) -> datetime:
 def due(store: Store, now: datetime | None = None) -> list[str]:
     """The jobs whose schedule fired since their last scheduled run, in run order."""
     now = now or store.clock()
-    maint = store.backend.maintenance
+    runs = store.run_log
     out = []
     for job, expression in schedule(store.settings).items():
-        last = maint.last_started(job, trigger="schedule")
+        last = runs.last_started(job, trigger="schedule")
         if last is None or last < last_fire(expression, now):
             out.append(job)
     return out

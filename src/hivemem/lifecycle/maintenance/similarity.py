@@ -104,7 +104,7 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 
 def candidates(
-    backend: Any,
+    store: Any,
     scope: str,
     content: str,
     kinds: Sequence[Kind],
@@ -114,7 +114,8 @@ def candidates(
     min_jaccard: float = 0.0,
 ) -> list[Memory]:
     """Active memories of ``scope`` that share words with ``content``: the keyword
-    index's best matches (BM25), so a comparison never scans the whole scope.
+    index's best matches (BM25), so a comparison never scans the whole scope. ``store``
+    gives the protocols it reads (``keyword``, ``job_state``, ``memories``).
 
     ``min_jaccard`` > 0 asks only for memories that may reach that overlap, which lets
     the lookup use the rarest words alone (short posting lists): a text with word
@@ -126,10 +127,10 @@ def candidates(
         return []
     if min_jaccard > 0 and len(terms) > 2:
         keep = len(terms) - math.ceil(min_jaccard * len(terms)) + 1
-        freq = backend.term_stats(terms).doc_freq
+        freq = store.keyword.term_stats(terms).doc_freq
         rare = sorted(terms, key=lambda t: (freq.get(t, 0), t))[: max(1, keep)]
-        return backend.maintenance.matching(scope, textmod.fts_or_query(rare), kinds, limit)
+        return store.job_state.matching(scope, textmod.fts_or_query(rare), kinds, limit)
     query = Query(text=content, limit=limit, kinds=tuple(kinds), statuses=(Status.ACTIVE,))
-    matches = backend.keyword_search([scope], query, terms, limit * 2, now)
+    matches = store.keyword.keyword_search([scope], query, terms, limit * 2, now)
     ids = list(dict.fromkeys(m.memory_id for m in matches))[:limit]
-    return backend.get_many([scope], ids)
+    return store.memories.get_many([scope], ids)

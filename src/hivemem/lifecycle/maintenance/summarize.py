@@ -97,9 +97,9 @@ def _summarize(ctx: JobContext, label: str, members: list[Memory]) -> None:
     heading = (
         f"Summary of {len(members)} memories about {name} ({first:%Y-%m-%d} to {last:%Y-%m-%d})"
     )
-    with ctx.backend.atomic():
+    with ctx.store.atomic():
         ids = [m.id for m in members]
-        still = {m.id for m in ctx.backend.get_many([ctx.scope], ids) if m.is_active}
+        still = {m.id for m in ctx.store.memories.get_many([ctx.scope], ids) if m.is_active}
         if len(still) < len(ids):  # another run got here first
             return
         now = ctx.clock()

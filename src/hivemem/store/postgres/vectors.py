@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...types import Query
-from ..sqlite.vectors import PendingChunk, VectorMatch
+from ..protocols import PendingChunk, VectorMatch
 from .migrations import SCHEMA_LOCK
 
 if TYPE_CHECKING:  # pragma: no cover

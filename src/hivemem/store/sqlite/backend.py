@@ -40,6 +40,9 @@ from ..rows import (
     row_to_memory,
 )
 from . import migrations, termcounts
+from .database import DRIVER_NAME as DRIVER_NAME
+from .database import IntegrityError as IntegrityError
+from .database import OperationalError, sqlite_driver
 from .entities import SQLiteEntityIndex, link_mentions
 from .failures import is_full, search_error, store_error
 from .inspect import SQLiteInspection
@@ -51,15 +54,6 @@ from .repair import RepairMixin
 from .resolutions import SQLiteResolutions
 from .stats import scope_stats
 from .vectors import SQLiteVectorIndex, load_extension
-
-try:  # pragma: no cover - which driver is present depends on the install
-    import sqlean as sqlite_driver
-except ImportError:  # pragma: no cover
-    import sqlite3 as sqlite_driver  # type: ignore[no-redef]
-
-DRIVER_NAME = sqlite_driver.__name__
-OperationalError = sqlite_driver.OperationalError
-IntegrityError = sqlite_driver.IntegrityError
 
 
 def _is_driver_failure(exc: BaseException) -> bool:

@@ -13,27 +13,16 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..protocols import SESSION_COLUMNS, TOKEN_COLUMNS, VAULT_COLUMNS
 from ..rows import placeholders
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .backend import SQLiteBackend
+    from .database import SQLiteDatabase
 
 Row = dict[str, Any]
 
-VAULT_COLUMNS = ("scope", "key", "value", "is_secret", "created_at", "updated_at")
-TOKEN_COLUMNS = (
-    "id",
-    "name",
-    "token_hash",
-    "scopes",
-    "created_at",
-    "revoked_at",
-    "last_used_at",
-)
-SESSION_COLUMNS = ("scope", "session_id", "consolidated_at", "attributes")
 
-
-def tables(backend: SQLiteBackend) -> list[str]:
+def tables(backend: SQLiteDatabase) -> list[str]:
     """Every table of the file (virtual tables and their shadow tables included)."""
     rows = backend._read("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
     return [r[0] for r in rows]
@@ -42,8 +31,12 @@ def tables(backend: SQLiteBackend) -> list[str]:
 class SQLiteBackupRows:
     """Reads and writes of the non-memory rows of an export."""
 
-    def __init__(self, backend: SQLiteBackend) -> None:
+    def __init__(self, backend: SQLiteDatabase) -> None:
         self._db = backend
+
+    def tables(self) -> list[str]:
+        """Every table of the file (virtual tables and their shadow tables included)."""
+        return tables(self._db)
 
     def _scoped(self, sql: str, scopes: Sequence[str] | None, tail: str) -> list[Any]:
         if scopes is None:

@@ -10,13 +10,13 @@ from ...types import Memory
 from ..rows import placeholders
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .backend import SQLiteBackend
+    from .database import SQLiteStore
 
 
 class SQLiteCrossRefs:
     """Reads and writes of ``cross_refs`` (the backend's connection and lock)."""
 
-    _db: SQLiteBackend
+    _db: SQLiteStore
 
     def set_related(self, scope: str, memory_id: str, related: Sequence[tuple[str, float]]) -> None:
         """Inside a write: replace the related memories of one memory of ``scope``."""

@@ -22,7 +22,7 @@ from ..rows import placeholders
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...providers.entities import Mention
-    from .backend import SQLiteBackend
+    from .database import SQLiteDatabase
 
 
 def link_mentions(
@@ -108,7 +108,7 @@ def retype(conn: Any, entity_id: int, kind: str) -> bool:
 class SQLiteEntityIndex:
     """Reads of the entity tables, and aliases (the backend's connection and lock)."""
 
-    def __init__(self, backend: SQLiteBackend) -> None:
+    def __init__(self, backend: SQLiteDatabase) -> None:
         self._db = backend
 
     def _entities(self, where: str, params: Sequence[Any], aliases: bool = True) -> list[Entity]:

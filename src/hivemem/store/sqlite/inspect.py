@@ -21,13 +21,13 @@ from ..protocols import SessionInfo
 from ..rows import placeholders
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .backend import SQLiteBackend
+    from .database import SQLiteStore
 
 
 class SQLiteInspection:
     """The inspector's SQL (the backend's connection and lock; stateless)."""
 
-    def __init__(self, backend: SQLiteBackend) -> None:
+    def __init__(self, backend: SQLiteStore) -> None:
         self._db = backend
 
     def page(

@@ -31,7 +31,7 @@ from . import termcounts
 from .vectors import EPOCH_KEY, LOG, TABLE
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .backend import SQLiteBackend
+    from .database import SQLiteDatabase
 
 _BATCH = 500  # ids per statement: under SQLite's variable limit
 
@@ -44,7 +44,7 @@ def _batches(items: Sequence[Any]) -> Iterator[list[Any]]:
 class SQLitePurge:
     """Hard deletes over the backend's connection and lock."""
 
-    def __init__(self, backend: SQLiteBackend) -> None:
+    def __init__(self, backend: SQLiteDatabase) -> None:
         self._db = backend
 
     # ------------------------------------------------------------------ what a purge reaches

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ... import text as textmod
-from ...write.audit import reason_chunk
 from . import migrations, termcounts
+from .database import sqlite_driver
 
 
 class RepairMixin:
@@ -93,7 +93,9 @@ class RepairMixin:
                 old = self._read("SELECT id FROM chunks WHERE memory_id = ?", [memory_id])
                 self.vectors.delete_chunks([r[0] for r in old])
                 self._write("DELETE FROM chunks WHERE memory_id = ?", [memory_id])
-                pieces = textmod.chunk(row[0][0], size, overlap) + reason_chunk(*row[0][1:3])
+                pieces = textmod.chunk(row[0][0], size, overlap) + textmod.reason_chunk(
+                    *row[0][1:3]
+                )
                 migrations.insert_chunks(self._conn, memory_id, pieces)
                 termcounts.settle(self._conn)
                 termcounts.add(self._conn, row[0][3], pieces)
@@ -116,6 +118,5 @@ class RepairMixin:
 
 
 def _driver() -> Any:
-    from .backend import sqlite_driver
 
     return sqlite_driver

@@ -10,12 +10,12 @@ entity's mentions and deletes the absorbed entity, in one transaction.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ...clock import to_text
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .backend import SQLiteBackend
+    from .database import SQLiteDatabase
 
 
 class EntityRow(NamedTuple):
@@ -28,7 +28,7 @@ class EntityRow(NamedTuple):
 
 
 class SQLiteResolutions:
-    def __init__(self, backend: SQLiteBackend) -> None:
+    def __init__(self, backend: SQLiteDatabase) -> None:
         self._db = backend
 
     def entities(self, scope: str, types: tuple[str, ...]) -> list[EntityRow]:
@@ -107,6 +107,3 @@ class SQLiteResolutions:
         )
         db._write("DELETE FROM entities WHERE id = ?", [gone])  # links, aliases cascade
         return True
-
-    def atomic(self) -> Any:
-        return self._db.atomic()

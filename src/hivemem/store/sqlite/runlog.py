@@ -5,48 +5,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ...clock import from_text, to_text
+from ..protocols import RunRecord
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .backend import SQLiteBackend
-
-
-@dataclass(frozen=True, slots=True)
-class RunRecord:
-    """One row of the run log: a run of one job over one scope (``None``: every scope)."""
-
-    id: int
-    job: str
-    scope: str | None
-    trigger: str
-    started_at: datetime
-    finished_at: datetime | None
-    status: str  # running, ok, skipped, failed
-    counts: Mapping[str, Any]
-    error: str | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "job": self.job,
-            "scope": self.scope,
-            "trigger": self.trigger,
-            "started_at": self.started_at.isoformat(),
-            "finished_at": self.finished_at.isoformat() if self.finished_at else None,
-            "status": self.status,
-            "counts": dict(self.counts),
-            "error": self.error,
-        }
+    from .database import SQLiteDatabase
 
 
 class SQLiteRunLog:
     """Reads and writes of the run log (the backend's connection and lock)."""
 
-    def __init__(self, backend: SQLiteBackend) -> None:
+    def __init__(self, backend: SQLiteDatabase) -> None:
         self._db = backend
 
     def start_run(self, job: str, scope: str | None, trigger: str, when: datetime) -> int:

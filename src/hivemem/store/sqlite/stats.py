@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 from ...clock import from_text, to_text
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .backend import SQLiteBackend
+    from .database import SQLiteStore
 
 
-def scope_stats(db: SQLiteBackend, scopes: Sequence[str] | None, now: datetime) -> dict[str, Any]:
+def scope_stats(db: SQLiteStore, scopes: Sequence[str] | None, now: datetime) -> dict[str, Any]:
     if scopes is None:
         where, params = "1 = 1", []
     else:

@@ -8,29 +8,19 @@ reads it. Nothing here touches ``chunks``: vault entries are never indexed.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ...clock import from_text, to_text
+from ..protocols import VaultRow
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .backend import SQLiteBackend
+    from .database import SQLiteDatabase
 
 _COLUMNS = "scope, key, value, is_secret, created_at, updated_at"
 # How long an answer of ``changed_elsewhere`` stands: output this close to another
 # process's commit is indistinguishable from output made just before it.
 _RECHECK_SECONDS = 0.005
-
-
-@dataclass(frozen=True, slots=True)
-class VaultRow:
-    scope: str
-    key: str
-    value: str  # JSON text
-    is_secret: bool
-    created_at: datetime
-    updated_at: datetime
 
 
 def _row(raw: tuple) -> VaultRow:
@@ -40,7 +30,7 @@ def _row(raw: tuple) -> VaultRow:
 class SQLiteVault:
     """The vault's SQL (the backend's connection and lock)."""
 
-    def __init__(self, backend: SQLiteBackend) -> None:
+    def __init__(self, backend: SQLiteDatabase) -> None:
         self._db = backend
         self._data_version: int | None = None
         self._checked_at = float("-inf")

@@ -50,10 +50,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...types import Query
-from ..rows import placeholders
+from ..protocols import PendingChunk as PendingChunk
+from ..protocols import VectorMatch as VectorMatch
+from ..rows import placeholders, to_blob
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .backend import SQLiteBackend
+    from .database import SQLiteStore
 
 IDENTITY_KEY = "embedding_identity"
 EPOCH_KEY = "vector_epoch"
@@ -61,25 +63,6 @@ MODE_KEY = "vector_mode"  # "exact" once vectors were stored without sqlite-vec
 TABLE = "chunk_vectors"
 LOG = "vector_log"
 _KNN_MAX = 4096  # widest KNN page per scope before the lane settles for what passed
-
-
-@dataclass(frozen=True, slots=True)
-class PendingChunk:
-    chunk_id: int
-    scope: str
-    text_hash: str
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class VectorMatch:
-    """A memory's best chunk by cosine similarity to the query (in [-1, 1])."""
-
-    chunk_id: int
-    memory_id: str
-    seq: int
-    text: str
-    similarity: float
 
 
 def load_extension(conn: Any) -> str | None:
@@ -97,10 +80,6 @@ def load_extension(conn: Any) -> str | None:
     except Exception as exc:  # the driver's own error types
         return f"cannot load sqlite-vec into this SQLite: {exc}"
     return None
-
-
-def to_blob(vector: Sequence[float] | np.ndarray) -> bytes:
-    return np.asarray(vector, dtype=np.float32).tobytes()
 
 
 def bit_dimension(dimension: int) -> int:
@@ -158,7 +137,7 @@ def hamming_nearest(words: np.ndarray, query: np.ndarray, k: int) -> np.ndarray:
 class SQLiteVectorIndex:
     """Vector storage and KNN of one SQLite store (the backend's connection and lock)."""
 
-    def __init__(self, backend: SQLiteBackend, no_extension: str | None) -> None:
+    def __init__(self, backend: SQLiteStore, no_extension: str | None) -> None:
         self._db = backend
         self.unavailable: str | None = None  # vectors can always be held (see exact scan)
         # Why sqlite-vec is not loaded (the lane then scans exactly), or None.

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ....store.tokens import SQLiteTokens
+from ....store.protocols import Tokens
 
 COOKIE = "hivemem_ui"
 LOGIN_COOKIE = "hivemem_ui_login"
@@ -73,7 +73,7 @@ class Session:
 class Sessions:
     """The inspector's sign-ins (in memory: a restart signs everyone out)."""
 
-    def __init__(self, tokens: SQLiteTokens, start_key: str | None = None) -> None:
+    def __init__(self, tokens: Tokens, start_key: str | None = None) -> None:
         self.tokens = tokens
         self._sessions: dict[str, Session] = {}
         self._start_key = start_key

@@ -188,7 +188,7 @@ class Ui:
         if cached and now - cached[0] < OVERVIEW_TTL_S:
             found = cached[1]
         else:
-            found = inspection.overview(mem, doctor=False)
+            found = inspection.overview(mem)
             self._overviews[mem.name] = (now, found)
         stale = self._doctor is None or now - self._doctor[0] > DOCTOR_TTL_S
         if run_doctor or (stale and found.total <= DOCTOR_AUTO_MAX):

@@ -21,9 +21,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ...arguments import MAX_OFFSET
-from ...errors import HiveMemError, InvalidInput
-from ...facade.memory import ScopedMemory
+from ..arguments import MAX_OFFSET
+from ..errors import HiveMemError, InvalidInput
+from ..facade.memory import ScopedMemory
 from . import handlers as h
 from . import profiles
 from .handlers import LEARNING_TYPES, memory_dict, store_of

@@ -29,12 +29,12 @@ from typing import Any
 
 from uuid6 import uuid7
 
-from ...errors import InvalidInput, NotFound
-from ...facade.database import Store
-from ...facade.database import open as open_store
-from ...facade.memory import ScopedMemory
-from ...types import Memory as Record
-from ...types import Status
+from ..errors import InvalidInput, NotFound
+from ..facade.database import Store
+from ..facade.database import open as open_store
+from ..facade.memory import ScopedMemory
+from ..types import Memory as Record
+from ..types import Status
 
 _ID_FIELDS = ("user_id", "agent_id", "run_id")
 _META_KEY = "metadata"

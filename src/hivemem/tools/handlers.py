@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...errors import InvalidInput
-from ...facade.memory import ScopedMemory
-from ...lifecycle.maintenance import run_job
-from ...retrieval import snippets
-from ...types import Hit, Memory
-from ...write import audit, categories, facts
-from ...write.learning import CATEGORIES as LEARNING_TYPES
+from ..errors import InvalidInput
+from ..facade.memory import ScopedMemory
+from ..lifecycle.maintenance import run_job
+from ..retrieval import snippets
+from ..types import Hit, Memory
+from ..write import audit, categories, facts
+from ..write.learning import CATEGORIES as LEARNING_TYPES
 
 __all__ = ["LEARNING_TYPES", "brief", "memory_dict", "store_of"]
 

@@ -9,8 +9,8 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ...errors import InvalidInput
-from ...types import CATEGORIES, TYPE_ALIASES, Kind, MemoryType, Source
+from ..errors import InvalidInput
+from ..types import CATEGORIES, TYPE_ALIASES, Kind, MemoryType, Source
 
 # Names models send for an argument → the argument, where the tool has it.
 ALIASES: Mapping[str, str] = {

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ...errors import InvalidInput
+from ..errors import InvalidInput
 
 # other name -> the tool it is
 NAMES: Mapping[str, str] = {
