@@ -46,6 +46,7 @@ def test_due_jobs_follow_their_cron_expressions(db_path, wednesday):
             "expire",
             "consolidate",
             "enrich",
+            "resolve",
             "categorize",
             "crossrefs",
             "decay",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 
 import pytest
 
@@ -283,3 +284,41 @@ def test_an_import_links_entities_and_embeds_like_a_write(tmp_path):
         entity, memories = target.scope("a").entity("Zoltan")
         assert entity.mention_count == 1 and len(memories) == 1
         assert target.vectors.count() == 1
+
+
+KEY = "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"
+
+
+def _exported_with_a_key(tmp_path) -> str:
+    """An export holding a credential (written by a store whose policy allowed it)."""
+    settings = hivemem.Settings(credential_policy="allow")
+    with hivemem.open(tmp_path / "allow.db", settings=settings, embedder="hash") as source:
+        source.scope("team-a").save(f"The deploy key is {KEY} for now", tags=[f"key-{KEY}"])
+        return _export(source)
+
+
+def test_import_redacts_credentials_as_a_write_does(db_path, clock, tmp_path):
+    """Found on main: ``import`` stored a credential inside a memory verbatim, where a
+    save redacts it (credential_policy)."""
+    text = _exported_with_a_key(tmp_path)
+    assert KEY in text
+    with hivemem.open(db_path, clock=clock, embedder="hash") as store:
+        report = import_jsonl(store, io.StringIO(text))
+        assert report.ok and report.imported == 1
+        [memory] = store.scope("team-a").list()
+        assert KEY not in memory.content and "[REDACTED" in memory.content
+        assert all(KEY not in tag for tag in memory.tags)
+        assert store.scope("team-a").search("deploy key")[0].memory.id == memory.id
+        assert import_jsonl(store, io.StringIO(text)).skipped_identical == 1  # idempotent
+    if isinstance(db_path, Path):  # a file (the PostgreSQL variant has no bytes to read)
+        assert KEY.encode() not in db_path.read_bytes()
+
+
+def test_import_refuses_a_credential_under_the_reject_policy(db_path, clock, tmp_path):
+    text = _exported_with_a_key(tmp_path)
+    settings = hivemem.Settings(credential_policy="reject")
+    with hivemem.open(db_path, settings=settings, clock=clock, embedder="hash") as store:
+        report = import_jsonl(store, io.StringIO(text))
+        assert not report.ok and report.imported == 0
+        assert "content: contains a credential" in str(report.errors[0])
+        assert store.scope("team-a").list() == []

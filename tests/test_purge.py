@@ -301,3 +301,57 @@ def test_a_purge_while_chunks_wait_for_their_vectors(db_path, clock):
         assert store.flush() == 1  # only the kept memory's chunk is left to embed
         assert [h.memory.id for h in mem.search("public note")] == [kept.id]
     assert found(db_path, ["zorblaxian"]) == []
+
+
+def test_a_purge_follows_promoted_copies_where_the_caller_may_erase(db_path, clock):
+    """Found on main: a memory promoted to the swarm kept its copy (text, chunks,
+    vectors) after a purge of the original. A lead's purge erases the copies, their
+    later versions and what was drawn from them; a worker's purge keeps a copy in a scope
+    it does not lead and names it in the report."""
+    with hivemem.open(db_path, clock=clock, embedder="hash") as store:
+        lead = store.scope("lead", shared=["swarm", "team"], lead_of=["swarm", "team"])
+        original = lead.save("Zorblaxian deploy key lives in the quintessence vault", key="k")
+        copy = lead.promote(original.id, "swarm")
+        swarm = store.scope("swarm", shared=["team"])
+        swarm.correct(copy.id, "Zorblaxian deploy key moved to the quintessence safe")
+        again = swarm.promote(swarm.get("k").id, "team")  # a copy of the copy
+        kept = store.scope("swarm").save("Swarm rules stay", key="rules")
+        store.flush()
+        preview = lead.purge(original.id, dry_run=True)
+        assert set(preview.copies) == {"swarm", "team"} and preview.copies_kept == ()
+        report = lead.purge(original.id)
+        assert copy.id in report.copies["swarm"] and again.id in report.copies["team"]
+        assert [m.id for m in store.scope("swarm").list()] == [kept.id]
+        assert store.scope("team").list() == []
+        assert purgemod.audit(store, "swarm")[0]["memory_ids"] == list(report.copies["swarm"])
+
+        worker = store.scope("worker-1", shared=["swarm"])
+        mine = worker.save("Vexquarium pump notes for everyone")
+        shared_copy = worker.promote(mine.id, "swarm")
+        result = worker.purge(mine.id)
+        assert result.copies == {} and result.copies_kept == (f"swarm/{shared_copy.id}",)
+        assert store.scope("swarm").get(shared_copy.id).content.startswith("Vexquarium")
+    assert found(db_path, ["zorblaxian", "quintessence"]) == []
+    assert b"swarm rules stay" in file_bytes(db_path)
+
+
+def test_purge_all_erases_the_scopes_promoted_copies_too(db_path, clock):
+    with hivemem.open(db_path, clock=clock, embedder="hash") as store:
+        lead = store.scope("lead", shared=["swarm"], lead_of=["swarm"])
+        lead.promote(lead.save("Marchetti's xylophonia plan").id, "swarm")
+        report = lead.purge_all()
+        assert sum(len(ids) for ids in report.copies.values()) == 1
+        assert store.scope("swarm").list() == []
+    assert found(db_path, ["marchetti", "xylophonia"]) == []
+
+
+def test_cli_purge_names_the_copies_it_erases_or_keeps(db_path):
+    with hivemem.open(db_path, embedder="hash") as store:
+        mem = store.scope("alice", shared=["swarm"])
+        copy = mem.promote(mem.save("Zorblaxian plan", key="p").id, "swarm")
+    run = CliRunner().invoke
+    out = run(main, ["--db", str(db_path), "--scope", "alice", "purge", "p", "--yes"])
+    assert out.exit_code == 0 and f"swarm/{copy.id}" in out.output and "kept" in out.output
+    gone = run(main, ["--db", str(db_path), "--scope", "swarm", "purge", copy.id, "--yes"])
+    assert gone.exit_code == 0
+    assert found(db_path, ["zorblaxian"]) == []

@@ -628,3 +628,21 @@ def test_vectors_stored_without_sqlite_vec_reach_the_knn_index_when_it_is_back(
         assert concept.embedded.count(CAR) == 1
         assert store.vectors.count() == 1
         assert ids(store.scope("alice").search("automobile")) == [car.id]
+
+
+@pytest.mark.parametrize("dimension", [12, 100, 13, 2])
+def test_a_dimension_that_is_not_a_multiple_of_8_embeds_and_searches(db_path, clock, dimension):
+    """Found on main: sqlite-vec's bit vectors need a multiple of 8, so an embedder of
+    100 (or 12) dimensions failed every batch. The bit vectors are padded with zeros."""
+    from hivemem.providers.embed import HashEmbedder
+
+    with hivemem.open(db_path, clock=clock, embedder=HashEmbedder(dimension)) as store:
+        mem = store.scope("a")
+        wanted = mem.save("the zorblaxian reactor runs hot")
+        mem.save("tea with lemon and honey")
+        store.flush()
+        assert store.vectors.count() == 2
+        hits = mem.search("zorblaxian reactor")
+        assert hits[0].memory.id == wanted.id and "vector" in hits[0].explain.lanes
+    with hivemem.open(db_path, clock=clock, embedder=HashEmbedder(dimension)) as store:
+        assert store.scope("a").search("reactor")[0].memory.id == wanted.id  # reopened

@@ -303,8 +303,7 @@ def _ingest(
         for done, unit in enumerate(suite.units, start=1):
             mem = store.scope(unit.scope)
             episodes = [d for d in unit.docs if d.kind == "episode"]
-            for start in range(0, len(episodes), settings.max_batch):
-                batch = episodes[start : start + settings.max_batch]
+            for batch in _by_session(episodes, settings.max_batch):
                 stored = mem.add_episodes(
                     {"content": d.content, "session_id": d.session, "role": d.role or "unknown"}
                     | ({"event_time": d.when} if d.when else {})
@@ -318,9 +317,44 @@ def _ingest(
                         doc = replace(doc, labels=(*labels[memory.id].labels, *doc.labels))
                     labels[memory.id] = doc
             notify(f"{suite.name}: storing", done, len(suite.units))
+        store.session_worker.wait()  # consolidation on session switch, when it is on
+        _label_derived(store, suite, labels)
         notify(f"{suite.name}: embedding", 0, 1)
         store.flush()
     return len(labels), labels
+
+
+def _by_session(episodes: Sequence[Doc], most: int) -> Iterator[list[Doc]]:
+    """The episodes in runs of one session each (at most ``most``), in order: a dialogue
+    arrives session by session, so each new session is a session switch (which
+    ``consolidate_on_session_switch`` acts on) as it is for a live agent."""
+    run: list[Doc] = []
+    for doc in episodes:
+        if run and (doc.session != run[-1].session or len(run) >= most):
+            yield run
+            run = []
+        run.append(doc)
+    if run:
+        yield run
+
+
+def _label_derived(store: Any, suite: Suite, labels: dict[str, Doc]) -> None:
+    """Memories the store wrote itself while the suite was stored (consolidated facts and
+    session summaries, with ``consolidate_on_session_switch``) count for the documents
+    they were drawn from (``source_ids``), as LoCoMo mixed's observations count for the
+    turns they cite; one drawn from nothing labelled counts for nothing (a miss where it
+    ranks), so they are never skipped when scored."""
+    for unit in suite.units:
+        derived = [m for m in store.iter_memories([unit.scope]) if m.id not in labels]
+        for _ in range(2):  # summaries cite facts, facts cite turns
+            for memory in derived:
+                sources = [labels[s] for s in memory.source_ids if s in labels]
+                labels[memory.id] = Doc(
+                    memory.content,
+                    memory.kind.value,
+                    tuple(dict.fromkeys(g for d in sources for g in d.labels)),
+                    group=next((d.group for d in sources if d.group), None),
+                )
 
 
 def _search_all(

@@ -34,6 +34,7 @@ from ..store.protocols import (
     KeywordIndex,
     Memories,
     Purges,
+    Resolutions,
     RunLog,
     Sessions,
     Tokens,
@@ -252,6 +253,11 @@ class Store:
     @property
     def purges(self) -> Purges:
         return self._backend.purges
+
+    @property
+    def resolutions(self) -> Resolutions:
+        """The ``resolve`` job's verdicts and entity merges."""
+        return self._backend.resolutions  # type: ignore[no-any-return]
 
     @property
     def inspection(self) -> Inspection:

@@ -54,6 +54,8 @@ TABLES: dict[str, str] = {
     "cross_refs": "derived: rebuilt by `hivemem maintain --job cross-refs`",
     "decay_state": "derived: the decay job's bookkeeping; confidence itself is exported",
     "memory_jobs": "derived: which maintenance jobs saw a memory; they run again",
+    "entity_resolutions": "derived: the resolve job's verdicts (its merges are exported "
+    "as aliases); it asks again after an import",
     "maintenance_runs": "this file's own run log (hivemem maintain --log)",
     "purges": "this file's own audit of erasures (hivemem purge --audit): ids and counts "
     "of what is gone for good; not carried to another file",

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import IO, TYPE_CHECKING, Any
 
@@ -52,6 +52,7 @@ from ..settings import Settings
 from ..types import Kind, Memory, Status, resolve_enum, resolve_type
 from ..write import rules
 from ..write.audit import reason_chunks
+from ..write.redact import WRITTEN_TEXT_FIELDS
 from . import backup
 
 if TYPE_CHECKING:
@@ -396,10 +397,32 @@ class _Import:
             )
             return None
         try:
-            return memory_from_dict(value, self.settings, scope=self.target)
+            return self.guarded(memory_from_dict(value, self.settings, scope=self.target))
         except InvalidInput as exc:
             self.problem(self.errors, line_no, str(exc), value.get("id"))
             return None
+
+    def guarded(self, memory: Memory) -> Memory:
+        """``memory`` with the ``credential_policy`` applied as a write applies it (every
+        text field: credential shapes and vault secrets redacted, or the row refused,
+        ``InvalidInput``, so the import fails with nothing written). Found on main: an
+        import stored an API key inside a memory verbatim, where a save redacts it."""
+        fields = {
+            name: getattr(memory, name)
+            for name in sorted(WRITTEN_TEXT_FIELDS, key=lambda n: (n != "content", n))
+            if getattr(memory, name, None) is not None
+        }
+        clean = self.store.guard_fields(fields)
+        changed = {name: value for name, value in clean.items() if value != fields[name]}
+        if not changed:
+            return memory
+        if "tags" in changed:
+            changed["tags"] = tuple(changed["tags"])
+        if "source_ids" in changed:
+            changed["source_ids"] = tuple(changed["source_ids"])
+        if "content" in changed:
+            changed["content_hash"] = textmod.content_hash(changed["content"])
+        return replace(memory, **changed)
 
     def flush(self, batch: list[tuple[int, Memory]]) -> None:
         """Check a batch of valid rows against the store and the rows before them, then

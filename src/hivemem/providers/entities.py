@@ -8,7 +8,8 @@ text (empty, huge, emoji, lone surrogates).
 
 Why regex: this runs inside ``add_episode``, whose budget is well under a millisecond,
 so it must cost tens of microseconds for a sentence. It therefore over-generates (any
-capitalised word that is not a known stopword counts as a name) and under-understands
+capitalised word that is not a known stopword counts as a name, except a sentence's first
+word when it is a common word: ``_COMMON_INITIAL``) and under-understands
 (no coreference, no NER model). Accurate extraction is a later maintenance job that can
 afford a model; this module only has to be fast, predictable and good enough to link
 "Caroline" in a turn to "caroline" in a question.
@@ -183,6 +184,57 @@ _STOPWORD_TEXT = """
 _STOPWORDS = frozenset([*_STOPWORD_TEXT.split(), *_MONTHS, *_WEEKDAYS])
 
 
+# Capitalised only because they open a sentence: frequent sentence-initial words that
+# are not names (verbs of a report or an instruction, nouns and adverbs an agent's notes
+# open with). Found on main: "Bought apples." and "Coffee is great." linked entities
+# "bought" and "coffee" of type person. Only a sentence's first word is checked against
+# them (and against ``_COMMON_ENDINGS``); inside a sentence a capital still makes a name.
+_COMMON_INITIAL_TEXT = """
+    bought made said told saw found gave took came left felt thought knew asked called
+    wanted needed used tried started finished moved met played watched visited worked
+    lived loved liked hated learned learnt wrote read ran paid sent built fixed added
+    removed deleted updated changed installed deployed released merged tested opened
+    closed set put ate drank cooked baked painted drew sang danced walked drove flew
+    add use run call ask tell send open close write start stop note update remove delete
+    fix install build deploy release merge test review plan book buy pay meet join visit
+    move bring call ship prefer need want like avoid ensure consider follow save store
+    find look watch listen wait hold turn bring show give leave stay work live
+    coffee tea lunch dinner breakfast home school family friends kids parents weekend
+    user users customer customers client clients team meeting meetings project projects
+    task tasks issue issues bug bugs deadline budget price cost version release notes
+    weather music art painting reading running cooking traveling
+    travelling hiking swimming camping dancing writing drawing gardening shopping
+    honestly finally unfortunately fortunately luckily hopefully basically recently
+    currently usually normally definitely seriously probably obviously clearly apparently
+    eventually initially generally especially certainly originally personally lately
+    mostly only still even already again instead otherwise however therefore besides
+    meanwhile overall later earlier soon once often usually quite pretty totally
+    absolutely exactly indeed sadly thankfully lol great
+    old new big small little best better worst last same different important
+    everybody somebody anybody people things stuff life time work job jobs
+    """
+_COMMON_INITIAL = frozenset(_COMMON_INITIAL_TEXT.split())
+# Endings of words no first name has (checked at a sentence's start only):
+# gerunds, -tion/-sion nouns, -ness, -ment, -ism, -ful, -ous, -able/-ible.
+_COMMON_ENDINGS = ("ing", "tion", "sion", "ness", "ment", "ism", "ful", "ous", "able", "ible")
+_OPENERS = " \t\"'“‘([*-"  # what may stand between a sentence's end and its first word
+
+
+def _opens_sentence(text: str, start: int) -> bool:
+    """Whether the word at ``start`` is the first of a sentence (or of the text, a line,
+    or what follows a colon: "Caroline: Bought apples")."""
+    before = text[max(0, start - 40) : start].rstrip(_OPENERS)
+    return not before or before[-1] in ".!?…\n\r:;"
+
+
+def _common_word(name: str) -> bool:
+    """A sentence's first word that is a common word, not a name (see above)."""
+    key = _fold(name)
+    if " " in key:
+        return False
+    return key in _COMMON_INITIAL or (len(key) > 5 and key.endswith(_COMMON_ENDINGS))
+
+
 def _cased_letters() -> str:
     """A regex class of upper- and titlecase letters (``re`` has no ``\\p{Lu}``), from the
     BMP blocks that hold cased scripts only, to keep the import cheap."""
@@ -350,14 +402,28 @@ def extract(text: str, max_mentions: int = 32) -> list[Mention]:
     if _DIGIT.search(text):
         claim(_DATE, EntityType.DATE, key=_date_canonical)
     names: set[str] = set()
+    openers: list[tuple[int, str]] = []  # a sentence's common first word: held back
     for match in _NAME_RUN.finditer(text):
         if 1 in taken[match.start() : match.end()]:
             continue
-        for name in _names_in_run(match[0]):
-            found.append((match.start(), name, canonical(name), name_type(name)))
+        for index, name in enumerate(_names_in_run(match[0])):
+            kind = name_type(name)
+            if (
+                index == 0
+                and kind is EntityType.PERSON
+                and match[0].startswith(name)
+                and _common_word(name)
+                and _opens_sentence(text, match.start())
+            ):
+                openers.append((match.start(), name))
+                continue
+            found.append((match.start(), name, canonical(name), kind))
             names.add(found[-1][2])
         if len(names) >= max_mentions:
             break
+    for start, name in openers:  # a name after all where the text also uses it as one
+        if canonical(name) in names:
+            found.append((start, name, canonical(name), EntityType.PERSON))
 
     found.sort(key=lambda item: item[0])  # stable: names from one run keep their order
     seen: set[tuple[str, EntityType]] = set()

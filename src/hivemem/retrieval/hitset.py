@@ -6,7 +6,8 @@ hits rather than any one score:
 - **One entry per memory.** A promoted memory (``ScopedMemory.promote``) has a copy in a
   shared scope that carries ``attributes.promoted_from``; a handle that reads both scopes
   would see the same memory twice. The copy in the caller's own scope wins; otherwise
-  the best-scored copy. ``context()`` applies the same rule to its pinned section.
+  the best-scored copy. ``context()`` applies the same rule to its pinned section. A fact
+  consolidated from one turn counts as that turn: the better-scored of the two stays.
 - **The current version outranks its superseded versions**, whatever the query
   (LESSONS 13). A superseded hit lifts the current version of its chain (the end of its
   ``supersedes`` links) to at least its own score, even when the current version was
@@ -44,10 +45,15 @@ class Ranked:
 
 
 def origin(memory: Memory) -> str:
-    """The id of the memory this one was promoted from, else its own id."""
+    """The id of the memory this one was promoted from; for a fact consolidation drew
+    from one turn, that turn's id (the fact restates it: measured with
+    ``consolidate_on_session_switch`` on, such a fact beside its turn took a second place
+    of the top 10, LoCoMo hit@10 .815 → .775); else its own id."""
     promoted = memory.attributes.get("promoted_from")
     if isinstance(promoted, dict) and isinstance(promoted.get("id"), str):
         return promoted["id"]
+    if memory.source == "consolidation" and len(memory.source_ids) == 1:
+        return memory.source_ids[0]
     return memory.id
 
 

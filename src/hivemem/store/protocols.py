@@ -171,12 +171,39 @@ class EntityIndex(Protocol):
     def total_memories(self, scopes: Sequence[str]) -> int: ...
 
 
+class Resolutions(Protocol):
+    """The ``resolve`` job's reads, verdicts and entity merges
+    (``hivemem.lifecycle.maintenance.resolve``; SQLite: ``store/sqlite/resolutions.py``)."""
+
+    def entities(self, scope: str, types: tuple[str, ...]) -> list[Any]: ...
+
+    def judged(self, scope: str) -> set[tuple[int, int]]: ...
+
+    def example(self, entity_id: int, chars: int = 160) -> str: ...
+
+    def record(
+        self,
+        scope: str,
+        pair: tuple[int, int],
+        same: bool,
+        similarity: float,
+        by: str | None,
+        now: datetime,
+    ) -> None: ...
+
+    def merge(self, scope: str, keep: int, gone: int) -> bool: ...
+
+
 class Purges(Protocol):
     """Hard deletes (``hivemem.write.purge``; the SQLite layout in ``store/purge.py``)."""
 
     def scope_ids(self, scope: str) -> list[str]: ...
 
     def derived(self, scope: str, memory_ids: Sequence[str]) -> list[str]: ...
+
+    def copies(self, memory_ids: Sequence[str]) -> list[tuple[str, str]]:
+        """(scope, id) of the promoted copies of ``memory_ids``, in any scope."""
+        ...
 
     def plan(self, scope: str, memory_ids: Sequence[str], whole_scope: bool) -> dict[str, int]: ...
 

@@ -11,9 +11,16 @@ row without content (table ``purges``). The SQL and the byte-level guarantees ar
 ``purge(mem, id_or_key)`` erases the chain that holds the memory (every version under
 its key, every ancestor and descendant) and what was drawn from it (facts consolidated
 from an episode, summaries, reflections: their ``source_ids`` lead back to it): the own
-scope's, or a led scope's (``hivemem.write.rights``). Copies promoted into another scope are
-that scope's to purge. ``purge_all(mem)`` erases the own scope. ``dry_run=True`` reports
-what would go and changes nothing (``hivemem purge`` without ``--yes``).
+scope's, or a led scope's (``hivemem.write.rights``). ``purge_all(mem)`` erases the own
+scope. ``dry_run=True`` reports what would go and changes nothing (``hivemem purge``
+without ``--yes``).
+
+Promoted copies (``copies``, default True): ``promote`` copies a memory into a shared
+scope, so its text lives on there. Both purges follow those copies (and copies of
+copies) with the chain and the derived memories of each copy, into every scope the
+caller may change (its own, or one it leads: ``rights.leads``), in the same transaction.
+A copy in a scope the caller may not change is kept and named in the report
+(``copies_kept``): rights are never widened by a purge; a lead of that scope erases it.
 """
 
 from __future__ import annotations
@@ -41,6 +48,8 @@ class PurgeReport:
     dry_run: bool = False
     vacuumed: bool = False
     checkpointed: bool = False
+    copies: dict[str, tuple[str, ...]] = field(default_factory=dict)  # other scope -> ids
+    copies_kept: tuple[str, ...] = ()  # "scope/id" of copies the caller may not erase
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -51,6 +60,8 @@ class PurgeReport:
             "dry_run": self.dry_run,
             "vacuumed": self.vacuumed,
             "checkpointed": self.checkpointed,
+            "copies": {scope: list(ids) for scope, ids in self.copies.items()},
+            "copies_kept": list(self.copies_kept),
         }
 
 
@@ -61,24 +72,64 @@ def purge(
     dry_run: bool = False,
     vacuum: bool = True,
     derived: bool = True,
+    copies: bool = True,
     purged_by: str | None = None,
 ) -> PurgeReport:
     """Erase the chain holding ``id_or_key`` (own scope, or a scope ``mem`` leads), and
     (``derived``) the memories of that scope drawn from it — consolidated facts, summaries,
-    reflections whose ``source_ids`` lead back to it — with their chains."""
+    reflections whose ``source_ids`` lead back to it — with their chains; and
+    (``copies``) its promoted copies where ``mem`` may (module docstring)."""
     led = rights.owner(mem, id_or_key, "purge")
     handle, ref = led if led is not None else (mem, id_or_key)
     ids = _chain(handle, ref) if _exists(handle, ref) else []
     if not ids:
         raise rights.missing(mem, id_or_key)
     if derived:  # what was drawn from it may quote it: those chains go too
-        for other in handle.store.purges.derived(handle.name, ids):
-            ids += [i for i in _chain(handle, other) if i not in ids]
-    return _run(handle.store, handle.name, ids, "memory", dry_run, vacuum, purged_by or mem.actor)
+        _add_derived(handle, ids)
+    others, kept = _copies(mem, handle.name, ids, derived) if copies else ({}, [])
+    by = purged_by or mem.actor
+    return _run(handle.store, handle.name, ids, "memory", dry_run, vacuum, by, others, kept)
 
 
 def _chain(handle: ScopedMemory, ref: str) -> list[str]:
     return [m.id for m in handle.history(ref) if m.scope == handle.name]
+
+
+def _add_derived(handle: ScopedMemory, ids: list[str]) -> None:
+    for other in handle.store.purges.derived(handle.name, ids):
+        ids += [i for i in _chain(handle, other) if i not in ids]
+
+
+def _copies(
+    mem: ScopedMemory, scope: str, ids: list[str], derived: bool
+) -> tuple[dict[str, list[str]], list[str]]:
+    """The promoted copies of ``ids`` (transitively: a copy promoted on), each with its
+    chain and (``derived``) what was drawn from it, by scope, where ``mem`` may change
+    that scope; and "scope/id" of the copies it may not."""
+    purges = mem.store.purges
+    taken: dict[str, list[str]] = {scope: ids}
+    kept: list[str] = []
+    frontier = list(ids)
+    while frontier:
+        found: list[str] = []
+        for where, copy_id in purges.copies(frontier):
+            if copy_id in taken.get(where, ()) or f"{where}/{copy_id}" in kept:
+                continue
+            if not rights.leads(mem, where):
+                kept.append(f"{where}/{copy_id}")
+                continue
+            handle = rights.handle_on(mem, where)
+            group = taken.setdefault(where, [])
+            chain = [i for i in _chain(handle, copy_id) if i not in group]
+            group += chain
+            if derived:
+                before = len(group)
+                _add_derived(handle, group)
+                chain += group[before:]
+            found += chain
+        frontier = found
+    taken.pop(scope)
+    return taken, kept
 
 
 def purge_all(
@@ -86,12 +137,16 @@ def purge_all(
     *,
     dry_run: bool = False,
     vacuum: bool = True,
+    copies: bool = True,
     purged_by: str | None = None,
 ) -> PurgeReport:
-    """Erase everything the own scope of ``mem`` holds."""
+    """Erase everything the own scope of ``mem`` holds, and (``copies``) the promoted
+    copies of its memories where ``mem`` may (module docstring)."""
     store = mem.store
     ids = store.purges.scope_ids(mem.name)
-    return _run(store, mem.name, ids, "scope", dry_run, vacuum, purged_by or mem.actor)
+    others, kept = _copies(mem, mem.name, ids, True) if copies else ({}, [])
+    by = purged_by or mem.actor
+    return _run(store, mem.name, ids, "scope", dry_run, vacuum, by, others, kept)
 
 
 def delete_all(mem: ScopedMemory, updated_by: str | None) -> int:
@@ -130,16 +185,32 @@ def _run(
     dry_run: bool,
     vacuum: bool,
     by: str | None,
+    others: dict[str, list[str]],
+    kept: list[str],
 ) -> PurgeReport:
     sql = store.purges
     whole = target == "scope"
+    copies = {where: tuple(found) for where, found in others.items() if found}
+    extra = {"copies": copies, "copies_kept": tuple(kept)}
     if dry_run:
-        return PurgeReport(scope, target, tuple(ids), sql.plan(scope, ids, whole), dry_run=True)
+        counts = sql.plan(scope, ids, whole)
+        for where, found in copies.items():
+            _add_counts(counts, sql.plan(where, found, False))
+        return PurgeReport(scope, target, tuple(ids), counts, dry_run=True, **extra)
     if not ids and not whole:
         raise NotFound(f"nothing to purge in scope {scope!r}")
     with sql.secure(), store.atomic():
         counts = sql.erase(scope, ids, whole_scope=whole, target=target, by=by, now=store.clock())
+        for where, found in copies.items():  # each audited in its own scope
+            now = store.clock()
+            done = sql.erase(where, found, whole_scope=False, target="memory", by=by, now=now)
+            _add_counts(counts, done)
     done = sql.compact(vacuum)
     if whole:
         store.scrubber.reload()  # the scope's vault secrets are gone from memory too
-    return PurgeReport(scope, target, tuple(ids), counts, **done)
+    return PurgeReport(scope, target, tuple(ids), counts, **done, **extra)
+
+
+def _add_counts(into: dict[str, int], more: dict[str, int]) -> None:
+    for name, value in more.items():
+        into[name] = into.get(name, 0) + value

@@ -324,10 +324,10 @@ def purge(
 
     Unlike forget, nothing is kept: rows, keyword index entries, vectors, cached
     embeddings, entity links, and the memories drawn from it (consolidated facts,
-    summaries); with --all also the scope's sessions, vault, run log and the tokens
-    bound to it alone. An audit record without content stays (--audit lists them).
-    Without --yes it prints what would be erased and exits with status 1, erasing
-    nothing.
+    summaries) and its promoted copies in the scopes you lead; with --all also the
+    scope's sessions, vault, run log and the tokens bound to it alone. An audit record
+    without content stays (--audit lists them). Without --yes it prints what would be
+    erased and exits with status 1, erasing nothing.
     """
     if audit:
         from ...write.purge import audit as purge_log
@@ -357,6 +357,13 @@ def purge(
             click.echo(f"  {memory_id}")
         if len(report.memory_ids) > 20:
             click.echo(f"  … and {len(report.memory_ids) - 20} more")
+        for scope, ids in report.copies.items():
+            click.echo(f"  promoted copies in scope {scope!r}: {', '.join(ids)}")
+        if report.copies_kept:
+            click.echo(
+                "  kept (a scope you do not lead; its lead can purge them): "
+                + ", ".join(report.copies_kept)
+            )
     if report.dry_run:
         click.echo("nothing was erased: add --yes to erase for good", err=True)
         raise SystemExit(1)

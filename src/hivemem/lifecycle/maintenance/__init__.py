@@ -9,6 +9,8 @@ Each job is a function ``run(ctx) -> counts`` over one scope, registered in ``JO
 - ``summarize``: old memories grouped by key prefix / category → one summary each
 - ``categorize``: category and confidence for rows written before categorize-on-save
 - ``crossrefs``: related memories by word overlap (``mem.related(id)``)
+- ``resolve``: the LLM judges whether entities with related names of low similarity
+  are one, and merges them (ADR 005; skipped without an LLM)
 - ``enrich``: accurate entities (spaCy or the LLM) for memories with few
 
 Every job is idempotent (a second run changes nothing) and resumable (it commits per
@@ -172,6 +174,7 @@ ORDER = (
     "expire",
     "consolidate",
     "enrich",
+    "resolve",
     "categorize",
     "crossrefs",
     "decay",

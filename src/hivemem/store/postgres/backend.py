@@ -51,7 +51,7 @@ from ..rows import INSERT as SQLITE_INSERT
 from ..sqlite.stats import scope_stats
 from . import NotOnPostgres, migrations, qmark, redact, secrets_of
 from .entities import PgEntityIndex, link_mentions
-from .extras import PostgresVault
+from .extras import NotYet, PostgresVault
 from .inspect import PgInspection
 from .keyword import KeywordMixin
 from .maintenance import PgMaintenance
@@ -122,6 +122,7 @@ class PostgresBackend(KeywordMixin):
         self.maintenance = PgMaintenance(self)
         self.purges = PgPurge(self)
         self.inspection = PgInspection(self)
+        self.resolutions = NotYet("entity resolution")
         KeywordMixin.__init__(self)
 
     def _prepare(self, url: str, timeout_s: float) -> None:

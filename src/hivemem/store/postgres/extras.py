@@ -15,6 +15,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ..sqlite.vault import _RECHECK_SECONDS, SQLiteVault
+from . import NotOnPostgres
 
 if TYPE_CHECKING:  # pragma: no cover
     from .backend import PostgresBackend
@@ -40,3 +41,16 @@ class PostgresVault(SQLiteVault):
         changed = self._signature is not None and signature != self._signature
         self._signature = signature
         return changed
+
+
+class NotYet:
+    """A group of statements not ported yet (the ``resolve`` job's verdicts): every
+    attribute raises ``NotOnPostgres`` naming the group and the method."""
+
+    def __init__(self, group: str) -> None:
+        self._group = group
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise NotOnPostgres(f"{self._group} ({name})")

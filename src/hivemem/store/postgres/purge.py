@@ -56,6 +56,15 @@ class PgPurge(SQLitePurge):
         )
         return [r[0] for r in rows]
 
+    def copies(self, memory_ids: Sequence[str]) -> list[tuple[str, str]]:
+        rows = self._db._q(
+            "SELECT DISTINCT m.scope, m.id FROM memories m, "
+            "jsonb_array_elements_text(m.source_ids::jsonb) AS j(value) "
+            "WHERE m.source = 'promotion' AND j.value = ANY(%s)",
+            [list(memory_ids)],
+        )
+        return [(r[0], r[1]) for r in rows]
+
     @contextmanager
     def secure(self) -> Iterator[None]:
         """No setting needed: ``compact`` rewrites what the transaction freed."""

@@ -54,6 +54,7 @@ from .maintenance import SQLiteMaintenance
 from .pool import PooledReads, ReadPool, ThreadRole
 from .purge import SQLitePurge
 from .repair import RepairMixin
+from .resolutions import SQLiteResolutions
 from .stats import scope_stats
 from .vectors import SQLiteVectorIndex, load_extension
 
@@ -109,6 +110,7 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, RepairMixin):
             self._conn.execute("PRAGMA foreign_keys = ON")
             self.vectors = SQLiteVectorIndex(self, load_extension(self._conn))
             self.entities = SQLiteEntityIndex(self)
+            self.resolutions = SQLiteResolutions(self)
             self.journal_mode = self._prepare_file(busy_timeout_ms)
             if self.location != ":memory:" and read_connections > 0:
                 self._pool = ReadPool(

@@ -483,3 +483,24 @@ def _insertion_seq(conn: Connection) -> None:
         )
     conn.execute("DROP INDEX memories_session")
     conn.execute("CREATE INDEX memories_session ON memories (scope, session_id, seq)")
+
+
+@migration("0016_entity_resolutions")
+def _entity_resolutions(conn: Connection) -> None:
+    # The verdicts of the ``resolve`` job (``hivemem.lifecycle.maintenance.resolve``): the
+    # LLM was asked whether two entities of a scope are one, once per pair; a rerun asks
+    # only about pairs it has not judged. Ids are the entities' at the time (a merge
+    # deletes the absorbed one; its rows go with it).
+    conn.execute(
+        """CREATE TABLE entity_resolutions (
+            scope TEXT NOT NULL,
+            entity_id INTEGER NOT NULL REFERENCES entities (id) ON DELETE CASCADE,
+            other_id INTEGER NOT NULL REFERENCES entities (id) ON DELETE CASCADE,
+            same INTEGER NOT NULL,
+            similarity REAL NOT NULL,
+            judged_by TEXT,
+            judged_at TEXT NOT NULL,
+            PRIMARY KEY (entity_id, other_id)
+        ) WITHOUT ROWID"""
+    )
+    conn.execute("CREATE INDEX entity_resolutions_scope ON entity_resolutions (scope)")

@@ -75,6 +75,21 @@ class SQLitePurge:
         )
         return [r[0] for r in rows]
 
+    def copies(self, memory_ids: Sequence[str]) -> list[tuple[str, str]]:
+        """(scope, id) of the promoted copies of ``memory_ids`` in any scope (source
+        ``promotion``, ``source_ids`` naming one): ``promote`` writes a copy into a
+        shared scope, so erasing the original must find it there. The one read that
+        crosses scopes, for erasure only; the caller decides which it may erase."""
+        out: list[tuple[str, str]] = []
+        for part in _batches(list(memory_ids)):
+            rows = self._db._read(
+                "SELECT DISTINCT m.scope, m.id FROM memories m, json_each(m.source_ids) j "
+                f"WHERE m.source = 'promotion' AND j.value IN ({placeholders(part)})",
+                part,
+            )
+            out += [(r[0], r[1]) for r in rows]
+        return out
+
     def plan(self, scope: str, memory_ids: Sequence[str], whole_scope: bool) -> dict[str, int]:
         """How many rows a purge of ``memory_ids`` (of ``scope``) would erase, by table."""
         counts = {"memories": len(memory_ids), "chunks": 0, "entity_links": 0}

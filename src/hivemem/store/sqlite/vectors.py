@@ -82,6 +82,20 @@ def load_extension(conn: Any) -> str | None:
     return None
 
 
+def bit_dimension(dimension: int) -> int:
+    """The bit vectors' size: the dimension rounded up to a whole byte (sqlite-vec's
+    ``bit[N]`` and ``vec_quantize_binary`` need a multiple of 8). Found on main: an
+    embedder of 100 or 12 dimensions failed every batch; its vectors are now padded with
+    zeros, which quantise to 0 bits in every vector alike and so add no distance."""
+    return -(-int(dimension) // 8) * 8
+
+
+def bit_blob(blob: bytes) -> bytes:
+    """A float32 vector blob padded with zeros to ``bit_dimension`` values."""
+    pad = (-(len(blob) // 4)) % 8
+    return blob + b"\0" * (4 * pad) if pad else blob
+
+
 @dataclass(slots=True)
 class _ScopeBits:
     """One scope's bit vectors in memory: ``ids[i]`` is the chunk of column ``i`` of
@@ -181,7 +195,7 @@ class SQLiteVectorIndex:
             self._db._write(
                 f"CREATE VIRTUAL TABLE IF NOT EXISTS {TABLE} USING vec0 ("
                 " chunk_id INTEGER PRIMARY KEY, scope TEXT PARTITION KEY,"
-                f" embedding bit[{int(dimension)}])"
+                f" embedding bit[{bit_dimension(dimension)}])"
             )
         self._db._write(
             f"CREATE TABLE IF NOT EXISTS {LOG} ("
@@ -260,7 +274,7 @@ class SQLiteVectorIndex:
                     self._db._write(
                         f"INSERT INTO {TABLE} (chunk_id, scope, embedding) "
                         "VALUES (?, ?, vec_quantize_binary(?))",
-                        [chunk.chunk_id, chunk.scope, blob],
+                        [chunk.chunk_id, chunk.scope, bit_blob(blob)],
                     )
                 self._db._write(
                     f"INSERT INTO {LOG} (scope, chunk_id) VALUES (?, ?)",
@@ -318,7 +332,8 @@ class SQLiteVectorIndex:
         rows: list[Any] = []
         query_bits = to_words(
             np.frombuffer(
-                self._db._read("SELECT vec_quantize_binary(?)", [blob])[0][0], dtype=np.uint8
+                self._db._read("SELECT vec_quantize_binary(?)", [bit_blob(blob)])[0][0],
+                dtype=np.uint8,
             )
         )
         for scope in scopes:
