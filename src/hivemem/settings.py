@@ -473,6 +473,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "embed_dimensions": (0, 65_536),
     "embed_full_dimension": (1, 65_536),
     "embed_batch_size": (1, 4_096),
+    "read_connections": (0, 64),  # 0: every read through the writer connection
     "vector_pool": (1, 100_000),
     "vector_floor": (0.0, 0.99),
     "keyword_weight": _UNIT,

@@ -86,6 +86,7 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, RepairMixin):
                 raise StoreError(f"cannot open {self.location}: folder {parent} does not exist")
             self.location = str(Path(self.location).expanduser())
         self._lock = threading.RLock()
+        self._stats_lock = threading.RLock()  # the keyword statistics' caches
         self._depth = 0
         self._role = ThreadRole()
         self._busy_timeout_ms = int(busy_timeout_ms)
@@ -233,6 +234,12 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, RepairMixin):
                     raise store_error(exc, self.location, "start a write on") from exc
                 time.sleep(0.05 * (attempt + 1))
         raise StoreError(f"{self.location} is locked by another writer; try again")
+
+    def _cache_lock(self) -> Any:
+        """The lock of the keyword statistics' caches: their own with the read pool, so a
+        search never waits for a write; the writer's lock without it, as every read then
+        takes that lock anyway (two locks taken in either order could deadlock)."""
+        return self._lock if self._pool is None else self._stats_lock
 
     def _version(self) -> tuple[int, int]:
         """Changes since: another connection's commits (data_version) or this one's."""
@@ -704,8 +711,6 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, RepairMixin):
 
     @property
     def maintenance(self) -> SQLiteMaintenance:  # the maintenance jobs' SQL (stateless)
-        if self._pool is not None:  # jobs read usage (decay from the last access):
-            self._access.flush()  # the queued access counts are written first
         return SQLiteMaintenance(self)
 
     @property

@@ -134,6 +134,7 @@ class KeywordStats:
 
     _read: Any
     _lock: Any
+    _cache_lock: Any
     _doc_freq: dict[str, tuple[int, int]]
     _scope_freq: dict[tuple[tuple[str, ...], str], tuple[int, int]]
     _postings: termcounts.Postings
@@ -156,7 +157,7 @@ class KeywordStats:
         if not terms:
             return TermStats(0, {})
         stems = self._stems(terms)
-        with self._lock:
+        with self._cache_lock():
             total = self._read("SELECT COALESCE(MAX(id), 0) FROM chunks")[0][0]
             scoped: dict[str, int] | None = None
             if scopes is not None:  # first: fresh whole-index counts also serve postings
@@ -248,7 +249,7 @@ class KeywordStats:
         if not chunk_ids or not terms:
             return out
         ids = list(chunk_ids)
-        with self._lock:
+        with self._cache_lock():
             found = self._postings.matched(self._read, self._version(), ids, terms)
         if found is not None:
             for cid, held in found.items():
