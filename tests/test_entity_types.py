@@ -4,9 +4,8 @@ summary, and the migration that types entities stored before types existed."""
 
 from __future__ import annotations
 
-import sqlite3
-
 import pytest
+import sqlean as sqlite3  # the SQLite library the store uses (tests/test_project_rules.py)
 
 import hivemem
 from hivemem import Conflict, InvalidInput, NotFound, run_job, tools

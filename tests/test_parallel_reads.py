@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
 
 import pytest
+import sqlean as sqlite3  # the SQLite library the store uses (tests/test_project_rules.py)
 
 import hivemem
 from hivemem.settings import Settings

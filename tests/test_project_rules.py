@@ -142,3 +142,40 @@ def test_the_store_keeps_its_backend_private(tmp_path):
         assert store.memories.get(["team-a"], saved.id) == saved
         assert store.health.schema_version() == store.known_migrations()
         assert store.tokens.list() == []
+
+
+def test_one_sqlite_library_per_process():
+    """Python's own ``sqlite3`` and ``sqlean`` (the store's driver) each carry a copy of
+    SQLite. Two copies opening one live WAL file in one process break each other: POSIX
+    locks belong to the process, so the second copy believes it is alone, truncates the
+    WAL index the first one has mapped (a thread of the store then dies with SIGBUS:
+    CI's "Bus error"), and its close() drops the first copy's locks. Tests and examples
+    read a store's file through ``sqlean`` only; the library falls back to ``sqlite3``
+    only where sqlean is missing (then it is the only copy)."""
+    offenders = []
+    for path in [
+        *(ROOT / "tests").rglob("*.py"),
+        *(ROOT / "examples").rglob("*.py"),
+        *SRC.rglob("*.py"),
+    ]:
+        tree = ast.parse(path.read_text())
+        fallbacks = {
+            id(node)
+            for handler in ast.walk(tree)
+            if isinstance(handler, ast.ExceptHandler)
+            and isinstance(handler.type, ast.Name)
+            and handler.type.id == "ImportError"
+            and SRC in path.parents
+            for node in ast.walk(handler)
+        }
+        for node in ast.walk(tree):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            if "sqlite3" in names and id(node) not in fallbacks:
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not offenders, f"import sqlean (as sqlite3) instead: {offenders}"

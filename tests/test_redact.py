@@ -4,9 +4,9 @@ write path; the scrubber and the log filter."""
 from __future__ import annotations
 
 import logging
-import sqlite3
 
 import pytest
+import sqlean as sqlite3  # the SQLite library the store uses (tests/test_project_rules.py)
 
 import hivemem
 from hivemem import InvalidInput, Settings

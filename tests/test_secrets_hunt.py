@@ -18,7 +18,6 @@ import json
 import logging
 import os
 import socket
-import sqlite3
 import subprocess
 import sys
 import time
@@ -27,6 +26,7 @@ import urllib.parse
 import anyio
 import httpx
 import pytest
+import sqlean as sqlite3  # the SQLite library the store uses (tests/test_project_rules.py)
 from click.testing import CliRunner
 
 import hivemem

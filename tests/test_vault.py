@@ -8,10 +8,10 @@ import io
 import json
 import logging
 import os
-import sqlite3
 import time
 
 import pytest
+import sqlean as sqlite3  # the SQLite library the store uses (tests/test_project_rules.py)
 from click.testing import CliRunner
 
 import hivemem

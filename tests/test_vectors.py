@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import sqlite3
 import threading
 import time
 from collections.abc import Sequence
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import sqlean as sqlite3  # the SQLite library the store uses (tests/test_project_rules.py)
 
 import hivemem
 from hivemem import HiveMemError, Settings
