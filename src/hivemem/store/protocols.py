@@ -300,6 +300,11 @@ class Memories(Protocol):
         """Write the row, its chunks (keyword index, vector queue) and its entity links."""
         ...
 
+    def insert_many(self, items: Sequence[tuple[Memory, Sequence[str], Sequence[Mention]]]) -> None:
+        """``insert`` of each (memory, chunks, mentions) in order, with its result: what a
+        backend whose statements cost a round trip sends as a few statements."""
+        ...
+
     def set_status(
         self,
         scope: str,

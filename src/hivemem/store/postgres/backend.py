@@ -59,6 +59,7 @@ from .portable import Portable
 from .purge import PgPurge
 from .server import server_health
 from .vectors import PgVectorIndex, register_types
+from .writes import insert_many
 
 R = TypeVar("R")
 INSERT = SQLITE_INSERT.replace("?", "%s")
@@ -568,6 +569,11 @@ class PostgresBackend(KeywordMixin):
         self.insert_chunks(memory.id, memory.scope, list(chunks))
         if mentions:
             link_mentions(self, memory.scope, memory.id, mentions, to_text(memory.created_at))
+
+    def insert_many(self, items: Sequence[tuple[Memory, Sequence[str], Sequence[Mention]]]) -> None:
+        """``insert`` of each item, in a few round trips for the whole batch
+        (``writes.py``)."""
+        insert_many(self, items)
 
     def set_status(
         self,
