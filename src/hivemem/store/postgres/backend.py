@@ -239,6 +239,11 @@ class PostgresBackend(KeywordMixin):
     def _write(self, sql: str, params: Sequence[Any] = ()) -> Any:
         return self._x(qmark(sql), params)
 
+    def reads_in_parallel(self) -> bool:
+        """Outside a transaction on this thread: each lane's reads are round trips that
+        another pooled connection can serve meanwhile."""
+        return getattr(self._local, "conn", None) is None
+
     def in_write(self) -> bool:
         return getattr(self._local, "mode", None) == "write"
 

@@ -268,7 +268,7 @@ class KeywordMixin:
         size: int,
     ) -> list[dict[str, int]]:
         """``_freq`` for each of ``scope_sets``: the counts not cached yet are read in one
-        statement for all of them (a GIN count per phrase and scope set)."""
+        statement for all of them (one GIN scan per phrase counts every scope set)."""
         outs: list[dict[str, int]] = [{} for _ in scope_sets]
         stale: list[str] = []
         with self._stats_lock:
@@ -281,17 +281,18 @@ class KeywordMixin:
                         stale.append(phrase)
         if not stale:
             return outs
+        # One GIN scan of the chunks per phrase gives every scope set's count.
         counts, params = [], []
         for scopes in scope_sets:
             if scopes is None:
-                counts.append("(SELECT COUNT(*) FROM chunks WHERE terms @@ p::tsquery)")
+                counts.append("COUNT(*)")
             else:
-                counts.append(
-                    "(SELECT COUNT(*) FROM chunks WHERE terms @@ p::tsquery AND scope = ANY(%s))"
-                )
+                counts.append("COUNT(*) FILTER (WHERE scope = ANY(%s))")
                 params.append(list(scopes))
         rows = self._q(
-            f"SELECT p, {', '.join(counts)} FROM unnest(%s::text[]) AS p", [*params, stale]
+            f"SELECT p, n.* FROM unnest(%s::text[]) AS p CROSS JOIN LATERAL "
+            f"(SELECT {', '.join(counts)} FROM chunks WHERE terms @@ p::tsquery) n",
+            [stale, *params],
         )
         with self._stats_lock:
             if len(self._doc_freq) > 50_000:

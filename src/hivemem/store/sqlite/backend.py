@@ -606,6 +606,9 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, RepairMixin):
         if mentions:
             link_mentions(self._conn, memory.scope, memory.id, mentions, to_text(memory.created_at))
 
+    def reads_in_parallel(self) -> bool:
+        return False  # a read is a function call here: threads would only add overhead
+
     def insert_many(self, items: Sequence[tuple[Memory, Sequence[str], Sequence[Mention]]]) -> None:
         for memory, chunks, mentions in items:  # statements are function calls here
             self.insert(memory, chunks, mentions)
