@@ -173,7 +173,7 @@ class EntityIndex(Protocol):
 
 class Resolutions(Protocol):
     """The ``resolve`` job's reads, verdicts and entity merges
-    (``hivemem.lifecycle.maintenance.resolve``; SQLite: ``store/sqlite/resolutions.py``)."""
+    (``hivemem.lifecycle.maintenance.resolve``; both backends: ``store/resolutions.py``)."""
 
     def entities(self, scope: str, types: tuple[str, ...]) -> list[Any]: ...
 
