@@ -26,19 +26,30 @@ Import contract:
 - A row whose id already exists with the same record (usage counters
   ``access_count``/``last_accessed`` aside) is skipped, so importing a file twice imports
   it once.
-- All or nothing: the whole import is one transaction. If any line is invalid or any
-  row conflicts with the store (its id exists with a different record, or in another
-  scope; its key already has a different active memory), nothing is written and the
-  report lists every problem (up to ``MAX_PROBLEMS``). One transaction holds the write
-  lock for the length of the import; a file of a few hundred thousand rows takes
-  seconds. Rows are validated and inserted in batches, so memory stays flat.
+- Checked first, written in batches. The input is read once, into a temporary copy
+  (in memory up to a few MB, then on disk), and every line is checked before anything
+  is written: if any line is invalid or any row conflicts with the store (its id exists
+  with a different record, or in another scope; its key already has a different active
+  memory; a vault key or token of the file clashes), nothing is written and the report
+  lists every problem (up to ``MAX_PROBLEMS``) with its line. Then the rows are written
+  ``BATCH`` (500) per transaction, so other writers and readers get in between and the
+  write lock is never held for the whole file; the records (vault, tokens, aliases,
+  sessions) go last, in one transaction. Each batch is checked again inside its
+  transaction: if another writer took a key since the check, that batch is rolled
+  back and the import stops, the batches before it kept (``imported`` counts them).
+- Interrupted (kill -9, a lost server) between or inside batches, the store holds
+  whole batches only; the same import run again skips the rows already there (the
+  same record) and writes the rest: the store ends with exactly the file's rows.
 - Sessions of imported episodes are registered as not yet consolidated (consolidation
   state is not part of the export).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import pickle
+import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -61,7 +72,9 @@ if TYPE_CHECKING:
 FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
 MAX_PROBLEMS = 100  # problems listed in one report; validation stops after that many
-_BATCH = 500
+BATCH = 500  # memories written per transaction
+_CHECK_BATCH = 500  # rows compared with the store per read
+_SPOOL_BYTES = 8 << 20  # checked rows held in memory before the spool goes to disk
 _USAGE_FIELDS = ("access_count", "last_accessed")
 _REQUIRED = (
     "id",
@@ -205,7 +218,7 @@ class ImportReport:
 
 
 class _Rollback(Exception):
-    """Raised inside the import transaction to undo it when a problem was found."""
+    """Raised inside a transaction to undo it when a problem was found."""
 
 
 def import_jsonl(
@@ -213,48 +226,60 @@ def import_jsonl(
     fp: Iterable[str],
     scope: str | None = None,
     progress: Progress | None = None,
+    *,
+    batch: int = BATCH,
 ) -> ImportReport:
     """Import a file written by ``export_jsonl`` (see the module docstring for the
     contract). ``scope`` puts every row into that one scope instead of its own.
+    ``batch`` is the number of memories written per transaction.
 
     Returns the report; it never raises for a bad file (only for a store that cannot be
-    written, ``StoreError``). When ``report.ok`` is false nothing was written.
+    written, ``StoreError``). When ``report.ok`` is false nothing was written, unless
+    the store changed under the import between its check and a batch (``imported``
+    then counts the rows of the batches committed before; a rerun completes it).
     """
     target = rules.name(scope, "scope", store.settings.max_scope_chars, optional=True)
-    run = _Import(store, target, progress)
-    try:
-        with store.atomic():
-            run.read(fp)
-            if not run.failed:
-                run.write_records()
-            if run.errors or run.conflicts:
-                raise _Rollback
-    except _Rollback:
-        pass
-    else:
-        store.indexer.notify()  # the imported chunks are queued for vectors
+    run = _Import(store, target, progress, max(1, batch))
+    # The checked rows wait in a temporary copy (in memory up to a few MB, then on
+    # disk), so the input is read once and memory stays flat whatever its size.
+    with tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES) as spool:
+        run.read(fp, spool)
+        if not run.failed:
+            run.check_records()
+        if not run.failed:
+            spool.seek(0)
+            run.write(spool)
     return run.report()
 
 
 class _Import:
-    """The state of one import: rows validated so far, problems, counts."""
+    """The state of one import: rows validated so far, problems, counts.
 
-    def __init__(self, store: Store, target: str | None, progress: Progress | None) -> None:
+    ``read`` is the check (nothing written): every line validated, the rows compared
+    with each other and with the store, the valid new rows spooled. ``write`` then
+    inserts the spooled rows, ``batch`` per transaction, each batch checked again
+    against the store inside its transaction (another writer may have come between)."""
+
+    def __init__(
+        self, store: Store, target: str | None, progress: Progress | None, batch: int
+    ) -> None:
         self.store = store
         self.memories = store.memories
         self.settings = store.settings
         self.target = target
         self.progress = progress
+        self.batch = batch
         self.header: dict[str, Any] = {}
         self.errors: list[ImportProblem] = []
         self.conflicts: list[ImportProblem] = []
         self.imported = 0
         self.skipped = 0
         self.rows = 0
+        self.spooled = 0
         self.truncated = False
-        self.seen: dict[str, int] = {}  # id -> the line it first appeared on
+        # id -> (the line it first appeared on, a digest of its record)
+        self.seen: dict[str, tuple[int, bytes]] = {}
         self.active_keys: dict[tuple[str, str], tuple[int, str]] = {}  # -> (line, id)
-        self.sessions: dict[tuple[str, str], tuple[datetime, int]] = {}
         self.records: list[tuple[int, dict[str, Any]]] = []  # non-memory lines, checked
         self.records_imported: dict[str, int] = {}
 
@@ -268,7 +293,9 @@ class _Import:
             return
         into.append(ImportProblem(line, message, id if isinstance(id, str) else None))
 
-    def read(self, fp: Iterable[str]) -> None:
+    # ------------------------------------------------------------------ the check
+
+    def read(self, fp: Iterable[str], spool: IO[bytes]) -> None:
         batch: list[tuple[int, Memory]] = []
         last_line = 0
         for line_no, raw in _lines(fp):
@@ -292,18 +319,14 @@ class _Import:
                 self.read_record(line_no, value)
                 continue
             self.rows += 1
-            if self.progress is not None and self.rows % 100 == 0:
-                self.progress(100)
             memory = self.validate(line_no, value)
             if memory is not None:
                 batch.append((line_no, memory))
-            if len(batch) >= _BATCH:
-                self.flush(batch)
+            if len(batch) >= _CHECK_BATCH:
+                self.check(batch, spool)
                 batch = []
         if batch:
-            self.flush(batch)
-        if self.progress is not None and self.rows % 100:
-            self.progress(self.rows % 100)
+            self.check(batch, spool)
         if not self.header and not self.errors:
             self.problem(self.errors, max(last_line, 1), "empty file: no export header")
         announced = self.header.get("records") or {}
@@ -325,9 +348,6 @@ class _Import:
                 f"the header announces {expected} memories but the file holds {self.rows} "
                 "(truncated or edited file?)",
             )
-        if not self.failed:
-            for (scope, session_id), (when, count) in self.sessions.items():
-                self.store.session_rows.note_session(scope, session_id, when, count)
 
     def read_record(self, line_no: int, value: dict[str, Any]) -> None:
         problem = backup.check_record(value)
@@ -336,11 +356,19 @@ class _Import:
         else:
             self.records.append((line_no, value))
 
-    def write_records(self) -> None:
-        imported, conflicts = backup.import_records(self.store, self.records, self.target)
+    def check_records(self) -> None:
+        """The records' conflicts with the store (a vault key holding another value, a
+        token clashing): found by writing them in a transaction that is rolled back."""
+        if not self.records:
+            return
+        try:
+            with self.store.atomic():
+                _, conflicts = backup.import_records(self.store, self.records, self.target)
+                raise _Rollback
+        except _Rollback:
+            pass
         for line_no, message in conflicts:
             self.problem(self.conflicts, line_no, message)
-        self.records_imported = imported
 
     def parse(self, line_no: int, raw: str) -> Any:
         try:
@@ -424,82 +452,55 @@ class _Import:
             changed["content_hash"] = textmod.content_hash(changed["content"])
         return replace(memory, **changed)
 
-    def flush(self, batch: list[tuple[int, Memory]]) -> None:
-        """Check a batch of valid rows against the store and the rows before them, then
-        insert the new ones (unless a problem has already doomed the import)."""
+    def check(self, batch: list[tuple[int, Memory]], spool: IO[bytes]) -> None:
+        """Check a batch of valid rows against the rows before them and the store (reads
+        only); spool the new ones."""
+        where, existing = self.stored(batch)
+        for line_no, memory in batch:
+            digest = _digest(memory)
+            first = self.seen.get(memory.id)
+            if first is not None:
+                if first[1] == digest:
+                    self.skipped += 1
+                else:
+                    self.problem(
+                        self.conflicts,
+                        line_no,
+                        f"id {memory.id} appears again with a different record (first on "
+                        f"line {first[0]})",
+                        memory.id,
+                    )
+                continue
+            self.seen[memory.id] = (line_no, digest)
+            if memory.id in where:
+                problem = _compare(memory, where[memory.id], existing)
+                if problem is None:
+                    self.skipped += 1
+                else:
+                    self.problem(self.conflicts, line_no, problem, memory.id)
+                continue
+            if not self.key_in_file(line_no, memory):
+                continue
+            problem = self.key_in_store(memory)
+            if problem is not None:
+                self.problem(self.conflicts, line_no, problem, memory.id)
+                continue
+            if not self.failed:
+                pickle.dump((line_no, memory), spool, protocol=pickle.HIGHEST_PROTOCOL)
+                self.spooled += 1
+
+    def stored(self, batch: list[tuple[int, Memory]]) -> tuple[dict[str, str], dict[str, Memory]]:
+        """The store's scope of each id of ``batch`` it holds, and those rows."""
         where = self.memories.scopes_of([m.id for _, m in batch])
         existing: dict[str, Memory] = {}
         for scope in set(where.values()):
             ids = [m.id for _, m in batch if where.get(m.id) == scope == m.scope]
             existing.update((m.id, m) for m in self.memories.get_many([scope], ids))
-        for line_no, memory in batch:
-            first_line = self.seen.get(memory.id)
-            if first_line is not None:
-                self.repeated(line_no, memory, first_line)
-                continue
-            self.seen[memory.id] = line_no
-            if memory.id in where:
-                self.compare_existing(line_no, memory, where[memory.id], existing)
-                continue
-            if not self.key_is_free(line_no, memory):
-                continue
-            if self.failed:
-                continue  # keep validating; nothing will be committed
-            pieces = textmod.chunk(
-                memory.content, self.settings.chunk_tokens, self.settings.chunk_overlap_tokens
-            ) + reason_chunks(memory)
-            try:
-                self.memories.insert(memory, pieces, extract(memory.content))
-            except Conflict as exc:  # pre-checks make this unreachable; report, not crash
-                self.problem(self.conflicts, line_no, str(exc), memory.id)
-                continue
-            self.imported += 1
-            self.note_episode(memory)
+        return where, existing
 
-    def repeated(self, line_no: int, memory: Memory, first_line: int) -> None:
-        """An id seen earlier in the file: the same record is skipped, another one is a
-        conflict. The first one is in the store by now, unless the import already failed."""
-        stored = self.memories.get([memory.scope], memory.id)
-        if stored is not None and _comparable(stored) == _comparable(memory):
-            self.skipped += 1
-            return
-        if stored is None and self.failed:
-            return  # the first was not written and nothing will be: no comparison to make
-        self.problem(
-            self.conflicts,
-            line_no,
-            f"id {memory.id} appears again with a different record (first on line {first_line})",
-            memory.id,
-        )
-
-    def compare_existing(
-        self, line_no: int, memory: Memory, scope: str, existing: Mapping[str, Memory]
-    ) -> None:
-        if scope != memory.scope:
-            self.problem(
-                self.conflicts,
-                line_no,
-                f"id {memory.id} already exists in scope {scope!r} (ids are unique across "
-                "the store)",
-                memory.id,
-            )
-            return
-        stored, record = _comparable(existing[memory.id]), _comparable(memory)
-        if stored == record:
-            self.skipped += 1
-            return
-        changed = sorted(k for k, v in stored.items() if record.get(k) != v)
-        self.problem(
-            self.conflicts,
-            line_no,
-            f"id {memory.id} already exists with a different record (differs in: "
-            f"{', '.join(changed)})",
-            memory.id,
-        )
-
-    def key_is_free(self, line_no: int, memory: Memory) -> bool:
-        """The partial unique index allows one ACTIVE row per (scope, key): check it
-        against the file so far and against the store."""
+    def key_in_file(self, line_no: int, memory: Memory) -> bool:
+        """The partial unique index allows one ACTIVE row per (scope, key): the file may
+        not hold two."""
         if memory.status is not Status.ACTIVE or memory.key is None:
             return True
         slot = (memory.scope, memory.key)
@@ -514,29 +515,98 @@ class _Import:
             )
             return False
         self.active_keys[slot] = (line_no, memory.id)
-        holder = self.memories.by_key([memory.scope], memory.key)
-        if holder is not None and holder.id != memory.id:
-            self.problem(
-                self.conflicts,
-                line_no,
-                f"key {memory.key!r} already holds active memory {holder.id} in scope "
-                f"{memory.scope!r}",
-                memory.id,
-            )
-            return False
         return True
 
-    def note_episode(self, memory: Memory) -> None:
-        if memory.kind is not Kind.EPISODE or memory.session_id is None:
+    def key_in_store(self, memory: Memory) -> str | None:
+        """Why the row's key cannot be active in the store (another row holds it)."""
+        if memory.status is not Status.ACTIVE or memory.key is None:
+            return None
+        holder = self.memories.by_key([memory.scope], memory.key)
+        if holder is not None and holder.id != memory.id:
+            return (
+                f"key {memory.key!r} already holds active memory {holder.id} in scope "
+                f"{memory.scope!r}"
+            )
+        return None
+
+    # ------------------------------------------------------------------ the writes
+
+    def write(self, spool: IO[bytes]) -> None:
+        """The spooled rows, ``batch`` per transaction (other writers and readers come
+        between), then the records. A batch that meets a conflict (the store changed
+        since the check) is rolled back and the import stops there."""
+        handled = self.rows - self.spooled  # skipped by the check: nothing to write
+        if self.progress is not None and handled:
+            self.progress(handled)
+        batch: list[tuple[int, Memory]] = []
+        for _ in range(self.spooled):
+            batch.append(pickle.load(spool))  # noqa: S301 - our own temporary file
+            if len(batch) >= self.batch:
+                if not self.write_batch(batch):
+                    return
+                batch = []
+        if batch and not self.write_batch(batch):
             return
-        slot = (memory.scope, memory.session_id)
-        when = memory.event_time or memory.created_at
-        first, count = self.sessions.get(slot, (when, 0))
-        self.sessions[slot] = (min(first, when), count + 1)
+        try:
+            with self.store.atomic():
+                self.write_records()
+                if self.conflicts:
+                    raise _Rollback
+        except _Rollback:
+            pass
+
+    def write_batch(self, batch: list[tuple[int, Memory]]) -> bool:
+        sessions: dict[tuple[str, str], tuple[datetime, int]] = {}
+        written = 0
+        try:
+            with self.store.atomic():
+                where, existing = self.stored(batch)
+                for line_no, memory in batch:
+                    if memory.id in where:  # written since the check (another import)
+                        problem = _compare(memory, where[memory.id], existing)
+                        if problem is None:
+                            self.skipped += 1
+                            continue
+                    else:
+                        problem = self.key_in_store(memory)
+                    if problem is None:
+                        problem = self.insert(memory)
+                    if problem is not None:
+                        self.problem(self.conflicts, line_no, problem, memory.id)
+                        continue
+                    written += 1
+                    _note_episode(sessions, memory)
+                if self.conflicts:
+                    raise _Rollback
+                for (scope, session_id), (when, count) in sessions.items():
+                    self.store.session_rows.note_session(scope, session_id, when, count)
+        except _Rollback:
+            return False
+        self.imported += written
+        self.store.indexer.notify()  # the batch's chunks are queued for vectors
+        if self.progress is not None:
+            self.progress(len(batch))
+        return True
+
+    def insert(self, memory: Memory) -> str | None:
+        pieces = textmod.chunk(
+            memory.content, self.settings.chunk_tokens, self.settings.chunk_overlap_tokens
+        ) + reason_chunks(memory)
+        try:
+            self.memories.insert(memory, pieces, extract(memory.content))
+        except Conflict as exc:  # another writer came between the check and the batch
+            return str(exc)
+        return None
+
+    def write_records(self) -> None:
+        imported, conflicts = backup.import_records(self.store, self.records, self.target)
+        for line_no, message in conflicts:
+            self.problem(self.conflicts, line_no, message)
+        self.records_imported = imported
 
     def report(self) -> ImportReport:
         return ImportReport(
-            imported=0 if self.failed else self.imported,
+            imported=self.imported,
             skipped_identical=self.skipped,
             conflicts=tuple(self.conflicts),
             errors=tuple(self.errors),
@@ -545,6 +615,33 @@ class _Import:
             truncated=self.truncated,
             header=self.header,
         )
+
+
+def _note_episode(sessions: dict[tuple[str, str], tuple[datetime, int]], memory: Memory) -> None:
+    if memory.kind is not Kind.EPISODE or memory.session_id is None:
+        return
+    slot = (memory.scope, memory.session_id)
+    when = memory.event_time or memory.created_at
+    first, count = sessions.get(slot, (when, 0))
+    sessions[slot] = (min(first, when), count + 1)
+
+
+def _compare(memory: Memory, scope: str, existing: Mapping[str, Memory]) -> str | None:
+    """Why ``memory`` clashes with the stored row of its id (``None``: the same record)."""
+    if scope != memory.scope:
+        return f"id {memory.id} already exists in scope {scope!r} (ids are unique across the store)"
+    stored, record = _comparable(existing[memory.id]), _comparable(memory)
+    if stored == record:
+        return None
+    changed = sorted(k for k, v in stored.items() if record.get(k) != v)
+    return (
+        f"id {memory.id} already exists with a different record (differs in: {', '.join(changed)})"
+    )
+
+
+def _digest(memory: Memory) -> bytes:
+    text = json.dumps(_comparable(memory), sort_keys=True, ensure_ascii=False)
+    return hashlib.blake2b(text.encode(), digest_size=16).digest()
 
 
 def _lines(fp: Iterable[str]) -> Iterator[tuple[int, str | None]]:
