@@ -300,6 +300,14 @@ class Memories(Protocol):
         """Write the row, its chunks (keyword index, vector queue) and its entity links."""
         ...
 
+    def insert_many(self, items: Sequence[tuple[Memory, Sequence[str], Sequence[Mention]]]) -> None:
+        """Inside a write: ``insert`` each of ``items`` (new rows, in order), in as few
+        round trips as the backend can (PostgreSQL: one pipeline for the rows, one
+        statement for all their chunks). Raises ``Conflict`` when any row is refused
+        (its id exists, or its key has another active row); the caller's transaction
+        is then to be rolled back."""
+        ...
+
     def set_status(
         self,
         scope: str,

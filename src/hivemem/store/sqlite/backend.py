@@ -606,6 +606,11 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, RepairMixin):
         if mentions:
             link_mentions(self._conn, memory.scope, memory.id, mentions, to_text(memory.created_at))
 
+    def insert_many(self, items: Sequence[tuple[Memory, Sequence[str], Sequence[Mention]]]) -> None:
+        # In-process SQLite has no round trips to save: one ``insert`` after another.
+        for memory, chunks, mentions in items:
+            self.insert(memory, chunks, mentions)
+
     def set_status(
         self,
         scope: str,
