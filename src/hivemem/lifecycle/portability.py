@@ -557,7 +557,8 @@ class _Import:
 
     def write_batch(self, batch: list[tuple[int, Memory]]) -> bool:
         sessions: dict[tuple[str, str], tuple[datetime, int]] = {}
-        written = 0
+        new: list[tuple[int, Memory]] = []
+        skipped = 0
         try:
             with self.store.atomic():
                 where, existing = self.stored(batch)
@@ -565,38 +566,44 @@ class _Import:
                     if memory.id in where:  # written since the check (another import)
                         problem = _compare(memory, where[memory.id], existing)
                         if problem is None:
-                            self.skipped += 1
+                            skipped += 1
                             continue
                     else:
                         problem = self.key_in_store(memory)
-                    if problem is None:
-                        problem = self.insert(memory)
                     if problem is not None:
                         self.problem(self.conflicts, line_no, problem, memory.id)
                         continue
-                    written += 1
+                    new.append((line_no, memory))
                     _note_episode(sessions, memory)
                 if self.conflicts:
                     raise _Rollback
+                self.insert(new)
                 for (scope, session_id), (when, count) in sessions.items():
                     self.store.session_rows.note_session(scope, session_id, when, count)
         except _Rollback:
             return False
-        self.imported += written
+        self.imported += len(new)
+        self.skipped += skipped
         self.store.indexer.notify()  # the batch's chunks are queued for vectors
         if self.progress is not None:
             self.progress(len(batch))
         return True
 
-    def insert(self, memory: Memory) -> str | None:
-        pieces = textmod.chunk(
-            memory.content, self.settings.chunk_tokens, self.settings.chunk_overlap_tokens
-        ) + reason_chunks(memory)
+    def insert(self, rows: list[tuple[int, Memory]]) -> None:
+        """Inside the batch's transaction: the rows, their chunks and entity links, in as
+        few round trips as the backend can; a row refused (another writer came between
+        the check and the batch) is a conflict that rolls the batch back."""
+        size, overlap = self.settings.chunk_tokens, self.settings.chunk_overlap_tokens
+        items = [
+            (m, textmod.chunk(m.content, size, overlap) + reason_chunks(m), extract(m.content))
+            for _, m in rows
+        ]
         try:
-            self.memories.insert(memory, pieces, extract(memory.content))
-        except Conflict as exc:  # another writer came between the check and the batch
-            return str(exc)
-        return None
+            self.memories.insert_many(items)
+        except Conflict as exc:
+            line_no = next((n for n, m in rows if m.id in str(exc)), rows[0][0])
+            self.problem(self.conflicts, line_no, str(exc))
+            raise _Rollback from None
 
     def write_records(self) -> None:
         imported, conflicts = backup.import_records(self.store, self.records, self.target)

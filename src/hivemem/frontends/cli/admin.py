@@ -216,10 +216,12 @@ def _why(exc: Exception) -> str:
 def import_(env: Env, file: str, into_scope: str | None, no_embed: bool, as_json: bool) -> None:
     """Load a file written by `hivemem export`.
 
-    FILE may be - for standard input. All or nothing: when any line is invalid or
-    clashes with the store, nothing is imported and every problem is listed with its
-    line number. Memories already present are skipped, so importing a file twice is
-    safe. Then the imported memories are embedded for the vector lane, with a progress
+    FILE may be - for standard input. The whole file is checked first: when any line
+    is invalid or clashes with the store, nothing is imported and every problem is
+    listed with its line number. Then it is written 500 memories per transaction, so
+    other writers and readers get in between. Memories already present are skipped, so
+    importing a file twice is safe and an interrupted import is completed by running it
+    again. Then the imported memories are embedded for the vector lane, with a progress
     bar (--no-embed leaves that to `hivemem reindex`; until then they are found by
     keyword).
     """
