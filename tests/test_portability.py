@@ -419,25 +419,36 @@ KILLER = textwrap.dedent(
     from hivemem.lifecycle.portability import import_jsonl
 
     done = [0]
-
-    def progress(rows):
-        done[0] += rows
-        if done[0] >= int(sys.argv[4]):  # between two batches: the process dies
-            os.kill(os.getpid(), signal.SIGKILL)
-
     store = hivemem.open(sys.argv[2], embedder="none")
+    rows = store.memories
+    insert_many = rows.insert_many
+
+    def progress(count):
+        done[0] += count
+        if sys.argv[5] == "between" and done[0] >= int(sys.argv[4]):
+            os.kill(os.getpid(), signal.SIGKILL)  # between two batches: the process dies
+
+    def inside(items):
+        insert_many(items)
+        if sys.argv[5] == "inside" and done[0] >= int(sys.argv[4]):
+            os.kill(os.getpid(), signal.SIGKILL)  # the batch written, not committed
+
+    rows.insert_many = inside
     with open(sys.argv[3], encoding="utf-8") as fp:
         import_jsonl(store, fp, progress=progress, batch=100)
     """
 )
 
 
-def test_an_import_killed_between_batches_completes_on_a_rerun(store, db_path, clock, tmp_path):
+@pytest.mark.parametrize("where", ["between", "inside"])
+def test_an_import_killed_mid_way_completes_on_a_rerun(store, db_path, clock, tmp_path, where):
+    """kill -9 after the third batch committed, or inside the fourth (its rows written,
+    not committed): the store holds the three batches, and a rerun completes it."""
     text, rows = _episodes_file(tmp_path, clock, 750)
     export = tmp_path / "export.jsonl"
     export.write_text(text, encoding="utf-8")
     died = subprocess.run(
-        [sys.executable, "-c", KILLER, SRC, str(db_path), str(export), "300"],
+        [sys.executable, "-c", KILLER, SRC, str(db_path), str(export), "300", where],
         capture_output=True,
         text=True,
         timeout=120,
@@ -455,3 +466,27 @@ def test_an_import_killed_between_batches_completes_on_a_rerun(store, db_path, c
     again = import_jsonl(store, io.StringIO(text), batch=100)
     assert (again.ok, again.imported, again.skipped_identical) == (True, 0, 750)
     assert os.path.exists(export)
+
+
+def test_a_key_taken_between_the_check_and_its_batch_stops_the_import_there(store, clock, tmp_path):
+    """Another writer takes a key of the file after the check: the batch holding that
+    row is rolled back and the import stops with the conflict (its line named); the
+    batches before it stay, whole."""
+    with hivemem.open(tmp_path / "source.db", clock=clock, embedder="none") as source:
+        for i in range(250):
+            source.scope("a").save(f"fact number {i}", key=f"k{i}")
+        text = _export(source)
+    line = next(n for n, row in enumerate(text.splitlines(), 1) if '"key": "k150"' in row)
+
+    taken: list[str] = []
+
+    def progress(count: int) -> None:
+        if not taken:  # right after the first batch committed
+            taken.append(store.scope("a").save("taken meanwhile", key="k150").id)
+
+    report = import_jsonl(store, io.StringIO(text), progress=progress, batch=100)
+    assert not report.ok and report.imported == 100
+    assert [(p.line, p.message) for p in report.conflicts] == [
+        (line, f"key 'k150' already holds active memory {taken[0]} in scope 'a'")
+    ]  # fmt: skip
+    assert len(_rows(store)) == 101  # the first batch and the writer's row
