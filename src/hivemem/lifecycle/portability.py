@@ -46,7 +46,6 @@ Import contract:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import pickle
 import tempfile
@@ -185,9 +184,11 @@ class ImportReport:
     """The outcome of one ``import_jsonl`` call.
 
     ``ok`` is true when the file was imported; then ``imported`` rows were written and
-    ``skipped_identical`` were already present. When it is false nothing was written
-    (``imported`` is 0) and ``errors`` (invalid lines) and ``conflicts`` (valid rows that
-    clash with the store or with each other) say why.
+    ``skipped_identical`` were already present. When it is false ``errors`` (invalid
+    lines) and ``conflicts`` (valid rows that clash with the store or with each other)
+    say why; nothing was written (``imported`` is 0), unless another writer changed the
+    store between the check and a batch: ``imported`` then counts the rows of the
+    batches committed before that one.
     """
 
     imported: int
@@ -277,8 +278,8 @@ class _Import:
         self.rows = 0
         self.spooled = 0
         self.truncated = False
-        # id -> (the line it first appeared on, a digest of its record)
-        self.seen: dict[str, tuple[int, bytes]] = {}
+        # id -> (the line it first appeared on, its offset in the spool or -1)
+        self.seen: dict[str, tuple[int, int]] = {}
         self.active_keys: dict[tuple[str, str], tuple[int, str]] = {}  # -> (line, id)
         self.records: list[tuple[int, dict[str, Any]]] = []  # non-memory lines, checked
         self.records_imported: dict[str, int] = {}
@@ -457,21 +458,11 @@ class _Import:
         only); spool the new ones."""
         where, existing = self.stored(batch)
         for line_no, memory in batch:
-            digest = _digest(memory)
             first = self.seen.get(memory.id)
             if first is not None:
-                if first[1] == digest:
-                    self.skipped += 1
-                else:
-                    self.problem(
-                        self.conflicts,
-                        line_no,
-                        f"id {memory.id} appears again with a different record (first on "
-                        f"line {first[0]})",
-                        memory.id,
-                    )
+                self.repeated(line_no, memory, first, spool)
                 continue
-            self.seen[memory.id] = (line_no, digest)
+            self.seen[memory.id] = (line_no, -1)
             if memory.id in where:
                 problem = _compare(memory, where[memory.id], existing)
                 if problem is None:
@@ -486,8 +477,35 @@ class _Import:
                 self.problem(self.conflicts, line_no, problem, memory.id)
                 continue
             if not self.failed:
+                self.seen[memory.id] = (line_no, spool.tell())
                 pickle.dump((line_no, memory), spool, protocol=pickle.HIGHEST_PROTOCOL)
                 self.spooled += 1
+
+    def repeated(
+        self, line_no: int, memory: Memory, first: tuple[int, int], spool: IO[bytes]
+    ) -> None:
+        """An id seen earlier in the file: the same record is skipped, another one is a
+        conflict. The first one is in the spool (read back from its offset) or was found
+        in the store, unless it was refused (then the import fails anyway)."""
+        first_line, offset = first
+        if offset >= 0:
+            end = spool.tell()
+            spool.seek(offset)
+            earlier: Memory | None = pickle.load(spool)[1]  # noqa: S301 - our own file
+            spool.seek(end)
+        else:
+            earlier = self.memories.get([memory.scope], memory.id)
+            if earlier is None and self.failed:
+                return  # the first was refused: no comparison to make
+        if earlier is not None and _comparable(earlier) == _comparable(memory):
+            self.skipped += 1
+            return
+        self.problem(
+            self.conflicts,
+            line_no,
+            f"id {memory.id} appears again with a different record (first on line {first_line})",
+            memory.id,
+        )
 
     def stored(self, batch: list[tuple[int, Memory]]) -> tuple[dict[str, str], dict[str, Memory]]:
         """The store's scope of each id of ``batch`` it holds, and those rows."""
@@ -644,11 +662,6 @@ def _compare(memory: Memory, scope: str, existing: Mapping[str, Memory]) -> str 
     return (
         f"id {memory.id} already exists with a different record (differs in: {', '.join(changed)})"
     )
-
-
-def _digest(memory: Memory) -> bytes:
-    text = json.dumps(_comparable(memory), sort_keys=True, ensure_ascii=False)
-    return hashlib.blake2b(text.encode(), digest_size=16).digest()
 
 
 def _lines(fp: Iterable[str]) -> Iterator[tuple[int, str | None]]:
