@@ -490,3 +490,25 @@ def test_a_key_taken_between_the_check_and_its_batch_stops_the_import_there(stor
         (line, f"key 'k150' already holds active memory {taken[0]} in scope 'a'")
     ]  # fmt: skip
     assert len(_rows(store)) == 101  # the first batch and the writer's row
+
+
+def test_a_terminal_sees_the_check_then_the_import(tmp_path, clock):
+    """``hivemem import`` on a terminal: a bar for the check (the first pass), then one
+    for the writes."""
+    text, _ = _episodes_file(tmp_path, clock, 250)
+    export = tmp_path / "export.jsonl"
+    export.write_text(text, encoding="utf-8")
+    command = [sys.executable, "-c", "from hivemem.frontends.cli import main; main()"]
+    main_fd, terminal = os.openpty()
+    done = subprocess.run(
+        [*command, "--db", str(tmp_path / "t.db"), "import", str(export), "--no-embed"],
+        stdout=subprocess.PIPE,
+        stderr=terminal,
+        timeout=120,
+    )
+    os.close(terminal)
+    shown = os.read(main_fd, 65536).decode(errors="replace")
+    os.close(main_fd)
+    assert done.returncode == 0 and b"imported 250 memories" in done.stdout
+    assert shown.index("checking") < shown.index("importing")
+    assert "100%" in shown[shown.index("importing") :]

@@ -216,10 +216,13 @@ def import_jsonl(
     progress: Progress | None = None,
     *,
     batch: int = BATCH,
+    checked: Progress | None = None,
 ) -> ImportReport:
     """Import a file written by ``export_jsonl`` (see the module docstring for the
     contract). ``scope`` puts every row into that one scope instead of its own.
-    ``batch`` is the number of memories written per transaction.
+    ``batch`` is the number of memories written per transaction. ``checked`` is told
+    the memory lines checked (the first pass), ``progress`` those written or skipped
+    (the second).
 
     Returns the report; it never raises for a bad file (only for a store that cannot be
     written, ``StoreError``). When ``report.ok`` is false nothing was written, unless
@@ -227,7 +230,7 @@ def import_jsonl(
     then counts the rows of the batches committed before; a rerun completes it).
     """
     target = rules.name(scope, "scope", store.settings.max_scope_chars, optional=True)
-    run = _Import(store, target, progress, max(1, batch))
+    run = _Import(store, target, progress, max(1, batch), checked)
     # The checked rows wait in a temporary copy (in memory up to a few MB, then on
     # disk), so the input is read once and memory stays flat whatever its size.
     with tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES) as spool:
@@ -249,8 +252,14 @@ class _Import:
     against the store inside its transaction (another writer may have come between)."""
 
     def __init__(
-        self, store: Store, target: str | None, progress: Progress | None, batch: int
+        self,
+        store: Store,
+        target: str | None,
+        progress: Progress | None,
+        batch: int,
+        checked: Progress | None = None,
     ) -> None:
+        self.checked = checked
         self.store = store
         self.memories = store.memories
         self.settings = store.settings
@@ -313,8 +322,12 @@ class _Import:
             if len(batch) >= _CHECK_BATCH:
                 self.check(batch, spool)
                 batch = []
+            if self.checked is not None and self.rows % 100 == 0:
+                self.checked(100)
         if batch:
             self.check(batch, spool)
+        if self.checked is not None and self.rows % 100:
+            self.checked(self.rows % 100)
         if not self.header and not self.errors:
             self.problem(self.errors, max(last_line, 1), "empty file: no export header")
         announced = self.header.get("records") or {}

@@ -277,8 +277,18 @@ def _embed_queued(store: Store, label: str = "embedding") -> int:
 def _import(store: Store, fp: IO[str], scope: str | None, total: int) -> ImportReport:
     if total <= 0:
         return import_jsonl(store, fp, scope=scope)
-    with _progress("importing", total) as bar:
-        return import_jsonl(store, fp, scope=scope, progress=bar.update)
+    with contextlib.ExitStack() as stack:
+        checking = stack.enter_context(_progress("checking", total))
+        bars = [checking]
+
+        def written(rows: int) -> None:
+            if bars[-1] is checking:  # the check is over: its bar gives way
+                checking.update(total)
+                stack.close()
+                bars.append(stack.enter_context(_progress("importing", total)))
+            bars[-1].update(rows)
+
+        return import_jsonl(store, fp, scope=scope, progress=written, checked=checking.update)
 
 
 @contextlib.contextmanager
