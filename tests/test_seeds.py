@@ -328,6 +328,32 @@ def test_updated_by_is_the_handles_actor_on_every_write(store):
     assert store.scope("plain").save("c").updated_by == "plain"
 
 
+def test_what_a_maintenance_job_writes_is_signed_by_the_job(store, clock):
+    """``updated_by`` on the rows no handle wrote: consolidated facts, the session summary,
+    the conflict's lowered fact, the reflection, the summary of old memories."""
+    mem = store.scope("team", actor="agent-7")
+    old = mem.save("Alice lives in Berlin")
+    mem.save("Deploy checklist v1", key="project:deploy")
+    mem.save("Deploy checklist for staging", key="project:staging")
+    clock.advance(days=40)
+    mem.add_episode("Alice moved to Munich last week", "s1", "user")
+    mem.add_episode("We decided to use Postgres for billing", "s1", "user")
+    for n in range(3):
+        mem.save(f"Rust lifetimes note {n}")
+    mem.consolidate("s1")
+    for job in ("reflect", "summarize"):
+        hivemem.run_job(store, job, "team")
+    by_source = {m.source: m.updated_by for m in mem.list()}
+    assert by_source["consolidation"] == "maintenance:consolidate"
+    assert by_source["session_summary"] == "maintenance:consolidate"
+    assert by_source["reflection"] == "maintenance:reflect"
+    assert by_source["summary"] == "maintenance:summarize"
+    assert mem.get(old.id).confidence == 0.3
+    assert mem.get(old.id).updated_by == "maintenance:consolidate"
+    manual = [m.updated_by for m in mem.list() if m.source == "manual" and m.id != old.id]
+    assert manual and set(manual) == {"agent-7"}  # the handle's own writes
+
+
 def test_a_supersede_reason_is_searchable_context(mem):
     mem.save("Cache sessions in memcached", key="cache")
     new = mem.save(
