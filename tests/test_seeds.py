@@ -110,6 +110,11 @@ def test_swarm_hyphenated_tools_answer_in_mcp_and_http(store, app):
         app, "POST", "/v1/scopes/worker-1/tools/memory-get", token, json={"memoryId": again.id}
     )
     assert got.status_code == 200 and got.json()["memory"]["key"] == "retry"
+    gone = http(
+        app, "POST", "/v1/scopes/worker-1/tools/memory-delete", token, json={"memoryId": again.id}
+    )
+    assert gone.status_code == 200 and gone.json()["memory"]["status"] == "deleted"
+    assert worker.search("429") == []
 
 
 def test_memory_stats_gives_counts_by_kind_and_the_two_times(mem, store, app):
@@ -173,6 +178,39 @@ def test_profiles_choose_the_tools_offered(mem):
     mem.save("Tabs, not spaces")
     _, (other_name,) = mcp_calls(mem, [("memory-search", {"query": "tabs"})])  # default set
     assert json.loads(other_name.content[0].text)["results"][0]["snippet"] == "Tabs, not spaces"
+
+
+def test_serve_mcp_offers_a_profile_and_writes_as_its_agent(db_path):
+    """A real ``hivemem serve-mcp --tools core --agent …`` process: it lists the 7 tools of
+    ADR 005 under their names, refuses the others, and signs its writes."""
+    import os
+    import sys
+
+    from mcp import StdioServerParameters
+
+    cmd = [sys.executable, "-c", "from hivemem.frontends.cli import main; main()"]
+    args = ["--db", str(db_path), "serve-mcp", "--scope", "me", "--tools", "core"]
+    params = StdioServerParameters(
+        command=cmd[0],
+        args=[*cmd[1:], *args, "--agent", "assistant-1"],
+        env={**os.environ, "HIVEMEM_EMBEDDER": "hash"},
+    )
+
+    async def main():
+        async with Client(params) as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            fact = await client.call_tool(
+                "remember_fact", {"content": "Vitaly likes tea", "entity_names": ["Vitaly"]}
+            )
+            refused = await client.call_tool("memory_save", {"content": "x"})
+            return names, fact, refused
+
+    names, fact, refused = anyio.run(main)
+    assert names == tools.select("core")
+    assert json.loads(fact.content[0].text)["memory"]["updated_by"] == "assistant-1"
+    assert refused.is_error
+    with hivemem.open(db_path, embedder="hash") as store:
+        assert [m.content for m in store.scope("me").entity("Vitaly")[1]] == ["Vitaly likes tea"]
 
 
 def test_http_lists_a_profiles_functions(store, app):
@@ -285,6 +323,23 @@ def test_a_worker_gets_a_tool_error_over_mcp(store):
     _, (ok,) = mcp_calls(lead, [("memory_delete", {"id": "s"})])
     assert json.loads(ok.content[0].text)["memory"]["status"] == "deleted"
     assert store.scope("swarm").history("s")[0].updated_by == "lead-7"
+
+
+def test_a_servers_lead_rights_come_from_the_lead_of_setting(db_path, clock):
+    settings = Settings().replace(lead_of="swarm", agent="lead-1")
+    with hivemem.open(db_path, settings=settings, clock=clock, embedder="hash") as store:
+        shared = store.scope("swarm").save("Use port 8080", key="port")
+        lead = mcp_server.bind(store, "lead", ["swarm"])
+        _, (ok,) = mcp_calls(lead, [("memory-delete", {"memoryId": shared.id})])
+        assert json.loads(ok.content[0].text)["memory"]["status"] == "deleted"
+        assert store.scope("swarm").get(shared.id).updated_by == "lead-1"
+        worker = mcp_server.bind(store, "worker", ["swarm"], lead_of=[])
+        again = store.scope("swarm").save("Use port 9090", key="port2")
+        _, (no,) = mcp_calls(worker, [("memory_delete", {"id": again.id})])
+        assert no.is_error and "only a lead of 'swarm'" in no.content[0].text
+        # no tool argument names rights: a model asking for them is refused
+        with pytest.raises(InvalidInput):
+            tools.call(worker, "memory_delete", {"id": again.id, "lead_of": ["swarm"]})
 
 
 # ----------------------------------------------------------------------------- §5 categories
