@@ -79,6 +79,18 @@ def test_adr005_search_memory_and_remember_fact_take_their_arguments(mem):
         tools.call(mem, "remember_fact", {"content": "x", "confidence": 2})
 
 
+def test_openhive_and_corvid_name_the_memory_by_its_key(mem):
+    """openhive's ``memory_delete(key)`` and corvid's recall by key: ``key`` is the
+    argument's name where a tool takes a memory's id or key."""
+    mem.save("Never deploy on Fridays", key="deploy-lesson", type="warning")
+    assert call(mem, "memory_get", key="deploy-lesson")["memory"]["type"] == "lesson"
+    _, (deleted,) = mcp_calls(mem, [("memory_delete", {"key": "deploy-lesson"})])
+    assert json.loads(deleted.content[0].text)["memory"]["status"] == "deleted"
+    assert call(mem, "memory_search", query="deploy fridays")["results"] == []
+    saved = call(mem, "memory_save", key="k", content="a")  # memory_save's own key stays
+    assert saved["memory"]["key"] == "k"
+
+
 def test_swarm_hyphenated_tools_answer_in_mcp_and_http(store, app):
     worker = store.scope("worker-1")
     memory = worker.save("The API needs the Bearer prefix", key="auth")
