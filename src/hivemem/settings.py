@@ -178,10 +178,15 @@ class Settings:
     decay_profile: str = _setting(
         "exponential",
         "Temporal decay of scores by age: `exponential` (half-life), `step` (<7 d 1.0, "
-        "7-30 d 0.8, 30-90 d 0.6, older 0.4), `recency` (2^(-age/14)) or `none`. "
+        "7-30 d 0.8, 30-90 d 0.6, older 0.4), `recency` (Agent Swarm's "
+        "2^(-age/recency_half_life_days)) or `none`. "
         "Identity and lesson memories are exempt.",
     )
     half_life_days: float = _setting(30.0, "Half-life of the exponential decay profile.")
+    recency_half_life_days: float = _setting(
+        14.0,
+        "Half-life of the recency decay profile (Agent Swarm's MEMORY_RECENCY_HALF_LIFE_DAYS).",
+    )
     decay_weight: float = _setting(
         0.3,
         "Share of the score that decays with age: score × (1 − w + w × decay). 1 applies "
@@ -486,6 +491,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "session_weight": _UNIT,
     "rrf_k": (1e-6, 1e6),
     "half_life_days": (1e-6, 1e6),
+    "recency_half_life_days": (1e-6, 1e6),
     "decay_weight": _UNIT,
     "max_access_boost": (1.0, 100.0),
     "access_fade_days": (1e-6, 1e6),
