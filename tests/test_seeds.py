@@ -395,6 +395,21 @@ def test_updated_by_is_the_handles_actor_on_every_write(store):
     assert store.scope("plain").save("c").updated_by == "plain"
 
 
+def test_the_cli_writes_as_the_agent_setting(db_path, monkeypatch):
+    """An agent that calls the CLI from its shell names itself by HIVEMEM_AGENT, as a
+    server does by --agent; without it the CLI writes as the scope."""
+    from click.testing import CliRunner
+
+    from hivemem.frontends.cli import main
+
+    base = ["--db", str(db_path), "--scope", "team", "add", "--json"]
+    plain = CliRunner().invoke(main, [*base, "Tea at four"])
+    monkeypatch.setenv("HIVEMEM_AGENT", "ops-bot")
+    named = CliRunner().invoke(main, [*base, "Coffee at nine"])
+    assert json.loads(plain.output)["updated_by"] == "team"
+    assert json.loads(named.output)["updated_by"] == "ops-bot"
+
+
 def test_what_a_maintenance_job_writes_is_signed_by_the_job(store, clock):
     """``updated_by`` on the rows no handle wrote: consolidated facts, the session summary,
     the conflict's lowered fact, the reflection, the summary of old memories."""

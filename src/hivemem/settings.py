@@ -415,9 +415,9 @@ class Settings:
     )
     agent: str = _setting(
         "",
-        "Who a server's handle writes as, recorded as `updated_by` on every write "
-        "(`serve-mcp --agent`; empty: the scope's name). HTTP requests write as their "
-        "token's name.",
+        "Who a server's handle and the CLI write as, recorded as `updated_by` on every "
+        "write (`serve-mcp --agent`; empty: the scope's name). HTTP requests write as "
+        "their token's name.",
     )
     mcp_host: str = _setting("127.0.0.1", "Address `hivemem serve-mcp --transport http` uses.")
     mcp_port: int = _setting(8766, "Port `hivemem serve-mcp --transport http` listens on.")
