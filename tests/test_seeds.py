@@ -246,6 +246,11 @@ def test_memory_consolidate_runs_extract_decay_and_reflect(mem):
     out = call(mem, "memory_consolidate", session_id="s1")
     assert [r["job"] for r in out["runs"]] == ["consolidate", "decay", "reflect"]
     assert out["result"]["counts"]["sessions"] == 1
+    # the description says exactly what ran: each job, and the session's summary it wrote
+    said = tools.TOOLS["memory_consolidate"].description
+    for words in ("extract", "duplicates", "contradicting", "summary of each", "decay",
+                  "prune", "reflection"):  # fmt: skip
+        assert words in said, words
 
 
 def test_the_source_of_a_write_sets_its_ttl_through_the_tools(mem, clock):

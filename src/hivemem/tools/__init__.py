@@ -225,7 +225,9 @@ TOOLS: dict[str, Tool] = {
             "memory_consolidate",
             """Consolidate memory now instead of waiting for the schedule: extract lasting
             facts from the dialogue of finished sessions (or of one session), checking
-            each against duplicates and contradicting facts; then decay confidence and
+            each against duplicates and contradicting facts (a contradicted fact drops to
+            confidence 0.3), and write a summary of each finished session; then decay
+            confidence and
             prune facts faded below the floor; then write the weekly reflection when
             one is due. Slow with an LLM: use sparingly.""",
             obj(session_id=string("Only this session (ended or not).", 200)),
