@@ -383,6 +383,15 @@ def test_category_filters_list_and_search_and_falls_back_when_it_keeps_nothing(m
     token = store.tokens.create("r", {"team-a": "read"}, store.clock())[1]
     got = http(app, "GET", "/v1/scopes/team-a/memories?category=general", token)
     assert [m["id"] for m in got.json()["memories"]] == [plain.id]
+    over_http = http(
+        app, "POST", "/v1/scopes/team-a/search_memory", token,
+        json={"query": "harbour sky", "category": "credential"},
+    ).json()  # fmt: skip
+    assert over_http["category_fallback"] is True and over_http["results"][0]["id"] == plain.id
+    _, (over_mcp,) = mcp_calls(
+        mem, [("search_memory", {"query": "token github", "category": "credential"})]
+    )
+    assert [r["id"] for r in json.loads(over_mcp.content[0].text)["results"]] == [cred.id]
 
 
 # ----------------------------------------------------------------------------- §9 audit
