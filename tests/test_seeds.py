@@ -324,6 +324,15 @@ def test_rights_over_http_come_from_the_tokens_write_grant(store, app):
     assert store.scope("swarm").get(swarm.id).updated_by == "lead"  # the token's name
     purge = http(app, "POST", "/v1/scopes/worker/purge", worker, json={"confirm": "worker"})
     assert purge.status_code == 200 and purge.json()["purged"]["target"] == "scope"
+    learning = {"content": "Pin the CI image", "category": "best-practice"}
+    to_worker = "/v1/scopes/lead/tools/inject_learning"
+    body = {**learning, "target_scope": "worker"}
+    assert http(app, "POST", to_worker, lead, json=body).status_code == 403  # no grant
+    both = tokens.create("lead2", {"lead": "write", "worker": "write"}, store.clock())[1]
+    taught = http(app, "POST", to_worker, both, json=body)
+    assert taught.status_code == 200, taught.text
+    assert taught.json()["scope"] == "worker"
+    assert store.scope("worker").get(taught.json()["memory"]["id"]).updated_by == "lead2"
     reader = tokens.create("reader", {"lead": "read"}, store.clock())[1]
     assert (
         http(app, "POST", "/v1/scopes/lead/purge", reader, json={"confirm": "lead"}).status_code
