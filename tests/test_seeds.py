@@ -79,6 +79,18 @@ def test_adr005_search_memory_and_remember_fact_take_their_arguments(mem):
         tools.call(mem, "remember_fact", {"content": "x", "confidence": 2})
 
 
+def test_adr005s_preference_kind_is_a_fact_of_category_preference(mem):
+    """ADR 005's kinds are episode | fact | preference | reflection; HiveMem keeps a
+    preference as a fact its categorizer files under ``preference``."""
+    liked = call(mem, "remember_fact", content="I prefer dark mode in every editor")
+    mem.save("The editor crashed on startup after the update")
+    found = call(mem, "search_memory", query="editor", kind="preference")
+    assert [r["id"] for r in found["results"]] == [liked["memory"]["id"]]
+    assert "category_fallback" not in found
+    with pytest.raises(InvalidInput, match="category"):
+        tools.call(mem, "search_memory", {"query": "x", "kind": "preference", "category": "task"})
+
+
 def test_openhive_and_corvid_name_the_memory_by_its_key(mem):
     """openhive's ``memory_delete(key)`` and corvid's recall by key: ``key`` is the
     argument's name where a tool takes a memory's id or key."""

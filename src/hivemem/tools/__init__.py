@@ -279,11 +279,15 @@ TOOLS: dict[str, Tool] = {
             """Search long-term memory (keyword, semantic and entity search fused). The
             main retrieval tool: use it before answering about earlier conversations,
             people, projects or preferences. kind narrows to episode (dialogue), fact,
-            reflection, summary or note; tag to memories carrying that tag.""",
+            preference (a fact about what someone prefers), reflection, summary or note;
+            tag to memories carrying that tag.""",
             obj(
                 ["query"],
                 query=string("What to look for, in plain words.", 4000),
-                kind=FILTERS["properties"]["kind"],
+                kind={
+                    **FILTERS["properties"]["kind"],
+                    "enum": [*FILTERS["properties"]["kind"]["enum"], h.PREFERENCE],
+                },
                 tag=string("Only memories carrying this tag, e.g. 'work'.", 100),
                 limit={**MAX, "description": "Most results to return."},
                 category=FILTERS["properties"]["category"],
