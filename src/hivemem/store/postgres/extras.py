@@ -6,7 +6,8 @@ secrets?" differs (SQLite asks ``PRAGMA data_version``; here a signature of the 
 rows, read at most every few milliseconds, tells every node about another node's new
 secret before its next output).
 
-The maintenance statements live in ``maintenance.py``.
+The maintenance statements live in ``maintenance.py``, the ``resolve`` job's in the
+shared ``hivemem.store.resolutions``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ..sqlite.vault import _RECHECK_SECONDS, SQLiteVault
-from . import NotOnPostgres
 
 if TYPE_CHECKING:  # pragma: no cover
     from .backend import PostgresBackend
@@ -41,16 +41,3 @@ class PostgresVault(SQLiteVault):
         changed = self._signature is not None and signature != self._signature
         self._signature = signature
         return changed
-
-
-class NotYet:
-    """A group of statements not ported yet (the ``resolve`` job's verdicts): every
-    attribute raises ``NotOnPostgres`` naming the group and the method."""
-
-    def __init__(self, group: str) -> None:
-        self._group = group
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        raise NotOnPostgres(f"{self._group} ({name})")

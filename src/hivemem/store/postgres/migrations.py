@@ -265,6 +265,25 @@ MIGRATIONS: list[Migration] = [
             "CREATE INDEX purges_scope ON purges (scope, purged_at)",
         ),
     ),
+    Migration(
+        # The SQLite store's 0016_entity_resolutions: the ``resolve`` job's verdicts,
+        # one per pair of entities (``hivemem.store.resolutions``).
+        "0015_entity_resolutions",
+        (
+            f"""CREATE TABLE entity_resolutions (
+                scope {T} NOT NULL,
+                entity_id BIGINT NOT NULL REFERENCES entities (id) ON DELETE CASCADE,
+                other_id BIGINT NOT NULL REFERENCES entities (id) ON DELETE CASCADE,
+                same INTEGER NOT NULL,
+                similarity DOUBLE PRECISION NOT NULL,
+                judged_by TEXT,
+                judged_at {T} NOT NULL,
+                PRIMARY KEY (entity_id, other_id)
+            )""",
+            "CREATE INDEX entity_resolutions_scope ON entity_resolutions (scope)",
+            "CREATE INDEX entity_resolutions_other ON entity_resolutions (other_id)",
+        ),
+    ),
 ]
 
 
