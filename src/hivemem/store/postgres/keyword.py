@@ -201,11 +201,19 @@ class KeywordMixin:
         done = 0
         with self.atomic():
             for memory_id in memory_ids:
-                row = self._q("SELECT content, scope FROM memories WHERE id = %s", [memory_id])
+                row = self._q(
+                    "SELECT content, supersede_reason, supersede_kind, scope FROM memories "
+                    "WHERE id = %s",
+                    [memory_id],
+                )
                 if not row:
                     continue
                 self._x("DELETE FROM chunks WHERE memory_id = %s", [memory_id])
-                self.insert_chunks(memory_id, row[0][1], textmod.chunk(row[0][0], size, overlap))
+                # the supersede reason's chunk too, as the SQLite store and every write do
+                pieces = textmod.chunk(row[0][0], size, overlap) + textmod.reason_chunk(
+                    *row[0][1:3]
+                )
+                self.insert_chunks(memory_id, row[0][3], pieces)
                 done += 1
         return done
 
