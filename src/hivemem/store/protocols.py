@@ -635,6 +635,10 @@ class VaultRows(Protocol):
         """Whether another connection changed the vault since the last answer."""
         ...
 
+    def close(self) -> None:
+        """Let go of what watching for changes holds (a listening connection)."""
+        ...
+
 
 class Tokens(Protocol):
     """The HTTP API's tokens (``api_tokens``; ``hivemem.store.tokens``)."""

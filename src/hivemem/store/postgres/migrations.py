@@ -284,6 +284,22 @@ MIGRATIONS: list[Migration] = [
             "CREATE INDEX entity_resolutions_other ON entity_resolutions (other_id)",
         ),
     ),
+    Migration(
+        # Every committed change to the vault notifies the channel ``hivemem_vault``
+        # (one notification per transaction): each store LISTENs on a connection of its
+        # own and learns of another node's new secret without a query per output.
+        "0017_vault_notify",
+        (
+            """CREATE FUNCTION hivemem_vault_changed() RETURNS trigger
+               LANGUAGE plpgsql AS $$
+               BEGIN
+                   PERFORM pg_notify('hivemem_vault', '');
+                   RETURN NULL;
+               END $$""",
+            "CREATE TRIGGER vault_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE "
+            "ON vault FOR EACH STATEMENT EXECUTE FUNCTION hivemem_vault_changed()",
+        ),
+    ),
 ]
 
 
