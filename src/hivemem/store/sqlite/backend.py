@@ -41,6 +41,7 @@ from ..rows import (
     placeholders,
     row_to_memory,
 )
+from ..stats import scope_stats
 from . import migrations, termcounts
 from .access import AccessLog
 from .database import DRIVER_NAME as DRIVER_NAME
@@ -55,7 +56,6 @@ from .maintenance import SQLiteMaintenance
 from .pool import PooledReads, ReadPool, ThreadRole
 from .purge import SQLitePurge
 from .repair import RepairMixin
-from .stats import scope_stats
 from .vectors import SQLiteVectorIndex, load_extension
 
 
