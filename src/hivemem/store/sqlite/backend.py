@@ -28,6 +28,7 @@ from ...clock import from_text, to_text
 from ...errors import Conflict, StoreError
 from ...providers.entities import Mention
 from ...types import ListFilter, Memory, Query, Status
+from ..inspect import InspectionStatements
 from ..keyword_query import KeywordQuery
 from ..protocols import ChunkMatch, SessionInfo
 from ..resolutions import Resolutions
@@ -49,7 +50,6 @@ from .database import IntegrityError as IntegrityError
 from .database import OperationalError, sqlite_driver
 from .entities import SQLiteEntityIndex, link_mentions
 from .failures import is_full, search_error, store_error
-from .inspect import SQLiteInspection
 from .keyword import KeywordPlans, KeywordStats, to_fts5
 from .limits import ClosedConnection, time_limit
 from .maintenance import SQLiteMaintenance
@@ -723,5 +723,5 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, RepairMixin):
         return SQLitePurge(self)
 
     @property
-    def inspection(self) -> SQLiteInspection:  # the web inspector's reads (stateless)
-        return SQLiteInspection(self)
+    def inspection(self) -> InspectionStatements:  # the web inspector's reads (stateless)
+        return InspectionStatements(self)
