@@ -28,6 +28,7 @@ from ...clock import from_text, to_text
 from ...errors import Conflict, StoreError
 from ...providers.entities import Mention
 from ...types import ListFilter, Memory, Query, Status
+from ..fts5 import to_fts5
 from ..inspect import InspectionStatements
 from ..keyword_query import KeywordQuery
 from ..protocols import ChunkMatch, SessionInfo
@@ -50,7 +51,7 @@ from .database import IntegrityError as IntegrityError
 from .database import OperationalError, sqlite_driver
 from .entities import SQLiteEntityIndex, link_mentions
 from .failures import is_full, search_error, store_error
-from .keyword import KeywordPlans, KeywordStats, to_fts5
+from .keyword import KeywordPlans, KeywordStats
 from .limits import ClosedConnection, time_limit
 from .maintenance import SQLiteMaintenance
 from .pool import PooledReads, ReadPool, ThreadRole
@@ -459,7 +460,7 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, RepairMixin):
         time_limit_s: float | None = None,
     ) -> list[ChunkMatch]:
         """The ``limit`` best chunks by BM25 among those ``keywords`` (compiled to FTS5,
-        ``keyword.to_fts5``) finds that pass scope and filters, best
+        ``fts5.to_fts5``) finds that pass scope and filters, best
         first (ties: lower chunk id first). With ``time_limit_s`` (a caller's FTS5 syntax,
         whose cost has no other bound) the statements stop once it has passed, and the
         search raises ``InvalidInput`` naming the query.

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 from ...clock import from_text, to_text
 from ...types import Kind, Memory
+from ..fts5 import to_fts5
 from ..keyword_query import KeywordQuery
 from ..maintenance_rows import DecayRow, MaintenanceStatements
 from ..rows import SELECT, placeholders, row_to_memory
 from .crossrefs import SQLiteCrossRefs
 from .entities import link_mentions, retype
-from .keyword import to_fts5
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...providers.entities import Mention
