@@ -314,3 +314,52 @@ def test_postgres_to_postgres(pg_url, pg_fresh_url, clock):
         report = copy_store(src, dst)
         assert report.memories == 12 and report.queued == 0
         assert dump(dst) == dump(src)
+
+
+def test_insert_many_writes_a_batch_and_refuses_as_insert_does(any_store, tmp_path, clock):
+    """The batch insert of the copy (PostgreSQL: one pipeline for the rows, one statement
+    for their chunks): rows, chunks in order, the vector queue; a row whose id exists, a
+    key with another active row or an id twice in the batch raise ``Conflict`` with the
+    messages of ``insert``, and the rolled-back batch leaves nothing."""
+    from hivemem.errors import Conflict
+
+    with hivemem.open(tmp_path / "src.db", clock=clock, embedder="none") as source:
+        mem = source.scope("team-a")
+        mem.save("The deploy key rotates monthly", key="k")
+        mem.save("Kafka runs on three brokers")
+        mem.save(" ".join(f"word{i} filler text." for i in range(900)))  # many chunks
+        rows = list(source.iter_memories())
+    dst = any_store.memories
+    settings = any_store.settings
+
+    def items(memories):
+        from hivemem.text import chunk
+
+        return [
+            (m, chunk(m.content, settings.chunk_tokens, settings.chunk_overlap_tokens), ())
+            for m in memories
+        ]
+
+    holder = any_store.scope("team-a").save("Another deploy key", key="k")
+    plain = any_store.scope("team-a").save("A fact of the target")
+    for batch, message in (
+        (rows, "key 'k' already has an active memory in scope 'team-a'"),
+        ([rows[1], rows[1]], f"a memory with id {rows[1].id} already exists"),
+        ([rows[1], plain], f"a memory with id {plain.id} already exists"),
+    ):
+        with pytest.raises(Conflict, match=message), any_store.atomic():
+            dst.insert_many(items(batch))
+        assert {m.id for m in any_store.iter_memories()} == {holder.id, plain.id}
+    with any_store.atomic():
+        dst.insert_many(items(rows[1:]))
+    assert {m.id for m in any_store.iter_memories()} == {
+        holder.id,
+        plain.id,
+        rows[1].id,
+        rows[2].id,
+    }
+    chunks = list(any_store.keyword.memory_chunks([rows[2].id]))
+    assert len(chunks) > 3 and " ".join(c.text for c in chunks).startswith("word0 filler")
+    assert [h.memory.id for h in any_store.scope("team-a").search("brokers", limit=3)] == [
+        rows[1].id
+    ]

@@ -417,7 +417,10 @@ def adjustments(memory: Memory, settings: Settings, now: datetime) -> dict[str, 
     if memory.type not in _DECAY_EXEMPT and settings.decay_weight > 0:
         age = ranking.age_days(memory.event_time or memory.created_at, now)
         decay = ranking.temporal_decay(
-            age, ranking.DecayProfile(settings.decay_profile), settings.half_life_days
+            age,
+            ranking.DecayProfile(settings.decay_profile),
+            settings.half_life_days,
+            settings.recency_half_life_days,
         )
         factor = 1.0 - settings.decay_weight + settings.decay_weight * decay
         if factor < 1.0:

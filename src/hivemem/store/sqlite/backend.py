@@ -30,6 +30,7 @@ from ...providers.entities import Mention
 from ...types import ListFilter, Memory, Query, Status
 from ..keyword_query import KeywordQuery
 from ..protocols import ChunkMatch, SessionInfo
+from ..resolutions import Resolutions
 from ..rows import (
     INSERT,
     JSON_FIELDS,
@@ -54,7 +55,6 @@ from .maintenance import SQLiteMaintenance
 from .pool import PooledReads, ReadPool, ThreadRole
 from .purge import SQLitePurge
 from .repair import RepairMixin
-from .resolutions import SQLiteResolutions
 from .stats import scope_stats
 from .vectors import SQLiteVectorIndex, load_extension
 
@@ -111,7 +111,7 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, RepairMixin):
             self._conn.execute("PRAGMA foreign_keys = ON")
             self.vectors = SQLiteVectorIndex(self, load_extension(self._conn))
             self.entities = SQLiteEntityIndex(self)
-            self.resolutions = SQLiteResolutions(self)
+            self.resolutions = Resolutions(self)
             self.journal_mode = self._prepare_file(busy_timeout_ms)
             if self.location != ":memory:" and read_connections > 0:
                 self._pool = ReadPool(
@@ -605,6 +605,11 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, RepairMixin):
         migrations.insert_chunks(self._conn, memory.id, memory.scope, list(chunks))
         if mentions:
             link_mentions(self._conn, memory.scope, memory.id, mentions, to_text(memory.created_at))
+
+    def insert_many(self, items: Sequence[tuple[Memory, Sequence[str], Sequence[Mention]]]) -> None:
+        # In-process SQLite has no round trips to save: one ``insert`` after another.
+        for memory, chunks, mentions in items:
+            self.insert(memory, chunks, mentions)
 
     def set_status(
         self,

@@ -99,3 +99,6 @@ class SQLiteVault:
         changed = self._data_version is not None and version != self._data_version
         self._data_version = version
         return changed
+
+    def close(self) -> None:
+        """Nothing to let go: ``PRAGMA data_version`` runs on the store's connections."""
