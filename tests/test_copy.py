@@ -15,6 +15,7 @@ from hivemem.frontends.cli import main
 from hivemem.lifecycle.copying import copy_store
 from hivemem.lifecycle.maintenance import run_job
 from hivemem.store.factory import is_url
+from terminal import CLI, run_on_a_terminal
 
 # Side tables compared row for row (generated ids left out, entity ids by name).
 _TABLES = {
@@ -280,27 +281,15 @@ def test_copy_killed_mid_way_is_finished_by_resume(tmp_path, pg_url, clock):
 
 
 def test_a_terminal_gets_progress_bars_and_a_pipe_none(tmp_path, clock):
-    import os
     import subprocess
-    import sys
 
     source = tmp_path / "a.db"
     fill(source, clock, memories=3)
-    command = [sys.executable, "-c", "from hivemem.frontends.cli import main; main()", "copy"]
-    main_fd, terminal = os.openpty()
-    done = subprocess.run(
-        [*command, str(source), str(tmp_path / "b.db")],
-        stdout=subprocess.PIPE,
-        stderr=terminal,
-        timeout=120,
-    )
-    os.close(terminal)
-    shown = os.read(main_fd, 65536).decode(errors="replace")
-    os.close(main_fd)
+    done, shown = run_on_a_terminal("copy", str(source), str(tmp_path / "b.db"))
     assert done.returncode == 0
     assert "memories" in shown and "vectors" in shown and "100%" in shown
     piped = subprocess.run(
-        [*command, str(source), str(tmp_path / "c.db")], capture_output=True, text=True
+        [*CLI, "copy", str(source), str(tmp_path / "c.db")], capture_output=True, text=True
     )
     assert piped.returncode == 0 and "%" not in piped.stderr and "copied 10" in piped.stdout
 

@@ -18,6 +18,7 @@ import pytest
 import hivemem
 from hivemem import Status
 from hivemem.lifecycle.portability import FORMAT_VERSION, export_jsonl, import_jsonl
+from terminal import run_on_a_terminal
 
 SRC = str(Path(hivemem.__file__).resolve().parents[1])
 
@@ -498,16 +499,8 @@ def test_a_terminal_sees_the_check_then_the_import(tmp_path, clock):
     text, _ = _episodes_file(tmp_path, clock, 250)
     export = tmp_path / "export.jsonl"
     export.write_text(text, encoding="utf-8")
-    command = [sys.executable, "-c", "from hivemem.frontends.cli import main; main()"]
-    main_fd, terminal = os.openpty()
-    done = subprocess.run(
-        [*command, "--db", str(tmp_path / "t.db"), "import", str(export), "--no-embed"],
-        stdout=subprocess.PIPE,
-        stderr=terminal,
-        timeout=120,
+    done, shown = run_on_a_terminal(
+        "--db", str(tmp_path / "t.db"), "import", str(export), "--no-embed"
     )
-    os.close(terminal)
-    shown = os.read(main_fd, 65536).decode(errors="replace")
-    os.close(main_fd)
     assert done.returncode == 0 and b"imported 250 memories" in done.stdout
     assert shown.index("checking") < shown.index("importing")

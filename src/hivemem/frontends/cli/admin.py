@@ -92,7 +92,7 @@ def export_(
     then prints the rows counted, exported and unreadable; it exits with status 6 when
     some rows could not be read.
     """
-    if file != "-" and Path(file).exists() and not force:
+    if file != "-" and not force and _taken(file):
         raise InvalidInput("file", f"{file} exists: pass --force to overwrite it")
     scopes = [env.scope] if scope_only else None
     where = "standard output" if file == "-" else file
@@ -195,6 +195,15 @@ def _write_whole(file: str, write: Callable[[IO[str]], int]) -> int:
         with contextlib.suppress(OSError, ValueError):
             partial.unlink(missing_ok=True)
     return count
+
+
+def _taken(file: str) -> bool:
+    """Whether ``file`` exists already; a name no file system can hold (too long, a
+    NUL) is invalid input naming the field."""
+    try:
+        return Path(file).exists()
+    except (OSError, ValueError) as exc:
+        raise InvalidInput("file", f"{file[:60]!r}…: {_why(exc)}") from None
 
 
 def _why(exc: Exception) -> str:

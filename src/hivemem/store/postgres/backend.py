@@ -49,7 +49,7 @@ from ..protocols import SessionInfo
 from ..resolutions import Resolutions
 from ..rows import COLUMNS, JSON_FIELDS, SELECT, TIME_FIELDS, UPDATABLE, row_to_memory
 from ..rows import INSERT as SQLITE_INSERT
-from ..sqlite.stats import scope_stats
+from ..stats import scope_stats
 from . import NotOnPostgres, migrations, qmark, redact, secrets_of
 from .entities import PgEntityIndex, link_mentions
 from .extras import PostgresVault
@@ -533,7 +533,7 @@ class PostgresBackend(KeywordMixin):
         return out
 
     def stats(self, scopes: Sequence[str] | None, now: datetime) -> dict[str, Any]:
-        """The SQLite store's counts (``store/sqlite/stats.py``: portable SQL)."""
+        """The counts both backends share (``store/stats.py``: portable SQL)."""
         return scope_stats(Portable(self), scopes, now)  # type: ignore[arg-type]
 
     def sessions(self, scope: str) -> list[SessionInfo]:

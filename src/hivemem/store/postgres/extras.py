@@ -1,11 +1,11 @@
 """The PostgreSQL store's vault.
 
-The vault reuses ``SQLiteVault``: its SQL is portable and runs through the backend's
-``?``-accepting ``_read``/``_write``; only "has another connection changed the
-secrets?" differs (SQLite asks ``PRAGMA data_version``; here every node learns of another
-node's new secret before its next output from a trigger's notification, read on a
-connection that LISTENs, or where none can be had from a signature of the secret rows
-read at most every few milliseconds).
+The vault's statements are shared (``hivemem.store.vault``): its SQL is portable and
+runs through the backend's ``?``-accepting ``_read``/``_write``. Only "has another
+connection changed the secrets?" differs: SQLite asks ``PRAGMA data_version``; here
+every node learns of another node's new secret before its next output from a
+trigger's notification, read on a connection that LISTENs, or where none can be had
+from a signature of the secret rows read at most every few milliseconds.
 
 The maintenance statements live in ``maintenance.py``, the ``resolve`` job's in the
 shared ``hivemem.store.resolutions``.
@@ -18,13 +18,13 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..sqlite.vault import _RECHECK_SECONDS, SQLiteVault
+from ..vault import RECHECK_SECONDS, VaultStatements
 
 if TYPE_CHECKING:  # pragma: no cover
     from .backend import PostgresBackend
 
 
-class PostgresVault(SQLiteVault):
+class PostgresVault(VaultStatements):
     """``changed_elsewhere`` from notifications: migration ``0017_vault_notify`` makes
     every commit that touches the vault notify ``hivemem_vault``, and this store LISTENs
     on a connection of its own. Asking costs no round trip (libpq reads what the server
@@ -34,7 +34,7 @@ class PostgresVault(SQLiteVault):
     milliseconds, until a listener is back."""
 
     def __init__(self, backend: PostgresBackend) -> None:
-        super().__init__(backend)  # type: ignore[arg-type]
+        super().__init__(backend)
         self._signature: tuple[Any, ...] | None = None
         self._listener: Any = None
         self._listening = False  # a listener has been up: losing it means "changed"
@@ -98,7 +98,7 @@ class PostgresVault(SQLiteVault):
 
     def _signature_changed(self) -> bool:
         now = time.monotonic()
-        if self._signature is not None and now - self._checked_at < _RECHECK_SECONDS:
+        if self._signature is not None and now - self._checked_at < RECHECK_SECONDS:
             return False
         self._checked_at = now
         row = self._db._q(  # type: ignore[attr-defined]

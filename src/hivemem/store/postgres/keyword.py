@@ -43,6 +43,7 @@ from ... import text as textmod
 from ...errors import InvalidInput
 from ...types import Query
 from .. import scratch
+from ..fts5 import to_fts5
 from ..keyword_query import (
     And,
     Empty,
@@ -55,7 +56,6 @@ from ..keyword_query import (
     phrase_tokens,
 )
 from ..protocols import ChunkMatch, TermStats
-from ..sqlite.keyword import to_fts5
 
 if TYPE_CHECKING:  # pragma: no cover
     from .backend import PostgresBackend
