@@ -174,6 +174,12 @@ class Settings:
         "the fused score mass, relative to the best session); memories outside sessions "
         "are their own group. 0 turns it off.",
     )
+    learned_order: bool = _setting(
+        False,
+        "Order the episodes of each search's candidate pool by a small linear model over "
+        "the lanes' features (fitted offline on LoCoMo and LongMemEval; "
+        "docs/retrieval.md). Memories saved on purpose keep their places.",
+    )
     rrf_k: float = _setting(60.0, "The k of reciprocal rank fusion.")
     decay_profile: str = _setting(
         "exponential",

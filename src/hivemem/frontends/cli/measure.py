@@ -5,6 +5,7 @@ quoted in the README."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -478,6 +479,13 @@ def decay(
     is_flag=True,
     help="Also score each stage turned off in turn (and a 2 kB system prompt).",
 )
+@click.option(
+    "--keep",
+    type=click.Path(file_okay=False),
+    metavar="DIR",
+    help="Keep each suite's store in DIR and reuse it on the next run with the same data "
+    "and embedder (only the searches run again; delete DIR to rebuild).",
+)
 @json_option
 @pass_env
 def all_(
@@ -487,6 +495,7 @@ def all_(
     only: tuple[str, ...],
     limit_questions: int | None,
     ablation: bool,
+    keep: str | None,
     as_json: bool,
 ) -> None:
     """Score retrieval on LongMemEval, LoCoMo episodes and LoCoMo mixed, each beside
@@ -504,7 +513,13 @@ def all_(
     for suite in suites_for(locomo_path, lme_path, limit_questions):
         if only and names[suite.name] not in only:
             continue
-        report = run_suite(suite, env.settings, ablation=ablation, progress=printer)
+        report = run_suite(
+            suite,
+            env.settings,
+            ablation=ablation,
+            progress=printer,
+            keep=Path(keep) if keep else None,
+        )
         reports.append(report)
         if not as_json:
             click.echo(format_suite(report) + "\n")
