@@ -173,7 +173,7 @@ class EntityIndex(Protocol):
 
 class Resolutions(Protocol):
     """The ``resolve`` job's reads, verdicts and entity merges
-    (``hivemem.lifecycle.maintenance.resolve``; SQLite: ``store/sqlite/resolutions.py``)."""
+    (``hivemem.lifecycle.maintenance.resolve``; both backends: ``store/resolutions.py``)."""
 
     def entities(self, scope: str, types: tuple[str, ...]) -> list[Any]: ...
 
@@ -308,8 +308,11 @@ class Memories(Protocol):
         ...
 
     def insert_many(self, items: Sequence[tuple[Memory, Sequence[str], Sequence[Mention]]]) -> None:
-        """``insert`` of each (memory, chunks, mentions) in order, with its result: what a
-        backend whose statements cost a round trip sends as a few statements."""
+        """Inside a write: ``insert`` each of ``items`` (new rows, in order), in as few
+        round trips as the backend can (PostgreSQL: one pipeline for the rows, one
+        statement for all their chunks). Raises ``Conflict`` when any row is refused
+        (its id exists, or its key has another active row); the caller's transaction
+        is then to be rolled back."""
         ...
 
     def set_status(
@@ -637,6 +640,10 @@ class VaultRows(Protocol):
 
     def changed_elsewhere(self) -> bool:
         """Whether another connection changed the vault since the last answer."""
+        ...
+
+    def close(self) -> None:
+        """Let go of what watching for changes holds (a listening connection)."""
         ...
 
 

@@ -46,12 +46,13 @@ from ...errors import Conflict, StoreError
 from ...providers.entities import Mention
 from ...types import ListFilter, Memory, Query, Status
 from ..protocols import SessionInfo
+from ..resolutions import Resolutions
 from ..rows import COLUMNS, JSON_FIELDS, SELECT, TIME_FIELDS, UPDATABLE, row_to_memory
 from ..rows import INSERT as SQLITE_INSERT
-from ..sqlite.stats import scope_stats
+from ..stats import scope_stats
 from . import NotOnPostgres, migrations, qmark, redact, secrets_of
 from .entities import PgEntityIndex, link_mentions
-from .extras import NotYet, PostgresVault
+from .extras import PostgresVault
 from .inspect import PgInspection
 from .keyword import KeywordMixin
 from .maintenance import PgMaintenance
@@ -123,7 +124,7 @@ class PostgresBackend(KeywordMixin):
         self.maintenance = PgMaintenance(self)
         self.purges = PgPurge(self)
         self.inspection = PgInspection(self)
-        self.resolutions = NotYet("entity resolution")
+        self.resolutions = Resolutions(self)
         KeywordMixin.__init__(self)
 
     def _prepare(self, url: str, timeout_s: float) -> None:
@@ -538,7 +539,7 @@ class PostgresBackend(KeywordMixin):
         return out
 
     def stats(self, scopes: Sequence[str] | None, now: datetime) -> dict[str, Any]:
-        """The SQLite store's counts (``store/sqlite/stats.py``: portable SQL)."""
+        """The counts both backends share (``store/stats.py``: portable SQL)."""
         return scope_stats(Portable(self), scopes, now)  # type: ignore[arg-type]
 
     def sessions(self, scope: str) -> list[SessionInfo]:

@@ -53,8 +53,8 @@ _ROWS_AND_CHUNKS = (
     "added AS (INSERT INTO chunks (memory_id, scope, seq, text, text_hash, length, terms) "
     "SELECT t.memory_id, t.scope, t.seq, t.text, t.hash, t.length, t.terms::tsvector "
     "FROM unnest(%s::text[], %s::text[], %s::int[], %s::text[], %s::text[], %s::int[], "
-    "%s::text[]) AS t(memory_id, scope, seq, text, hash, length, terms) "
-    "WHERE t.memory_id = ANY(ARRAY(SELECT id FROM written)) RETURNING id), "
+    "%s::text[]) WITH ORDINALITY AS t(memory_id, scope, seq, text, hash, length, terms, ord) "
+    "WHERE t.memory_id = ANY(ARRAY(SELECT id FROM written)) ORDER BY t.ord RETURNING id), "
     "queued AS (INSERT INTO vector_queue (chunk_id) SELECT id FROM added) "
     "SELECT id FROM written"
 )
@@ -116,7 +116,7 @@ def _insert_group(db: PostgresBackend, items: Sequence[Item]) -> None:
         written = {row[0] for row in inserted.fetchall()}
         known = found.fetchall() if found is not None else []
     if len(written) < len(items):
-        _refused(db, [memory for memory, _, _ in items if memory.id not in written][0])
+        _refused(db, items, written)
     db.entities.added += len(items)
     if keys:
         _link(db, items, dict(zip(keys, known, strict=True)))
@@ -139,10 +139,18 @@ def _chunk_arrays(db: PostgresBackend, items: Sequence[Item]) -> list[list[Any]]
     return arrays
 
 
-def _refused(db: PostgresBackend, memory: Memory) -> None:
-    if db._q("SELECT 1 FROM memories WHERE id = %s", [memory.id]):
-        raise Conflict(f"a memory with id {memory.id} already exists")
-    raise Conflict(f"key {memory.key!r} already has an active memory in scope {memory.scope!r}")
+def _refused(db: PostgresBackend, items: Sequence[Item], written: set[str]) -> None:
+    """``Conflict`` for the first memory not written (or an id twice in the batch)."""
+    seen: set[str] = set()
+    for memory, _, _ in items:
+        if memory.id in seen:
+            raise Conflict(f"a memory with id {memory.id} already exists")  # twice here
+        seen.add(memory.id)
+        if memory.id in written:
+            continue
+        if db._q("SELECT 1 FROM memories WHERE id = %s", [memory.id]):
+            raise Conflict(f"a memory with id {memory.id} already exists")
+        raise Conflict(f"key {memory.key!r} already has an active memory in scope {memory.scope!r}")
 
 
 def _link(
