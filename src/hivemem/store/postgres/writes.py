@@ -124,7 +124,11 @@ def _insert_group(db: PostgresBackend, items: Sequence[Item]) -> None:
 
 def _chunk_arrays(db: PostgresBackend, items: Sequence[Item]) -> list[list[Any]]:
     arrays: list[list[Any]] = [[], [], [], [], [], [], []]
+    ids: set[str] = set()
     for memory, pieces, _ in items:
+        if memory.id in ids:
+            continue  # an id twice in the batch: refused below, its chunks never written
+        ids.add(memory.id)
         for seq, piece in enumerate(pieces):
             tokens = scratch.tokens(piece)
             arrays[0].append(memory.id)
