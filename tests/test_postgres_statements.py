@@ -88,3 +88,37 @@ def test_the_keyword_index_merges_its_pending_list_early(pg_url):
             "SELECT reloptions FROM pg_class WHERE relname = 'chunks_terms'"
         )[0]
     assert "gin_pending_list_limit=64" in options
+
+
+def test_the_vector_and_entity_lanes_read_beside_the_keyword_lane(both):  # noqa: F811
+    """On PostgreSQL, outside a transaction, the vector and entity lanes' reads run on
+    lane threads while the keyword lane runs; on SQLite, and inside a transaction, on
+    the caller's thread. Same hits either way."""
+    import threading
+
+    seen: dict[str, set[str]] = {}
+    results = []
+    for store in both:
+        backend = store._backend
+        name = "pg" if "postgresql" in store.location else "sqlite"
+        threads = seen.setdefault(name, set())
+        search, linked = backend.vectors.search, backend.entities.linked
+
+        def vectors(*a, _search=search, _threads=threads, **k):
+            _threads.add(("vector", threading.current_thread().name.startswith("hivemem-lane")))
+            return _search(*a, **k)
+
+        def entities(*a, _linked=linked, _threads=threads, **k):
+            _threads.add(("entity", threading.current_thread().name.startswith("hivemem-lane")))
+            return _linked(*a, **k)
+
+        backend.vectors.search, backend.entities.linked = vectors, entities
+        mem = store.scope("team-a")
+        hits = mem.search("what does Bob drink with Alice")
+        results.append([h.memory.content for h in hits])
+        if name == "pg":
+            with store.atomic():  # a transaction's view: the caller's thread only
+                assert backend.reads_in_parallel() is False
+    assert seen["pg"] == {("vector", True), ("entity", True)}
+    assert seen["sqlite"] == {("vector", False), ("entity", False)}
+    assert results[0] == results[1] and results[0]

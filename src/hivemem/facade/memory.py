@@ -366,8 +366,7 @@ class ScopedMemory:
             first, count = sessions.get(record.session_id, (when, 0))
             sessions[record.session_id] = (min(first, when), count + 1)
         with self._backend.atomic():
-            for record, pieces in records:
-                self._backend.insert(record, *pieces)
+            self._backend.insert_many([(record, *pieces) for record, pieces in records])
             self._store.job_state.note_categories(sureness)
             started = [
                 session_id

@@ -21,18 +21,20 @@ order and records what each did in the hit's explanation:
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
 from .. import text as textmod
 from ..providers import entities as entitymod
 from ..settings import Settings
-from ..store.protocols import Backend
+from ..store.protocols import Backend, VectorMatch
 from ..types import Explanation, Hit, Kind, Memory, MemoryType, Query, Status
 from . import hitset, learned, ranking
 from . import rerank as rerankmod
@@ -44,6 +46,7 @@ if TYPE_CHECKING:  # pragma: no cover - the facade passes its indexer in
     from ..lifecycle.indexer import Indexer
 
 _DECAY_EXEMPT = (MemoryType.IDENTITY, MemoryType.LESSON)
+R = TypeVar("R")
 _POOL_FLOOR = 60  # candidates read, adjusted and diversified (see search())
 _DIVERSITY_CHARS = 2_000  # text compared by word sets where a candidate has no vector
 log = logging.getLogger("hivemem.retrieval.pipeline")
@@ -76,6 +79,22 @@ def search(
     notes: list[str] = []
     candidates: dict[str, _Candidate] = {}
 
+    focus = textmod.query_focus(query.text)
+    vector_run = not query.fts_syntax and indexer.enabled
+    entity_run = not query.fts_syntax and settings.entity_weight > 0
+    # The vector and entity lanes' reads do not depend on the keyword lane's: a backend
+    # whose reads are round trips runs them on other threads meanwhile (same results,
+    # applied in the same order below); elsewhere each runs when its result is asked.
+    parallel = backend.reads_in_parallel()
+    vector_lane = _later(
+        parallel and vector_run,
+        lambda: _vector_reads(backend, indexer, scopes, query, now, fetch, settings, focus),
+    )
+    entity_reads = _later(
+        parallel and entity_run,
+        lambda: _entity_reads(backend, scopes, query, now, fetch, focus),
+    )
+
     terms, keyword = keyword_lane(backend, scopes, query, settings, now, fetch)
     _add_keyword(candidates, keyword)
     lanes_run = ["keyword"] if terms or query.fts_syntax else []
@@ -85,17 +104,9 @@ def search(
     elif not indexer.enabled:
         notes.append(f"vector lane off: {indexer.disabled}")
     else:
-        try:
-            vector = indexer.embed_query(textmod.query_focus(query.text))
-        except Exception as exc:  # reads fail open: an embedder down leaves keyword search
-            log.warning("query embedding failed, vector lane skipped: %s", exc)
-            notes.append(f"vector lane skipped: the query could not be embedded ({exc})")
-            vector = None
-        if vector is not None:
-            assert indexer.identity is not None
-            matches = backend.vectors.search(
-                scopes, vector, query, fetch, now, indexer.identity, settings.vector_pool
-            )
+        matches, vector_notes = vector_lane()
+        notes += vector_notes
+        if matches is not None:
             for rank, match in enumerate(matches, start=1):
                 score = ranking.calibrate_cosine(match.similarity, settings.vector_floor)
                 if score <= 0:  # no closer than unrelated texts: not a candidate
@@ -110,17 +121,7 @@ def search(
                 if c.chunk_id is None:
                     c.chunk_id, c.chunk_seq, c.chunk_text = match.chunk_id, match.seq, match.text
             lanes_run.append("vector")
-            if backend.vectors.has_pending():
-                notes.append(
-                    "some memories are still being embedded: found by keyword only until "
-                    "then (run `hivemem reindex`, or store.flush(), to finish now)"
-                )
-    focus = textmod.query_focus(query.text)
-    if (
-        not query.fts_syntax
-        and settings.entity_weight > 0
-        and _entity_lane(backend, scopes, query, now, fetch, focus, candidates)
-    ):
+    if entity_run and _entity_lane(entity_reads(), candidates):
         lanes_run.append("entity")
     if not candidates:
         return []
@@ -229,23 +230,66 @@ def _current_candidate(current: Memory, superseded: Memory) -> _Candidate:
     return c
 
 
-def _entity_lane(
+def _later(parallel: bool, read: Callable[[], R]) -> Callable[[], R]:
+    """``read``'s result when asked: started now on a lane thread (``parallel``), else
+    run at the call."""
+    if not parallel:
+        return read
+    return _lane_threads().submit(read).result
+
+
+@functools.cache
+def _lane_threads() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=8, thread_name_prefix="hivemem-lane")
+
+
+def _vector_reads(
+    backend: Backend,
+    indexer: Indexer,
+    scopes: Sequence[str],
+    query: Query,
+    now: datetime,
+    fetch: int,
+    settings: Settings,
+    focus: str,
+) -> tuple[list[VectorMatch] | None, list[str]]:
+    """The vector lane's matches (None: the lane did not run) and notes."""
+    try:
+        vector = indexer.embed_query(focus)
+    except Exception as exc:  # reads fail open: an embedder down leaves keyword search
+        log.warning("query embedding failed, vector lane skipped: %s", exc)
+        return None, [f"vector lane skipped: the query could not be embedded ({exc})"]
+    if vector is None:  # nothing to embed (no words): the lane does not run
+        return None, []
+    assert indexer.identity is not None
+    matches = backend.vectors.search(
+        scopes, vector, query, fetch, now, indexer.identity, settings.vector_pool
+    )
+    notes = []
+    if backend.vectors.has_pending():  # on the thread that searched (its answer is cached)
+        notes.append(
+            "some memories are still being embedded: found by keyword only until "
+            "then (run `hivemem reindex`, or store.flush(), to finish now)"
+        )
+    return matches, notes
+
+
+def _entity_reads(
     backend: Backend,
     scopes: Sequence[str],
     query: Query,
     now: datetime,
     fetch: int,
     text: str,
-    candidates: dict[str, _Candidate],
-) -> bool:
-    """Memories linked to the entities the query names. A memory scores the IDF of
-    the entities it mentions over the IDF a never-seen-before entity would have, one per
-    entity named: mentioning every named entity, each rare, scores near 1; a name on
-    every turn (a chat's speaker) weighs little. Returns whether the lane ran (the query
-    named a known entity)."""
+) -> list[tuple[str, float]] | None:
+    """The entity lane's memories and scores, best first; None when the query names no
+    known entity (the lane did not run). A memory scores the IDF of the entities it
+    mentions over the IDF a never-seen-before entity would have, one per entity named:
+    mentioning every named entity, each rare, scores near 1; a name on every turn (a
+    chat's speaker) weighs little."""
     found = backend.entities.lookup(scopes, entitymod.query_names(text), aliases=False)
     if not found:
-        return False
+        return None
     total = backend.entities.total_memories(scopes)
     weights = {e.id: idf(total, e.mention_count) for e in found}
     mass = idf(total, 1) * len({e.canonical for e in found})
@@ -254,7 +298,14 @@ def _entity_lane(
         scopes, list(weights), query, now, fetch * 4
     ):
         scores[memory_id] = scores.get(memory_id, 0.0) + weights[entity_id] / mass
-    ranked = sorted(scores.items(), key=lambda item: -item[1])[:fetch]
+    return sorted(scores.items(), key=lambda item: -item[1])[:fetch]
+
+
+def _entity_lane(ranked: list[tuple[str, float]] | None, candidates: dict[str, _Candidate]) -> bool:
+    """Memories linked to the entities the query names (``_entity_reads``) as
+    candidates. Returns whether the lane ran (the query named a known entity)."""
+    if ranked is None:
+        return False
     for rank, (memory_id, score) in enumerate(ranked, start=1):
         c = candidates.setdefault(memory_id, _Candidate(memory_id))
         c.lanes["entity"] = {"rank": rank, "score": round(min(1.0, score), 6)}

@@ -241,6 +241,13 @@ class Transactions(Protocol):
         database while other writers go on (export uses it). No writes inside."""
         ...
 
+    def reads_in_parallel(self) -> bool:
+        """Whether a search may run its lanes' reads on other threads now: a backend
+        whose reads are round trips to a server (each thread its own connection), and
+        the calling thread inside no transaction (whose view the other threads would
+        not share)."""
+        ...
+
     def close(self) -> None: ...
 
 

@@ -60,6 +60,7 @@ from .portable import Portable
 from .purge import PgPurge
 from .server import server_health
 from .vectors import PgVectorIndex, register_types
+from .writes import insert_many
 
 R = TypeVar("R")
 INSERT = SQLITE_INSERT.replace("?", "%s")
@@ -238,6 +239,11 @@ class PostgresBackend(KeywordMixin):
 
     def _write(self, sql: str, params: Sequence[Any] = ()) -> Any:
         return self._x(qmark(sql), params)
+
+    def reads_in_parallel(self) -> bool:
+        """Outside a transaction on this thread: each lane's reads are round trips that
+        another pooled connection can serve meanwhile."""
+        return getattr(self._local, "conn", None) is None
 
     def in_write(self) -> bool:
         return getattr(self._local, "mode", None) == "write"
@@ -571,43 +577,9 @@ class PostgresBackend(KeywordMixin):
             link_mentions(self, memory.scope, memory.id, mentions, to_text(memory.created_at))
 
     def insert_many(self, items: Sequence[tuple[Memory, Sequence[str], Sequence[Mention]]]) -> None:
-        """The rows in one pipeline (``executemany``: one round trip for the batch, where
-        ``insert`` costs two per row), then every chunk of them in one statement."""
-        from ..rows import memory_to_row
-
-        if not items:
-            return
-        conn = getattr(self._local, "conn", None)
-        if conn is None or self._local.mode != "write":
-            raise RuntimeError("write outside atomic()")  # a bug in HiveMem
-        written: list[str] = []
-        with conn.cursor() as cur:
-            cur.executemany(
-                INSERT + " ON CONFLICT DO NOTHING RETURNING id",
-                [memory_to_row(memory) for memory, _, _ in items],
-                returning=True,
-            )
-            while True:
-                written.extend(r[0] for r in cur.fetchall())
-                if not cur.nextset():
-                    break
-        if len(written) != len(items):  # some were refused: say why, as ``insert`` does
-            done = set(written)
-            for memory, _, _ in items:
-                if memory.id in done:
-                    continue
-                if self._q("SELECT 1 FROM memories WHERE id = %s", [memory.id]):
-                    raise Conflict(f"a memory with id {memory.id} already exists")
-                raise Conflict(
-                    f"key {memory.key!r} already has an active memory in scope {memory.scope!r}"
-                )
-            twice = next(i for i in done if written.count(i) < [m.id for m, _, _ in items].count(i))
-            raise Conflict(f"a memory with id {twice} already exists")  # twice in the batch
-        self.entities.added += len(items)
-        self.insert_chunks_of([(m.id, m.scope, list(chunks)) for m, chunks, _ in items])
-        for memory, _, mentions in items:
-            if mentions:
-                link_mentions(self, memory.scope, memory.id, mentions, to_text(memory.created_at))
+        """``insert`` of each item, in a few round trips for the whole batch
+        (``writes.py``)."""
+        insert_many(self, items)
 
     def set_status(
         self,

@@ -281,37 +281,50 @@ class KeywordMixin:
         self: PostgresBackend, scopes: tuple[str, ...] | None, phrases: Sequence[str], size: int
     ) -> dict[str, int]:
         """Chunks holding each tsquery phrase, in ``scopes`` (None: every scope)."""
-        out: dict[str, int] = {}
-        stale = []
+        return self._freqs([scopes], phrases, size)[0]
+
+    def _freqs(
+        self: PostgresBackend,
+        scope_sets: Sequence[tuple[str, ...] | None],
+        phrases: Sequence[str],
+        size: int,
+    ) -> list[dict[str, int]]:
+        """``_freq`` for each of ``scope_sets``: the counts not cached yet are read in one
+        statement for all of them (one GIN scan per phrase counts every scope set)."""
+        outs: list[dict[str, int]] = [{} for _ in scope_sets]
+        stale: list[str] = []
         with self._stats_lock:
             for phrase in dict.fromkeys(phrases):
-                cached = self._doc_freq.get((scopes, phrase))
-                if self._fresh(cached, size):
-                    out[phrase] = cached[0]  # type: ignore[index]
-                else:
-                    stale.append(phrase)
+                for out, scopes in zip(outs, scope_sets, strict=True):
+                    cached = self._doc_freq.get((scopes, phrase))
+                    if self._fresh(cached, size):
+                        out[phrase] = cached[0]  # type: ignore[index]
+                    elif phrase not in stale:
+                        stale.append(phrase)
         if not stale:
-            return out
-        # One statement for every new phrase (a GIN count each), not one per phrase.
-        if scopes is None:
-            rows = self._q(
-                "SELECT p, (SELECT COUNT(*) FROM chunks WHERE terms @@ p::tsquery) "
-                "FROM unnest(%s::text[]) AS p",
-                [stale],
-            )
-        else:
-            rows = self._q(
-                "SELECT p, (SELECT COUNT(*) FROM chunks WHERE terms @@ p::tsquery "
-                "AND scope = ANY(%s)) FROM unnest(%s::text[]) AS p",
-                [list(scopes), stale],
-            )
+            return outs
+        # One GIN scan of the chunks per phrase gives every scope set's count.
+        counts, params = [], []
+        for scopes in scope_sets:
+            if scopes is None:
+                counts.append("COUNT(*)")
+            else:
+                counts.append("COUNT(*) FILTER (WHERE scope = ANY(%s))")
+                params.append(list(scopes))
+        rows = self._q(
+            f"SELECT p, n.* FROM unnest(%s::text[]) AS p CROSS JOIN LATERAL "
+            f"(SELECT {', '.join(counts)} FROM chunks WHERE terms @@ p::tsquery) n",
+            [stale, *params],
+        )
         with self._stats_lock:
             if len(self._doc_freq) > 50_000:
                 self._doc_freq.clear()
-            for phrase, n in rows:
-                out[phrase] = int(n)
-                self._doc_freq[(scopes, phrase)] = (out[phrase], size)
-        return out
+            for phrase, *found in rows:
+                for out, scopes, n in zip(outs, scope_sets, found, strict=True):
+                    if phrase not in out:  # a count still fresh in the cache stays
+                        out[phrase] = int(n)
+                        self._doc_freq[(scopes, phrase)] = (out[phrase], size)
+        return outs
 
     def _scope_totals(
         self: PostgresBackend, scopes: tuple[str, ...] | None, size: int
@@ -351,12 +364,15 @@ class KeywordMixin:
                 for t, group in stems.items()
             }
 
-        everywhere = per_term(self._freq(None, phrases, size))
         if scopes is None:
+            everywhere = per_term(self._freq(None, phrases, size))
             return TermStats(size, everywhere, everywhere)
         key = tuple(sorted(set(scopes)))
         total, _ = self._scope_totals(key, size)
-        return TermStats(total, per_term(self._freq(key, phrases, size)), everywhere)
+        # Both counts of a new term in one statement (the whole index's and the scopes').
+        whole, scoped = self._freqs([None, key], phrases, size)
+        everywhere = per_term(whole)
+        return TermStats(total, per_term(scoped), everywhere)
 
     # ------------------------------------------------------------------ search
 

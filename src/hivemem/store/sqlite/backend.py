@@ -607,6 +607,9 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, RepairMixin):
         if mentions:
             link_mentions(self._conn, memory.scope, memory.id, mentions, to_text(memory.created_at))
 
+    def reads_in_parallel(self) -> bool:
+        return False  # a read is a function call here: threads would only add overhead
+
     def insert_many(self, items: Sequence[tuple[Memory, Sequence[str], Sequence[Mention]]]) -> None:
         # In-process SQLite has no round trips to save: one ``insert`` after another.
         for memory, chunks, mentions in items:
