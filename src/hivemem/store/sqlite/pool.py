@@ -206,6 +206,7 @@ class ThreadRole(threading.local):
 
     writing = 0
     reader: Any = None
+    version: int | None = None  # the file's change counter noted as the snapshot began
 
 
 class PooledReads:
@@ -270,6 +271,8 @@ class PooledReads:
         another: a change may be reported that was this process's own)."""
         if self._pool is None or self._role.writing:
             return int(self._read("PRAGMA data_version")[0][0])
+        if self._role.reader is not None and self._role.version is not None:
+            return self._role.version  # inside a snapshot: the counter it began under
         try:
             return self._pool.data_version()
         except self._driver_errors as exc:
@@ -337,12 +340,19 @@ class PooledReads:
                 with self._read_transaction(self._conn):
                     yield
             return
+        # The change counter first, then the snapshot: a cache filled inside is keyed on
+        # a counter no newer than the snapshot (a commit between the two is in the
+        # snapshot and makes the next search read again). Noted the other way round, a
+        # commit of another process between the snapshot's start and the counter's read
+        # was counted but not seen, and the rows kept under it hid it from every later
+        # search (tests/test_read_caches.py).
+        version = self.data_version()
         with self._lent(snapshot=True) as conn, self._read_transaction(conn):
-            role.reader = conn
+            role.reader, role.version = conn, version
             try:
                 yield
             finally:
-                role.reader = None
+                role.reader, role.version = None, None
 
     @contextmanager
     def _read_transaction(self, conn: Any) -> Iterator[None]:
