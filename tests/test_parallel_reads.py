@@ -259,3 +259,41 @@ def test_the_wal_stays_bounded_under_overlapping_searches(tmp_path, monkeypatch)
                 thread.join()
         assert largest < 2 * 1024 * 1024, largest
         assert len(mem.list(limit=1000)) == 400
+
+
+def test_the_wal_stays_bounded_when_another_process_reads(tmp_path, monkeypatch):
+    """``serve-http --workers N``: the readers that keep the WAL from restarting are
+    another process's, which the writer cannot hold back. Its checkpoint waits for their
+    snapshots (up to WAL_DRAIN_S) instead of giving up at once. Here the other process
+    is a second handle on the file: to SQLite, connections are connections."""
+    from hivemem.store.sqlite import pool
+
+    monkeypatch.setattr(pool, "WAL_RESTART_BYTES", 256 * 1024)
+    monkeypatch.setattr(pool, "WAL_CHECK_EVERY", 8)
+    path = tmp_path / "m.db"
+    with _open(path, read_connections=2) as store, _open(path, read_connections=2) as other:
+        backend = other._backend
+        stop = threading.Event()
+
+        def reader(offset):  # the other handle's readers, overlapping all the time
+            time.sleep(offset)
+            while not stop.is_set():
+                with backend.snapshot():
+                    backend.scopes()
+                    time.sleep(0.02)
+
+        readers = [threading.Thread(target=reader, args=(o,)) for o in (0, 0.01)]
+        for thread in readers:
+            thread.start()
+        largest = 0
+        try:
+            mem = store.scope("a")
+            for n in range(200):
+                mem.save(f"note {n} " + "padding words " * 40)
+                largest = max(largest, (tmp_path / "m.db-wal").stat().st_size)
+        finally:
+            stop.set()
+            for thread in readers:
+                thread.join()
+        assert largest < 2 * 1024 * 1024, largest
+        assert len(other.scope("a").list(limit=1000)) == 200

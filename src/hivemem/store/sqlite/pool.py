@@ -27,7 +27,9 @@ Contract (issue #13, item 5):
   at its size and past ``WAL_RESTART_BYTES`` holds back new reads, waits for those in
   flight (``WAL_DRAIN_S`` at most, else it tries again later), and runs
   ``wal_checkpoint(TRUNCATE)``, which then finds no reader and empties the WAL; reads and
-  writes wait about one search's length, once per 16 MB of WAL.
+  writes wait about one search's length, once per 16 MB of WAL. Other processes'
+  readers (``serve-http --workers``) are waited for by the checkpoint itself, up to
+  ``WAL_DRAIN_S``.
 - **Closed store.** ``close()`` closes the idle connections at once and each busy one when
   its reader hands it back; a read after close is ``StoreError`` (the backend checks).
 
@@ -294,12 +296,15 @@ class PooledReads:
         except OSError:
             return
         # Searches in flight finish, new ones wait for the restart (a few ms with no
-        # reader left); another process's reader makes the checkpoint give up at once.
+        # reader left). Another process's readers (serve-http --workers) cannot be held
+        # back from here: the checkpoint waits for their snapshots instead, WAL_DRAIN_S
+        # at most (TRUNCATE holds the write lock, so no frame is added meanwhile, and
+        # their new snapshots read the file alone once it is backfilled).
         with self._pool.drained(WAL_DRAIN_S) as empty:
             if not empty:
                 return
             try:
-                self._conn.execute("PRAGMA busy_timeout = 0")
+                self._conn.execute(f"PRAGMA busy_timeout = {int(WAL_DRAIN_S * 1000)}")
                 try:
                     self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
                 finally:
