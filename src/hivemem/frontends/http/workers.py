@@ -14,12 +14,13 @@ The design (a pre-fork, as gunicorn and uvicorn's own ``--workers`` do):
   across ``fork()``, which SQLite forbids) and serves the shared socket with uvicorn; the
   kernel hands each new connection to one of them.
 - **What must run once.** There is no scheduler in serve-http (``hivemem maintain
-  --daemon`` is its own process). Embedding runs in whichever worker took the write; a
-  batch claims its chunks in the store's own transaction (``vectors.upsert`` skips
-  chunks another process stored), and the SQLite store lets one process embed at a time
-  (``SQLiteVectors.embedding_turn``), so N workers catching up on a queue left by a
-  crash embed each chunk once. Token ``last_used_at`` writes are per worker, at most one
-  a minute each, through the writer's ``BEGIN IMMEDIATE`` and busy timeout.
+  --daemon`` is its own process). Each worker's embedding thread wakes on its own
+  writes (and on open, for a queue left by a crash); one batch runs at a time per file
+  (``SQLiteVectorIndex.turn``, a ``flock``), and the worker that waited finds those
+  chunks stored, so each queued chunk is embedded once (``upsert`` skips chunks another
+  process stored in any case). Token ``last_used_at`` writes are per worker, at most one
+  a minute each, through the writer's ``BEGIN IMMEDIATE`` and busy timeout. The WAL
+  restart waits for the other workers' snapshots (``store/sqlite/pool.py``).
 - **Across processes, reads see writes.** Every read transaction sees every commit
   acknowledged before it began, whichever process made it; the caches a worker keeps
   (keyword statistics, scope vectors) are keyed on what the snapshot itself holds
