@@ -32,7 +32,7 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _cli(db: Path, *args: str) -> list[str]:
+def _cli(db: Path | str, *args: str) -> list[str]:
     return [
         sys.executable,
         "-c",
@@ -43,7 +43,7 @@ def _cli(db: Path, *args: str) -> list[str]:
     ]
 
 
-def _start(db: Path, *extra: str) -> tuple[subprocess.Popen, str]:
+def _start(db: Path | str, *extra: str) -> tuple[subprocess.Popen, str]:
     port = _free_port()
     server = subprocess.Popen(
         _cli(db, "serve-http", "--port", str(port), *extra),
@@ -64,7 +64,7 @@ def _start(db: Path, *extra: str) -> tuple[subprocess.Popen, str]:
         time.sleep(0.2)
 
 
-def _token(db: Path) -> dict[str, str]:
+def _token(db: Path | str) -> dict[str, str]:
     made = subprocess.run(
         _cli(db, "token", "create", "t", "--write", "a"), capture_output=True, text=True, env=ENV
     )
@@ -213,3 +213,20 @@ def test_bad_worker_counts_are_refused(tmp_path, db, workers, message):
         timeout=60,
     )
     assert done.returncode == 2 and "workers" in done.stderr and message in done.stderr
+
+
+def test_workers_on_postgresql(pg_url):
+    auth = _token(pg_url)
+    server, base = _start(pg_url, "--workers", "2")
+    try:
+        assert len(_children(server.pid)) == 2
+        with httpx.Client(base_url=base, headers=auth, timeout=30) as client:
+            ids = []
+            for n in range(10):
+                r = client.post("/v1/scopes/a/memories", json={"content": f"osprey {n} nests"})
+                assert r.status_code == 200, r.text
+                ids.append(r.json()["memory"]["id"])
+            found = client.post("/v1/scopes/a/search", json={"query": "osprey", "limit": 20})
+            assert {h["id"] for h in found.json()["results"]} == set(ids)
+    finally:
+        assert _stop(server) == 0

@@ -35,9 +35,10 @@ The design (a pre-fork, as gunicorn and uvicorn's own ``--workers`` do):
   each finishes its requests (uvicorn's graceful shutdown), closes its store (queued
   access counts written) and exits; the parent waits for them.
 
-Needs ``fork`` (Linux, macOS). The inspector's browser sign-in (``/ui`` cookie
-sessions) lives in one worker's memory: with several workers, sign in with a token per
-request, or run ``hivemem ui`` beside the server.
+Needs ``fork`` (Linux, macOS). The inspector's browser sessions (``/ui`` cookies) live
+in one worker's memory, so with several workers a browser is signed in on one of them
+only: open the inspector on a one-worker server or with ``hivemem ui``. API tokens are
+in the store and work on every worker.
 """
 
 from __future__ import annotations
