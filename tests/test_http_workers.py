@@ -139,7 +139,8 @@ def test_workers_share_one_file_and_survive_a_kill_of_one(tmp_path):
         workers = _children(server.pid)
         assert len(workers) == 2, workers
         acknowledged: dict[str, str] = {}
-        refused: list[str] = []
+        refused: list[str] = []  # answers other than 200: none expected
+        dropped: list[str] = []  # connections of the killed worker
         stop = threading.Event()
         lock = threading.Lock()
 
@@ -152,7 +153,7 @@ def test_workers_share_one_file_and_survive_a_kill_of_one(tmp_path):
                     try:
                         r = client.post("/v1/scopes/a/memories", json={"content": content})
                     except httpx.TransportError as exc:  # the killed worker's connection
-                        refused.append(str(exc))
+                        dropped.append(str(exc))
                         continue
                     if r.status_code == 200:
                         with lock:
@@ -169,7 +170,8 @@ def test_workers_share_one_file_and_survive_a_kill_of_one(tmp_path):
         stop.set()
         for t in threads:
             t.join()
-        assert all("error" not in r for r in refused), refused  # only dropped connections
+        assert refused == []
+        assert len(dropped) <= 4, dropped  # at most one request in flight per writer
         # a new worker took the killed one's place, and every write is served by both
         deadline = time.monotonic() + 30
         while len(_children(server.pid)) < 2 or workers[0] in _children(server.pid):
