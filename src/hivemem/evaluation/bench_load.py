@@ -145,17 +145,31 @@ def _server_env(target: LoadTarget) -> dict[str, str]:
     return env
 
 
-def _prepare(target: LoadTarget, scope: str, preload: int, seed: int) -> str:
-    """Fill ``scope`` and return a bearer token with write on it."""
-    import hivemem
+_FILL = """
+import sys, hivemem
+from hivemem.evaluation.bench import CorpusGenerator
+db, scope, preload, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+with hivemem.open(db, embedder="hash") as store:
+    mem = store.scope(scope)
+    items = list(CorpusGenerator(seed).episodes(preload))
+    for start in range(0, len(items), 500):
+        mem.add_episodes(items[start : start + 500])
+    store.flush()
+"""
 
-    generator = CorpusGenerator(seed)
-    with hivemem.open(target.db, embedder="hash") as store:
-        mem = store.scope(scope)
-        items = list(generator.episodes(preload))
-        for start in range(0, len(items), 500):
-            mem.add_episodes(items[start : start + 500])
-        store.flush()
+
+def _prepare(target: LoadTarget, scope: str, preload: int, seed: int) -> str:
+    """Fill ``scope`` and return a bearer token with write on it. The server's own
+    build fills it (a baseline build cannot open a file of a newer schema)."""
+    filled = subprocess.run(
+        [sys.executable, "-c", _FILL, target.db, scope, str(preload), str(seed)],
+        capture_output=True,
+        text=True,
+        env=_server_env(target),
+        check=False,
+    )
+    if filled.returncode != 0:
+        raise HiveMemError(f"cannot fill the load test's store: {filled.stderr.strip()[-500:]}")
     made = subprocess.run(
         _cli(target.db, "token", "create", f"load-{scope}", "--write", scope),
         capture_output=True,
