@@ -47,6 +47,6 @@ def test_load_on_sqlite_with_two_workers(tmp_path):
         preload=50,
     )
     _check(result)
-    # the workers are counted: the parent alone, which only waits, uses a few ms
-    assert result.server_cpu_s is not None and result.server_cpu_s > 0.3
+    # the workers are counted: the parent alone, which only waits, uses about a ms
+    assert result.server_cpu_s is not None and result.server_cpu_s > 0.05
     assert "CPU cores used" in format_load([result])
