@@ -56,6 +56,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 
 
 class PgServer:
+    schema: set[tuple[str, str]]  # the shared test database's indexes and triggers
+
     def __init__(self, server: Any, started_s: float) -> None:
         self.server = server
         self.base = server.get_uri()
@@ -73,6 +75,19 @@ class PgServer:
         with psycopg.connect(self.url(database), autocommit=True) as conn:
             conn.execute("SET lock_timeout = '10s'")
             conn.execute(sql)
+
+    def objects(self, database: str) -> set[tuple[str, str]]:
+        """The indexes and triggers of ``database``'s public schema (not the tables: the
+        vector table comes and goes with the embedder of each test)."""
+        import psycopg
+
+        with psycopg.connect(self.url(database), autocommit=True) as conn:
+            rows = conn.execute(
+                "SELECT 'index', indexname FROM pg_indexes WHERE schemaname = 'public' "
+                "AND tablename <> 'chunk_vectors' UNION ALL SELECT 'trigger', tgname "
+                "FROM pg_trigger WHERE NOT tgisinternal"
+            ).fetchall()
+        return {(kind, name) for kind, name in rows}
 
     def new_database(self, template: str = "template1") -> str:
         name = f"t{next(_counter)}_{int(time.time() * 1000) % 100000}"
@@ -104,6 +119,7 @@ def pg_server() -> Any:
     pg.execute("SELECT pg_reload_conf()")
     pg.execute(f"CREATE DATABASE {WORK}")
     hivemem.open(pg.url(WORK), embedder="none").close()  # the schema, once
+    pg.schema = pg.objects(WORK)
     yield pg
     server.cleanup()
     shutil.rmtree(folder.parent, ignore_errors=True)
@@ -123,6 +139,11 @@ def pg_url(pg_server: PgServer) -> Any:
     """An empty HiveMem database on the session's server: one database, emptied before
     each test (creating a database per test costs ~0.5 s; emptying one ~20 ms)."""
     pg_server.execute_in(WORK, RESET)
+    missing = pg_server.schema - pg_server.objects(WORK)
+    assert not missing, (
+        f"an earlier test changed the shared test database's schema ({sorted(missing)}): "
+        "a test that damages the schema must use pg_fresh_url (a database of its own)"
+    )
     return pg_server.url(WORK)
 
 

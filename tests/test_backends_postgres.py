@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import sys
 import threading
+import time
 from datetime import UTC, datetime
 
 import pytest
@@ -400,3 +401,56 @@ def test_term_statistics_per_scope_equal_sqlite(both):
         assert (b.total_chunks, dict(b.doc_freq)) == (a.total_chunks, dict(a.doc_freq)), scopes
     only_a = pg.keyword.term_stats(terms, ["team-a"])
     assert only_a.doc_freq["database"] < pg.keyword.term_stats(terms).doc_freq["database"]
+
+
+VAULT_SECRET = "zq-7e6d5c4b3a29-Mellon-Node"  # no credential shape: only the vault knows it
+
+
+def _no_queries(store: hivemem.Store, monkeypatch) -> None:
+    def refuse(*_args, **_kwargs):
+        raise AssertionError("asked the server")
+
+    monkeypatch.setattr(store._backend, "_q", refuse)
+    monkeypatch.setattr(store._backend, "_read", refuse)
+
+
+def test_another_nodes_secret_is_heard_not_polled(pg_url, monkeypatch):
+    """Each output asks "has the vault changed?": on PostgreSQL a trigger's
+    notification answers it, read from a listening connection without a query (a poll
+    cost 9.4 s of a 56 s import); another node's new secret is still redacted from the
+    next output once it has committed."""
+    with (
+        hivemem.open(pg_url, embedder="hash") as reader,
+        hivemem.open(pg_url, embedder="hash") as writer,
+    ):
+        assert reader.scrub(f"x {VAULT_SECRET}") == f"x {VAULT_SECRET}"
+        with monkeypatch.context() as quiet:
+            _no_queries(reader, quiet)
+            for _ in range(5):  # nothing changed: no statement at all, however spaced
+                assert reader.scrub(f"x {VAULT_SECRET}") == f"x {VAULT_SECRET}"
+                time.sleep(0.01)
+        writer.vault("a").set("pw", VAULT_SECRET, secret=True)
+        deadline = time.monotonic() + 5
+        while reader.scrub(f"x {VAULT_SECRET}") != "x [REDACTED]":
+            assert time.monotonic() < deadline, "the other node's secret was never redacted"
+            time.sleep(0.01)
+
+
+def test_a_lost_listener_counts_as_a_change_and_is_replaced(pg_url, pg_server):
+    """A notification sent while the listening connection was down would be missed:
+    its loss makes the next answer "changed" (the secrets are read again) and a new
+    listener is opened."""
+    with (
+        hivemem.open(pg_url, embedder="hash") as reader,
+        hivemem.open(pg_url, embedder="hash") as writer,
+    ):
+        assert reader.scrub(VAULT_SECRET) == VAULT_SECRET  # listening from here
+        pid = reader.vault_rows._listener.info.backend_pid
+        pg_server.execute(f"SELECT pg_terminate_backend({pid})")
+        writer.vault("a").set("pw", VAULT_SECRET, secret=True)
+        deadline = time.monotonic() + 5
+        while reader.scrub(VAULT_SECRET) != "[REDACTED]":
+            assert time.monotonic() < deadline, "the change behind the lost listener was missed"
+            time.sleep(0.01)
+        reader.scrub("listening again")
+        assert reader.vault_rows._listener.info.backend_pid != pid

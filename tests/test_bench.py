@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 
 import pytest
+import sqlean as sqlite3
 
 import hivemem
 from hivemem import Settings
+from hivemem.evaluation import bench
 from hivemem.evaluation.bench import (
     BenchReport,
     CorpusGenerator,
@@ -119,6 +122,73 @@ def test_bench_runs_end_to_end_on_a_real_file(tmp_path):
     ):
         assert row in table
     assert "embedding model" not in table
+
+
+def _rows(db) -> dict[str, list[tuple]]:
+    """Every row of every stored table of a closed bench store (vec0's shadow tables
+    included, its virtual table aside), memory ids replaced by their insertion rank and
+    the load's wall-clock stamps (the corpus' event times are in 2025) by a mark."""
+    now = re.compile(r"^20(?!25)\d\d-\d\d-\d\dT")
+    conn = sqlite3.connect(db)
+    try:
+        ids = {
+            r[0]: f"m{i}"
+            for i, r in enumerate(conn.execute("SELECT id FROM memories ORDER BY rowid"))
+        }
+
+        def plain(value):
+            if isinstance(value, str):
+                return ids.get(value, "<now>" if now.match(value) else value)
+            return value
+
+        tables = conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE '%VIRTUAL%'"
+        ).fetchall()
+        return {
+            name: sorted(
+                (tuple(plain(v) for v in row) for row in conn.execute(f'SELECT * FROM "{name}"')),
+                key=repr,
+            )
+            for (name,) in tables
+        }
+    finally:
+        conn.close()
+
+
+def test_bulk_load_builds_the_store_the_live_load_builds(tmp_path):
+    """One load without an embedder, then one flush, leaves the same rows, keyword index
+    (FTS5's segments byte for byte) and vectors as the load with the worker beside it."""
+    settings = Settings().replace(consolidate_on_session_switch=False)
+    generator = CorpusGenerator(5)
+    live, bulk = tmp_path / "live.db", tmp_path / "bulk.db"
+    seen: list[tuple[str, int, int]] = []
+    bench._load(live, 2_500, generator, settings, bench._quiet)
+    plain, load = bench._load_bulk(
+        bulk, 2_500, generator, settings, lambda *args: seen.append(args)
+    )
+    assert load["vectors"] == 2_500 and load["before_flush"] == 0
+    assert plain["load_ns"] == load["load_ns"] > 0 and plain["db_bytes"] > 0
+    assert seen[-1] == ("vectors 2,500", 2_500, 2_500)
+    expected, got = _rows(live), _rows(bulk)
+    assert len(expected["memories"]) == len(expected["chunk_vectors_rowids"]) == 2_500
+    assert expected["chunks_fts_data"] and expected["chunk_vectors_vector_chunks00"]
+    assert got == expected
+
+
+def test_bench_with_bulk_load_loads_once(tmp_path):
+    report = run_bench(
+        sizes=(200,), queries=5, writes=5, batch=5, path=tmp_path, model=False, bulk_load=True
+    )
+    [result] = report.results
+    assert report.bulk_load and report.to_dict()["bulk_load"] is True
+    assert result.vectors_embedded_during_load == 0
+    assert result.vectors_embedded_during_flush == result.vectors == 200
+    assert result.load_seconds == result.keyword_only_load_seconds > 0
+    assert 0 < result.keyword_only_db_bytes < result.db_bytes
+    assert sorted(p.name for p in tmp_path.glob("*.db")) == ["bench-200.db"]
+    for mode in (result.search_keyword_only, result.search_hybrid, result.vector_lane):
+        assert mode.latency.count == 5
+    assert "Bulk load: the corpus loaded once" in format_table(report)
 
 
 def test_bench_measures_the_embedding_model_once_per_run():

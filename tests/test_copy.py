@@ -15,6 +15,7 @@ from hivemem.frontends.cli import main
 from hivemem.lifecycle.copying import copy_store
 from hivemem.lifecycle.maintenance import run_job
 from hivemem.store.factory import is_url
+from terminal import CLI, run_on_a_terminal
 
 # Side tables compared row for row (generated ids left out, entity ids by name).
 _TABLES = {
@@ -280,27 +281,15 @@ def test_copy_killed_mid_way_is_finished_by_resume(tmp_path, pg_url, clock):
 
 
 def test_a_terminal_gets_progress_bars_and_a_pipe_none(tmp_path, clock):
-    import os
     import subprocess
-    import sys
 
     source = tmp_path / "a.db"
     fill(source, clock, memories=3)
-    command = [sys.executable, "-c", "from hivemem.frontends.cli import main; main()", "copy"]
-    main_fd, terminal = os.openpty()
-    done = subprocess.run(
-        [*command, str(source), str(tmp_path / "b.db")],
-        stdout=subprocess.PIPE,
-        stderr=terminal,
-        timeout=120,
-    )
-    os.close(terminal)
-    shown = os.read(main_fd, 65536).decode(errors="replace")
-    os.close(main_fd)
+    done, shown = run_on_a_terminal("copy", str(source), str(tmp_path / "b.db"))
     assert done.returncode == 0
     assert "memories" in shown and "vectors" in shown and "100%" in shown
     piped = subprocess.run(
-        [*command, str(source), str(tmp_path / "c.db")], capture_output=True, text=True
+        [*CLI, "copy", str(source), str(tmp_path / "c.db")], capture_output=True, text=True
     )
     assert piped.returncode == 0 and "%" not in piped.stderr and "copied 10" in piped.stdout
 
@@ -314,3 +303,52 @@ def test_postgres_to_postgres(pg_url, pg_fresh_url, clock):
         report = copy_store(src, dst)
         assert report.memories == 12 and report.queued == 0
         assert dump(dst) == dump(src)
+
+
+def test_insert_many_writes_a_batch_and_refuses_as_insert_does(any_store, tmp_path, clock):
+    """The batch insert of the copy (PostgreSQL: one pipeline for the rows, one statement
+    for their chunks): rows, chunks in order, the vector queue; a row whose id exists, a
+    key with another active row or an id twice in the batch raise ``Conflict`` with the
+    messages of ``insert``, and the rolled-back batch leaves nothing."""
+    from hivemem.errors import Conflict
+
+    with hivemem.open(tmp_path / "src.db", clock=clock, embedder="none") as source:
+        mem = source.scope("team-a")
+        mem.save("The deploy key rotates monthly", key="k")
+        mem.save("Kafka runs on three brokers")
+        mem.save(" ".join(f"word{i} filler text." for i in range(900)))  # many chunks
+        rows = list(source.iter_memories())
+    dst = any_store.memories
+    settings = any_store.settings
+
+    def items(memories):
+        from hivemem.text import chunk
+
+        return [
+            (m, chunk(m.content, settings.chunk_tokens, settings.chunk_overlap_tokens), ())
+            for m in memories
+        ]
+
+    holder = any_store.scope("team-a").save("Another deploy key", key="k")
+    plain = any_store.scope("team-a").save("A fact of the target")
+    for batch, message in (
+        (rows, "key 'k' already has an active memory in scope 'team-a'"),
+        ([rows[1], rows[1]], f"a memory with id {rows[1].id} already exists"),
+        ([rows[1], plain], f"a memory with id {plain.id} already exists"),
+    ):
+        with pytest.raises(Conflict, match=message), any_store.atomic():
+            dst.insert_many(items(batch))
+        assert {m.id for m in any_store.iter_memories()} == {holder.id, plain.id}
+    with any_store.atomic():
+        dst.insert_many(items(rows[1:]))
+    assert {m.id for m in any_store.iter_memories()} == {
+        holder.id,
+        plain.id,
+        rows[1].id,
+        rows[2].id,
+    }
+    chunks = list(any_store.keyword.memory_chunks([rows[2].id]))
+    assert len(chunks) > 3 and " ".join(c.text for c in chunks).startswith("word0 filler")
+    assert [h.memory.id for h in any_store.scope("team-a").search("brokers", limit=3)] == [
+        rows[1].id
+    ]

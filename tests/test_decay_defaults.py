@@ -27,6 +27,23 @@ def test_access_boost_is_full_within_48_hours_and_fades_after():
     assert access_boost(0, 1.5, hours_since_access=1) == 1.0
 
 
+def test_the_recency_half_life_is_a_setting_as_agent_swarms_env_tunable(
+    tmp_path, clock, monkeypatch
+):
+    """Agent Swarm tunes ``MEMORY_RECENCY_HALF_LIFE_DAYS`` (14); HiveMem's recency profile
+    reads ``recency_half_life_days`` (``HIVEMEM_RECENCY_HALF_LIFE_DAYS``), default 14."""
+    assert Settings().recency_half_life_days == 14
+    monkeypatch.setenv("HIVEMEM_RECENCY_HALF_LIFE_DAYS", "7")
+    settings = Settings.from_env().replace(decay_profile="recency", decay_weight=1.0)
+    assert settings.recency_half_life_days == 7
+    with hivemem.open(tmp_path / "m.db", settings=settings, clock=clock, embedder="hash") as s:
+        mem = s.scope("swarm")
+        mem.save("The flaky test is test_login_retry", kind="fact")
+        clock.advance(days=7)
+        [hit] = mem.search("flaky test login retry")
+        assert hit.explain.factors["decay"] == pytest.approx(0.5, rel=1e-3)
+
+
 def test_search_explains_an_access_boost_that_fades_with_the_last_use(mem, clock):
     fact = mem.save("The staging database password rotates every Monday", kind="fact")
     for _ in range(5):

@@ -32,6 +32,19 @@ def test_organisations_places_projects_and_tools_are_not_people(mem):
     assert entity.canonical == "acme corp" and [m.id for m in linked] == [fact.id]
 
 
+def test_a_hyphenated_modifier_names_its_stem_and_is_no_person(mem):
+    """ "Berlin-based Project Alpha" is the place Berlin and the project, not a person
+    named "Berlin-based Project Alpha"; a capitalised compound ("Rolls-Royce") stays one
+    name."""
+    mem.save("Acme Corp hired a Berlin-based Project Alpha lead; Rolls-Royce-made engines")
+    assert mem.entity("Berlin")[0].type == "location"
+    assert mem.entity("Project Alpha")[0].type == "project"
+    assert mem.entity("Rolls-Royce")[0].name == "Rolls-Royce"
+    for wrong in ("Berlin-based", "Berlin-based Project Alpha", "Rolls-Royce-made"):
+        with pytest.raises(NotFound):
+            mem.entity(wrong)
+
+
 @pytest.mark.parametrize("asked", ["8 May 2023", "May 8, 2023", "2023-05-08", "8th of May 2023"])
 def test_a_date_entity_is_found_by_any_common_form(mem, asked):
     first = mem.save("The launch happened on May 8, 2023.", kind="fact")

@@ -11,8 +11,8 @@ import pytest
 import hivemem
 from hivemem.errors import InvalidInput
 from hivemem.store import keyword_query as kq
+from hivemem.store.fts5 import to_fts5
 from hivemem.store.scratch import TOKENIZE, sqlite_driver
-from hivemem.store.sqlite.keyword import to_fts5
 from test_hostile_search import FTS_FRAGMENTS, WORDS, hostile_queries
 
 DOCS = [

@@ -5,6 +5,12 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -12,6 +18,9 @@ import pytest
 import hivemem
 from hivemem import Status
 from hivemem.lifecycle.portability import FORMAT_VERSION, export_jsonl, import_jsonl
+from terminal import run_on_a_terminal
+
+SRC = str(Path(hivemem.__file__).resolve().parents[1])
 
 
 def _rows(store, scopes=None):
@@ -322,3 +331,176 @@ def test_import_refuses_a_credential_under_the_reject_policy(db_path, clock, tmp
         assert not report.ok and report.imported == 0
         assert "content: contains a credential" in str(report.errors[0])
         assert store.scope("team-a").list() == []
+
+
+# ----------------------------------------------------------------------------- batches
+
+
+def _episodes_file(tmp_path, clock, n: int) -> tuple[str, list[dict]]:
+    """An export of ``n`` episodes in three sessions (and a vault entry), made in a
+    SQLite store of its own; the rows it holds."""
+    with hivemem.open(tmp_path / "source.db", clock=clock, embedder="none") as source:
+        mem = source.scope("a")
+        mem.add_episodes(
+            [
+                {"content": f"turn {i} of the talk", "session_id": f"s{i % 3}", "role": "user"}
+                for i in range(n)
+            ]
+        )
+        source.vault("a").set("region", "eu-west-1")
+        return _export(source), _rows(source)
+
+
+def test_a_bad_last_line_writes_nothing(store, clock, tmp_path):
+    text, _ = _episodes_file(tmp_path, clock, 450)
+    lines = text.splitlines()
+    memory_lines = [i for i, line in enumerate(lines) if '"record"' not in line][1:]
+    last = memory_lines[-1]
+    lines[last] = lines[last].replace('"kind": "episode"', '"kind": "rumour"')
+    report = import_jsonl(store, io.StringIO("\n".join(lines) + "\n"), batch=100)
+    assert not report.ok and report.imported == 0
+    assert [p.line for p in report.errors] == [last + 1]
+    assert "kind" in str(report.errors[0])
+    assert _rows(store) == [] and store.scope("a").sessions() == []
+    assert "region" not in store.vault("a")
+
+
+def test_a_writer_gets_in_between_the_batches_of_an_import(store, db_path, clock, tmp_path):
+    """A real second writer (its own store handle, its own thread) saves while a large
+    import runs: after every committed batch, the import waits until the writer has
+    saved once more, and a reader on that handle sees the batches committed so far. An
+    import holding one transaction for its whole run fails both (SQLite: the writer's
+    save blocks on the lock; both backends: the reader sees nothing until the end)."""
+    text, rows = _episodes_file(tmp_path, clock, 1000)
+    done = threading.Event()
+    saved = threading.Event()
+    failures: list[BaseException] = []
+    live = hivemem.open(db_path, clock=clock, embedder="none")
+
+    def writer() -> None:
+        n = 0
+        try:
+            while not done.is_set():
+                live.scope("live").save(f"written during the import {n}")
+                n += 1
+                saved.set()
+        except BaseException as exc:  # reported by the test below
+            failures.append(exc)
+            saved.set()
+
+    batches: list[int] = []
+
+    def progress(rows_done: int) -> None:
+        saved.clear()
+        assert saved.wait(20), "no write got in between two batches of the import"
+        batches.append(rows_done)
+        # and a reader on another connection sees every batch committed so far
+        assert len(list(live.iter_memories(["a"]))) == sum(batches)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        report = import_jsonl(store, io.StringIO(text), progress=progress, batch=100)
+    finally:
+        done.set()
+        thread.join(30)
+        live.close()
+    assert not failures, failures
+    assert report.ok and report.imported == 1000, report.to_dict()
+    assert batches == [100] * 10
+    assert len(store.scope("live").list(limit=1000)) >= 10
+    assert _rows(store, ["a"]) == rows
+
+
+KILLER = textwrap.dedent(
+    """
+    import io, os, signal, sys
+    sys.path.insert(0, sys.argv[1])
+    import hivemem
+    from hivemem.lifecycle.portability import import_jsonl
+
+    done = [0]
+    store = hivemem.open(sys.argv[2], embedder="none")
+    rows = store.memories
+    insert_many = rows.insert_many
+
+    def progress(count):
+        done[0] += count
+        if sys.argv[5] == "between" and done[0] >= int(sys.argv[4]):
+            os.kill(os.getpid(), signal.SIGKILL)  # between two batches: the process dies
+
+    def inside(items):
+        insert_many(items)
+        if sys.argv[5] == "inside" and done[0] >= int(sys.argv[4]):
+            os.kill(os.getpid(), signal.SIGKILL)  # the batch written, not committed
+
+    rows.insert_many = inside
+    with open(sys.argv[3], encoding="utf-8") as fp:
+        import_jsonl(store, fp, progress=progress, batch=100)
+    """
+)
+
+
+@pytest.mark.parametrize("where", ["between", "inside"])
+def test_an_import_killed_mid_way_completes_on_a_rerun(store, db_path, clock, tmp_path, where):
+    """kill -9 after the third batch committed, or inside the fourth (its rows written,
+    not committed): the store holds the three batches, and a rerun completes it."""
+    text, rows = _episodes_file(tmp_path, clock, 750)
+    export = tmp_path / "export.jsonl"
+    export.write_text(text, encoding="utf-8")
+    died = subprocess.run(
+        [sys.executable, "-c", KILLER, SRC, str(db_path), str(export), "300", where],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert died.returncode == -signal.SIGKILL, died.stderr
+    assert len(_rows(store)) == 300  # three whole batches, nothing of the fourth
+    assert "region" not in store.vault("a")  # the records go last
+    with open(export, encoding="utf-8") as fp:
+        report = import_jsonl(store, fp, batch=100)
+    assert report.ok, report.to_dict()
+    assert (report.imported, report.skipped_identical) == (450, 300)
+    assert _rows(store) == rows  # exactly the file's rows, none twice
+    assert sum(s.episode_count for s in store.scope("a").sessions()) == 750
+    assert store.vault("a").get("region") == "eu-west-1"
+    again = import_jsonl(store, io.StringIO(text), batch=100)
+    assert (again.ok, again.imported, again.skipped_identical) == (True, 0, 750)
+    assert os.path.exists(export)
+
+
+def test_a_key_taken_between_the_check_and_its_batch_stops_the_import_there(store, clock, tmp_path):
+    """Another writer takes a key of the file after the check: the batch holding that
+    row is rolled back and the import stops with the conflict (its line named); the
+    batches before it stay, whole."""
+    with hivemem.open(tmp_path / "source.db", clock=clock, embedder="none") as source:
+        for i in range(250):
+            source.scope("a").save(f"fact number {i}", key=f"k{i}")
+        text = _export(source)
+    line = next(n for n, row in enumerate(text.splitlines(), 1) if '"key": "k150"' in row)
+
+    taken: list[str] = []
+
+    def progress(count: int) -> None:
+        if not taken:  # right after the first batch committed
+            taken.append(store.scope("a").save("taken meanwhile", key="k150").id)
+
+    report = import_jsonl(store, io.StringIO(text), progress=progress, batch=100)
+    assert not report.ok and report.imported == 100
+    assert [(p.line, p.message) for p in report.conflicts] == [
+        (line, f"key 'k150' already holds active memory {taken[0]} in scope 'a'")
+    ]  # fmt: skip
+    assert len(_rows(store)) == 101  # the first batch and the writer's row
+
+
+def test_a_terminal_sees_the_check_then_the_import(tmp_path, clock):
+    """``hivemem import`` on a terminal: a bar for the check (the first pass), then one
+    for the writes."""
+    text, _ = _episodes_file(tmp_path, clock, 250)
+    export = tmp_path / "export.jsonl"
+    export.write_text(text, encoding="utf-8")
+    done, shown = run_on_a_terminal(
+        "--db", str(tmp_path / "t.db"), "import", str(export), "--no-embed"
+    )
+    assert done.returncode == 0 and b"imported 250 memories" in done.stdout
+    assert shown.index("checking") < shown.index("importing")

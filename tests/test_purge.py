@@ -232,6 +232,25 @@ def test_purge_tools_need_the_scope_name_to_erase_everything(mem):
     assert tools.call(mem, "memory_purge_all", {"confirm": "team-a"})["purged"]["target"] == "scope"
 
 
+def test_purge_over_mcp_erases_a_whole_chain(mem):
+    import anyio
+    from mcp import Client
+
+    from hivemem.frontends import mcp as mcp_server
+
+    mem.save("Zorblaxian plan v1", key="plan")
+    mem.save("Zorblaxian plan v2", key="plan", supersede_reason="revised")
+
+    async def main():
+        async with Client(mcp_server.create_server(mem)) as client:
+            return await client.call_tool("memory_purge", {"id": "plan"})
+
+    out = json.loads(anyio.run(main).content[0].text)["purged"]
+    assert out["counts"]["memories"] == 2 and mem.search("zorblaxian") == []
+    with pytest.raises(NotFound):
+        mem.history("plan")
+
+
 def test_purge_routes_need_a_write_grant_and_erase_over_http(db_path, clock):
     import asyncio
 

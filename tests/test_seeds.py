@@ -79,6 +79,30 @@ def test_adr005_search_memory_and_remember_fact_take_their_arguments(mem):
         tools.call(mem, "remember_fact", {"content": "x", "confidence": 2})
 
 
+def test_adr005s_preference_kind_is_a_fact_of_category_preference(mem):
+    """ADR 005's kinds are episode | fact | preference | reflection; HiveMem keeps a
+    preference as a fact its categorizer files under ``preference``."""
+    liked = call(mem, "remember_fact", content="I prefer dark mode in every editor")
+    mem.save("The editor crashed on startup after the update")
+    found = call(mem, "search_memory", query="editor", kind="preference")
+    assert [r["id"] for r in found["results"]] == [liked["memory"]["id"]]
+    assert "category_fallback" not in found
+    with pytest.raises(InvalidInput, match="category"):
+        tools.call(mem, "search_memory", {"query": "x", "kind": "preference", "category": "task"})
+
+
+def test_openhive_and_corvid_name_the_memory_by_its_key(mem):
+    """openhive's ``memory_delete(key)`` and corvid's recall by key: ``key`` is the
+    argument's name where a tool takes a memory's id or key."""
+    mem.save("Never deploy on Fridays", key="deploy-lesson", type="warning")
+    assert call(mem, "memory_get", key="deploy-lesson")["memory"]["type"] == "lesson"
+    _, (deleted,) = mcp_calls(mem, [("memory_delete", {"key": "deploy-lesson"})])
+    assert json.loads(deleted.content[0].text)["memory"]["status"] == "deleted"
+    assert call(mem, "memory_search", query="deploy fridays")["results"] == []
+    saved = call(mem, "memory_save", key="k", content="a")  # memory_save's own key stays
+    assert saved["memory"]["key"] == "k"
+
+
 def test_swarm_hyphenated_tools_answer_in_mcp_and_http(store, app):
     worker = store.scope("worker-1")
     memory = worker.save("The API needs the Bearer prefix", key="auth")
@@ -110,6 +134,11 @@ def test_swarm_hyphenated_tools_answer_in_mcp_and_http(store, app):
         app, "POST", "/v1/scopes/worker-1/tools/memory-get", token, json={"memoryId": again.id}
     )
     assert got.status_code == 200 and got.json()["memory"]["key"] == "retry"
+    gone = http(
+        app, "POST", "/v1/scopes/worker-1/tools/memory-delete", token, json={"memoryId": again.id}
+    )
+    assert gone.status_code == 200 and gone.json()["memory"]["status"] == "deleted"
+    assert worker.search("429") == []
 
 
 def test_memory_stats_gives_counts_by_kind_and_the_two_times(mem, store, app):
@@ -175,6 +204,39 @@ def test_profiles_choose_the_tools_offered(mem):
     assert json.loads(other_name.content[0].text)["results"][0]["snippet"] == "Tabs, not spaces"
 
 
+def test_serve_mcp_offers_a_profile_and_writes_as_its_agent(db_path):
+    """A real ``hivemem serve-mcp --tools core --agent …`` process: it lists the 7 tools of
+    ADR 005 under their names, refuses the others, and signs its writes."""
+    import os
+    import sys
+
+    from mcp import StdioServerParameters
+
+    cmd = [sys.executable, "-c", "from hivemem.frontends.cli import main; main()"]
+    args = ["--db", str(db_path), "serve-mcp", "--scope", "me", "--tools", "core"]
+    params = StdioServerParameters(
+        command=cmd[0],
+        args=[*cmd[1:], *args, "--agent", "assistant-1"],
+        env={**os.environ, "HIVEMEM_EMBEDDER": "hash"},
+    )
+
+    async def main():
+        async with Client(params) as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            fact = await client.call_tool(
+                "remember_fact", {"content": "Vitaly likes tea", "entity_names": ["Vitaly"]}
+            )
+            refused = await client.call_tool("memory_save", {"content": "x"})
+            return names, fact, refused
+
+    names, fact, refused = anyio.run(main)
+    assert names == tools.select("core")
+    assert json.loads(fact.content[0].text)["memory"]["updated_by"] == "assistant-1"
+    assert refused.is_error
+    with hivemem.open(db_path, embedder="hash") as store:
+        assert [m.content for m in store.scope("me").entity("Vitaly")[1]] == ["Vitaly likes tea"]
+
+
 def test_http_lists_a_profiles_functions(store, app):
     token = store.tokens.create("r", {"team-a": "read"}, store.clock())[1]
     listed = http(app, "GET", "/v1/tools?profile=swarm", token)
@@ -196,6 +258,11 @@ def test_memory_consolidate_runs_extract_decay_and_reflect(mem):
     out = call(mem, "memory_consolidate", session_id="s1")
     assert [r["job"] for r in out["runs"]] == ["consolidate", "decay", "reflect"]
     assert out["result"]["counts"]["sessions"] == 1
+    # the description says exactly what ran: each job, and the session's summary it wrote
+    said = tools.TOOLS["memory_consolidate"].description
+    for words in ("extract", "duplicates", "contradicting", "summary of each", "decay",
+                  "prune", "reflection"):  # fmt: skip
+        assert words in said, words
 
 
 def test_the_source_of_a_write_sets_its_ttl_through_the_tools(mem, clock):
@@ -269,6 +336,15 @@ def test_rights_over_http_come_from_the_tokens_write_grant(store, app):
     assert store.scope("swarm").get(swarm.id).updated_by == "lead"  # the token's name
     purge = http(app, "POST", "/v1/scopes/worker/purge", worker, json={"confirm": "worker"})
     assert purge.status_code == 200 and purge.json()["purged"]["target"] == "scope"
+    learning = {"content": "Pin the CI image", "category": "best-practice"}
+    to_worker = "/v1/scopes/lead/tools/inject_learning"
+    body = {**learning, "target_scope": "worker"}
+    assert http(app, "POST", to_worker, lead, json=body).status_code == 403  # no grant
+    both = tokens.create("lead2", {"lead": "write", "worker": "write"}, store.clock())[1]
+    taught = http(app, "POST", to_worker, both, json=body)
+    assert taught.status_code == 200, taught.text
+    assert taught.json()["scope"] == "worker"
+    assert store.scope("worker").get(taught.json()["memory"]["id"]).updated_by == "lead2"
     reader = tokens.create("reader", {"lead": "read"}, store.clock())[1]
     assert (
         http(app, "POST", "/v1/scopes/lead/purge", reader, json={"confirm": "lead"}).status_code
@@ -285,6 +361,23 @@ def test_a_worker_gets_a_tool_error_over_mcp(store):
     _, (ok,) = mcp_calls(lead, [("memory_delete", {"id": "s"})])
     assert json.loads(ok.content[0].text)["memory"]["status"] == "deleted"
     assert store.scope("swarm").history("s")[0].updated_by == "lead-7"
+
+
+def test_a_servers_lead_rights_come_from_the_lead_of_setting(db_path, clock):
+    settings = Settings().replace(lead_of="swarm", agent="lead-1")
+    with hivemem.open(db_path, settings=settings, clock=clock, embedder="hash") as store:
+        shared = store.scope("swarm").save("Use port 8080", key="port")
+        lead = mcp_server.bind(store, "lead", ["swarm"])
+        _, (ok,) = mcp_calls(lead, [("memory-delete", {"memoryId": shared.id})])
+        assert json.loads(ok.content[0].text)["memory"]["status"] == "deleted"
+        assert store.scope("swarm").get(shared.id).updated_by == "lead-1"
+        worker = mcp_server.bind(store, "worker", ["swarm"], lead_of=[])
+        again = store.scope("swarm").save("Use port 9090", key="port2")
+        _, (no,) = mcp_calls(worker, [("memory_delete", {"id": again.id})])
+        assert no.is_error and "only a lead of 'swarm'" in no.content[0].text
+        # no tool argument names rights: a model asking for them is refused
+        with pytest.raises(InvalidInput):
+            tools.call(worker, "memory_delete", {"id": again.id, "lead_of": ["swarm"]})
 
 
 # ----------------------------------------------------------------------------- §5 categories
@@ -311,6 +404,15 @@ def test_category_filters_list_and_search_and_falls_back_when_it_keeps_nothing(m
     token = store.tokens.create("r", {"team-a": "read"}, store.clock())[1]
     got = http(app, "GET", "/v1/scopes/team-a/memories?category=general", token)
     assert [m["id"] for m in got.json()["memories"]] == [plain.id]
+    over_http = http(
+        app, "POST", "/v1/scopes/team-a/search_memory", token,
+        json={"query": "harbour sky", "category": "credential"},
+    ).json()  # fmt: skip
+    assert over_http["category_fallback"] is True and over_http["results"][0]["id"] == plain.id
+    _, (over_mcp,) = mcp_calls(
+        mem, [("search_memory", {"query": "token github", "category": "credential"})]
+    )
+    assert [r["id"] for r in json.loads(over_mcp.content[0].text)["results"]] == [cred.id]
 
 
 # ----------------------------------------------------------------------------- §9 audit
@@ -326,6 +428,47 @@ def test_updated_by_is_the_handles_actor_on_every_write(store):
     assert mem.get(saved.id).updated_by == "session-9"  # the superseded row too
     assert mem.delete(fixed.id).updated_by == "session-9"
     assert store.scope("plain").save("c").updated_by == "plain"
+
+
+def test_the_cli_writes_as_the_agent_setting(db_path, monkeypatch):
+    """An agent that calls the CLI from its shell names itself by HIVEMEM_AGENT, as a
+    server does by --agent; without it the CLI writes as the scope."""
+    from click.testing import CliRunner
+
+    from hivemem.frontends.cli import main
+
+    base = ["--db", str(db_path), "--scope", "team", "add", "--json"]
+    plain = CliRunner().invoke(main, [*base, "Tea at four"])
+    monkeypatch.setenv("HIVEMEM_AGENT", "ops-bot")
+    named = CliRunner().invoke(main, [*base, "Coffee at nine"])
+    assert json.loads(plain.output)["updated_by"] == "team"
+    assert json.loads(named.output)["updated_by"] == "ops-bot"
+
+
+def test_what_a_maintenance_job_writes_is_signed_by_the_job(store, clock):
+    """``updated_by`` on the rows no handle wrote: consolidated facts, the session summary,
+    the conflict's lowered fact, the reflection, the summary of old memories."""
+    mem = store.scope("team", actor="agent-7")
+    old = mem.save("Alice lives in Berlin")
+    mem.save("Deploy checklist v1", key="project:deploy")
+    mem.save("Deploy checklist for staging", key="project:staging")
+    clock.advance(days=40)
+    mem.add_episode("Alice moved to Munich last week", "s1", "user")
+    mem.add_episode("We decided to use Postgres for billing", "s1", "user")
+    for n in range(3):
+        mem.save(f"Rust lifetimes note {n}")
+    mem.consolidate("s1")
+    for job in ("reflect", "summarize"):
+        hivemem.run_job(store, job, "team")
+    by_source = {m.source: m.updated_by for m in mem.list()}
+    assert by_source["consolidation"] == "maintenance:consolidate"
+    assert by_source["session_summary"] == "maintenance:consolidate"
+    assert by_source["reflection"] == "maintenance:reflect"
+    assert by_source["summary"] == "maintenance:summarize"
+    assert mem.get(old.id).confidence == 0.3
+    assert mem.get(old.id).updated_by == "maintenance:consolidate"
+    manual = [m.updated_by for m in mem.list() if m.source == "manual" and m.id != old.id]
+    assert manual and set(manual) == {"agent-7"}  # the handle's own writes
 
 
 def test_a_supersede_reason_is_searchable_context(mem):

@@ -133,3 +133,39 @@ def test_eval_all_runs_the_three_suites(tmp_path, monkeypatch):
     assert "LoCoMo episodes" in only.output and "LoCoMo mixed" not in only.output
     nothing = CliRunner().invoke(main, ["eval", "all"])
     assert nothing.exit_code != 0 and "--locomo" in nothing.output
+
+
+def test_a_kept_store_is_reused_by_the_next_run_and_scores_the_same(tmp_path, monkeypatch):
+    from hivemem.evaluation import suites
+
+    suite = locomo_suite(_locomo(tmp_path), mixed=True)
+    keep = tmp_path / "kept"
+    first = run_suite(suite, SETTINGS, keep=keep)
+    assert len(list(keep.glob("*.db"))) == 1 and len(list(keep.glob("*.labels.json"))) == 1
+
+    def no_ingest(*args, **kwargs):
+        raise AssertionError("a kept store must not be stored again")
+
+    monkeypatch.setattr(suites, "_ingest", no_ingest)
+    again = run_suite(suite, SETTINGS, keep=keep)
+    assert again.overall == first.overall and again.by_category == first.by_category
+    assert again.memories == first.memories == 7
+    # Another data set (or embedder) never reuses it: a store of its own is built.
+    monkeypatch.undo()
+    other = locomo_suite(_locomo(tmp_path), mixed=False)
+    run_suite(other, SETTINGS, keep=keep)
+    run_suite(suite, Settings(embedder="none"), keep=keep)
+    assert len(list(keep.glob("*.db"))) == 3
+
+
+def test_eval_all_keep_option_keeps_the_stores(tmp_path):
+    keep = tmp_path / "kept"
+    args = ["eval", "all", "--locomo", str(_locomo(tmp_path)), "--keep", str(keep), "--json"]
+    first = CliRunner().invoke(main, args, env={"HIVEMEM_EMBEDDER": "hash"})
+    assert first.exit_code == 0, first.output
+    assert len(list(keep.glob("*.db"))) == 2  # episodes and mixed
+    second = CliRunner().invoke(main, args, env={"HIVEMEM_EMBEDDER": "hash"})
+    assert second.exit_code == 0, second.output
+    before, after = json.loads(first.stdout), json.loads(second.stdout)
+    assert [r["overall"] for r in before] == [r["overall"] for r in after]
+    assert all(r["ingest_seconds"] < 1 for r in after)

@@ -107,3 +107,19 @@ def test_query_focus_without_a_question_keeps_the_last_words():
 def test_query_focus_skips_a_question_too_long_to_be_the_focus():
     long_question = " ".join(f"q{i}" for i in range(100)) + "?"
     assert text.query_focus(long_question) == " ".join(long_question.split()[-64:])
+
+
+def test_query_focus_keeps_a_question_of_several_sentences_after_a_preamble():
+    preamble = "You are a helpful assistant. Answer concisely and truthfully. " * 30
+    question = (
+        "I'm going back to our talk about music theory. You mentioned some online "
+        "resources. Can you remind me of the website you recommended?"
+    )
+    for label in ("User question: ", ""):
+        assert text.query_focus(preamble + "\n\n" + label + question) == question
+    # Labelled but not asking: the message is still the focus.
+    order = "Tell me the name of the beer you recommended for the stew."
+    assert text.query_focus(preamble + "\n\nUser: " + order) == order
+    # A last paragraph that neither asks nor is labelled is not the focus.
+    tail = "Which city does she live in?\n\nThanks a lot."
+    assert text.query_focus(preamble + tail) == "Which city does she live in?"

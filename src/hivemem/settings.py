@@ -174,14 +174,25 @@ class Settings:
         "the fused score mass, relative to the best session); memories outside sessions "
         "are their own group. 0 turns it off.",
     )
+    learned_order: bool = _setting(
+        False,
+        "Order the episodes of each search's candidate pool by a small linear model over "
+        "the lanes' features (fitted offline on LoCoMo and LongMemEval; "
+        "docs/retrieval.md). Memories saved on purpose keep their places.",
+    )
     rrf_k: float = _setting(60.0, "The k of reciprocal rank fusion.")
     decay_profile: str = _setting(
         "exponential",
         "Temporal decay of scores by age: `exponential` (half-life), `step` (<7 d 1.0, "
-        "7-30 d 0.8, 30-90 d 0.6, older 0.4), `recency` (2^(-age/14)) or `none`. "
+        "7-30 d 0.8, 30-90 d 0.6, older 0.4), `recency` (Agent Swarm's "
+        "2^(-age/recency_half_life_days)) or `none`. "
         "Identity and lesson memories are exempt.",
     )
     half_life_days: float = _setting(30.0, "Half-life of the exponential decay profile.")
+    recency_half_life_days: float = _setting(
+        14.0,
+        "Half-life of the recency decay profile (Agent Swarm's MEMORY_RECENCY_HALF_LIFE_DAYS).",
+    )
     decay_weight: float = _setting(
         0.3,
         "Share of the score that decays with age: score × (1 − w + w × decay). 1 applies "
@@ -410,9 +421,9 @@ class Settings:
     )
     agent: str = _setting(
         "",
-        "Who a server's handle writes as, recorded as `updated_by` on every write "
-        "(`serve-mcp --agent`; empty: the scope's name). HTTP requests write as their "
-        "token's name.",
+        "Who a server's handle and the CLI write as, recorded as `updated_by` on every "
+        "write (`serve-mcp --agent`; empty: the scope's name). HTTP requests write as "
+        "their token's name.",
     )
     mcp_host: str = _setting("127.0.0.1", "Address `hivemem serve-mcp --transport http` uses.")
     mcp_port: int = _setting(8766, "Port `hivemem serve-mcp --transport http` listens on.")
@@ -486,6 +497,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "session_weight": _UNIT,
     "rrf_k": (1e-6, 1e6),
     "half_life_days": (1e-6, 1e6),
+    "recency_half_life_days": (1e-6, 1e6),
     "decay_weight": _UNIT,
     "max_access_boost": (1.0, 100.0),
     "access_fade_days": (1e-6, 1e6),

@@ -206,6 +206,8 @@ def cli(db_path, monkeypatch):
         ["list", "--since", "999999d"],
         ["search", "deploy", "--since", "99999999999999d"],
         ["index", "a" * 2000],
+        ["export", "x" * 5000],  # found by the long fuzz: the name broke exists()
+        ["--scope", "\udc80", "purge", "--audit"],  # found by the long fuzz: a driver error
     ],
 )
 def test_cli_bad_arguments_are_one_line_errors_with_exit_code_2(cli, args):
@@ -274,9 +276,31 @@ def test_found_by_fuzzing_are_invalid_input_too(store, mem, saved):
         (lambda: list(store.iter_memories([SURROGATE])), "scopes"),
         (lambda: hivemem.ContextProvider(mem).messages(5), "history"),
         (lambda: hivemem.ContextProvider(mem).system_message(instructions=2**70), "instructions"),
+        (lambda: store.scope("team-a", lead_of=2**70), "lead_of"),  # was a TypeError
     ]
     for call, field in cases:
         with pytest.raises(InvalidInput) as caught:
             call()
         assert caught.value.field == field
     assert list(store.iter_memories([])) == []
+
+
+def test_a_sign_in_redirect_drops_a_way_back_too_long_for_a_location_header(store):
+    """Found by the long fuzz of /ui: a signed-out GET of a huge URL was redirected to
+    the sign-in page with the whole URL, percent-encoded again, in ``next``: a Location
+    header past what clients accept (httpx refused it: "URL too long")."""
+    app = create_app(store)
+
+    async def get(url):
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            return await client.get(url)
+
+    try:
+        long = asyncio.run(get("/ui/scopes/team-a?q=" + "%C3%A9" * 10_000))
+        assert long.status_code == 303 and long.headers["location"] == "/ui/login"
+        short = asyncio.run(get("/ui/scopes/team-a?q=deploy"))
+        assert short.status_code == 303
+        assert short.headers["location"] == "/ui/login?next=/ui/scopes/team-a%3Fq%3Ddeploy"
+    finally:
+        app.state.api.close()

@@ -126,6 +126,9 @@ class BenchReport:
     seed: int
     settings_changed: dict[str, Any]  # settings that differ from the defaults
     environment: dict[str, str]
+    # One load per size: the keyword-only one, then its file's vectors by one flush
+    # (``hivemem.evaluation.bench._load_bulk``); the load rows are then the same load.
+    bulk_load: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data (``hivemem bench --json``): dicts, lists, numbers, text."""
@@ -257,10 +260,17 @@ def format_table(report: BenchReport) -> str:
         + f"; seed {report.seed}; Python {env.get('python')}, SQLite {env.get('sqlite')} "
         f"({env.get('driver')}), {env.get('cpus')} CPUs, {env.get('platform')}"
     )
-    lines.append(
-        "Load and add_episode(s) rows: the embedding worker running beside them; "
-        "'keyword only': a store or handle without an embedder."
-    )
+    if report.bulk_load:
+        lines.append(
+            "Bulk load: the corpus loaded once, without an embedder (load rows = keyword "
+            "only), then its vectors by one flush; add_episode(s) rows: the embedding "
+            "worker running beside them; 'keyword only': a handle without an embedder."
+        )
+    else:
+        lines.append(
+            "Load and add_episode(s) rows: the embedding worker running beside them; "
+            "'keyword only': a store or handle without an embedder."
+        )
     if model is not None:
         lines.append(
             "Hybrid search with the real model costs about hybrid (hash) + query embedding."

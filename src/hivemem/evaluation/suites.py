@@ -21,6 +21,8 @@ are used only to score, never to retrieve.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import tempfile
 import time
@@ -241,15 +243,29 @@ def run_suite(
     ablation: bool = False,
     preamble: str = "",
     progress: Progress | None = None,
+    keep: Path | None = None,
 ) -> SuiteReport:
     """Store every unit in its own scope of one temporary store, search every item with
-    HiveMem and with plain BM25, and score both (see the module docstring)."""
+    HiveMem and with plain BM25, and score both (see the module docstring).
+
+    ``keep``: a folder where the suite's store stays after the run, and where a later run
+    of the same suite with the same embedder finds it and only searches (LongMemEval
+    takes about an hour to store and embed on 2 cores; a ranking experiment needs
+    minutes). ``ingest_seconds`` is then 0."""
     settings = (settings or Settings()).replace(track_access=False)
     notify = progress or (lambda stage, done, total: None)
-    with tempfile.TemporaryDirectory(prefix="hivemem-eval-") as folder:
-        db = Path(folder) / "eval.db"
+    with _store_folder(keep) as folder:
+        db, saved = _kept_paths(folder, suite, settings)
         started = time.perf_counter()
-        memories, labels = _ingest(db, suite, settings, notify)
+        if saved.exists() and db.exists():
+            labels = _read_labels(saved)
+            memories = len(labels)
+        else:
+            for stale in (db, saved, *db.parent.glob(db.name + "-*")):
+                stale.unlink(missing_ok=True)
+            memories, labels = _ingest(db, suite, settings, notify)
+            if keep is not None:
+                _write_labels(saved, labels)
         ingest = time.perf_counter() - started
         main = _search_all(db, suite, settings, labels, preamble, notify, "hivemem", bm25=True)
         variants: dict[str, dict[str, float]] = {}
@@ -288,6 +304,59 @@ def run_suite(
         ablation={name: _rounded(rates) for name, rates in variants.items()},
         ingest_seconds=ingest,
     )
+
+
+def _store_folder(keep: Path | None) -> contextlib.AbstractContextManager[str]:
+    if keep is None:
+        return tempfile.TemporaryDirectory(prefix="hivemem-eval-")
+    Path(keep).mkdir(parents=True, exist_ok=True)
+    return contextlib.nullcontext(str(keep))
+
+
+def _kept_paths(folder: str, suite: Suite, settings: Settings) -> tuple[Path, Path]:
+    """The store and its labels for ``suite``: named by a digest of every document and
+    question and of the embedder, so a changed data file or model never reuses a store
+    built from another (what else the store was built with is the caller's to keep
+    constant: delete the folder to rebuild)."""
+    digest = hashlib.sha256()
+    embedder = (settings.embedder, settings.embed_model, settings.embed_dimensions)
+    digest.update(repr((suite.name, suite.limit, embedder)).encode())
+    for unit in suite.units:
+        digest.update(repr((unit.scope, unit.docs, unit.items)).encode())
+    name = f"{suite.name.lower().replace(' ', '-')}-{digest.hexdigest()[:12]}"
+    return Path(folder) / f"{name}.db", Path(folder) / f"{name}.labels.json"
+
+
+def _write_labels(path: Path, labels: dict[str, Doc]) -> None:
+    rows = {
+        memory_id: {
+            "content": d.content,
+            "kind": d.kind,
+            "labels": list(d.labels),
+            "session": d.session,
+            "group": d.group,
+            "role": d.role,
+            "when": d.when.isoformat() if d.when else None,
+        }
+        for memory_id, d in labels.items()
+    }
+    path.write_text(json.dumps(rows), encoding="utf-8")
+
+
+def _read_labels(path: Path) -> dict[str, Doc]:
+    rows = json.loads(path.read_text(encoding="utf-8"))
+    return {
+        memory_id: Doc(
+            r["content"],
+            r["kind"],
+            tuple(r["labels"]),
+            session=r["session"],
+            group=r["group"],
+            role=r["role"],
+            when=datetime.fromisoformat(r["when"]) if r["when"] else None,
+        )
+        for memory_id, r in rows.items()
+    }
 
 
 def _rounded(rates: dict[str, float]) -> dict[str, float]:

@@ -393,6 +393,7 @@ class Store:
         self.session_worker.close()
         self.scrubber.close()
         self.indexer.close()
+        self.vault_rows.close()
         self._backend.close()
 
     def __enter__(self) -> Store:

@@ -204,14 +204,20 @@ def _memories(
         for chunk in source.keyword.memory_chunks([m.id for m in new]):
             chunks.setdefault(chunk.memory_id, []).append(chunk.text)
         settings = target.settings
-        with target.atomic():
-            for memory in new:
-                pieces = chunks.get(memory.id) or (
+        items = [
+            (
+                memory,
+                chunks.get(memory.id) or (
                     textmod.chunk(memory.content, settings.chunk_tokens,
                                   settings.chunk_overlap_tokens)
                     + reason_chunks(memory)
-                )  # fmt: skip
-                dst.insert(memory, pieces, ())
+                ),
+                (),
+            )
+            for memory in new
+        ]  # fmt: skip
+        with target.atomic():
+            dst.insert_many(items)  # PostgreSQL: a few round trips a batch, not two a row
         copied += len(new)
         done += len(batch)
         if progress is not None:

@@ -26,12 +26,20 @@ Import contract:
 - A row whose id already exists with the same record (usage counters
   ``access_count``/``last_accessed`` aside) is skipped, so importing a file twice imports
   it once.
-- All or nothing: the whole import is one transaction. If any line is invalid or any
-  row conflicts with the store (its id exists with a different record, or in another
-  scope; its key already has a different active memory), nothing is written and the
-  report lists every problem (up to ``MAX_PROBLEMS``). One transaction holds the write
-  lock for the length of the import; a file of a few hundred thousand rows takes
-  seconds. Rows are validated and inserted in batches, so memory stays flat.
+- Checked first, written in batches. The input is read once, into a temporary copy
+  (in memory up to a few MB, then on disk), and every line is checked before anything
+  is written: if any line is invalid or any row conflicts with the store (its id exists
+  with a different record, or in another scope; its key already has a different active
+  memory; a vault key or token of the file clashes), nothing is written and the report
+  lists every problem (up to ``MAX_PROBLEMS``) with its line. Then the rows are written
+  ``BATCH`` (500) per transaction, so other writers and readers get in between and the
+  write lock is never held for the whole file; the records (vault, tokens, aliases,
+  sessions) go last, in one transaction. Each batch is checked again inside its
+  transaction: if another writer took a key since the check, that batch is rolled
+  back and the import stops, the batches before it kept (``imported`` counts them).
+- Interrupted (kill -9, a lost server) between or inside batches, the store holds
+  whole batches only; the same import run again skips the rows already there (the
+  same record) and writes the rest: the store ends with exactly the file's rows.
 - Sessions of imported episodes are registered as not yet consolidated (consolidation
   state is not part of the export).
 """
@@ -39,21 +47,23 @@ Import contract:
 from __future__ import annotations
 
 import json
+import pickle
+import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import IO, TYPE_CHECKING, Any
 
 from .. import text as textmod
-from ..clock import to_text
 from ..errors import Conflict, HiveMemError, InvalidInput
 from ..providers.entities import extract
 from ..settings import Settings
-from ..types import Kind, Memory, Status, resolve_enum, resolve_type
+from ..types import Kind, Memory, Status
 from ..write import rules
 from ..write.audit import reason_chunks
 from ..write.redact import WRITTEN_TEXT_FIELDS
 from . import backup
+from .exported_rows import memory_from_dict
 
 if TYPE_CHECKING:
     from ..facade.database import Store
@@ -61,21 +71,10 @@ if TYPE_CHECKING:
 FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
 MAX_PROBLEMS = 100  # problems listed in one report; validation stops after that many
-_BATCH = 500
+BATCH = 500  # memories written per transaction
+_CHECK_BATCH = 500  # rows compared with the store per read
+_SPOOL_BYTES = 8 << 20  # checked rows held in memory before the spool goes to disk
 _USAGE_FIELDS = ("access_count", "last_accessed")
-_REQUIRED = (
-    "id",
-    "scope",
-    "kind",
-    "type",
-    "content",
-    "source",
-    "status",
-    "created_at",
-    "updated_at",
-    "valid_from",
-)
-_FIELDS = frozenset(Memory.__dataclass_fields__)
 
 Progress = Callable[[int], None]  # called with the number of rows just handled
 
@@ -172,9 +171,11 @@ class ImportReport:
     """The outcome of one ``import_jsonl`` call.
 
     ``ok`` is true when the file was imported; then ``imported`` rows were written and
-    ``skipped_identical`` were already present. When it is false nothing was written
-    (``imported`` is 0) and ``errors`` (invalid lines) and ``conflicts`` (valid rows that
-    clash with the store or with each other) say why.
+    ``skipped_identical`` were already present. When it is false ``errors`` (invalid
+    lines) and ``conflicts`` (valid rows that clash with the store or with each other)
+    say why; nothing was written (``imported`` is 0), unless another writer changed the
+    store between the check and a batch: ``imported`` then counts the rows of the
+    batches committed before that one.
     """
 
     imported: int
@@ -205,7 +206,7 @@ class ImportReport:
 
 
 class _Rollback(Exception):
-    """Raised inside the import transaction to undo it when a problem was found."""
+    """Raised inside a transaction to undo it when a problem was found."""
 
 
 def import_jsonl(
@@ -213,48 +214,69 @@ def import_jsonl(
     fp: Iterable[str],
     scope: str | None = None,
     progress: Progress | None = None,
+    *,
+    batch: int = BATCH,
+    checked: Progress | None = None,
 ) -> ImportReport:
     """Import a file written by ``export_jsonl`` (see the module docstring for the
     contract). ``scope`` puts every row into that one scope instead of its own.
+    ``batch`` is the number of memories written per transaction. ``checked`` is told
+    the memory lines checked (the first pass), ``progress`` those written or skipped
+    (the second).
 
     Returns the report; it never raises for a bad file (only for a store that cannot be
-    written, ``StoreError``). When ``report.ok`` is false nothing was written.
+    written, ``StoreError``). When ``report.ok`` is false nothing was written, unless
+    the store changed under the import between its check and a batch (``imported``
+    then counts the rows of the batches committed before; a rerun completes it).
     """
     target = rules.name(scope, "scope", store.settings.max_scope_chars, optional=True)
-    run = _Import(store, target, progress)
-    try:
-        with store.atomic():
-            run.read(fp)
-            if not run.failed:
-                run.write_records()
-            if run.errors or run.conflicts:
-                raise _Rollback
-    except _Rollback:
-        pass
-    else:
-        store.indexer.notify()  # the imported chunks are queued for vectors
+    run = _Import(store, target, progress, max(1, batch), checked)
+    # The checked rows wait in a temporary copy (in memory up to a few MB, then on
+    # disk), so the input is read once and memory stays flat whatever its size.
+    with tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES) as spool:
+        run.read(fp, spool)
+        if not run.failed:
+            run.check_records()
+        if not run.failed:
+            spool.seek(0)
+            run.write(spool)
     return run.report()
 
 
 class _Import:
-    """The state of one import: rows validated so far, problems, counts."""
+    """The state of one import: rows validated so far, problems, counts.
 
-    def __init__(self, store: Store, target: str | None, progress: Progress | None) -> None:
+    ``read`` is the check (nothing written): every line validated, the rows compared
+    with each other and with the store, the valid new rows spooled. ``write`` then
+    inserts the spooled rows, ``batch`` per transaction, each batch checked again
+    against the store inside its transaction (another writer may have come between)."""
+
+    def __init__(
+        self,
+        store: Store,
+        target: str | None,
+        progress: Progress | None,
+        batch: int,
+        checked: Progress | None = None,
+    ) -> None:
+        self.checked = checked
         self.store = store
         self.memories = store.memories
         self.settings = store.settings
         self.target = target
         self.progress = progress
+        self.batch = batch
         self.header: dict[str, Any] = {}
         self.errors: list[ImportProblem] = []
         self.conflicts: list[ImportProblem] = []
         self.imported = 0
         self.skipped = 0
         self.rows = 0
+        self.spooled = 0
         self.truncated = False
-        self.seen: dict[str, int] = {}  # id -> the line it first appeared on
+        # id -> (the line it first appeared on, its offset in the spool or -1)
+        self.seen: dict[str, tuple[int, int]] = {}
         self.active_keys: dict[tuple[str, str], tuple[int, str]] = {}  # -> (line, id)
-        self.sessions: dict[tuple[str, str], tuple[datetime, int]] = {}
         self.records: list[tuple[int, dict[str, Any]]] = []  # non-memory lines, checked
         self.records_imported: dict[str, int] = {}
 
@@ -268,7 +290,9 @@ class _Import:
             return
         into.append(ImportProblem(line, message, id if isinstance(id, str) else None))
 
-    def read(self, fp: Iterable[str]) -> None:
+    # ------------------------------------------------------------------ the check
+
+    def read(self, fp: Iterable[str], spool: IO[bytes]) -> None:
         batch: list[tuple[int, Memory]] = []
         last_line = 0
         for line_no, raw in _lines(fp):
@@ -292,18 +316,18 @@ class _Import:
                 self.read_record(line_no, value)
                 continue
             self.rows += 1
-            if self.progress is not None and self.rows % 100 == 0:
-                self.progress(100)
             memory = self.validate(line_no, value)
             if memory is not None:
                 batch.append((line_no, memory))
-            if len(batch) >= _BATCH:
-                self.flush(batch)
+            if len(batch) >= _CHECK_BATCH:
+                self.check(batch, spool)
                 batch = []
+            if self.checked is not None and self.rows % 100 == 0:
+                self.checked(100)
         if batch:
-            self.flush(batch)
-        if self.progress is not None and self.rows % 100:
-            self.progress(self.rows % 100)
+            self.check(batch, spool)
+        if self.checked is not None and self.rows % 100:
+            self.checked(self.rows % 100)
         if not self.header and not self.errors:
             self.problem(self.errors, max(last_line, 1), "empty file: no export header")
         announced = self.header.get("records") or {}
@@ -325,9 +349,6 @@ class _Import:
                 f"the header announces {expected} memories but the file holds {self.rows} "
                 "(truncated or edited file?)",
             )
-        if not self.failed:
-            for (scope, session_id), (when, count) in self.sessions.items():
-                self.store.session_rows.note_session(scope, session_id, when, count)
 
     def read_record(self, line_no: int, value: dict[str, Any]) -> None:
         problem = backup.check_record(value)
@@ -336,11 +357,19 @@ class _Import:
         else:
             self.records.append((line_no, value))
 
-    def write_records(self) -> None:
-        imported, conflicts = backup.import_records(self.store, self.records, self.target)
+    def check_records(self) -> None:
+        """The records' conflicts with the store (a vault key holding another value, a
+        token clashing): found by writing them in a transaction that is rolled back."""
+        if not self.records:
+            return
+        try:
+            with self.store.atomic():
+                _, conflicts = backup.import_records(self.store, self.records, self.target)
+                raise _Rollback
+        except _Rollback:
+            pass
         for line_no, message in conflicts:
             self.problem(self.conflicts, line_no, message)
-        self.records_imported = imported
 
     def parse(self, line_no: int, raw: str) -> Any:
         try:
@@ -424,47 +453,53 @@ class _Import:
             changed["content_hash"] = textmod.content_hash(changed["content"])
         return replace(memory, **changed)
 
-    def flush(self, batch: list[tuple[int, Memory]]) -> None:
-        """Check a batch of valid rows against the store and the rows before them, then
-        insert the new ones (unless a problem has already doomed the import)."""
-        where = self.memories.scopes_of([m.id for _, m in batch])
-        existing: dict[str, Memory] = {}
-        for scope in set(where.values()):
-            ids = [m.id for _, m in batch if where.get(m.id) == scope == m.scope]
-            existing.update((m.id, m) for m in self.memories.get_many([scope], ids))
+    def check(self, batch: list[tuple[int, Memory]], spool: IO[bytes]) -> None:
+        """Check a batch of valid rows against the rows before them and the store (reads
+        only); spool the new ones."""
+        where, existing = self.stored(batch)
         for line_no, memory in batch:
-            first_line = self.seen.get(memory.id)
-            if first_line is not None:
-                self.repeated(line_no, memory, first_line)
+            first = self.seen.get(memory.id)
+            if first is not None:
+                self.repeated(line_no, memory, first, spool)
                 continue
-            self.seen[memory.id] = line_no
+            self.seen[memory.id] = (line_no, -1)
             if memory.id in where:
-                self.compare_existing(line_no, memory, where[memory.id], existing)
+                problem = _compare(memory, where[memory.id], existing)
+                if problem is None:
+                    self.skipped += 1
+                else:
+                    self.problem(self.conflicts, line_no, problem, memory.id)
                 continue
-            if not self.key_is_free(line_no, memory):
+            if not self.key_in_file(line_no, memory):
                 continue
-            if self.failed:
-                continue  # keep validating; nothing will be committed
-            pieces = textmod.chunk(
-                memory.content, self.settings.chunk_tokens, self.settings.chunk_overlap_tokens
-            ) + reason_chunks(memory)
-            try:
-                self.memories.insert(memory, pieces, extract(memory.content))
-            except Conflict as exc:  # pre-checks make this unreachable; report, not crash
-                self.problem(self.conflicts, line_no, str(exc), memory.id)
+            problem = self.key_in_store(memory)
+            if problem is not None:
+                self.problem(self.conflicts, line_no, problem, memory.id)
                 continue
-            self.imported += 1
-            self.note_episode(memory)
+            if not self.failed:
+                self.seen[memory.id] = (line_no, spool.tell())
+                pickle.dump((line_no, memory), spool, protocol=pickle.HIGHEST_PROTOCOL)
+                self.spooled += 1
 
-    def repeated(self, line_no: int, memory: Memory, first_line: int) -> None:
+    def repeated(
+        self, line_no: int, memory: Memory, first: tuple[int, int], spool: IO[bytes]
+    ) -> None:
         """An id seen earlier in the file: the same record is skipped, another one is a
-        conflict. The first one is in the store by now, unless the import already failed."""
-        stored = self.memories.get([memory.scope], memory.id)
-        if stored is not None and _comparable(stored) == _comparable(memory):
+        conflict. The first one is in the spool (read back from its offset) or was found
+        in the store, unless it was refused (then the import fails anyway)."""
+        first_line, offset = first
+        if offset >= 0:
+            end = spool.tell()
+            spool.seek(offset)
+            earlier: Memory | None = pickle.load(spool)[1]  # noqa: S301 - our own file
+            spool.seek(end)
+        else:
+            earlier = self.memories.get([memory.scope], memory.id)
+            if earlier is None and self.failed:
+                return  # the first was refused: no comparison to make
+        if earlier is not None and _comparable(earlier) == _comparable(memory):
             self.skipped += 1
             return
-        if stored is None and self.failed:
-            return  # the first was not written and nothing will be: no comparison to make
         self.problem(
             self.conflicts,
             line_no,
@@ -472,34 +507,18 @@ class _Import:
             memory.id,
         )
 
-    def compare_existing(
-        self, line_no: int, memory: Memory, scope: str, existing: Mapping[str, Memory]
-    ) -> None:
-        if scope != memory.scope:
-            self.problem(
-                self.conflicts,
-                line_no,
-                f"id {memory.id} already exists in scope {scope!r} (ids are unique across "
-                "the store)",
-                memory.id,
-            )
-            return
-        stored, record = _comparable(existing[memory.id]), _comparable(memory)
-        if stored == record:
-            self.skipped += 1
-            return
-        changed = sorted(k for k, v in stored.items() if record.get(k) != v)
-        self.problem(
-            self.conflicts,
-            line_no,
-            f"id {memory.id} already exists with a different record (differs in: "
-            f"{', '.join(changed)})",
-            memory.id,
-        )
+    def stored(self, batch: list[tuple[int, Memory]]) -> tuple[dict[str, str], dict[str, Memory]]:
+        """The store's scope of each id of ``batch`` it holds, and those rows."""
+        where = self.memories.scopes_of([m.id for _, m in batch])
+        existing: dict[str, Memory] = {}
+        for scope in set(where.values()):
+            ids = [m.id for _, m in batch if where.get(m.id) == scope == m.scope]
+            existing.update((m.id, m) for m in self.memories.get_many([scope], ids))
+        return where, existing
 
-    def key_is_free(self, line_no: int, memory: Memory) -> bool:
-        """The partial unique index allows one ACTIVE row per (scope, key): check it
-        against the file so far and against the store."""
+    def key_in_file(self, line_no: int, memory: Memory) -> bool:
+        """The partial unique index allows one ACTIVE row per (scope, key): the file may
+        not hold two."""
         if memory.status is not Status.ACTIVE or memory.key is None:
             return True
         slot = (memory.scope, memory.key)
@@ -514,29 +533,105 @@ class _Import:
             )
             return False
         self.active_keys[slot] = (line_no, memory.id)
-        holder = self.memories.by_key([memory.scope], memory.key)
-        if holder is not None and holder.id != memory.id:
-            self.problem(
-                self.conflicts,
-                line_no,
-                f"key {memory.key!r} already holds active memory {holder.id} in scope "
-                f"{memory.scope!r}",
-                memory.id,
-            )
-            return False
         return True
 
-    def note_episode(self, memory: Memory) -> None:
-        if memory.kind is not Kind.EPISODE or memory.session_id is None:
+    def key_in_store(self, memory: Memory) -> str | None:
+        """Why the row's key cannot be active in the store (another row holds it)."""
+        if memory.status is not Status.ACTIVE or memory.key is None:
+            return None
+        holder = self.memories.by_key([memory.scope], memory.key)
+        if holder is not None and holder.id != memory.id:
+            return (
+                f"key {memory.key!r} already holds active memory {holder.id} in scope "
+                f"{memory.scope!r}"
+            )
+        return None
+
+    # ------------------------------------------------------------------ the writes
+
+    def write(self, spool: IO[bytes]) -> None:
+        """The spooled rows, ``batch`` per transaction (other writers and readers come
+        between), then the records. A batch that meets a conflict (the store changed
+        since the check) is rolled back and the import stops there."""
+        handled = self.rows - self.spooled  # skipped by the check: nothing to write
+        if self.progress is not None and handled:
+            self.progress(handled)
+        batch: list[tuple[int, Memory]] = []
+        for _ in range(self.spooled):
+            batch.append(pickle.load(spool))  # noqa: S301 - our own temporary file
+            if len(batch) >= self.batch:
+                if not self.write_batch(batch):
+                    return
+                batch = []
+        if batch and not self.write_batch(batch):
             return
-        slot = (memory.scope, memory.session_id)
-        when = memory.event_time or memory.created_at
-        first, count = self.sessions.get(slot, (when, 0))
-        self.sessions[slot] = (min(first, when), count + 1)
+        try:
+            with self.store.atomic():
+                self.write_records()
+                if self.conflicts:
+                    raise _Rollback
+        except _Rollback:
+            pass
+
+    def write_batch(self, batch: list[tuple[int, Memory]]) -> bool:
+        sessions: dict[tuple[str, str], tuple[datetime, int]] = {}
+        new: list[tuple[int, Memory]] = []
+        skipped = 0
+        try:
+            with self.store.atomic():
+                where, existing = self.stored(batch)
+                for line_no, memory in batch:
+                    if memory.id in where:  # written since the check (another import)
+                        problem = _compare(memory, where[memory.id], existing)
+                        if problem is None:
+                            skipped += 1
+                            continue
+                    else:
+                        problem = self.key_in_store(memory)
+                    if problem is not None:
+                        self.problem(self.conflicts, line_no, problem, memory.id)
+                        continue
+                    new.append((line_no, memory))
+                    _note_episode(sessions, memory)
+                if self.conflicts:
+                    raise _Rollback
+                self.insert(new)
+                for (scope, session_id), (when, count) in sessions.items():
+                    self.store.session_rows.note_session(scope, session_id, when, count)
+        except _Rollback:
+            return False
+        self.imported += len(new)
+        self.skipped += skipped
+        self.store.indexer.notify()  # the batch's chunks are queued for vectors
+        if self.progress is not None:
+            self.progress(len(batch))
+        return True
+
+    def insert(self, rows: list[tuple[int, Memory]]) -> None:
+        """Inside the batch's transaction: the rows, their chunks and entity links, in as
+        few round trips as the backend can; a row refused (another writer came between
+        the check and the batch) is a conflict that rolls the batch back."""
+        size, overlap = self.settings.chunk_tokens, self.settings.chunk_overlap_tokens
+        items = [
+            (m, textmod.chunk(m.content, size, overlap) + reason_chunks(m), extract(m.content))
+            for _, m in rows
+        ]
+        try:
+            self.memories.insert_many(items)
+        except Conflict as exc:
+            line_no = next((n for n, m in rows if m.id in str(exc)), rows[0][0])
+            self.problem(self.conflicts, line_no, str(exc))
+            raise _Rollback from None
+
+    def write_records(self) -> None:
+        imported, conflicts = backup.import_records(self.store, self.records, self.target)
+        for line_no, message in conflicts:
+            self.problem(self.conflicts, line_no, message)
+        self.records_imported = imported
 
     def report(self) -> ImportReport:
         return ImportReport(
-            imported=0 if self.failed else self.imported,
+            imported=self.imported,
             skipped_identical=self.skipped,
             conflicts=tuple(self.conflicts),
             errors=tuple(self.errors),
@@ -545,6 +640,28 @@ class _Import:
             truncated=self.truncated,
             header=self.header,
         )
+
+
+def _note_episode(sessions: dict[tuple[str, str], tuple[datetime, int]], memory: Memory) -> None:
+    if memory.kind is not Kind.EPISODE or memory.session_id is None:
+        return
+    slot = (memory.scope, memory.session_id)
+    when = memory.event_time or memory.created_at
+    first, count = sessions.get(slot, (when, 0))
+    sessions[slot] = (min(first, when), count + 1)
+
+
+def _compare(memory: Memory, scope: str, existing: Mapping[str, Memory]) -> str | None:
+    """Why ``memory`` clashes with the stored row of its id (``None``: the same record)."""
+    if scope != memory.scope:
+        return f"id {memory.id} already exists in scope {scope!r} (ids are unique across the store)"
+    stored, record = _comparable(existing[memory.id]), _comparable(memory)
+    if stored == record:
+        return None
+    changed = sorted(k for k, v in stored.items() if record.get(k) != v)
+    return (
+        f"id {memory.id} already exists with a different record (differs in: {', '.join(changed)})"
+    )
 
 
 def _lines(fp: Iterable[str]) -> Iterator[tuple[int, str | None]]:
@@ -572,106 +689,6 @@ def _comparable(memory: Memory) -> dict[str, Any]:
     for name in _USAGE_FIELDS:
         record.pop(name)
     return record
-
-
-# ----------------------------------------------------------------------------- one row
-
-
-def memory_from_dict(
-    value: Mapping[str, Any], settings: Settings, *, scope: str | None = None
-) -> Memory:
-    """A ``Memory`` from one exported object, every field validated with the rules of
-    the write path. ``scope`` overrides the row's own scope. Raises ``InvalidInput``
-    naming the first bad field."""
-    unknown = sorted(set(value) - _FIELDS)
-    if unknown:
-        raise InvalidInput(unknown[0], "unknown field (written by a newer HiveMem?)")
-    for name in _REQUIRED:
-        if value.get(name) is None and not (name == "scope" and scope is not None):
-            raise InvalidInput(name, "is required")
-    body = rules.valid_content(value["content"], settings)
-    return Memory(
-        id=_name(value, "id", 200),  # type: ignore[arg-type]
-        scope=scope or _name(value, "scope", settings.max_scope_chars),  # type: ignore[arg-type]
-        kind=resolve_enum(Kind, _text(value, "kind"), "kind"),
-        type=resolve_type(_text(value, "type")),
-        key=_name(value, "key", settings.max_key_chars, optional=True),
-        content=body,
-        content_hash=textmod.content_hash(body),
-        source=rules.valid_source(value["source"]),
-        status=resolve_enum(Status, _text(value, "status"), "status"),
-        valid_from=_time(value, "valid_from"),  # type: ignore[arg-type]
-        valid_until=_time(value, "valid_until"),
-        supersedes_id=_name(value, "supersedes_id", 200, optional=True),
-        supersede_reason=_name(value, "supersede_reason", 1000, optional=True),
-        supersede_kind=_supersede_kind(value.get("supersede_kind")),
-        updated_by=_name(value, "updated_by", 200, optional=True),
-        confidence=rules.unit_interval(value.get("confidence", 1.0), "confidence"),
-        decay_rate=rules.non_negative(value.get("decay_rate", 0.0), "decay_rate"),
-        access_count=_count(value.get("access_count", 0)),
-        last_accessed=_time(value, "last_accessed"),
-        event_time=_time(value, "event_time"),
-        created_at=_time(value, "created_at"),  # type: ignore[arg-type]
-        updated_at=_time(value, "updated_at"),  # type: ignore[arg-type]
-        expires_at=_time(value, "expires_at"),
-        session_id=_name(value, "session_id", 200, optional=True),
-        role=_name(value, "role", 200, optional=True),
-        tags=rules.valid_tags(value.get("tags"), settings),
-        attributes=rules.valid_attributes(value.get("attributes"), settings),
-        source_ids=_id_list(value.get("source_ids")),
-        category=rules.valid_category(value.get("category", "general")),
-    )
-
-
-def _text(value: Mapping[str, Any], name: str) -> str:
-    raw = value[name]
-    if not isinstance(raw, str):
-        raise InvalidInput(name, f"expected text, got {type(raw).__name__}")
-    return raw
-
-
-def _name(
-    value: Mapping[str, Any], name: str, max_chars: int, *, optional: bool = False
-) -> str | None:
-    return rules.name(value.get(name), name, max_chars, optional=optional)
-
-
-def _time(value: Mapping[str, Any], name: str) -> datetime | None:
-    raw = value.get(name)
-    if raw is None:
-        return None
-    if not isinstance(raw, str):
-        raise InvalidInput(name, f"expected an ISO 8601 time, got {type(raw).__name__}")
-    try:
-        parsed = datetime.fromisoformat(raw)
-    except ValueError:
-        raise InvalidInput(name, f"cannot read {raw!r} as an ISO 8601 time") from None
-    try:
-        parsed = parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
-        to_text(parsed)  # the stored form must exist (years 1..9999 in UTC)
-    except (OverflowError, ValueError):
-        raise InvalidInput(name, f"{raw!r} is out of range") from None
-    return parsed
-
-
-def _supersede_kind(raw: object) -> str | None:
-    if raw is None or raw in ("hard", "soft"):
-        return raw  # type: ignore[return-value]
-    raise InvalidInput("supersede_kind", f"expected 'hard', 'soft' or null, got {raw!r}")
-
-
-def _count(raw: object) -> int:
-    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
-        raise InvalidInput("access_count", f"expected a whole number >= 0, got {raw!r}")
-    return raw
-
-
-def _id_list(raw: object) -> tuple[str, ...]:
-    if raw is None:
-        return ()
-    if isinstance(raw, str) or not isinstance(raw, list):
-        raise InvalidInput("source_ids", "expected a list of memory ids")
-    return tuple(rules.name(item, "source_ids", 200) for item in raw)  # type: ignore[misc]
 
 
 __all__ = [

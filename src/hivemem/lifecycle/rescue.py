@@ -23,7 +23,8 @@ from ..errors import HiveMemError, StoreError
 from ..settings import Settings
 from ..store.factory import Salvage, SalvageReader
 from ..write.redact import Scrubber
-from .portability import FORMAT_VERSION, memory_from_dict
+from .exported_rows import memory_from_dict
+from .portability import FORMAT_VERSION
 
 
 @dataclass(frozen=True, slots=True)

@@ -159,6 +159,12 @@ _MONTHS = {
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _TITLES = frozenset({"mr", "mrs", "ms", "mx", "dr", "prof"})
 _CONNECTORS = frozenset({"of", "de", "van", "von", "der", "del", "da", "di", "du", "la", "le"})
+# Lower-case tails that make a name an adjective ("Berlin-based", "Acme-owned"): the
+# stem before the hyphen is the name, and the word ends it.
+_MODIFIER_TAIL_TEXT = """based born bred made built owned run led backed funded powered driven
+    focused centric specific native friendly compatible related style like wide level only
+    heavy free certified approved sponsored headquartered"""
+_MODIFIER_TAILS = frozenset(_MODIFIER_TAIL_TEXT.split())
 
 # Capitalised words that are not names: sentence starters, function words, pronouns,
 # greetings and interjections, plus month and weekday names (those belong to dates).
@@ -319,6 +325,12 @@ def _names_in_run(run: str) -> list[str]:
         if possessive:
             word = word[:-2] if key.endswith("'s") else word[:-1]
             key = _fold(word)
+        stem, dash, tail = word.rpartition("-")
+        if dash and stem and tail.casefold() in _MODIFIER_TAILS:
+            segment.append(stem)  # "New York-based" -> "New York"
+            _close(segment, names)
+            segment = []
+            continue
         if word in _CONNECTORS:
             if segment:
                 segment.append(word)

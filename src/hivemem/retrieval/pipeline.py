@@ -34,7 +34,7 @@ from ..providers import entities as entitymod
 from ..settings import Settings
 from ..store.protocols import Backend
 from ..types import Explanation, Hit, Kind, Memory, MemoryType, Query, Status
-from . import hitset, ranking
+from . import hitset, learned, ranking
 from . import rerank as rerankmod
 from .hitset import Ranked
 from .keyword import KeywordCandidate, idf, keyword_lane
@@ -165,6 +165,8 @@ def search(
             score *= value
         scored.append(Ranked(min(1.0, score), base, candidates[memory_id], memory, factors))
     scored.sort(key=Ranked.sort_key)
+    if settings.learned_order:
+        scored = learned.reorder(scored, len(set(terms)))
     scored = hitset.one_per_memory(scored, scopes[0], lambda r: r.memory)
     scored = hitset.current_above_superseded(
         backend, scopes, query, now, scored, settings.superseded_factor, _current_candidate
@@ -415,7 +417,10 @@ def adjustments(memory: Memory, settings: Settings, now: datetime) -> dict[str, 
     if memory.type not in _DECAY_EXEMPT and settings.decay_weight > 0:
         age = ranking.age_days(memory.event_time or memory.created_at, now)
         decay = ranking.temporal_decay(
-            age, ranking.DecayProfile(settings.decay_profile), settings.half_life_days
+            age,
+            ranking.DecayProfile(settings.decay_profile),
+            settings.half_life_days,
+            settings.recency_half_life_days,
         )
         factor = 1.0 - settings.decay_weight + settings.decay_weight * decay
         if factor < 1.0:

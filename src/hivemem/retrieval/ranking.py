@@ -89,7 +89,7 @@ def calibrate_cosine(similarity: float, floor: float, ceiling: float = 1.0) -> f
 class DecayProfile(StrEnum):
     EXPONENTIAL = "exponential"  # 0.5 ** (age / half_life)
     STEP = "step"  # <7 d 1.0, 7-30 d 0.8, 30-90 d 0.6, older 0.4
-    RECENCY = "recency"  # 2 ** (-age / 14), meant to be paired with the access boost
+    RECENCY = "recency"  # 2 ** (-age / recency half-life, 14), paired with the access boost
     NONE = "none"
 
 
@@ -100,14 +100,19 @@ def age_days(when: datetime, now: datetime) -> float:
     return max(0.0, (now - when).total_seconds() / 86_400)
 
 
-def temporal_decay(age: float, profile: DecayProfile, half_life_days: float = 30.0) -> float:
+def temporal_decay(
+    age: float,
+    profile: DecayProfile,
+    half_life_days: float = 30.0,
+    recency_half_life_days: float = 14.0,
+) -> float:
     """The multiplier for a memory ``age`` days old."""
     if profile is DecayProfile.NONE:
         return 1.0
     if profile is DecayProfile.EXPONENTIAL:
         return 0.5 ** (age / half_life_days) if half_life_days > 0 else 1.0
     if profile is DecayProfile.RECENCY:
-        return 2.0 ** (-age / 14.0)
+        return 2.0 ** (-age / recency_half_life_days) if recency_half_life_days > 0 else 1.0
     for limit, factor in _STEPS:
         if age < limit:
             return factor

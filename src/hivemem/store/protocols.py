@@ -179,7 +179,7 @@ class EntityIndex(Protocol):
 
 class Resolutions(Protocol):
     """The ``resolve`` job's reads, verdicts and entity merges
-    (``hivemem.lifecycle.maintenance.resolve``; SQLite: ``store/sqlite/resolutions.py``)."""
+    (``hivemem.lifecycle.maintenance.resolve``; both backends: ``store/resolutions.py``)."""
 
     def entities(self, scope: str, types: tuple[str, ...]) -> list[Any]: ...
 
@@ -304,6 +304,14 @@ class Memories(Protocol):
         self, memory: Memory, chunks: Sequence[str], mentions: Sequence[Mention] = ()
     ) -> None:
         """Write the row, its chunks (keyword index, vector queue) and its entity links."""
+        ...
+
+    def insert_many(self, items: Sequence[tuple[Memory, Sequence[str], Sequence[Mention]]]) -> None:
+        """Inside a write: ``insert`` each of ``items`` (new rows, in order), in as few
+        round trips as the backend can (PostgreSQL: one pipeline for the rows, one
+        statement for all their chunks). Raises ``Conflict`` when any row is refused
+        (its id exists, or its key has another active row); the caller's transaction
+        is then to be rolled back."""
         ...
 
     def set_status(
@@ -631,6 +639,10 @@ class VaultRows(Protocol):
 
     def changed_elsewhere(self) -> bool:
         """Whether another connection changed the vault since the last answer."""
+        ...
+
+    def close(self) -> None:
+        """Let go of what watching for changes holds (a listening connection)."""
         ...
 
 

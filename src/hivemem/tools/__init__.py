@@ -225,7 +225,9 @@ TOOLS: dict[str, Tool] = {
             "memory_consolidate",
             """Consolidate memory now instead of waiting for the schedule: extract lasting
             facts from the dialogue of finished sessions (or of one session), checking
-            each against duplicates and contradicting facts; then decay confidence and
+            each against duplicates and contradicting facts (a contradicted fact drops to
+            confidence 0.3), and write a summary of each finished session; then decay
+            confidence and
             prune facts faded below the floor; then write the weekly reflection when
             one is due. Slow with an LLM: use sparingly.""",
             obj(session_id=string("Only this session (ended or not).", 200)),
@@ -277,11 +279,15 @@ TOOLS: dict[str, Tool] = {
             """Search long-term memory (keyword, semantic and entity search fused). The
             main retrieval tool: use it before answering about earlier conversations,
             people, projects or preferences. kind narrows to episode (dialogue), fact,
-            reflection, summary or note; tag to memories carrying that tag.""",
+            preference (a fact about what someone prefers), reflection, summary or note;
+            tag to memories carrying that tag.""",
             obj(
                 ["query"],
                 query=string("What to look for, in plain words.", 4000),
-                kind=FILTERS["properties"]["kind"],
+                kind={
+                    **FILTERS["properties"]["kind"],
+                    "enum": [*FILTERS["properties"]["kind"]["enum"], h.PREFERENCE],
+                },
                 tag=string("Only memories carrying this tag, e.g. 'work'.", 100),
                 limit={**MAX, "description": "Most results to return."},
                 category=FILTERS["properties"]["category"],

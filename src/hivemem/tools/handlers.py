@@ -142,14 +142,24 @@ def search_answer(mem: ScopedMemory, query: str, hits: list[Hit], tokens: int) -
     return out
 
 
+# ADR 005's kinds are episode | fact | preference | reflection: its preference is a fact
+# the categorizer files under the category of that name.
+PREFERENCE = "preference"
+
+
 def search_memory(mem: ScopedMemory, a: dict[str, Any]) -> dict[str, Any]:
     """ADR 005: ``search_memory(query, kind=None, tag=None, limit=10)``."""
+    kind, category = a.get("kind"), a.get("category")
+    if kind == PREFERENCE:
+        if category not in (None, PREFERENCE):
+            raise InvalidInput("category", "kind 'preference' is the category 'preference'")
+        kind, category = "fact", PREFERENCE
     hits = mem.search(
         a["query"],
         a.get("limit", 10),
-        kind=a.get("kind"),
+        kind=kind,
         tags=[a["tag"]] if a.get("tag") else None,
-        category=a.get("category"),
+        category=category,
         mode=a.get("mode", "fast"),
     )
     return search_answer(mem, a["query"], hits, a.get("snippet_tokens", snippets.DEFAULT_TOKENS))

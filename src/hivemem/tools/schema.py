@@ -31,6 +31,7 @@ ALIASES: Mapping[str, str] = {
     "memoryId": "id",
     "mid": "id",
     "key_or_id": "id",
+    "key": "id",  # openhive's memory_delete(key), corvid's recall(key): where no key argument
     "memory_type": "type",
     "reason": "supersede_reason",
     "entity": "name",

@@ -168,7 +168,10 @@ def delete_all(mem: ScopedMemory, updated_by: str | None) -> int:
 
 
 def audit(store: Store, scope: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
-    """The purge records, newest first: scope, target, ids, counts, by whom, when."""
+    """The purge records, newest first: scope, target, ids, counts, by whom, when.
+    ``scope`` is checked as every scope name is (a bad one is ``InvalidInput``)."""
+    if scope is not None:
+        scope = store.scope(scope).name
     return store.purges.audit(scope, limit)
 
 

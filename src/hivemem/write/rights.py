@@ -23,6 +23,7 @@ from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING
 
 from ..errors import Forbidden, InvalidInput, NotFound
+from ..types import as_tuple
 from . import rules
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -38,7 +39,7 @@ def clean_patterns(values: Sequence[str] | str | None, max_chars: int) -> tuple[
     if isinstance(values, str):
         values = [v for v in values.split(",") if v.strip()]
     out: list[str] = []
-    for value in values:
+    for value in as_tuple(values):  # one name that is not a string: rules.name says so
         clean = rules.name(value, "lead_of", max_chars)
         assert clean is not None
         if clean not in out:

@@ -31,7 +31,7 @@ from .redact import MIN_SECRET_CHARS
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..facade.database import Store
-    from ..store.sqlite.vault import VaultRow
+    from ..store.protocols import VaultRow
 
 MASK = "********"
 _MISSING: Any = object()

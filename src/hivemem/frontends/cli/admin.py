@@ -92,7 +92,7 @@ def export_(
     then prints the rows counted, exported and unreadable; it exits with status 6 when
     some rows could not be read.
     """
-    if file != "-" and Path(file).exists() and not force:
+    if file != "-" and not force and _taken(file):
         raise InvalidInput("file", f"{file} exists: pass --force to overwrite it")
     scopes = [env.scope] if scope_only else None
     where = "standard output" if file == "-" else file
@@ -197,6 +197,15 @@ def _write_whole(file: str, write: Callable[[IO[str]], int]) -> int:
     return count
 
 
+def _taken(file: str) -> bool:
+    """Whether ``file`` exists already; a name no file system can hold (too long, a
+    NUL) is invalid input naming the field."""
+    try:
+        return Path(file).exists()
+    except (OSError, ValueError) as exc:
+        raise InvalidInput("file", f"{file[:60]!r}…: {_why(exc)}") from None
+
+
 def _why(exc: Exception) -> str:
     if isinstance(exc, OSError):
         return exc.strerror or str(exc)
@@ -216,10 +225,12 @@ def _why(exc: Exception) -> str:
 def import_(env: Env, file: str, into_scope: str | None, no_embed: bool, as_json: bool) -> None:
     """Load a file written by `hivemem export`.
 
-    FILE may be - for standard input. All or nothing: when any line is invalid or
-    clashes with the store, nothing is imported and every problem is listed with its
-    line number. Memories already present are skipped, so importing a file twice is
-    safe. Then the imported memories are embedded for the vector lane, with a progress
+    FILE may be - for standard input. The whole file is checked first: when any line
+    is invalid or clashes with the store, nothing is imported and every problem is
+    listed with its line number. Then it is written 500 memories per transaction, so
+    other writers and readers get in between. Memories already present are skipped, so
+    importing a file twice is safe and an interrupted import is completed by running it
+    again. Then the imported memories are embedded for the vector lane, with a progress
     bar (--no-embed leaves that to `hivemem reindex`; until then they are found by
     keyword).
     """
@@ -275,8 +286,18 @@ def _embed_queued(store: Store, label: str = "embedding") -> int:
 def _import(store: Store, fp: IO[str], scope: str | None, total: int) -> ImportReport:
     if total <= 0:
         return import_jsonl(store, fp, scope=scope)
-    with _progress("importing", total) as bar:
-        return import_jsonl(store, fp, scope=scope, progress=bar.update)
+    with contextlib.ExitStack() as stack:
+        checking = stack.enter_context(_progress("checking", total))
+        bars = [checking]
+
+        def written(rows: int) -> None:
+            if bars[-1] is checking:  # the check is over: its bar gives way
+                checking.update(total)
+                stack.close()
+                bars.append(stack.enter_context(_progress("importing", total)))
+            bars[-1].update(rows)
+
+        return import_jsonl(store, fp, scope=scope, progress=written, checked=checking.update)
 
 
 @contextlib.contextmanager

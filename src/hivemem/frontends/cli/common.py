@@ -116,7 +116,8 @@ class Env:
         return self._store
 
     def memory(self) -> ScopedMemory:
-        return self.store().scope(self.scope, shared=self.shared)
+        store = self.store()
+        return store.scope(self.scope, shared=self.shared, actor=store.settings.agent or None)
 
     def close(self) -> None:
         if self._store is not None:

@@ -51,6 +51,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from . import JobContext
 
 NAME = "consolidate"
+WRITER = f"maintenance:{NAME}"  # updated_by of what the job writes
 HELP = "Turn the episodes of ended sessions into facts (LLM, or extractive without one)."
 SOURCE = "consolidation"
 _NOT_SPEAKERS = frozenset({"assistant", "system", "tool", "agent", "bot", "ai", "model"})
@@ -283,6 +284,7 @@ def _write(
                 session_id=session_id,
                 event_time=candidate.event_time,
                 attributes={"consolidated_by": method},
+                updated_by=WRITER,
             )
         except InvalidInput:
             counts["rejected"] += 1  # e.g. a reply too long for a memory
@@ -356,7 +358,11 @@ def _dedup_or_link(
     for other in contradicted:
         if other.confidence > s.conflict_confidence:
             ctx.store.memories.update(
-                ctx.scope, other.id, ctx.clock(), confidence=s.conflict_confidence, updated_by=NAME
+                ctx.scope,
+                other.id,
+                ctx.clock(),
+                confidence=s.conflict_confidence,
+                updated_by=WRITER,
             )
         ctx.counts["conflicts"] += 1
     if contradicted:

@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from . import JobContext
 
 NAME = "reflect"
+WRITER = f"maintenance:{NAME}"  # updated_by of what the job writes
 HELP = "Write a weekly reflection on the new facts (at most once per 6 days, needs 3 new facts)."
 SOURCE = "reflection"
 _MAX_FACTS = 200  # facts one reflection reads
@@ -98,6 +99,7 @@ def run(ctx: JobContext) -> None:
             expires_at=None,
             source_ids=[m.id for m in facts],
             tags=["weekly"],
+            updated_by=WRITER,
             attributes={
                 "reflected_by": method,
                 "facts": len(facts),

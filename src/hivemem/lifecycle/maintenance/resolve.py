@@ -33,7 +33,7 @@ from ...providers.entities import GUESSED_TYPES, EntityType
 from . import Skipped
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...store.sqlite.resolutions import EntityRow
+    from ...store.resolutions import EntityRow
     from . import JobContext
 
 NAME = "resolve"

@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from . import JobContext
 
 SOURCE = "session_summary"
+WRITER = "maintenance:consolidate"  # the summary is written by the consolidate job
 _MAX_TURNS = 200
 _MAX_FACTS = 20
 _NOTHING = "NOTHING"
@@ -79,6 +80,7 @@ def build(ctx: JobContext, session_id: str) -> Memory | None:
         session_id=session_id,
         source_ids=sources,
         tags=["session_summary"],
+        updated_by=WRITER,
         attributes={"summarized_by": method, "turns": len(turns), "facts": len(facts)},
     )
 

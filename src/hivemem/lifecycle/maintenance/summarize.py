@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from . import JobContext
 
 NAME = "summarize"
+WRITER = f"maintenance:{NAME}"  # updated_by of what the job writes
 HELP = "Archive old memories, grouped by key prefix or category, into one summary per group."
 SOURCE = "summary"
 TYPES = (MemoryType.CONTEXT, MemoryType.REFERENCE, MemoryType.HISTORICAL)
@@ -114,6 +115,7 @@ def _summarize(ctx: JobContext, label: str, members: list[Memory]) -> None:
             source_ids=ids,
             category=members[0].category if label.startswith("category:") else None,
             attributes={"group": label, "members": len(ids), "summarized_by": method},
+            updated_by=WRITER,
         )
         ctx.insert(record)
         ctx.maint.retire(

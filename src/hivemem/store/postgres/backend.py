@@ -46,12 +46,13 @@ from ...errors import Conflict, StoreError
 from ...providers.entities import Mention
 from ...types import ListFilter, Memory, Query, Status
 from ..protocols import SessionInfo
+from ..resolutions import Resolutions
 from ..rows import COLUMNS, JSON_FIELDS, SELECT, TIME_FIELDS, UPDATABLE, row_to_memory
 from ..rows import INSERT as SQLITE_INSERT
-from ..sqlite.stats import scope_stats
+from ..stats import scope_stats
 from . import NotOnPostgres, migrations, qmark, redact, secrets_of
 from .entities import PgEntityIndex, link_mentions
-from .extras import NotYet, PostgresVault
+from .extras import PostgresVault
 from .inspect import PgInspection
 from .keyword import KeywordMixin
 from .maintenance import PgMaintenance
@@ -122,7 +123,7 @@ class PostgresBackend(KeywordMixin):
         self.maintenance = PgMaintenance(self)
         self.purges = PgPurge(self)
         self.inspection = PgInspection(self)
-        self.resolutions = NotYet("entity resolution")
+        self.resolutions = Resolutions(self)
         KeywordMixin.__init__(self)
 
     def _prepare(self, url: str, timeout_s: float) -> None:
@@ -532,7 +533,7 @@ class PostgresBackend(KeywordMixin):
         return out
 
     def stats(self, scopes: Sequence[str] | None, now: datetime) -> dict[str, Any]:
-        """The SQLite store's counts (``store/sqlite/stats.py``: portable SQL)."""
+        """The counts both backends share (``store/stats.py``: portable SQL)."""
         return scope_stats(Portable(self), scopes, now)  # type: ignore[arg-type]
 
     def sessions(self, scope: str) -> list[SessionInfo]:
@@ -568,6 +569,45 @@ class PostgresBackend(KeywordMixin):
         self.insert_chunks(memory.id, memory.scope, list(chunks))
         if mentions:
             link_mentions(self, memory.scope, memory.id, mentions, to_text(memory.created_at))
+
+    def insert_many(self, items: Sequence[tuple[Memory, Sequence[str], Sequence[Mention]]]) -> None:
+        """The rows in one pipeline (``executemany``: one round trip for the batch, where
+        ``insert`` costs two per row), then every chunk of them in one statement."""
+        from ..rows import memory_to_row
+
+        if not items:
+            return
+        conn = getattr(self._local, "conn", None)
+        if conn is None or self._local.mode != "write":
+            raise RuntimeError("write outside atomic()")  # a bug in HiveMem
+        written: list[str] = []
+        with conn.cursor() as cur:
+            cur.executemany(
+                INSERT + " ON CONFLICT DO NOTHING RETURNING id",
+                [memory_to_row(memory) for memory, _, _ in items],
+                returning=True,
+            )
+            while True:
+                written.extend(r[0] for r in cur.fetchall())
+                if not cur.nextset():
+                    break
+        if len(written) != len(items):  # some were refused: say why, as ``insert`` does
+            done = set(written)
+            for memory, _, _ in items:
+                if memory.id in done:
+                    continue
+                if self._q("SELECT 1 FROM memories WHERE id = %s", [memory.id]):
+                    raise Conflict(f"a memory with id {memory.id} already exists")
+                raise Conflict(
+                    f"key {memory.key!r} already has an active memory in scope {memory.scope!r}"
+                )
+            twice = next(i for i in done if written.count(i) < [m.id for m, _, _ in items].count(i))
+            raise Conflict(f"a memory with id {twice} already exists")  # twice in the batch
+        self.entities.added += len(items)
+        self.insert_chunks_of([(m.id, m.scope, list(chunks)) for m, chunks, _ in items])
+        for memory, _, mentions in items:
+            if mentions:
+                link_mentions(self, memory.scope, memory.id, mentions, to_text(memory.created_at))
 
     def set_status(
         self,

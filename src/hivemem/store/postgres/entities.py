@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...clock import from_text, to_text
 from ...types import Entity, ListFilter, Query
-from ..sqlite.entities import SQLiteEntityIndex
-from ..sqlite.entities import _aliases_of_new as aliases_of_new
+from ..entity_rows import aliases_of_new, describe
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...providers.entities import Mention
@@ -189,7 +188,16 @@ class PgEntityIndex:
 
     # The SQLite store's: portable SQL through ``_read``/``_write`` (migration 0014 gave
     # this schema the ``protected`` and ``summary`` columns).
-    describe = SQLiteEntityIndex.describe
+    def describe(
+        self,
+        scope: str,
+        entity_id: int,
+        *,
+        type: str | None = None,  # noqa: A002 - the domain's word
+        summary: str | None = None,
+        protected: bool | None = None,
+    ) -> bool:
+        return describe(self._db, scope, entity_id, type=type, summary=summary, protected=protected)
 
     def total_memories(self, scopes: Sequence[str]) -> int:
         """The N of the entity lane's IDF: the newest insertion sequence number (as

@@ -1,18 +1,18 @@
-"""The web inspector's reads on the PostgreSQL store: the SQLite store's statements
-(``store/sqlite/inspect.py``: portable SQL, keyset pages on ``(created_at, id)``), run
+"""The web inspector's reads on the PostgreSQL store: the shared statements
+(``store/inspect.py``: portable SQL, keyset pages on ``(created_at, id)``), run
 through the backend's view in their dialect (``portable.Portable``)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..sqlite.inspect import SQLiteInspection
+from ..inspect import InspectionStatements
 from .portable import Portable
 
 if TYPE_CHECKING:  # pragma: no cover
     from .backend import PostgresBackend
 
 
-class PgInspection(SQLiteInspection):
+class PgInspection(InspectionStatements):
     def __init__(self, backend: PostgresBackend) -> None:
-        super().__init__(Portable(backend))  # type: ignore[arg-type]
+        super().__init__(Portable(backend))

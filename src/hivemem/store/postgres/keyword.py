@@ -43,6 +43,7 @@ from ... import text as textmod
 from ...errors import InvalidInput
 from ...types import Query
 from .. import scratch
+from ..fts5 import to_fts5
 from ..keyword_query import (
     And,
     Empty,
@@ -55,7 +56,6 @@ from ..keyword_query import (
     phrase_tokens,
 )
 from ..protocols import ChunkMatch, TermStats
-from ..sqlite.keyword import to_fts5
 
 if TYPE_CHECKING:  # pragma: no cover
     from .backend import PostgresBackend
@@ -173,23 +173,37 @@ class KeywordMixin:
     def insert_chunks(self: PostgresBackend, memory_id: str, scope: str, pieces: list[str]) -> None:
         """Inside a write: the memory's chunks, their terms, and their place in the
         vector queue (one statement)."""
-        if not pieces:
+        self.insert_chunks_of([(memory_id, scope, pieces)])
+
+    def insert_chunks_of(
+        self: PostgresBackend, memories: Sequence[tuple[str, str, list[str]]]
+    ) -> None:
+        """Inside a write: the chunks of several memories ``(id, scope, pieces)``, their
+        terms and their place in the vector queue, in one statement."""
+        rows = [
+            (memory_id, scope, seq, piece)
+            for memory_id, scope, pieces in memories
+            for seq, piece in enumerate(pieces)
+        ]
+        if not rows:
             return
-        tokens = [scratch.tokens(p) for p in pieces]
+        tokens = [scratch.tokens(r[3]) for r in rows]
         with self._stats_lock:
-            self._size_added += len(pieces)
+            self._size_added += len(rows)
         self._x(
             "WITH added AS (INSERT INTO chunks (memory_id, scope, seq, text, text_hash, "
-            "length, terms) SELECT %s, %s, t.seq, t.text, t.hash, t.length, t.terms::tsvector "
-            "FROM unnest(%s::int[], %s::text[], %s::text[], %s::int[], %s::text[]) "
-            "AS t(seq, text, hash, length, terms) RETURNING id) "
+            "length, terms) SELECT t.memory_id, t.scope, t.seq, t.text, t.hash, t.length, "
+            "t.terms::tsvector FROM unnest(%s::text[], %s::text[], %s::int[], %s::text[], "
+            "%s::text[], %s::int[], %s::text[]) WITH ORDINALITY "
+            "AS t(memory_id, scope, seq, text, hash, length, terms, ord) ORDER BY t.ord "
+            "RETURNING id) "
             "INSERT INTO vector_queue (chunk_id) SELECT id FROM added",
             [
-                memory_id,
-                scope,
-                list(range(len(pieces))),
-                pieces,
-                [textmod.content_hash(p) for p in pieces],
+                [r[0] for r in rows],
+                [r[1] for r in rows],
+                [r[2] for r in rows],
+                [r[3] for r in rows],
+                [textmod.content_hash(r[3]) for r in rows],
                 [len(t) for t in tokens],
                 [tsvector_text(t) for t in tokens],
             ],
@@ -201,11 +215,19 @@ class KeywordMixin:
         done = 0
         with self.atomic():
             for memory_id in memory_ids:
-                row = self._q("SELECT content, scope FROM memories WHERE id = %s", [memory_id])
+                row = self._q(
+                    "SELECT content, supersede_reason, supersede_kind, scope FROM memories "
+                    "WHERE id = %s",
+                    [memory_id],
+                )
                 if not row:
                     continue
                 self._x("DELETE FROM chunks WHERE memory_id = %s", [memory_id])
-                self.insert_chunks(memory_id, row[0][1], textmod.chunk(row[0][0], size, overlap))
+                # the supersede reason's chunk too, as the SQLite store and every write do
+                pieces = textmod.chunk(row[0][0], size, overlap) + textmod.reason_chunk(
+                    *row[0][1:3]
+                )
+                self.insert_chunks(memory_id, row[0][3], pieces)
                 done += 1
         return done
 

@@ -1,11 +1,11 @@
 """The maintenance jobs' SQL on the PostgreSQL store (``hivemem.lifecycle.maintenance``).
 
-Most statements of the SQLite store's ``SQLiteMaintenance`` (with its run log and
-cross-refs) are portable SQL and run unchanged through the backend's ``?``-accepting
-``_read``/``_write``: this class inherits them and overrides only what SQLite says its
-own way — ``executemany`` and ``INSERT OR REPLACE`` (here one ``unnest`` statement with
-``ON CONFLICT``), ``json_set`` (``jsonb_set``), ``CROSS JOIN … ON`` (a plain join), FTS5's
-``MATCH`` (a tsquery), an untyped ``? IS NULL`` parameter, and the scope clause, which is
+Most statements are portable SQL shared with SQLite (``store/maintenance_rows.py``,
+with the run log of ``store/runlog.py``) and run unchanged through the backend's
+``?``-accepting ``_read``/``_write``: this class adds the backend's own hooks, where
+SQLite says things its own way: ``executemany`` and ``INSERT OR REPLACE`` (here one
+``unnest`` statement with ``ON CONFLICT``), ``json_set`` (``jsonb_set``), ``CROSS JOIN …
+ON`` (a plain join), FTS5's ``MATCH`` (a tsquery), and the scope clause, which is
 written with PostgreSQL's placeholders. The order of insertion is ``seq`` on both
 backends (migration ``0014``).
 """
@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 from ...clock import from_text, to_text
 from ...types import Kind, Memory, Query, Status
 from ..keyword_query import KeywordQuery
+from ..maintenance_rows import DecayRow, MaintenanceStatements
 from ..rows import SELECT, row_to_memory
-from ..sqlite.maintenance import DecayRow, SQLiteMaintenance
 from . import qmark
 from .entities import link_mentions
 
@@ -29,13 +29,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from .backend import PostgresBackend
 
 
-class PgMaintenance(SQLiteMaintenance):
+class PgMaintenance(MaintenanceStatements):
     """Reads and writes of the maintenance jobs on PostgreSQL (see the module docstring)."""
 
-    _db: PostgresBackend  # type: ignore[assignment]
+    _db: PostgresBackend
 
     def __init__(self, backend: PostgresBackend) -> None:
-        super().__init__(backend)  # type: ignore[arg-type]
+        super().__init__(backend)
 
     def _memories(self, where: str, params: Sequence[Any], tail: str = "") -> list[Memory]:
         """The inherited statements' memory reads (written with ``?``)."""

@@ -265,6 +265,41 @@ MIGRATIONS: list[Migration] = [
             "CREATE INDEX purges_scope ON purges (scope, purged_at)",
         ),
     ),
+    Migration(
+        # The SQLite store's 0016_entity_resolutions: the ``resolve`` job's verdicts,
+        # one per pair of entities (``hivemem.store.resolutions``).
+        "0015_entity_resolutions",
+        (
+            f"""CREATE TABLE entity_resolutions (
+                scope {T} NOT NULL,
+                entity_id BIGINT NOT NULL REFERENCES entities (id) ON DELETE CASCADE,
+                other_id BIGINT NOT NULL REFERENCES entities (id) ON DELETE CASCADE,
+                same INTEGER NOT NULL,
+                similarity DOUBLE PRECISION NOT NULL,
+                judged_by TEXT,
+                judged_at {T} NOT NULL,
+                PRIMARY KEY (entity_id, other_id)
+            )""",
+            "CREATE INDEX entity_resolutions_scope ON entity_resolutions (scope)",
+            "CREATE INDEX entity_resolutions_other ON entity_resolutions (other_id)",
+        ),
+    ),
+    Migration(
+        # Every committed change to the vault notifies the channel ``hivemem_vault``
+        # (one notification per transaction): each store LISTENs on a connection of its
+        # own and learns of another node's new secret without a query per output.
+        "0017_vault_notify",
+        (
+            """CREATE FUNCTION hivemem_vault_changed() RETURNS trigger
+               LANGUAGE plpgsql AS $$
+               BEGIN
+                   PERFORM pg_notify('hivemem_vault', '');
+                   RETURN NULL;
+               END $$""",
+            "CREATE TRIGGER vault_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE "
+            "ON vault FOR EACH STATEMENT EXECUTE FUNCTION hivemem_vault_changed()",
+        ),
+    ),
 ]
 
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from psycopg import errors as pgerrors
 
-from ..sqlite.purge import SQLitePurge, _batches
+from ..purge import PurgeStatements, batches
 
 if TYPE_CHECKING:  # pragma: no cover
     from .backend import PostgresBackend
@@ -41,11 +41,11 @@ TEXT_TABLES = (
 )
 
 
-class PgPurge(SQLitePurge):
+class PgPurge(PurgeStatements):
     _db: PostgresBackend  # type: ignore[assignment]
 
     def __init__(self, backend: PostgresBackend) -> None:
-        super().__init__(backend)  # type: ignore[arg-type]
+        super().__init__(backend)
 
     def _drawn_from(self, scope: str, memory_ids: list[str]) -> list[str]:
         rows = self._db._q(
@@ -71,7 +71,7 @@ class PgPurge(SQLitePurge):
         yield
 
     def _delete_chunks(self, chunk_ids: Sequence[int]) -> None:
-        for part in _batches(chunk_ids):  # vectors and the queue cascade
+        for part in batches(chunk_ids):  # vectors and the queue cascade
             self._db._x("DELETE FROM chunks WHERE id = ANY(%s)", [part])
 
     def _rows_deleted(self) -> None:

@@ -28,8 +28,11 @@ from ...clock import from_text, to_text
 from ...errors import Conflict, StoreError
 from ...providers.entities import Mention
 from ...types import ListFilter, Memory, Query, Status
+from ..fts5 import to_fts5
+from ..inspect import InspectionStatements
 from ..keyword_query import KeywordQuery
 from ..protocols import ChunkMatch, SessionInfo
+from ..resolutions import Resolutions
 from ..rows import (
     INSERT,
     JSON_FIELDS,
@@ -40,6 +43,7 @@ from ..rows import (
     placeholders,
     row_to_memory,
 )
+from ..stats import scope_stats
 from . import migrations, termcounts
 from .access import AccessLog
 from .database import DRIVER_NAME as DRIVER_NAME
@@ -47,15 +51,12 @@ from .database import IntegrityError as IntegrityError
 from .database import OperationalError, sqlite_driver
 from .entities import SQLiteEntityIndex, link_mentions
 from .failures import is_full, search_error, store_error
-from .inspect import SQLiteInspection
-from .keyword import KeywordPlans, KeywordStats, to_fts5
+from .keyword import KeywordPlans, KeywordStats
 from .limits import ClosedConnection, time_limit
 from .maintenance import SQLiteMaintenance
 from .pool import PooledReads, ReadPool, ThreadRole
 from .purge import SQLitePurge
 from .repair import RepairMixin
-from .resolutions import SQLiteResolutions
-from .stats import scope_stats
 from .vectors import SQLiteVectorIndex, load_extension
 
 
@@ -111,7 +112,7 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, RepairMixin):
             self._conn.execute("PRAGMA foreign_keys = ON")
             self.vectors = SQLiteVectorIndex(self, load_extension(self._conn))
             self.entities = SQLiteEntityIndex(self)
-            self.resolutions = SQLiteResolutions(self)
+            self.resolutions = Resolutions(self)
             self.journal_mode = self._prepare_file(busy_timeout_ms)
             if self.location != ":memory:" and read_connections > 0:
                 self._pool = ReadPool(
@@ -459,7 +460,7 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, RepairMixin):
         time_limit_s: float | None = None,
     ) -> list[ChunkMatch]:
         """The ``limit`` best chunks by BM25 among those ``keywords`` (compiled to FTS5,
-        ``keyword.to_fts5``) finds that pass scope and filters, best
+        ``fts5.to_fts5``) finds that pass scope and filters, best
         first (ties: lower chunk id first). With ``time_limit_s`` (a caller's FTS5 syntax,
         whose cost has no other bound) the statements stop once it has passed, and the
         search raises ``InvalidInput`` naming the query.
@@ -606,6 +607,11 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, RepairMixin):
         if mentions:
             link_mentions(self._conn, memory.scope, memory.id, mentions, to_text(memory.created_at))
 
+    def insert_many(self, items: Sequence[tuple[Memory, Sequence[str], Sequence[Mention]]]) -> None:
+        # In-process SQLite has no round trips to save: one ``insert`` after another.
+        for memory, chunks, mentions in items:
+            self.insert(memory, chunks, mentions)
+
     def set_status(
         self,
         scope: str,
@@ -718,5 +724,5 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, RepairMixin):
         return SQLitePurge(self)
 
     @property
-    def inspection(self) -> SQLiteInspection:  # the web inspector's reads (stateless)
-        return SQLiteInspection(self)
+    def inspection(self) -> InspectionStatements:  # the web inspector's reads (stateless)
+        return InspectionStatements(self)

@@ -16,8 +16,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ...clock import from_text, to_text
-from ...providers.entities import without_legal_form
 from ...types import Entity, ListFilter, Query
+from ..entity_rows import aliases_of_new, describe
 from ..rows import placeholders
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -60,7 +60,7 @@ def link_mentions(
                 "VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
                 (scope, mention.canonical, kind, mention.name, when, when),
             ).fetchone()
-            for alias in _aliases_of_new(mention):
+            for alias in aliases_of_new(mention):
                 conn.execute(
                     "INSERT OR IGNORE INTO entity_aliases (scope, alias, entity_id) "
                     "VALUES (?, ?, ?)",
@@ -76,14 +76,6 @@ def link_mentions(
                 "last_seen = MAX(last_seen, ?) WHERE id = ?",
                 (when, row[0]),
             )
-
-
-def _aliases_of_new(mention: Mention) -> list[str]:
-    """A new entity's aliases: its canonical name, and for an organisation also the name
-    without its legal form ("acme corp" is also "acme")."""
-    out = [mention.canonical]
-    short = without_legal_form(mention.canonical) if mention.type.value == "organization" else None
-    return [*out, short] if short else out
 
 
 def retype(conn: Any, entity_id: int, kind: str) -> bool:
@@ -206,28 +198,7 @@ class SQLiteEntityIndex:
         summary: str | None = None,
         protected: bool | None = None,
     ) -> bool:
-        """Set an entity's type, summary and/or protected flag (own scope). Returns False
-        when the scope already has an entity of that name with that type."""
-        with self._db.atomic():
-            if type is not None:
-                taken = self._db._read(
-                    "SELECT 1 FROM entities e WHERE e.scope = ? AND e.type = ? AND e.id != ? "
-                    "AND e.canonical = (SELECT canonical FROM entities WHERE id = ?)",
-                    [scope, type, entity_id, entity_id],
-                )
-                if taken:
-                    return False
-            sets, params = [], []
-            for column, value in (("type", type), ("summary", summary), ("protected", protected)):
-                if value is not None:
-                    sets.append(f"{column} = ?")
-                    params.append(int(value) if isinstance(value, bool) else value)
-            if sets:
-                self._db._write(
-                    f"UPDATE entities SET {', '.join(sets)} WHERE scope = ? AND id = ?",
-                    [*params, scope, entity_id],
-                )
-        return True
+        return describe(self._db, scope, entity_id, type=type, summary=summary, protected=protected)
 
     def total_memories(self, scopes: Sequence[str]) -> int:
         """Memories of the scopes (any status): the N of the entity lane's IDF. Read

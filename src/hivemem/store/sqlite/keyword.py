@@ -8,10 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ... import text as textmod
 from ...types import Query
 from .. import scratch
-from ..keyword_query import And, Empty, Expr, KeywordQuery, Near, Not, Or, Phrase
 from ..protocols import ChunkMatch, TermStats
 from ..rows import placeholders
 from . import termcounts
@@ -19,32 +17,6 @@ from .termcounts import BM25
 
 _RANK_PAGE_MAX = 4096  # widest FTS-only page before keyword_search filters in one statement
 _NEWEST_PAGE = 4  # newest-first keyword search reads this many times the rows it returns
-
-
-def to_fts5(query: KeywordQuery) -> str:
-    """``query`` as an FTS5 ``MATCH`` string ("" when it can match nothing). Every
-    phrase is quoted, every operator explicit and parenthesised, so the string means
-    exactly the tree (and for a caller's syntax, what SQLite read from it)."""
-    if query.expression is None:
-        if query.mode == "any":  # the lane's own query: the OR of the quoted terms
-            return textmod.fts_or_query(list(query.terms))
-        joiner = " AND " if query.mode == "all" else " + "
-        return joiner.join(textmod.fts_quote(t) for t in query.terms)
-    return _fts5(query.expression)
-
-
-def _fts5(expr: Expr) -> str:
-    if isinstance(expr, Empty):
-        return ""
-    if isinstance(expr, Phrase):
-        pieces = " + ".join(
-            textmod.fts_quote(p.text) + (" *" if p.prefix else "") for p in expr.pieces
-        )
-        return ("^ " if expr.initial else "") + pieces
-    if isinstance(expr, Near):
-        return f"NEAR({' '.join(_fts5(p) for p in expr.phrases)}, {expr.distance})"
-    op = {And: "AND", Or: "OR", Not: "NOT"}[type(expr)]
-    return f"({_fts5(expr.left)} {op} {_fts5(expr.right)})"  # type: ignore[union-attr]
 
 
 class KeywordPlans:

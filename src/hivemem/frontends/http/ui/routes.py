@@ -146,7 +146,9 @@ class Ui:
                         request, "error.html", 401, status=401, message="sign in first"
                     )
                 target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-                return RedirectResponse(f"{PREFIX}/login?next={quote(target)}", 303)
+                back = quote(target)  # a way back too long for a Location header is dropped
+                where = f"?next={back}" if len(back) <= _MAX_NEXT else ""
+                return RedirectResponse(f"{PREFIX}/login{where}", 303)
             except UiError as exc:
                 return self.render(
                     request, "error.html", exc.status, status=exc.status, message=exc.message
@@ -562,10 +564,16 @@ def _int(raw: str, name: str) -> int:
     return value
 
 
+# The longest way back after sign-in kept in a URL (clients refuse Location headers past
+# 64 kB; a hostile URL percent-encodes to many times its length).
+_MAX_NEXT = 4096
+
+
 def _safe_next(target: str | None) -> str:
     """Where to go after sign-in: a path of the inspector only (no open redirect)."""
     if (
         target
+        and len(target) <= _MAX_NEXT
         and target.startswith(PREFIX + "/")
         and not target.startswith("//")
         and "\\" not in target

@@ -1,7 +1,8 @@
 """Reads of the web inspector (``hivemem.inspect``): keyset pages of memories, counts by
 kind/type/status/category, growth per day, entity lists, the entities of one memory and
 the memories drawn from one. Read-only; every statement is filtered by scope like the
-rest of the backend.
+rest of the backend. Portable SQL, shared by both backends (PostgreSQL runs it through
+its dialect view, ``postgres/portable.py``).
 
 Pages are keyset pages on ``(created_at, id)``, newest first, so page 500 costs what
 page 1 costs: the ``memories_scope_created`` index gives the order, no ``OFFSET``.
@@ -13,21 +14,18 @@ import json
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ...clock import from_text, to_text
-from ...types import Entity, ListFilter, Memory
-from ..protocols import SessionInfo
-from ..rows import placeholders
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .database import SQLiteStore
+from ..clock import from_text, to_text
+from ..types import Entity, ListFilter, Memory
+from .protocols import SessionInfo
+from .rows import placeholders
 
 
-class SQLiteInspection:
+class InspectionStatements:
     """The inspector's SQL (the backend's connection and lock; stateless)."""
 
-    def __init__(self, backend: SQLiteStore) -> None:
+    def __init__(self, backend: Any) -> None:
         self._db = backend
 
     def page(

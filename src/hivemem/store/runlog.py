@@ -1,24 +1,22 @@
 """The run log of the maintenance jobs (``maintenance_runs``, migration
-``0007_maintenance``): what each run of each job did, when, and how it ended."""
+``0007_maintenance``): what each run of each job did, when, and how it ended. Portable
+SQL, shared by both backends (through their ``?``-accepting ``_read``/``_write``)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ...clock import from_text, to_text
-from ..protocols import RunRecord
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .database import SQLiteDatabase
+from ..clock import from_text, to_text
+from .protocols import RunRecord
 
 
-class SQLiteRunLog:
+class RunLogStatements:
     """Reads and writes of the run log (the backend's connection and lock)."""
 
-    def __init__(self, backend: SQLiteDatabase) -> None:
+    def __init__(self, backend: Any) -> None:
         self._db = backend
 
     def start_run(self, job: str, scope: str | None, trigger: str, when: datetime) -> int:

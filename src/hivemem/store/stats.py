@@ -1,20 +1,19 @@
 """Counts of a store or of some of its scopes (``Backend.stats``): by status, kind and
 type, expired, sessions, and two times — when the latest memory was recorded and when
-consolidation last ran (ADR 005's ``memory_stats``)."""
+consolidation last ran (ADR 005's ``memory_stats``). Portable SQL, shared by both
+backends: ``db`` is a backend's ``?``-accepting statement runner (``_read``,
+``_scope_clause``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ...clock import from_text, to_text
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .database import SQLiteStore
+from ..clock import from_text, to_text
 
 
-def scope_stats(db: SQLiteStore, scopes: Sequence[str] | None, now: datetime) -> dict[str, Any]:
+def scope_stats(db: Any, scopes: Sequence[str] | None, now: datetime) -> dict[str, Any]:
     if scopes is None:
         where, params = "1 = 1", []
     else:
