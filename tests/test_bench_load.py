@@ -37,3 +37,16 @@ def test_load_on_sqlite_loses_no_acknowledged_write(tmp_path):
 
 def test_load_on_postgresql(pg_url):
     _check(run_load(LoadTarget("postgresql", pg_url), clients=3, seconds=2, preload=30))
+
+
+def test_load_on_sqlite_with_two_workers(tmp_path):
+    result = run_load(
+        LoadTarget("sqlite", default_file(str(tmp_path)), workers=2),
+        clients=4,
+        seconds=2,
+        preload=50,
+    )
+    _check(result)
+    # the workers are counted: the parent alone, which only waits, uses about a ms
+    assert result.server_cpu_s is not None and result.server_cpu_s > 0.05
+    assert "CPU cores used" in format_load([result])

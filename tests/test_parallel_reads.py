@@ -259,3 +259,90 @@ def test_the_wal_stays_bounded_under_overlapping_searches(tmp_path, monkeypatch)
                 thread.join()
         assert largest < 2 * 1024 * 1024, largest
         assert len(mem.list(limit=1000)) == 400
+
+
+def test_the_wal_stays_bounded_when_another_process_reads(tmp_path, monkeypatch):
+    """``serve-http --workers N``: the readers that keep the WAL from restarting are
+    another process's, which the writer cannot hold back. Its checkpoint waits for their
+    snapshots (up to WAL_DRAIN_S) instead of giving up at once. Here the other process
+    is a second handle on the file: to SQLite, connections are connections."""
+    from hivemem.store.sqlite import pool
+
+    monkeypatch.setattr(pool, "WAL_RESTART_BYTES", 256 * 1024)
+    monkeypatch.setattr(pool, "WAL_CHECK_EVERY", 8)
+    path = tmp_path / "m.db"
+    with _open(path, read_connections=2) as store, _open(path, read_connections=2) as other:
+        backend = other._backend
+        stop = threading.Event()
+
+        def reader(offset):  # the other handle's readers, overlapping all the time
+            time.sleep(offset)
+            while not stop.is_set():
+                with backend.snapshot():
+                    backend.scopes()
+                    time.sleep(0.02)
+
+        readers = [threading.Thread(target=reader, args=(o,)) for o in (0, 0.01)]
+        for thread in readers:
+            thread.start()
+        largest = 0
+        try:
+            mem = store.scope("a")
+            for n in range(200):
+                mem.save(f"note {n} " + "padding words " * 40)
+                largest = max(largest, (tmp_path / "m.db-wal").stat().st_size)
+        finally:
+            stop.set()
+            for thread in readers:
+                thread.join()
+        assert largest < 2 * 1024 * 1024, largest
+        assert len(other.scope("a").list(limit=1000)) == 200
+
+
+class _CountingEmbedder:
+    """The hash embedder, slowed down, counting every text it embeds."""
+
+    def __init__(self, counts: list[str], lock: threading.Lock) -> None:
+        from hivemem.providers.embed import HashEmbedder
+
+        self._inner = HashEmbedder(dimension=64)
+        self.identity, self.dimension = self._inner.identity, self._inner.dimension
+        self._counts, self._lock = counts, lock
+
+    def embed_batch(self, texts):
+        time.sleep(0.05)  # long enough for the other handle to take the same batch
+        with self._lock:
+            self._counts.extend(texts)
+        return self._inner.embed_batch(texts)
+
+
+def test_two_processes_embed_each_queued_chunk_once(tmp_path):
+    """serve-http --workers: every worker's embedding thread takes the oldest queued
+    chunks; without one turn per file each chunk was embedded by both (twice the model's
+    CPU). Two handles on one file stand for two processes (each its own flock)."""
+    path = tmp_path / "m.db"
+    with hivemem.open(path, embedder="none") as store:
+        store.scope("a").add_episodes(
+            [
+                {"content": f"turn {n} about the harbour", "session_id": "s", "role": "user"}
+                for n in range(300)
+            ]
+        )
+    embedded: list[str] = []
+    lock = threading.Lock()
+    settings = Settings(embed_batch_size=50)  # each opens, catches up and flushes at once
+    stores = [
+        hivemem.open(path, embedder=_CountingEmbedder(embedded, lock), settings=settings)
+        for _ in range(2)
+    ]
+    try:
+        threads = [threading.Thread(target=s.flush) for s in stores]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert stores[0].indexer.pending() == 0
+    finally:
+        for s in stores:
+            s.close()
+    assert len(embedded) == len(set(embedded)) == 300

@@ -51,3 +51,30 @@ def test_small_scope_term_rows_follow_a_write_of_another_connection(tmp_path):
             "the lighthouse keeper": ("lighthouse",),
             "a second lighthouse on the cape": ("lighthouse",),
         }
+
+
+def test_rows_read_in_an_older_snapshot_are_not_kept_as_current(tmp_path):
+    """The cross-process window: a search's snapshot starts, another process commits, and
+    the search then reads the file's change counter (which already counts that commit)
+    while its rows are the older snapshot's. Kept under the newer counter, the rows hid
+    the commit from every later search; they are kept under the counter noted before the
+    snapshot began."""
+    path = tmp_path / "m.db"
+    settings = hivemem.Settings(track_access=False)
+    with (
+        hivemem.open(path, embedder="none", settings=settings) as store,
+        hivemem.open(path, embedder="none", settings=settings) as other,
+    ):
+        small, big = store.scope("a"), store.scope("b")
+        small.save("the lighthouse keeper")
+        for i in range(20):
+            big.save(f"harbour note {i}")
+        with store.snapshot():
+            assert store._backend.term_stats(["harbour"], ["a"]).doc_freq == {"harbour": 0}
+            other.scope("a").save("a second lighthouse on the cape")  # after it began
+            assert store._backend.term_stats(["lighthouse"], ["a"]).doc_freq == {
+                "lighthouse": 1  # the snapshot's view
+            }
+        assert store._backend.term_stats(["lighthouse"], ["a"]).doc_freq == {"lighthouse": 2}
+        found = {h.memory.content: h.explain.matched_terms for h in small.search("lighthouse")}
+        assert found["a second lighthouse on the cape"] == ("lighthouse",)

@@ -511,7 +511,7 @@ def _file_bytes(db: Path) -> int:
 
 
 def _remove(db: Path) -> None:
-    for suffix in ("", "-wal", "-shm"):
+    for suffix in ("", "-wal", "-shm", "-embed"):
         Path(f"{db}{suffix}").unlink(missing_ok=True)
 
 

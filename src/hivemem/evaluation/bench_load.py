@@ -17,8 +17,11 @@ What it does, per target (a SQLite file, or a PostgreSQL URL):
 Figures: requests/s over the whole run, per kind count/p50/p95/max, errors (a transport
 error or any status but 200; the first few are kept), acknowledged writes and how many
 were found each way. A target's ``env`` is added to the server's environment
-(``HIVEMEM_READ_CONNECTIONS=0`` measures the single connection in the same run), and
-``pythonpath`` runs the server from another checkout's ``src`` (a baseline build).
+(``HIVEMEM_READ_CONNECTIONS=0`` measures the single connection in the same run),
+``pythonpath`` runs the server from another checkout's ``src`` (a baseline build), and
+``workers`` starts ``serve-http --workers N``. The clients share this machine with the
+server: the CPU each side used while the clients ran (this process's, and the server's
+with its workers', from ``/proc``) and the load average are reported beside the figures.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ class LoadTarget:
     db: str
     env: dict[str, str] = field(default_factory=dict)
     pythonpath: str | None = None
+    workers: int = 1  # serve-http --workers
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,9 @@ class LoadResult:
     found_via_http: int
     found_after_stop: int
     wal_bytes: int | None = None  # SQLite: the -wal file when the clients stopped
+    client_cpu_s: float | None = None  # CPU seconds of this process (the clients) meanwhile
+    server_cpu_s: float | None = None  # CPU seconds of the server and its workers (Linux)
+    load_average: float | None = None  # the 1-minute load average when the clients stopped
 
     @property
     def requests_per_s(self) -> float:
@@ -96,6 +103,9 @@ class LoadResult:
             "found_via_http": self.found_via_http,
             "found_after_stop": self.found_after_stop,
             "wal_bytes": self.wal_bytes,
+            "client_cpu_s": self.client_cpu_s,
+            "server_cpu_s": self.server_cpu_s,
+            "load_average": self.load_average,
         }
 
 
@@ -135,17 +145,31 @@ def _server_env(target: LoadTarget) -> dict[str, str]:
     return env
 
 
-def _prepare(target: LoadTarget, scope: str, preload: int, seed: int) -> str:
-    """Fill ``scope`` and return a bearer token with write on it."""
-    import hivemem
+_FILL = """
+import sys, hivemem
+from hivemem.evaluation.bench import CorpusGenerator
+db, scope, preload, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+with hivemem.open(db, embedder="hash") as store:
+    mem = store.scope(scope)
+    items = list(CorpusGenerator(seed).episodes(preload))
+    for start in range(0, len(items), 500):
+        mem.add_episodes(items[start : start + 500])
+    store.flush()
+"""
 
-    generator = CorpusGenerator(seed)
-    with hivemem.open(target.db, embedder="hash") as store:
-        mem = store.scope(scope)
-        items = list(generator.episodes(preload))
-        for start in range(0, len(items), 500):
-            mem.add_episodes(items[start : start + 500])
-        store.flush()
+
+def _prepare(target: LoadTarget, scope: str, preload: int, seed: int) -> str:
+    """Fill ``scope`` and return a bearer token with write on it. The server's own
+    build fills it (a baseline build cannot open a file of a newer schema)."""
+    filled = subprocess.run(
+        [sys.executable, "-c", _FILL, target.db, scope, str(preload), str(seed)],
+        capture_output=True,
+        text=True,
+        env=_server_env(target),
+        check=False,
+    )
+    if filled.returncode != 0:
+        raise HiveMemError(f"cannot fill the load test's store: {filled.stderr.strip()[-500:]}")
     made = subprocess.run(
         _cli(target.db, "token", "create", f"load-{scope}", "--write", scope),
         capture_output=True,
@@ -159,8 +183,9 @@ def _prepare(target: LoadTarget, scope: str, preload: int, seed: int) -> str:
 
 
 def _start(target: LoadTarget, port: int) -> subprocess.Popen[bytes]:
+    workers = ("--workers", str(target.workers)) if target.workers > 1 else ()
     return subprocess.Popen(
-        [*_cli(target.db, "serve-http", "--port", str(port), "--host", "127.0.0.1")],
+        [*_cli(target.db, "serve-http", "--port", str(port), "--host", "127.0.0.1", *workers)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         env=_server_env(target),
@@ -180,6 +205,24 @@ def _wait_ready(httpx: Any, server: subprocess.Popen[bytes], base: str) -> None:
         if time.monotonic() > deadline:
             raise HiveMemError("serve-http did not answer /v1/health within 60 s")
         time.sleep(0.1)
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of ``pid`` and its children (the workers), from
+    ``/proc`` (None where there is none)."""
+    try:
+        ticks = os.sysconf("SC_CLK_TCK")
+        total = 0
+        pids = [pid]
+        children = Path(f"/proc/{pid}/task/{pid}/children")
+        if children.exists():
+            pids += [int(p) for p in children.read_text().split()]
+        for one in pids:
+            fields = Path(f"/proc/{one}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+        return total / ticks
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _stop(server: subprocess.Popen[bytes]) -> None:
@@ -312,6 +355,8 @@ def run_load(
     try:
         _wait_ready(httpx, server, f"http://127.0.0.1:{port}")
         say(f"{target.label}: {clients} clients for {seconds:g} s")
+        server_cpu = _cpu_seconds(server.pid)
+        client_cpu = time.process_time()
         started = time.monotonic()
         threads = [
             threading.Thread(
@@ -326,6 +371,14 @@ def run_load(
         for thread in threads:
             thread.join()
         elapsed = time.monotonic() - started
+        client_cpu = time.process_time() - client_cpu
+        server_after = _cpu_seconds(server.pid)
+        server_cpu = (
+            server_after - server_cpu
+            if server_cpu is not None and server_after is not None
+            else None
+        )
+        load_average = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
         wal = Path(f"{target.db}-wal")
         wal_bytes = wal.stat().st_size if "://" not in target.db and wal.exists() else None
         say(f"{target.label}: checking {len(tally.acknowledged)} acknowledged writes")
@@ -346,6 +399,9 @@ def run_load(
         found_via_http=via_http,
         found_after_stop=after,
         wal_bytes=wal_bytes,
+        client_cpu_s=client_cpu,
+        server_cpu_s=server_cpu,
+        load_average=load_average,
     )
 
 
@@ -373,9 +429,18 @@ def format_load(results: Sequence[LoadResult]) -> str:
             lines.append(f"  {r.label} error: {sample}")
         if r.wal_bytes is not None:
             lines.append(f"  {r.label}: WAL {r.wal_bytes / 1e6:.1f} MB when the clients stopped")
+        cpu = []
+        if r.client_cpu_s is not None:
+            cpu.append(f"clients {r.client_cpu_s / r.seconds:.2f}")
+        if r.server_cpu_s is not None:
+            cpu.append(f"server {r.server_cpu_s / r.seconds:.2f}")
+        if cpu:
+            load = f"; load average {r.load_average:.1f}" if r.load_average is not None else ""
+            lines.append(f"  {r.label}: CPU cores used: {', '.join(cpu)}{load}")
         if not r.all_found:
             lines.append(f"  {r.label}: NOT EVERY ACKNOWLEDGED WRITE WAS FOUND")
     lines.append("found: via the server while it ran / via the library after it stopped (SIGTERM).")
+    lines.append(f"this machine: {os.cpu_count()} CPU cores.")
     return "\n".join(lines)
 
 
@@ -385,10 +450,12 @@ def load_targets(
     *,
     compare: bool = False,
     baseline_src: str | None = None,
+    workers: int = 1,
     **options: Any,
 ) -> list[LoadResult]:
     """The same load on each target, one after another: a baseline build (``baseline_src``),
-    SQLite's single connection (``compare``), SQLite with its read pool, PostgreSQL."""
+    SQLite's single connection (``compare``), SQLite with its read pool, SQLite with
+    ``workers`` server processes (when > 1), PostgreSQL (with as many workers too)."""
     targets = []
     if baseline_src:
         targets.append(
@@ -401,6 +468,13 @@ def load_targets(
             )
         )
     targets.append(LoadTarget("sqlite, read pool", default_file(folder)))
+    if workers > 1:
+        targets.append(
+            LoadTarget(f"sqlite, {workers} workers", default_file(folder), workers=workers)
+        )
     if postgres_url:
         targets.append(LoadTarget("postgresql", postgres_url))
+        if workers > 1:
+            label = f"postgresql, {workers} workers"
+            targets.append(LoadTarget(label, postgres_url, workers=workers))
     return [run_load(target, **options) for target in targets]

@@ -189,7 +189,7 @@ class Indexer:
         between two slices ends the batch early: the slices done are stored, the rest
         stays queued."""
         assert self.embedder is not None
-        with self._embed_lock:
+        with self._embed_lock, self._index.turn():  # one batch per process, and per file
             if stop is not None and self._flushing:
                 return 0
             chunks = self._index.pending(self.batch_size)

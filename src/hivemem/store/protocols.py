@@ -125,6 +125,12 @@ class VectorIndex(Protocol):
 
     def upsert(self, model: str, items: Sequence[tuple[PendingChunk, bytes]]) -> int: ...
 
+    def turn(self) -> AbstractContextManager[None]:
+        """Held around one embedding batch (``pending`` → embed → ``upsert``): where the
+        backend can, one process at a time, so processes sharing the store (``serve-http
+        --workers``) do not embed the same queued chunks twice."""
+        ...
+
     def search(
         self,
         scopes: Sequence[str],

@@ -34,26 +34,41 @@ def _line(token: TokenInfo) -> str:
     help="Shared scope inject_learning writes a lead's learnings to "
     "(default: setting learning_scope).",
 )
+@click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=int,
+    help="Server processes on one socket, each with its own store handle: searches use "
+    "that many cores (Linux, macOS; see docs/reliability.md).",
+)
 @pass_env
-def serve_http(env: Env, host: str | None, port: int | None, learning_scope: str | None) -> None:
+def serve_http(
+    env: Env, host: str | None, port: int | None, learning_scope: str | None, workers: int
+) -> None:
     """Serve the HTTP API (needs `pip install 'hivemem[http]'`).
 
     Every route but /v1/health needs a bearer token from `hivemem token create`; the
     scope comes from the URL (/v1/scopes/SCOPE/...) and must be granted to the token.
     The OpenAPI schema is at /openapi.json, interactive docs at /docs, the web
-    inspector at /ui (sign in with a token).
+    inspector at /ui (sign in with a token). With --workers N, N processes serve one
+    SQLite file (or PostgreSQL) on one port; a worker that dies is replaced.
     """
     from ..http import serve
+    from ..http.workers import check, serve_forked
 
+    check(workers, env.db)
     if learning_scope is not None:
         env.settings = env.settings.replace(learning_scope=learning_scope)
     settings = env.settings
-    serve(
-        env.store(create_folder=True),
-        host or settings.http_host,
-        settings.http_port if port is None else port,
-        settings,
-    )
+    host = host or settings.http_host
+    port = settings.http_port if port is None else port
+    if workers > 1:
+        serve_forked(
+            lambda: env.store(create_folder=True), env.close, host, port, settings, workers
+        )
+        return
+    serve(env.store(create_folder=True), host, port, settings)
 
 
 @click.command("ui")

@@ -186,6 +186,14 @@ def _stage_printer(quiet: bool = False) -> Any:
     help="--load: also run a server from another checkout's src folder (e.g. a git "
     "worktree of an earlier commit), as a baseline in the same run.",
 )
+@click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="--load: also run SQLite (and PostgreSQL) with serve-http --workers N, in the "
+    "same run (when N > 1).",
+)
 @json_option
 @pass_env
 def bench(
@@ -208,6 +216,7 @@ def bench(
     preload: int,
     compare: bool,
     baseline_src: str | None,
+    workers: int,
     as_json: bool,
 ) -> None:
     """Time writes, vector indexing and searches on generated data.
@@ -230,6 +239,8 @@ def bench(
     With --load, a real serve-http process is loaded by --clients HTTP clients (30%
     writes, 70% searches) for --seconds: requests/s, p50/p95 per kind, errors, and
     whether every acknowledged write is found, through the server and after it stopped.
+    --compare adds SQLite's single connection and --workers N a server of N processes,
+    in the same run; the CPU the clients and the server used is printed beside them.
 
     With --db postgresql://…, SQLite's bench of the same sizes runs first, then the
     server's (a database hivemem_bench_SIZE per size, created and dropped: the user
@@ -243,6 +254,7 @@ def bench(
             keep_folder,
             compare=compare,
             baseline_src=baseline_src,
+            workers=workers,
             clients=clients,
             seconds=seconds,
             preload=preload,

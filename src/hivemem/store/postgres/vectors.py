@@ -229,6 +229,12 @@ class PgVectorIndex:
         )
         return {r[0]: bytes(r[1]) for r in rows}
 
+    @contextmanager
+    def turn(self) -> Iterator[None]:
+        """No lock across nodes: two nodes may embed one queued chunk twice; ``upsert``
+        stores it once (the queue row is deleted by the first)."""
+        yield
+
     def upsert(self, model: str, items: Sequence[tuple[PendingChunk, bytes]]) -> int:
         """Store the vectors of queued chunks; chunks no longer queued (deleted, or done
         by another node) and a model that is no longer the store's are skipped."""

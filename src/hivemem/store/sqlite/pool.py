@@ -27,7 +27,9 @@ Contract (issue #13, item 5):
   at its size and past ``WAL_RESTART_BYTES`` holds back new reads, waits for those in
   flight (``WAL_DRAIN_S`` at most, else it tries again later), and runs
   ``wal_checkpoint(TRUNCATE)``, which then finds no reader and empties the WAL; reads and
-  writes wait about one search's length, once per 16 MB of WAL.
+  writes wait about one search's length, once per 16 MB of WAL. Other processes'
+  readers (``serve-http --workers``) are waited for by the checkpoint itself, up to
+  ``WAL_DRAIN_S``.
 - **Closed store.** ``close()`` closes the idle connections at once and each busy one when
   its reader hands it back; a read after close is ``StoreError`` (the backend checks).
 
@@ -206,6 +208,7 @@ class ThreadRole(threading.local):
 
     writing = 0
     reader: Any = None
+    version: int | None = None  # the file's change counter noted as the snapshot began
 
 
 class PooledReads:
@@ -270,6 +273,8 @@ class PooledReads:
         another: a change may be reported that was this process's own)."""
         if self._pool is None or self._role.writing:
             return int(self._read("PRAGMA data_version")[0][0])
+        if self._role.reader is not None and self._role.version is not None:
+            return self._role.version  # inside a snapshot: the counter it began under
         try:
             return self._pool.data_version()
         except self._driver_errors as exc:
@@ -291,12 +296,15 @@ class PooledReads:
         except OSError:
             return
         # Searches in flight finish, new ones wait for the restart (a few ms with no
-        # reader left); another process's reader makes the checkpoint give up at once.
+        # reader left). Another process's readers (serve-http --workers) cannot be held
+        # back from here: the checkpoint waits for their snapshots instead, WAL_DRAIN_S
+        # at most (TRUNCATE holds the write lock, so no frame is added meanwhile, and
+        # their new snapshots read the file alone once it is backfilled).
         with self._pool.drained(WAL_DRAIN_S) as empty:
             if not empty:
                 return
             try:
-                self._conn.execute("PRAGMA busy_timeout = 0")
+                self._conn.execute(f"PRAGMA busy_timeout = {int(WAL_DRAIN_S * 1000)}")
                 try:
                     self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
                 finally:
@@ -337,12 +345,19 @@ class PooledReads:
                 with self._read_transaction(self._conn):
                     yield
             return
+        # The change counter first, then the snapshot: a cache filled inside is keyed on
+        # a counter no newer than the snapshot (a commit between the two is in the
+        # snapshot and makes the next search read again). Noted the other way round, a
+        # commit of another process between the snapshot's start and the counter's read
+        # was counted but not seen, and the rows kept under it hid it from every later
+        # search (tests/test_read_caches.py).
+        version = self.data_version()
         with self._lent(snapshot=True) as conn, self._read_transaction(conn):
-            role.reader = conn
+            role.reader, role.version = conn, version
             try:
                 yield
             finally:
-                role.reader = None
+                role.reader, role.version = None, None
 
     @contextmanager
     def _read_transaction(self, conn: Any) -> Iterator[None]:

@@ -42,7 +42,8 @@ writes a chunk: a crash between a write and its embedding leaves the chunk queue
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -282,6 +283,33 @@ class SQLiteVectorIndex:
                 )
                 stored += 1
         return stored
+
+    @contextmanager
+    def turn(self) -> Iterator[None]:
+        """One embedding batch at a time across processes: an exclusive ``flock`` on
+        ``<file>-embed`` (a lock only: empty, never read), released when the batch ends
+        or its process dies. Processes serving one file (``serve-http --workers``) then
+        embed each queued chunk once; the one that waited finds those chunks done. A
+        ``:memory:`` store, or a system without ``flock``, has one process anyway."""
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows: no fork, one server process
+            fcntl = None  # type: ignore[assignment]
+        location = self._db.location
+        if fcntl is None or location == ":memory:":
+            yield
+            return
+        try:
+            handle = open(f"{location}-embed", "ab")  # noqa: SIM115 - held across the yield
+        except OSError:  # a read-only folder: nothing can be stored anyway
+            yield
+            return
+        with handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
 
     def delete_chunks(self, chunk_ids: Sequence[int]) -> None:
         """Inside a write: drop the vectors of chunks about to be deleted."""
