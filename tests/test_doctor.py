@@ -51,9 +51,16 @@ def _sabotage(db_path, sql, *params):
     PostgreSQL: the database, through a connection of its own)."""
     if str(db_path).startswith("postgresql"):
         import psycopg
+        from psycopg import errors
 
-        with psycopg.connect(str(db_path), autocommit=True) as pg:
-            pg.execute(sql.replace("?", "%s"), params)
+        for attempt in range(5):  # the store's embedding worker may hold the same rows
+            try:
+                with psycopg.connect(str(db_path), autocommit=True) as pg:
+                    pg.execute(sql.replace("?", "%s"), params)
+                return
+            except errors.DeadlockDetected:  # the server chose this side: do it again
+                if attempt == 4:
+                    raise
         return
     conn = sqlite3.connect(db_path)
     with conn:
