@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import pytest
 import sqlean as sqlite3  # the SQLite library the store uses (tests/test_project_rules.py)
@@ -234,31 +235,9 @@ def test_the_wal_stays_bounded_under_overlapping_searches(tmp_path, monkeypatch)
     monkeypatch.setattr(pool, "WAL_CHECK_EVERY", 8)
     path = tmp_path / "m.db"
     with _open(path, read_connections=2) as store:
-        backend = store._backend
-        stop = threading.Event()
-
-        def reader(offset):  # two readers, each holding a snapshot most of the time
-            time.sleep(offset)
-            while not stop.is_set():
-                with backend.snapshot():
-                    backend.scopes()
-                    time.sleep(0.02)
-
-        readers = [threading.Thread(target=reader, args=(o,)) for o in (0, 0.01)]
-        for thread in readers:
-            thread.start()
-        largest = 0
-        try:
-            mem = store.scope("a")
-            for n in range(400):
-                mem.save(f"note {n} " + "padding words " * 40)
-                largest = max(largest, (tmp_path / "m.db-wal").stat().st_size)
-        finally:
-            stop.set()
-            for thread in readers:
-                thread.join()
+        largest = _largest_wal_while_reading(store, store, 400)
         assert largest < 2 * 1024 * 1024, largest
-        assert len(mem.list(limit=1000)) == 400
+        assert len(store.scope("a").list(limit=1000)) == 400
 
 
 def test_the_wal_stays_bounded_when_another_process_reads(tmp_path, monkeypatch):
@@ -272,29 +251,7 @@ def test_the_wal_stays_bounded_when_another_process_reads(tmp_path, monkeypatch)
     monkeypatch.setattr(pool, "WAL_CHECK_EVERY", 8)
     path = tmp_path / "m.db"
     with _open(path, read_connections=2) as store, _open(path, read_connections=2) as other:
-        backend = other._backend
-        stop = threading.Event()
-
-        def reader(offset):  # the other handle's readers, overlapping all the time
-            time.sleep(offset)
-            while not stop.is_set():
-                with backend.snapshot():
-                    backend.scopes()
-                    time.sleep(0.02)
-
-        readers = [threading.Thread(target=reader, args=(o,)) for o in (0, 0.01)]
-        for thread in readers:
-            thread.start()
-        largest = 0
-        try:
-            mem = store.scope("a")
-            for n in range(200):
-                mem.save(f"note {n} " + "padding words " * 40)
-                largest = max(largest, (tmp_path / "m.db-wal").stat().st_size)
-        finally:
-            stop.set()
-            for thread in readers:
-                thread.join()
+        largest = _largest_wal_while_reading(store, other, 200)
         assert largest < 2 * 1024 * 1024, largest
         assert len(other.scope("a").list(limit=1000)) == 200
 
@@ -346,3 +303,34 @@ def test_two_processes_embed_each_queued_chunk_once(tmp_path):
         for s in stores:
             s.close()
     assert len(embedded) == len(set(embedded)) == 300
+
+
+def _largest_wal_while_reading(writer, reading, saves: int) -> int:
+    """``saves`` saves through ``writer`` while two threads of ``reading`` (the same
+    handle, or another one on the file) each hold a snapshot most of the time; the
+    largest size the WAL reached."""
+    backend = reading._backend
+    wal = Path(f"{writer.location}-wal")
+    stop = threading.Event()
+
+    def reader(offset):
+        time.sleep(offset)
+        while not stop.is_set():
+            with backend.snapshot():
+                backend.scopes()
+                time.sleep(0.02)
+
+    readers = [threading.Thread(target=reader, args=(o,)) for o in (0, 0.01)]
+    for thread in readers:
+        thread.start()
+    largest = 0
+    try:
+        mem = writer.scope("a")
+        for n in range(saves):
+            mem.save(f"note {n} " + "padding words " * 40)
+            largest = max(largest, wal.stat().st_size)
+    finally:
+        stop.set()
+        for thread in readers:
+            thread.join()
+    return largest

@@ -38,10 +38,7 @@ def test_small_scope_term_rows_follow_a_write_of_another_connection(tmp_path):
         hivemem.open(path, embedder="none", settings=settings) as store,
         hivemem.open(path, embedder="none", settings=settings) as other,
     ):
-        small, big = store.scope("a"), store.scope("b")
-        small.save("the lighthouse keeper")
-        for i in range(20):
-            big.save(f"harbour note {i}")
+        small = _small_beside_a_big_scope(store)
         assert [h.memory.content for h in small.search("lighthouse")] == ["the lighthouse keeper"]
         assert store._backend.term_stats(["lighthouse"], ["a"]).doc_freq == {"lighthouse": 1}
         other.scope("a").save("a second lighthouse on the cape")
@@ -65,10 +62,7 @@ def test_rows_read_in_an_older_snapshot_are_not_kept_as_current(tmp_path):
         hivemem.open(path, embedder="none", settings=settings) as store,
         hivemem.open(path, embedder="none", settings=settings) as other,
     ):
-        small, big = store.scope("a"), store.scope("b")
-        small.save("the lighthouse keeper")
-        for i in range(20):
-            big.save(f"harbour note {i}")
+        small = _small_beside_a_big_scope(store)
         with store.snapshot():
             assert store._backend.term_stats(["harbour"], ["a"]).doc_freq == {"harbour": 0}
             other.scope("a").save("a second lighthouse on the cape")  # after it began
@@ -78,3 +72,13 @@ def test_rows_read_in_an_older_snapshot_are_not_kept_as_current(tmp_path):
         assert store._backend.term_stats(["lighthouse"], ["a"]).doc_freq == {"lighthouse": 2}
         found = {h.memory.content: h.explain.matched_terms for h in small.search("lighthouse")}
         assert found["a second lighthouse on the cape"] == ("lighthouse",)
+
+
+def _small_beside_a_big_scope(store):
+    """Scope "a" with one memory beside scope "b" with twenty: a small scope's term rows
+    are cached (its keys are under half the index)."""
+    small, big = store.scope("a"), store.scope("b")
+    small.save("the lighthouse keeper")
+    for i in range(20):
+        big.save(f"harbour note {i}")
+    return small

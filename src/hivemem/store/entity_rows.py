@@ -1,5 +1,6 @@
 """Entity statements both backends share (portable SQL through the backend's
-``?``-accepting ``_read``/``_write``): a new entity's aliases and ``describe``."""
+``?``-accepting ``_read``/``_write``): a new entity's aliases and ``describe``
+(a mixin both entity indexes inherit)."""
 
 from __future__ import annotations
 
@@ -19,34 +20,39 @@ def aliases_of_new(mention: Mention) -> list[str]:
     return [*out, short] if short else out
 
 
-def describe(
-    db: Any,
-    scope: str,
-    entity_id: int,
-    *,
-    type: str | None = None,  # noqa: A002 - the domain's word
-    summary: str | None = None,
-    protected: bool | None = None,
-) -> bool:
-    """Set an entity's type, summary and/or protected flag (own scope). Returns False
-    when the scope already has an entity of that name with that type."""
-    with db.atomic():
-        if type is not None:
-            taken = db._read(
-                "SELECT 1 FROM entities e WHERE e.scope = ? AND e.type = ? AND e.id != ? "
-                "AND e.canonical = (SELECT canonical FROM entities WHERE id = ?)",
-                [scope, type, entity_id, entity_id],
-            )
-            if taken:
-                return False
-        sets, params = [], []
-        for column, value in (("type", type), ("summary", summary), ("protected", protected)):
-            if value is not None:
-                sets.append(f"{column} = ?")
-                params.append(int(value) if isinstance(value, bool) else value)
-        if sets:
-            db._write(
-                f"UPDATE entities SET {', '.join(sets)} WHERE scope = ? AND id = ?",
-                [*params, scope, entity_id],
-            )
-    return True
+class Describes:
+    """``describe`` for an entity index whose backend runs ``?`` statements (both do)."""
+
+    _db: Any
+
+    def describe(
+        self,
+        scope: str,
+        entity_id: int,
+        *,
+        type: str | None = None,  # noqa: A002 - the domain's word
+        summary: str | None = None,
+        protected: bool | None = None,
+    ) -> bool:
+        """Set an entity's type, summary and/or protected flag (own scope). Returns False
+        when the scope already has an entity of that name with that type."""
+        with self._db.atomic():
+            if type is not None:
+                taken = self._db._read(
+                    "SELECT 1 FROM entities e WHERE e.scope = ? AND e.type = ? AND e.id != ? "
+                    "AND e.canonical = (SELECT canonical FROM entities WHERE id = ?)",
+                    [scope, type, entity_id, entity_id],
+                )
+                if taken:
+                    return False
+            sets, params = [], []
+            for column, value in (("type", type), ("summary", summary), ("protected", protected)):
+                if value is not None:
+                    sets.append(f"{column} = ?")
+                    params.append(int(value) if isinstance(value, bool) else value)
+            if sets:
+                self._db._write(
+                    f"UPDATE entities SET {', '.join(sets)} WHERE scope = ? AND id = ?",
+                    [*params, scope, entity_id],
+                )
+        return True

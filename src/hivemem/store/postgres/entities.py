@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...clock import from_text, to_text
 from ...types import Entity, ListFilter, Query
-from ..entity_rows import aliases_of_new, describe
+from ..entity_rows import Describes, aliases_of_new
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...providers.entities import Mention
@@ -97,7 +97,7 @@ def _resolve_one(db: PostgresBackend, scope: str, mention: Mention, when: str) -
     return int(row[0])
 
 
-class PgEntityIndex:
+class PgEntityIndex(Describes):
     """Reads of the entity tables, and aliases."""
 
     def __init__(self, backend: PostgresBackend) -> None:
@@ -188,16 +188,6 @@ class PgEntityIndex:
 
     # The SQLite store's: portable SQL through ``_read``/``_write`` (migration 0014 gave
     # this schema the ``protected`` and ``summary`` columns).
-    def describe(
-        self,
-        scope: str,
-        entity_id: int,
-        *,
-        type: str | None = None,  # noqa: A002 - the domain's word
-        summary: str | None = None,
-        protected: bool | None = None,
-    ) -> bool:
-        return describe(self._db, scope, entity_id, type=type, summary=summary, protected=protected)
 
     def total_memories(self, scopes: Sequence[str]) -> int:
         """The N of the entity lane's IDF: the newest insertion sequence number (as

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...clock import from_text, to_text
 from ...types import Entity, ListFilter, Query
-from ..entity_rows import aliases_of_new, describe
+from ..entity_rows import Describes, aliases_of_new
 from ..rows import placeholders
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -97,7 +97,7 @@ def retype(conn: Any, entity_id: int, kind: str) -> bool:
     return True
 
 
-class SQLiteEntityIndex:
+class SQLiteEntityIndex(Describes):
     """Reads of the entity tables, and aliases (the backend's connection and lock)."""
 
     def __init__(self, backend: SQLiteDatabase) -> None:
@@ -188,17 +188,6 @@ class SQLiteEntityIndex:
         """Link ``memory_id`` to the entities ``mentions`` name (made if new), in one write."""
         with self._db.atomic():
             link_mentions(self._db._conn, scope, memory_id, mentions, to_text(when))
-
-    def describe(
-        self,
-        scope: str,
-        entity_id: int,
-        *,
-        type: str | None = None,  # noqa: A002 - the domain's word
-        summary: str | None = None,
-        protected: bool | None = None,
-    ) -> bool:
-        return describe(self._db, scope, entity_id, type=type, summary=summary, protected=protected)
 
     def total_memories(self, scopes: Sequence[str]) -> int:
         """Memories of the scopes (any status): the N of the entity lane's IDF. Read
