@@ -536,6 +536,18 @@ _CHOICES: dict[str, tuple[str, ...]] = {
 }
 
 
+def _out_of_order(settings: Settings, name: str, must: str, other: str, other_must: str) -> None:
+    """Two settings out of order: the error names ``name``, unless ``other`` is the only
+    one of the two that differs from its default (then the caller set ``other``: e.g.
+    ``chunk_tokens=8`` alone is refused as ``chunk_tokens``, not as the overlap it did not
+    touch)."""
+    defaults = {f.name: f.default for f in dataclasses.fields(settings)}
+    value, other_value = getattr(settings, name), getattr(settings, other)
+    if value == defaults[name] and other_value != defaults[other]:
+        raise InvalidInput(other, f"must be {other_must} {name} ({value}), got {other_value}")
+    raise InvalidInput(name, f"must be {must} {other} ({other_value}), got {value}")
+
+
 def check(settings: Settings) -> None:
     """Every value of ``settings`` of its type and within its range, else
     ``InvalidInput`` naming the setting (``Settings`` runs it on every construction and
@@ -558,17 +570,9 @@ def check(settings: Settings) -> None:
         elif not isinstance(value, dict):
             raise InvalidInput(name, f"expected a mapping, got {type(value).__name__}")
     if settings.chunk_overlap_tokens >= settings.chunk_tokens:
-        raise InvalidInput(
-            "chunk_overlap_tokens",
-            f"must be below chunk_tokens ({settings.chunk_tokens}), "
-            f"got {settings.chunk_overlap_tokens}",
-        )
+        _out_of_order(settings, "chunk_overlap_tokens", "below", "chunk_tokens", "above")
     if settings.summarize_max_group < settings.summarize_min_group:
-        raise InvalidInput(
-            "summarize_max_group",
-            f"must be at least summarize_min_group ({settings.summarize_min_group}), "
-            f"got {settings.summarize_max_group}",
-        )
+        _out_of_order(settings, "summarize_max_group", "at least", "summarize_min_group", "at most")
     for source, days in settings.ttl_days.items():
         if not isinstance(source, str) or not (days is None or _number_in(days, float, 0.0, 1e6)):
             raise InvalidInput(

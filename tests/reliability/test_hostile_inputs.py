@@ -304,3 +304,18 @@ def test_a_sign_in_redirect_drops_a_way_back_too_long_for_a_location_header(stor
         assert short.headers["location"] == "/ui/login?next=/ui/scopes/team-a%3Fq%3Ddeploy"
     finally:
         app.state.api.close()
+
+
+def test_found_by_the_long_fuzz_of_settings_and_purge(cli):
+    """``Settings(chunk_tokens=8)`` was refused as ``chunk_overlap_tokens`` (a setting the
+    caller never gave); ``purge --all`` without ``--yes`` exited 1 without an ``error:``
+    line."""
+    with pytest.raises(InvalidInput) as caught:
+        hivemem.Settings(chunk_tokens=8)
+    assert caught.value.field == "chunk_tokens"
+    with pytest.raises(InvalidInput) as caught:
+        hivemem.Settings(summarize_min_group=1000)
+    assert caught.value.field == "summarize_min_group"
+    result = cli("purge", "--all")
+    assert result.exit_code == 1
+    assert "error: nothing was erased: add --yes" in result.output

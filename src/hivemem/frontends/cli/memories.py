@@ -365,7 +365,7 @@ def purge(
                 + ", ".join(report.copies_kept)
             )
     if report.dry_run:
-        click.echo("nothing was erased: add --yes to erase for good", err=True)
+        click.echo("error: nothing was erased: add --yes to erase for good", err=True)
         raise SystemExit(1)
 
 
