@@ -89,6 +89,7 @@ def test_a_batch_leaves_what_one_by_one_writes_leave(pg_url, clock):
         for item in _items("one")[1:]:
             store.scope("one").add_episode(**item)
         store.scope("batch").add_episodes(_items("batch")[1:])
+        store.flush()  # the embedding worker's queue drained in both halves alike
         one, batch = _picture(store, "one"), _picture(store, "batch")
         # Times differ between the halves (the clock ticks per call): each entity's
         # first and last sighting are its linked memories' first and last creation.
