@@ -15,6 +15,7 @@ from click.testing import CliRunner
 import hivemem
 from hivemem.frontends.cli import main
 from test_backends_postgres import password_user  # noqa: F401 - a fixture
+from test_doctor import SERVER_NAMES
 
 SECRET = "pw-Sekrit-42"
 WRONG = "pw-Wrong-99"
@@ -46,19 +47,7 @@ def test_doctor_checks_the_server(pg_url):
     done = _cli("--db", pg_url, "doctor", "--json")
     assert done.exit_code == 0, done.output
     checks = {c["name"]: c for c in json.loads(done.output)["checks"]}
-    assert list(checks) == [
-        "server",
-        "pgvector",
-        "schema",
-        "indexes",
-        "chunks",
-        "supersede_links",
-        "active_keys",
-        "vectors",
-        "sessions",
-        "maintenance",
-        "memories",
-    ]
+    assert list(checks) == SERVER_NAMES
     assert all(c["ok"] for c in checks.values()), checks
     assert checks["server"]["detail"].startswith("PostgreSQL 1")
     assert checks["pgvector"]["detail"].startswith("pgvector 0.")
