@@ -94,6 +94,41 @@ def test_consolidation_waits_for_the_session_to_end(store, clock):
     assert _sessions(mem) == [("s1", True)]
 
 
+def test_consolidate_cycle_is_adr005s_consolidate_in_one_call(store, clock):
+    """ADR 005's consolidate() is one library call (the memory_consolidate tool calls it,
+    over MCP and HTTP): the session's facts, then the prune, then the reflection, each
+    run logged with the caller's trigger, and nothing of another scope touched."""
+    mem, other = store.scope("team-a"), store.scope("team-b")
+    doomed = mem.save("Zanzibar trip planned with Bob", kind="fact", decay_rate=1.0)
+    spared = other.save("Zanzibar trip planned with Bob", kind="fact", decay_rate=1.0)
+    for text in ["Ana leads the platform team", "Bo owns the billing service"]:
+        mem.save(text, kind="fact", decay_rate=0.0)
+    clock.advance(days=3)  # exp(-3) = 0.0498: below the floor
+    _chat(mem)  # an open session: named, it is consolidated all the same
+    results = mem.consolidate_cycle("s1", trigger="tool")
+    assert [(r.job, r.scope, r.status) for r in results] == [
+        ("consolidate", "team-a", "ok"),
+        ("decay", "team-a", "ok"),
+        ("reflect", "team-a", "ok"),
+    ]
+    assert results[0].counts["sessions"] == 1 and mem.list(kind="fact", session_id="s1")
+    assert results[1].counts["pruned"] == 1 and mem.get(doomed.id).status is Status.DELETED
+    assert results[2].counts["reflections"] == 1 and mem.list(kind="reflection")
+    assert other.get(spared.id).status is Status.ACTIVE
+    logged = run_log(store, scope="team-a")
+    assert [(r.job, r.trigger, r.status) for r in logged[:3]] == [
+        ("reflect", "tool", "ok"),
+        ("decay", "tool", "ok"),
+        ("consolidate", "tool", "ok"),
+    ]
+    assert mem.consolidate_cycle()[0].counts == {}  # again: nothing left to consolidate
+    assert run_log(store, scope="team-a")[0].trigger == "manual"  # the default
+    assert run_log(store, scope="team-b") == []
+    for bad, field in [({"session_id": 7}, "session_id"), ({"trigger": " "}, "trigger")]:
+        with pytest.raises(InvalidInput, match=field):
+            mem.consolidate_cycle(**bad)
+
+
 def test_a_new_session_ends_the_previous_one(store, clock):
     mem = store.scope("team-a")
     _chat(mem, "s1")

@@ -113,14 +113,19 @@ def test_imports_follow_the_layers_and_only_the_store_names_a_backend():
 
 def test_the_import_contracts_catch_a_violation(tmp_path):
     """The same contracts over a copy of the package in which the store imports the
-    facade, a lifecycle module names the SQLite backend and a SQLite helper imports the
-    backend back: the linter names each (the contracts are not vacuous)."""
+    facade, a lifecycle module names the SQLite backend, a SQLite helper imports the
+    backend back, and (for annotations only, under ``TYPE_CHECKING``) a write service
+    names the facade's ``ScopedMemory`` and a PostgreSQL helper its backend: the linter
+    names each (the contracts are not vacuous, and hold for annotations too)."""
     copy = tmp_path / "src"
     shutil.copytree(SRC, copy / "hivemem", ignore=shutil.ignore_patterns("__pycache__"))
+    annotation = "if TYPE_CHECKING:\n    {}  # noqa"
     for module, line in [
         ("store/rows.py", "from ..facade import database  # noqa"),
         ("lifecycle/indexer.py", "from ..store.sqlite import backend  # noqa"),
         ("store/sqlite/entities.py", "from . import backend  # noqa"),
+        ("write/facts.py", annotation.format("from ..facade.memory import ScopedMemory")),
+        ("store/postgres/vectors.py", annotation.format("from .backend import PostgresBackend")),
     ]:
         path = copy / "hivemem" / module
         path.write_text(path.read_text() + f"\n{line}\n")
@@ -129,6 +134,8 @@ def test_the_import_contracts_catch_a_violation(tmp_path):
     assert "hivemem.store.rows -> hivemem.facade.database" in done.stdout
     assert "hivemem.lifecycle.indexer -> hivemem.store.sqlite.backend" in done.stdout
     assert "hivemem.store.sqlite.entities -> hivemem.store.sqlite.backend" in done.stdout
+    assert "hivemem.write.facts -> hivemem.facade.memory" in done.stdout
+    assert "hivemem.store.postgres.vectors -> hivemem.store.postgres.backend" in done.stdout
     assert ", 0 broken" not in done.stdout
 
 

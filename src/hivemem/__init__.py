@@ -31,10 +31,10 @@ from .types import (
     Memory,
     MemoryType,
     Query,
+    Related,
     Source,
     Status,
 )
-from .write.chains import Related
 from .write.vault import Vault, VaultEntry
 
 __version__ = "0.1.0"

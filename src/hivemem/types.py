@@ -266,6 +266,18 @@ class Hit:
 
 
 @dataclass(frozen=True, slots=True)
+class Related:
+    """A memory related to another one, and how much their words overlap (Jaccard): an
+    answer of ``ScopedMemory.related`` (``hivemem.write.chains``)."""
+
+    memory: Memory
+    score: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"memory": self.memory.to_dict(), "score": self.score}
+
+
+@dataclass(frozen=True, slots=True)
 class Query:
     """A search request. Build one directly, or let ``ScopedMemory.search`` build it.
 

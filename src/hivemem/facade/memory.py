@@ -28,6 +28,7 @@ from .. import arguments
 from .. import text as textmod
 from ..errors import Conflict, InvalidInput, NotFound
 from ..lifecycle import sessions
+from ..lifecycle.maintenance import cycle
 from ..providers.entities import Mention, extract
 from ..retrieval import deep as retrieval
 from ..retrieval import entity_profiles
@@ -39,15 +40,14 @@ from ..types import (
     Memory,
     MemoryType,
     Query,
+    Related,
     Source,
     Status,
     as_tuple,
     resolve_enum,
-    resolve_type,
 )
 from ..write import audit, categories, chains, learning, promotion, rights, rules
 from ..write import purge as purgemod
-from ..write.chains import Related
 from ..write.redact import scrubs_output
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -77,10 +77,10 @@ class ScopedMemory:
         settings = store.settings
         scope = rules.name(name, "scope", settings.max_scope_chars)
         assert scope is not None
-        shared_clean = []
+        shared_clean: list[str] = []
         for other in as_tuple(shared):
             clean = rules.name(other, "shared", settings.max_scope_chars)
-            if clean != scope and clean not in shared_clean:
+            if clean is not None and clean != scope and clean not in shared_clean:
                 shared_clean.append(clean)
         self._store = store
         # The whole backend, for the retrieval pipeline (the facade's own; services
@@ -585,7 +585,9 @@ class ScopedMemory:
     ) -> list[Memory]:
         """Memories of the visible scopes, newest first, filtered (``category``: the
         automatic category, any of those given)."""
-        common = self._filters(kind, type, tags, session_id, exclude_sessions, since, until, as_of)
+        common = rules.filters(
+            self.settings, kind, type, tags, session_id, exclude_sessions, since, until, as_of
+        )
         common["categories"] = categories.valid(category)
         flt = ListFilter(
             **common,
@@ -596,31 +598,6 @@ class ScopedMemory:
         offset = arguments.offset(offset)
         found = self._backend.list(self.visible, flt, rules.limit(limit), offset, self._now())
         return found
-
-    def _filters(
-        self,
-        kind: object,
-        type: object,  # noqa: A002
-        tags: object,
-        session_id: object,
-        exclude_sessions: object,
-        since: object,
-        until: object,
-        as_of: object,
-    ) -> dict[str, Any]:
-        """The filter fields ``list`` and ``search`` share, validated."""
-        return {
-            "kinds": tuple(resolve_enum(Kind, k, "kind") for k in as_tuple(kind)),
-            "types": tuple(resolve_type(t) for t in as_tuple(type)),
-            "tags": rules.valid_tags(as_tuple(tags), self.settings),
-            "sessions": tuple(rules.name(x, "session_id", 200) for x in as_tuple(session_id)),
-            "exclude_sessions": tuple(
-                rules.name(x, "exclude_sessions", 200) for x in as_tuple(exclude_sessions)
-            ),
-            "since": rules.optional_time(since, "since"),
-            "until": rules.optional_time(until, "until"),
-            "as_of": rules.optional_time(as_of, "as_of"),
-        }
 
     @scrubs_output
     def history(self, id_or_key: str) -> list[Memory]:
@@ -668,12 +645,14 @@ class ScopedMemory:
             statuses = _statuses(status)
             if Status.DELETED in statuses:
                 raise InvalidInput("status", "deleted memories are never searchable")
+            size = rules.limit(limit, maximum=1000)  # named first when several are bad
+            common = rules.filters(
+                self.settings, kind, type, tags, session_id, exclude_sessions, since, until, as_of
+            )
             q = Query(
                 text=query,
-                limit=rules.limit(limit, maximum=1000),
-                **self._filters(
-                    kind, type, tags, session_id, exclude_sessions, since, until, as_of
-                ),
+                limit=size,
+                **common,
                 statuses=statuses or (Status.ACTIVE, Status.SUPERSEDED),
                 min_score=rules.unit_interval(min_score, "min_score"),
                 include_expired=bool(include_expired),
@@ -738,12 +717,19 @@ class ScopedMemory:
         ``hivemem.lifecycle.maintenance.consolidate``; the store's LLM, or extractive without one).
         Returns what the run did (also in the run log); a failure (an unreachable LLM)
         is logged and raised, and a rerun resumes where it stopped."""
-        from ..lifecycle.maintenance import run_job
+        session = rules.name(session_id, "session_id", 200, optional=True)
+        return cycle.consolidate(self._store, self.name, session)
 
-        options = {}
-        if session_id is not None:
-            options["session_id"] = rules.name(session_id, "session_id", 200)
-        return run_job(self._store, "consolidate", self.name, raise_errors=True, **options)[0]
+    def consolidate_cycle(
+        self, session_id: str | None = None, *, trigger: str = "manual"
+    ) -> list[JobResult]:
+        """ADR 005's consolidate(): ``consolidate`` (as above), then ``decay`` (which
+        soft-deletes facts faded below the floor), then ``reflect`` (when one is due);
+        one result per job, each run logged with ``trigger``. Raises as ``consolidate``
+        does; a failed decay or reflect is in its result (``lifecycle/maintenance/cycle.py``)."""
+        session = rules.name(session_id, "session_id", 200, optional=True)
+        how = rules.name(trigger, "trigger", 40)
+        return cycle.consolidate_cycle(self._store, self.name, session, trigger=str(how))
 
     def end_session(self, session_id: str) -> Memory | None:
         """Consolidate ``session_id`` now; its ``session_summary`` memory, or None."""

@@ -28,7 +28,7 @@ from ..clock import to_text
 from ..store.protocols import SESSION_COLUMNS, TOKEN_COLUMNS, VAULT_COLUMNS
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..facade.database import Store
+    from ..store.handles import StoreHandle
 
 RECORD_KINDS = ("vault", "api_token", "entity_alias", "session")
 
@@ -66,7 +66,7 @@ TABLES: dict[str, str] = {
 SHADOW_PREFIXES = ("sqlite_", "chunks_fts_", "chunk_vectors_")
 
 
-def table_coverage(store: Store) -> dict[str, str | None]:
+def table_coverage(store: StoreHandle) -> dict[str, str | None]:
     """Every table of the store's file and what an export does with it (``None``: not
     listed in ``TABLES``, a gap)."""
     return {
@@ -77,7 +77,7 @@ def table_coverage(store: Store) -> dict[str, str | None]:
 
 
 def export_records(
-    store: Store, scopes: Sequence[str] | None, include_secrets: bool
+    store: StoreHandle, scopes: Sequence[str] | None, include_secrets: bool
 ) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """The record lines of an export and what was left out (``{what: count}``)."""
     rows = store.backup_rows
@@ -132,7 +132,7 @@ def check_record(value: Mapping[str, Any]) -> str | None:
 
 
 def import_records(
-    store: Store, records: Sequence[tuple[int, Mapping[str, Any]]], scope: str | None
+    store: StoreHandle, records: Sequence[tuple[int, Mapping[str, Any]]], scope: str | None
 ) -> tuple[dict[str, int], list[tuple[int, str]]]:
     """Write checked records inside the import's transaction. Returns the counts
     imported per kind and the conflicts as ``(line, message)``."""

@@ -37,7 +37,7 @@ from ..retrieval.hitset import one_per_memory
 from ..types import Kind, Memory, MemoryType, Status
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..facade.memory import ScopedMemory
+    from ..store.handles import ScopedHandle
 
 log = logging.getLogger(__name__)
 
@@ -251,7 +251,7 @@ class _Block:
 
 
 def build_context(
-    mem: ScopedMemory,
+    mem: ScopedHandle,
     *,
     query: str | None = None,
     session_id: str | None = None,
@@ -292,7 +292,7 @@ def build_context(
     return mem.store.scrub(block.trim_to_budget())
 
 
-def _add_pinned(mem: ScopedMemory, block: _Block) -> int:
+def _add_pinned(mem: ScopedHandle, block: _Block) -> int:
     """Pinned memories into ``block``; returns how many were left out (at least)."""
     left_out = 0
     for memory_type in PINNED:
@@ -345,7 +345,7 @@ def _warn_if_tight(block: _Block, left_out: int) -> None:
 
 
 def _add_relevant(
-    mem: ScopedMemory, block: _Block, query: str, session_id: str | None, max_relevant: int
+    mem: ScopedHandle, block: _Block, query: str, session_id: str | None, max_relevant: int
 ) -> None:
     shown = {e.memory.id for e in block.entries}
     seen = {e.memory.content_hash for e in block.entries}  # one line per distinct text
@@ -385,7 +385,7 @@ class ContextProvider:
 
     def __init__(
         self,
-        mem: ScopedMemory,
+        mem: ScopedHandle,
         max_entries: int = 50,
         max_tokens: int | None = None,
         *,

@@ -43,7 +43,7 @@ from ..types import Memory
 from ..write.audit import reason_chunks
 
 if TYPE_CHECKING:
-    from ..facade.database import Store
+    from ..store.handles import StoreHandle
 
 # (what, done, total): "memories" over the source's memories, then "vectors" over the
 # chunks queued on the target
@@ -95,8 +95,8 @@ class CopyReport:
 
 
 def copy_store(
-    source: Store,
-    target: Store,
+    source: StoreHandle,
+    target: StoreHandle,
     *,
     resume: bool = False,
     progress: Progress | None = None,
@@ -155,7 +155,7 @@ def _same(a: str, b: str) -> bool:
         return False
 
 
-def _holdings(store: Store, rows: TableRows) -> str:
+def _holdings(store: StoreHandle, rows: TableRows) -> str:
     """What a target holds already, in words ("" when empty)."""
     parts = []
     memories = store.stats()["total"]
@@ -190,7 +190,7 @@ def _comparable(memory: Memory) -> dict[str, Any]:
 
 
 def _memories(
-    source: Store, target: Store, total: int, progress: Progress | None, size: int
+    source: StoreHandle, target: StoreHandle, total: int, progress: Progress | None, size: int
 ) -> tuple[int, int]:
     src, dst = source.memories, target.memories
     copied = present = done = 0
@@ -378,7 +378,7 @@ def _left_out(src: TableRows, dst: TableRows) -> dict[str, int]:
 
 
 def _vectors(
-    source: Store, target: Store, records: dict[str, int], progress: Progress | None
+    source: StoreHandle, target: StoreHandle, records: dict[str, int], progress: Progress | None
 ) -> tuple[int, int, str]:
     """Store the source's vectors on the target from its embedding cache when both
     speak of the same model; otherwise leave the chunks queued."""

@@ -14,21 +14,28 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..clock import to_text
 from ..errors import InvalidInput, NotFound
 from ..providers.entities import canonical
 from ..store.protocols import SessionInfo
-from ..types import CATEGORIES, Entity, Kind, ListFilter, Memory, Status, as_tuple, resolve_enum
+from ..types import (
+    CATEGORIES,
+    Entity,
+    Kind,
+    ListFilter,
+    Memory,
+    Related,
+    Status,
+    as_tuple,
+    resolve_enum,
+)
 from ..write import rules
-from ..write.chains import Related
 from .maintenance import RunRecord, run_log
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..evaluation.doctor import Report
-    from ..facade.database import Store
-    from ..facade.memory import ScopedMemory
+    from ..store.handles import ScopedHandle, StoreHandle
 
 PAGE_SIZE = 50
 CURSOR_SEPARATOR = "~"
@@ -42,6 +49,20 @@ class Page:
     memories: list[Memory]
     next_cursor: str | None
     prev_cursor: str | None = None
+
+
+class Report(Protocol):
+    """The health checks ``overview`` shows (``hivemem.evaluation.doctor.Report``, from
+    the caller: the checks sit above this layer)."""
+
+    @property
+    def ok(self) -> bool: ...
+
+    @property
+    def checks(self) -> tuple[Any, ...]: ...
+
+    @property
+    def failed(self) -> tuple[Any, ...]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +104,7 @@ class SessionView:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def _scrubbed(mem: ScopedMemory, value: Any) -> Any:
+def _scrubbed(mem: ScopedHandle, value: Any) -> Any:
     return mem.store.scrubbed(value)
 
 
@@ -102,7 +123,7 @@ def parse_cursor(cursor: str | None) -> tuple[str, str] | None:
 
 
 def page(
-    mem: ScopedMemory,
+    mem: ScopedHandle,
     *,
     kind: Any = None,
     type: Any = None,  # noqa: A002 - the domain's word
@@ -125,7 +146,7 @@ def page(
         raise InvalidInput("newer", "give cursor or newer, not both")
     stored_since = rules.optional_time(since, "since")
     stored_until = rules.optional_time(until, "until")
-    common = mem._filters(kind, type, tags, session_id, None, None, None, None)
+    common = rules.filters(mem.settings, kind, type, tags, session_id)
     statuses = tuple(resolve_enum(Status, s, "status") for s in as_tuple(status))
     categories = tuple(as_tuple(category))
     for name in categories:
@@ -161,7 +182,7 @@ def _key(memory: Memory | None) -> str | None:
 
 
 def overview(
-    mem: ScopedMemory, *, doctor: Callable[[Store], Report] | None = None, runs: int = 10
+    mem: ScopedHandle, *, doctor: Callable[[StoreHandle], Report] | None = None, runs: int = 10
 ) -> Overview:
     """The scope's overview. Counts every row of the scope (tens of ms at 100k): cache
     it. ``doctor`` (``hivemem.evaluation.doctor.diagnose``, passed in by the caller: the
@@ -194,7 +215,7 @@ def overview(
     )
 
 
-def detail(mem: ScopedMemory, memory_id: str) -> Detail:
+def detail(mem: ScopedHandle, memory_id: str) -> Detail:
     """One memory by id (any status) with its chain, provenance, related memories and
     entities. Raises ``NotFound`` when no memory of the visible scopes has that id."""
     if not isinstance(memory_id, str) or not memory_id:
@@ -220,7 +241,7 @@ def detail(mem: ScopedMemory, memory_id: str) -> Detail:
 
 
 def entities(
-    mem: ScopedMemory, *, prefix: str | None = None, limit: int = PAGE_SIZE, offset: int = 0
+    mem: ScopedHandle, *, prefix: str | None = None, limit: int = PAGE_SIZE, offset: int = 0
 ) -> list[Entity]:
     """Entities of the visible scopes, most mentioned first (``prefix``: of the
     canonical name, e.g. "mel")."""
@@ -235,14 +256,14 @@ def entities(
     )
 
 
-def sessions(mem: ScopedMemory, *, limit: int = PAGE_SIZE, offset: int = 0) -> list[SessionInfo]:
+def sessions(mem: ScopedHandle, *, limit: int = PAGE_SIZE, offset: int = 0) -> list[SessionInfo]:
     """The own scope's sessions, latest activity first."""
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
         raise InvalidInput("offset", f"expected a whole number >= 0, got {offset!r}")
     return mem.store.inspection.sessions(mem.name, rules.limit(limit, maximum=500), offset)
 
 
-def session(mem: ScopedMemory, session_id: str, *, limit: int = 200) -> SessionView:
+def session(mem: ScopedHandle, session_id: str, *, limit: int = 200) -> SessionView:
     """A session's turns (oldest first, at most ``limit``) and the memories consolidated
     from it (facts, summaries: any kind but episode, any status)."""
     sid = rules.name(session_id, "session_id", 200)

@@ -39,7 +39,7 @@ from ..errors import HiveMemError, InvalidInput, MissingDependency
 from ..types import Kind, Memory, Source, Status
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..facade.memory import ScopedMemory
+    from ..store.handles import ScopedHandle
 
 log = logging.getLogger("hivemem.lifecycle.notes")
 
@@ -135,7 +135,7 @@ def note_files(root: Path, extensions: tuple[str, ...]) -> list[Path]:
     return sorted(found)
 
 
-def folder_notes(mem: ScopedMemory, root: Path) -> dict[str, Memory]:
+def folder_notes(mem: ScopedHandle, root: Path) -> dict[str, Memory]:
     """The active notes of ``mem``'s own scope indexed from ``root``, by key."""
     out: dict[str, Memory] = {}
     offset = 0
@@ -150,7 +150,7 @@ def folder_notes(mem: ScopedMemory, root: Path) -> dict[str, Memory]:
 
 
 def index_folder(
-    mem: ScopedMemory,
+    mem: ScopedHandle,
     folder: str | os.PathLike[str],
     *,
     progress: Callable[[int], None] | None = None,
@@ -182,7 +182,7 @@ def index_folder(
 
 
 def _index_file(
-    mem: ScopedMemory,
+    mem: ScopedHandle,
     root: Path,
     path: Path,
     key: str,
@@ -191,7 +191,7 @@ def _index_file(
 ) -> None:
     relative = path.relative_to(root).as_posix()
     settings = mem.settings
-    now = mem._now()  # the store's clock (tests move it)
+    now = mem.store.clock()  # (tests move it)
 
     def skip(reason: str) -> None:
         report.skipped.append((relative, reason))
@@ -273,7 +273,7 @@ def require_watchfiles() -> Any:
 
 
 def watch_folder(
-    mem: ScopedMemory,
+    mem: ScopedHandle,
     folder: str | os.PathLike[str],
     *,
     on_report: Callable[[IndexReport], None] | None = None,

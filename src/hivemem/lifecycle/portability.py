@@ -66,7 +66,7 @@ from . import backup
 from .exported_rows import memory_from_dict
 
 if TYPE_CHECKING:
-    from ..facade.database import Store
+    from ..store.handles import StoreHandle
 
 FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
@@ -83,7 +83,7 @@ Progress = Callable[[int], None]  # called with the number of rows just handled
 
 
 def export_jsonl(
-    store: Store,
+    store: StoreHandle,
     fp: IO[str],
     scopes: Iterable[str] | None = None,
     progress: Progress | None = None,
@@ -210,7 +210,7 @@ class _Rollback(Exception):
 
 
 def import_jsonl(
-    store: Store,
+    store: StoreHandle,
     fp: Iterable[str],
     scope: str | None = None,
     progress: Progress | None = None,
@@ -253,7 +253,7 @@ class _Import:
 
     def __init__(
         self,
-        store: Store,
+        store: StoreHandle,
         target: str | None,
         progress: Progress | None,
         batch: int,
@@ -602,7 +602,7 @@ class _Import:
             return False
         self.imported += len(new)
         self.skipped += skipped
-        self.store.indexer.notify()  # the batch's chunks are queued for vectors
+        self.store.index_written(False)  # the batch's chunks are queued for vectors
         if self.progress is not None:
             self.progress(len(batch))
         return True

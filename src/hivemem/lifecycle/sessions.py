@@ -33,8 +33,7 @@ from .maintenance import run_job
 from .maintenance.session_summary import key_of
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..facade.database import Store
-    from ..facade.memory import ScopedMemory
+    from ..store.handles import ScopedHandle, StoreHandle
 
 log = logging.getLogger("hivemem.lifecycle.sessions")
 
@@ -51,7 +50,7 @@ TASK_STATUSES = {
 }
 
 
-def end_session(mem: ScopedMemory, session_id: str) -> Memory | None:
+def end_session(mem: ScopedHandle, session_id: str) -> Memory | None:
     """Consolidate ``session_id`` now and return its summary (None when nothing was
     learned). An LLM failure on the facts is raised; a rerun resumes."""
     session = rules.name(session_id, "session_id", 200)
@@ -64,7 +63,7 @@ def end_session(mem: ScopedMemory, session_id: str) -> Memory | None:
 
 
 def add_task_result(
-    mem: ScopedMemory,
+    mem: ScopedHandle,
     output: str,
     *,
     status: str = "completed",
@@ -111,7 +110,7 @@ def add_task_result(
 class SessionWorker:
     """Consolidates earlier sessions in a daemon thread when a new one starts."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: StoreHandle) -> None:
         self._store = store
         self._queue: queue.Queue[tuple[str, frozenset[str]] | None] = queue.Queue()
         self._thread: threading.Thread | None = None

@@ -31,7 +31,6 @@ import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from .. import text as textmod
 from ..errors import InvalidInput
@@ -42,9 +41,6 @@ from ..types import Hit, Query
 from . import pipeline
 from . import rerank as rerankmod
 from .rerank import Reranker
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..lifecycle.indexer import Indexer
 
 MODES = ("fast", "deep")
 DEEP_WIDEN = 2  # KNN pool and re-rank depth, × the fast search's
@@ -74,7 +70,7 @@ def wide_settings(settings: Settings) -> Settings:
 def search_in_mode(
     deep: bool,
     backend: Backend,
-    indexer: Indexer,
+    indexer: pipeline.QueryEmbedder,
     scopes: Sequence[str],
     query: Query,
     settings: Settings,
@@ -90,7 +86,7 @@ def search_in_mode(
 
 def search(
     backend: Backend,
-    indexer: Indexer,
+    indexer: pipeline.QueryEmbedder,
     scopes: Sequence[str],
     query: Query,
     settings: Settings,

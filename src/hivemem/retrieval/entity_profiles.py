@@ -18,10 +18,10 @@ from ..providers.entities import canonical as canonical_name
 from ..types import Entity, ListFilter, Memory, Status, resolve_enum
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..facade.memory import ScopedMemory
+    from ..store.handles import ScopedHandle
 
 
-def find(mem: ScopedMemory, name: object, *, own_only: bool = False) -> Entity:
+def find(mem: ScopedHandle, name: object, *, own_only: bool = False) -> Entity:
     """The entity ``name`` names: own scope first, then the most mentioned."""
     if not isinstance(name, str) or not name.strip():
         raise InvalidInput("name", "expected an entity name")
@@ -34,7 +34,7 @@ def find(mem: ScopedMemory, name: object, *, own_only: bool = False) -> Entity:
     return matches[0]
 
 
-def profile(mem: ScopedMemory, name: str, limit: int) -> tuple[Entity, list[Memory]]:
+def profile(mem: ScopedHandle, name: str, limit: int) -> tuple[Entity, list[Memory]]:
     """The entity and its active memories, newest first (not yet scrubbed)."""
     found = find(mem, name)
     store = mem.store
@@ -48,7 +48,7 @@ def profile(mem: ScopedMemory, name: str, limit: int) -> tuple[Entity, list[Memo
     return found, store.memories.get_many(mem.visible, [m for m, _ in links])
 
 
-def alias(mem: ScopedMemory, name: str, other: str) -> Entity:
+def alias(mem: ScopedHandle, name: str, other: str) -> Entity:
     clean = canonical_name(arguments.name(other, "alias", 200) or "")
     if not any(ch.isalnum() for ch in clean):
         raise InvalidInput("alias", "expected a name with letters or digits")
@@ -58,7 +58,7 @@ def alias(mem: ScopedMemory, name: str, other: str) -> Entity:
 
 
 def describe(
-    mem: ScopedMemory,
+    mem: ScopedHandle,
     name: str,
     *,
     type: str | None = None,  # noqa: A002 - the domain's word

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, TypeVar
+from typing import Protocol, TypeVar
 
 import numpy as np
 
@@ -42,14 +42,28 @@ from .hitset import Ranked
 from .keyword import KeywordCandidate, idf, keyword_lane
 from .rerank import Reranker
 
-if TYPE_CHECKING:  # pragma: no cover - the facade passes its indexer in
-    from ..lifecycle.indexer import Indexer
-
 _DECAY_EXEMPT = (MemoryType.IDENTITY, MemoryType.LESSON)
 R = TypeVar("R")
 _POOL_FLOOR = 60  # candidates read, adjusted and diversified (see search())
 _DIVERSITY_CHARS = 2_000  # text compared by word sets where a candidate has no vector
 log = logging.getLogger("hivemem.retrieval.pipeline")
+
+
+class QueryEmbedder(Protocol):
+    """What the vector lane needs of the embedding side: the facade passes its
+    ``Indexer`` (``hivemem.lifecycle.indexer``, a layer above, so named here by shape)."""
+
+    disabled: str | None  # why the vector lane is off (a model change, no embedder)
+
+    @property
+    def enabled(self) -> bool: ...
+
+    @property
+    def identity(self) -> str | None:
+        """The embedder's model identity, which the stored vectors are keyed by."""
+        ...
+
+    def embed_query(self, text: str) -> np.ndarray | None: ...
 
 
 @dataclass(slots=True)
@@ -67,7 +81,7 @@ class _Candidate:
 
 def search(
     backend: Backend,
-    indexer: Indexer,
+    indexer: QueryEmbedder,
     scopes: Sequence[str],
     query: Query,
     settings: Settings,
@@ -245,7 +259,7 @@ def _lane_threads() -> ThreadPoolExecutor:
 
 def _vector_reads(
     backend: Backend,
-    indexer: Indexer,
+    indexer: QueryEmbedder,
     scopes: Sequence[str],
     query: Query,
     now: datetime,
@@ -522,7 +536,7 @@ def _rerank(
 
 def _diversify(
     backend: Backend,
-    indexer: Indexer,
+    indexer: QueryEmbedder,
     scored: list[Ranked],
     limit: int,
     lambda_: float,

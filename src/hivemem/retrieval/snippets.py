@@ -14,12 +14,12 @@ from .. import text as textmod
 from ..types import Hit
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..facade.memory import ScopedMemory
+    from ..store.handles import ScopedHandle
 
 DEFAULT_TOKENS = 400
 
 
-def passages(mem: ScopedMemory, hits: list[Hit], tokens: int = DEFAULT_TOKENS) -> list[str]:
+def passages(mem: ScopedHandle, hits: list[Hit], tokens: int = DEFAULT_TOKENS) -> list[str]:
     """For each hit, its matching chunk cut to about ``tokens`` tokens."""
     chunks = mem.store.keyword.memory_chunks([h.memory.id for h in hits])
     by_seq = {(c.memory_id, c.seq): c.text for c in chunks}

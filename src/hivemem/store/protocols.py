@@ -353,16 +353,16 @@ class KeywordIndex(Protocol):
         self,
         scopes: Sequence[str],
         query: Query,
-        match: KeywordQuery,
+        keywords: KeywordQuery,
         limit: int,
         now: datetime,
         *,
         time_limit_s: float | None = None,
     ) -> list[ChunkMatch]:
-        """The ``limit`` best chunks by BM25 that ``match`` finds and pass scope and the
-        filters of ``query`` (its text is not read: ``match`` is what is searched, in the
-        backend's own query language, compiled from the neutral ``KeywordQuery``). With
-        ``match.newest_first`` (terms so common that ranking every match would cost too
+        """The ``limit`` best chunks by BM25 that ``keywords`` finds and pass scope and the
+        filters of ``query`` (its text is not read: ``keywords`` is what is searched, in
+        the backend's own query language, compiled from the neutral ``KeywordQuery``). With
+        ``keywords.newest_first`` (terms so common that ranking every match would cost too
         much) they are the best among the newest matches instead. Past ``time_limit_s``
         the search stops with ``InvalidInput`` naming the query (a caller's syntax)."""
         ...

@@ -8,7 +8,6 @@ from typing import Any
 
 from ..errors import InvalidInput
 from ..facade.memory import ScopedMemory
-from ..lifecycle.maintenance import run_job
 from ..retrieval import snippets
 from ..types import Hit, Memory
 from ..write import audit, categories, facts
@@ -236,13 +235,9 @@ def get_entity_info(mem: ScopedMemory, a: dict[str, Any]) -> dict[str, Any]:
 
 
 def memory_consolidate(mem: ScopedMemory, a: dict[str, Any]) -> dict[str, Any]:
-    """ADR 005's consolidate(): extract (facts from finished sessions, with duplicate
-    and conflict checks), then decay (which prunes below the floor), then reflect."""
-    result = mem.consolidate(a.get("session_id")).to_dict()
-    runs = [result]
-    for job in ("decay", "reflect"):
-        runs += [r.to_dict() for r in run_job(mem.store, job, mem.name, trigger="tool")]
-    return {"result": result, "runs": runs}
+    """ADR 005's consolidate(): ``ScopedMemory.consolidate_cycle``."""
+    runs = [r.to_dict() for r in mem.consolidate_cycle(a.get("session_id"), trigger="tool")]
+    return {"result": runs[0], "runs": runs}
 
 
 def memory_related(mem: ScopedMemory, a: dict[str, Any]) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from .categorizer import categorize
 from .rules import valid_category
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..facade.memory import ScopedMemory
+    from ..store.handles import ScopedHandle
 
 FALLBACK_NOTE = "category filter matched nothing: unfiltered results"
 
@@ -50,7 +50,7 @@ def fell_back(hits: Sequence[Hit]) -> bool:
     return any(n.startswith(FALLBACK_NOTE) for h in hits[:1] for n in h.explain.notes)
 
 
-def of(mem: ScopedMemory, memory: Memory) -> tuple[str, float]:
+def of(mem: ScopedHandle, memory: Memory) -> tuple[str, float]:
     """A memory's category and how sure the categorizer was (1.0: given by the caller;
     0.0: no keyword matched, ``general``), as corvid's ``save`` returns them."""
     sure = mem.store.job_state.categories([memory.scope], [memory.id])

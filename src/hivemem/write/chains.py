@@ -4,30 +4,18 @@ and the related memories the ``crossrefs`` job found (``related``). The facade
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .. import arguments
 from ..errors import InvalidInput, NotFound
-from ..types import Memory
+from ..types import Memory, Related
 from . import rules
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..facade.memory import ScopedMemory
+    from ..store.handles import ScopedHandle
 
 
-@dataclass(frozen=True, slots=True)
-class Related:
-    """A memory related to another one, and how much their words overlap (Jaccard)."""
-
-    memory: Memory
-    score: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"memory": self.memory.to_dict(), "score": self.score}
-
-
-def history(mem: ScopedMemory, id_or_key: str) -> list[Memory]:
+def history(mem: ScopedHandle, id_or_key: str) -> list[Memory]:
     """The whole supersede chain that holds ``id_or_key`` among the scopes ``mem``
     sees, oldest first: every version under that key, or every ancestor and descendant
     of that id. Raises ``NotFound``."""
@@ -54,7 +42,7 @@ def history(mem: ScopedMemory, id_or_key: str) -> list[Memory]:
     return sorted(chain.values(), key=lambda m: (m.created_at, m.id))  # the facade scrubs
 
 
-def related(mem: ScopedMemory, memory_id: str, limit: int = 10) -> list[Related]:
+def related(mem: ScopedHandle, memory_id: str, limit: int = 10) -> list[Related]:
     """``ScopedMemory.related``: the crossrefs job's links of ``memory_id``, best first."""
     memory_id = arguments.ref(memory_id, "id", what="a memory id")
     limit = rules.limit(limit, maximum=100)

@@ -19,7 +19,7 @@ from ..types import Kind, Memory, as_tuple
 from . import rules
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..facade.memory import ScopedMemory
+    from ..store.handles import ScopedHandle
 
 MAX_NAMES = 32
 
@@ -42,7 +42,7 @@ def mentions(names: Sequence[str] | str | None) -> list[Mention]:
 
 
 def remember(
-    mem: ScopedMemory,
+    mem: ScopedHandle,
     content: str,
     *,
     confidence: float | None = None,

@@ -27,7 +27,7 @@ from ..types import Memory, MemoryType, as_tuple
 from . import rights, rules
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..facade.memory import ScopedMemory
+    from ..store.handles import ScopedHandle
 
 CATEGORIES: Mapping[str, MemoryType] = {
     "mistake-pattern": MemoryType.LESSON,
@@ -97,7 +97,7 @@ def _as_tags(evidence: Mapping[str, Any]) -> list[str]:
 
 
 def inject(
-    mem: ScopedMemory,
+    mem: ScopedHandle,
     content: str,
     category: str,
     *,
@@ -148,7 +148,7 @@ def inject(
     )
 
 
-def _single_lead(mem: ScopedMemory) -> str | None:
+def _single_lead(mem: ScopedHandle) -> str | None:
     """The one scope a lead leads by name (no pattern), as the default target."""
     named = [p for p in mem.lead_of if not any(ch in p for ch in "*?[")]
     return named[0] if len(named) == 1 else None

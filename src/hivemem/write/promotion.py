@@ -27,11 +27,11 @@ from ..store.protocols import Memories
 from ..types import Memory, Source, Status
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..facade.memory import ScopedMemory
+    from ..store.handles import ScopedHandle
 
 
 def promote(
-    mem: ScopedMemory,
+    mem: ScopedHandle,
     memory_id: str,
     to: str,
     supersede_reason: str | None,

@@ -33,8 +33,7 @@ from ..types import ListFilter, Status
 from . import rights, rules
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..facade.database import Store
-    from ..facade.memory import ScopedMemory
+    from ..store.handles import ScopedHandle, StoreHandle
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +65,7 @@ class PurgeReport:
 
 
 def purge(
-    mem: ScopedMemory,
+    mem: ScopedHandle,
     id_or_key: str,
     *,
     dry_run: bool = False,
@@ -91,17 +90,17 @@ def purge(
     return _run(handle.store, handle.name, ids, "memory", dry_run, vacuum, by, others, kept)
 
 
-def _chain(handle: ScopedMemory, ref: str) -> list[str]:
+def _chain(handle: ScopedHandle, ref: str) -> list[str]:
     return [m.id for m in handle.history(ref) if m.scope == handle.name]
 
 
-def _add_derived(handle: ScopedMemory, ids: list[str]) -> None:
+def _add_derived(handle: ScopedHandle, ids: list[str]) -> None:
     for other in handle.store.purges.derived(handle.name, ids):
         ids += [i for i in _chain(handle, other) if i not in ids]
 
 
 def _copies(
-    mem: ScopedMemory, scope: str, ids: list[str], derived: bool
+    mem: ScopedHandle, scope: str, ids: list[str], derived: bool
 ) -> tuple[dict[str, list[str]], list[str]]:
     """The promoted copies of ``ids`` (transitively: a copy promoted on), each with its
     chain and (``derived``) what was drawn from it, by scope, where ``mem`` may change
@@ -133,7 +132,7 @@ def _copies(
 
 
 def purge_all(
-    mem: ScopedMemory,
+    mem: ScopedHandle,
     *,
     dry_run: bool = False,
     vacuum: bool = True,
@@ -149,7 +148,7 @@ def purge_all(
     return _run(store, mem.name, ids, "scope", dry_run, vacuum, by, others, kept)
 
 
-def delete_all(mem: ScopedMemory, updated_by: str | None) -> int:
+def delete_all(mem: ScopedHandle, updated_by: str | None) -> int:
     """``ScopedMemory.delete_all``, the soft one: every active memory of the own scope
     becomes ``deleted`` (still readable by id; nothing erased). Returns how many."""
     by = rules.name(updated_by, "updated_by", 200, optional=True)
@@ -167,7 +166,7 @@ def delete_all(mem: ScopedMemory, updated_by: str | None) -> int:
         count += len(batch)
 
 
-def audit(store: Store, scope: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
+def audit(store: StoreHandle, scope: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
     """The purge records, newest first: scope, target, ids, counts, by whom, when.
     ``scope`` is checked as every scope name is (a bad one is ``InvalidInput``)."""
     if scope is not None:
@@ -175,13 +174,13 @@ def audit(store: Store, scope: str | None = None, limit: int = 50) -> list[dict[
     return store.purges.audit(scope, limit)
 
 
-def _exists(handle: ScopedMemory, ref: str) -> bool:
+def _exists(handle: ScopedHandle, ref: str) -> bool:
     memories = handle.store.memories
     return bool(memories.get([handle.name], ref) or memories.versions_of_key([handle.name], ref))
 
 
 def _run(
-    store: Store,
+    store: StoreHandle,
     scope: str,
     ids: list[str],
     target: str,

@@ -27,7 +27,7 @@ from ..types import as_tuple
 from . import rules
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..facade.memory import ScopedMemory
+    from ..store.handles import Scope, ScopedHandle
     from ..types import Memory
 
 
@@ -47,12 +47,12 @@ def clean_patterns(values: Sequence[str] | str | None, max_chars: int) -> tuple[
     return tuple(out)
 
 
-def leads(mem: ScopedMemory, scope: str) -> bool:
+def leads(mem: Scope, scope: str) -> bool:
     """Whether ``mem`` may change ``scope``: its own, or one its ``lead_of`` matches."""
     return scope == mem.name or any(fnmatchcase(scope, p) for p in mem.lead_of)
 
 
-def led_scopes(mem: ScopedMemory) -> list[str]:
+def led_scopes(mem: ScopedHandle) -> list[str]:
     """The scopes, other than its own, that ``mem`` leads: those named, and the existing
     ones its glob patterns match (listing scopes reads an index: only for patterns)."""
     named = [p for p in mem.lead_of if not any(ch in p for ch in "*?[")]
@@ -62,7 +62,7 @@ def led_scopes(mem: ScopedMemory) -> list[str]:
     return out
 
 
-def owner(mem: ScopedMemory, id_or_key: str, action: str) -> tuple[ScopedMemory, str] | None:
+def owner(mem: ScopedHandle, id_or_key: str, action: str) -> tuple[ScopedHandle, str] | None:
     """The handle through which ``mem`` may ``action`` the memory ``id_or_key``, with
     the memory's id: ``None`` when the memory is in the own scope (or nowhere: the
     caller raises ``NotFound`` as before), a handle on the led scope that holds it, or
@@ -91,12 +91,12 @@ def owner(mem: ScopedMemory, id_or_key: str, action: str) -> tuple[ScopedMemory,
     return handle_on(mem, found.scope), found.id
 
 
-def handle_on(mem: ScopedMemory, scope: str) -> ScopedMemory:
+def handle_on(mem: ScopedHandle, scope: str) -> ScopedHandle:
     """A handle on ``scope`` acting as ``mem``: same actor, no further rights."""
     return mem.store.scope(scope, actor=mem.actor)
 
 
-def target(mem: ScopedMemory, scope: str, action: str) -> ScopedMemory:
+def target(mem: ScopedHandle, scope: str, action: str) -> ScopedHandle:
     """The handle to ``action`` in ``scope`` (own, or led), else ``Forbidden``."""
     clean = rules.name(scope, "scope", mem.settings.max_scope_chars)
     assert clean is not None
@@ -111,5 +111,5 @@ def target(mem: ScopedMemory, scope: str, action: str) -> ScopedMemory:
     return handle_on(mem, clean)
 
 
-def missing(mem: ScopedMemory, id_or_key: str) -> NotFound:
+def missing(mem: Scope, id_or_key: str) -> NotFound:
     return NotFound(f"no memory {id_or_key!r} in scope {mem.name!r}")

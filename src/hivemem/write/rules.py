@@ -141,6 +141,33 @@ def optional_time(value: object, field: str) -> datetime | None:
     return None if value is None else parse_time(value, field)
 
 
+def filters(
+    settings: Settings,
+    kind: object = None,
+    type: object = None,  # noqa: A002 - the domain's word
+    tags: object = None,
+    session_id: object = None,
+    exclude_sessions: object = None,
+    since: object = None,
+    until: object = None,
+    as_of: object = None,
+) -> dict[str, Any]:
+    """The filter fields ``ScopedMemory.list`` and ``search`` share (and the inspector's
+    pages), validated: the keyword arguments of a ``ListFilter`` or ``Query``."""
+    return {
+        "kinds": tuple(resolve_enum(Kind, k, "kind") for k in as_tuple(kind)),
+        "types": tuple(resolve_type(t) for t in as_tuple(type)),
+        "tags": valid_tags(as_tuple(tags), settings),
+        "sessions": tuple(name(x, "session_id", 200) for x in as_tuple(session_id)),
+        "exclude_sessions": tuple(
+            name(x, "exclude_sessions", 200) for x in as_tuple(exclude_sessions)
+        ),
+        "since": optional_time(since, "since"),
+        "until": optional_time(until, "until"),
+        "as_of": optional_time(as_of, "as_of"),
+    }
+
+
 def expiry(source_name: str, created: datetime, settings: Settings) -> datetime | None:
     """``expires_at`` from the TTL policy of ``source``; ``None`` = never."""
     days = settings.ttl_days.get(source_name)

@@ -30,7 +30,7 @@ from . import rules
 from .redact import MIN_SECRET_CHARS
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..facade.database import Store
+    from ..store.handles import StoreHandle
     from ..store.protocols import VaultRow
 
 MASK = "********"
@@ -73,7 +73,7 @@ def _entry(row: VaultRow) -> VaultEntry:
 class Vault:
     """The vault of one scope (``store.vault(scope)``)."""
 
-    def __init__(self, store: Store, scope: str) -> None:
+    def __init__(self, store: StoreHandle, scope: str) -> None:
         clean = rules.name(scope, "scope", store.settings.max_scope_chars)
         assert clean is not None
         self.scope = clean

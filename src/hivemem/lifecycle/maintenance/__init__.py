@@ -40,10 +40,9 @@ from ...write import rules
 from .categorize import categorize
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...facade.database import Store
-    from ...facade.memory import ScopedMemory
     from ...providers.llm import LLM
     from ...settings import Settings
+    from ...store.handles import ScopedHandle, StoreHandle
     from ...store.protocols import JobState
 
 log = logging.getLogger("hivemem.lifecycle.maintenance")
@@ -94,7 +93,7 @@ class JobContext:
     """What a job gets: the store, the one scope it works on, the time it started, its
     options, and a progress callback ``progress(done, total)``."""
 
-    store: Store
+    store: StoreHandle
     scope: str
     now: datetime
     options: Mapping[str, Any] = field(default_factory=dict)
@@ -111,10 +110,10 @@ class JobContext:
 
     @property
     def llm(self) -> LLM | None:
-        return getattr(self.store, "llm", None)
+        return self.store.llm
 
     @property
-    def mem(self) -> ScopedMemory:
+    def mem(self) -> ScopedHandle:
         return self.store.scope(self.scope)
 
     def clock(self) -> datetime:
@@ -200,7 +199,7 @@ def _load() -> None:
 
 
 def run_job(
-    store: Store,
+    store: StoreHandle,
     name: str,
     scope: str | None = None,
     *,
@@ -226,12 +225,12 @@ def run_job(
         result = _run_one(store, job, each, trigger, progress, options, raise_errors)
         results.append(result)
     if any(r.counts for r in results):
-        store.indexer.notify()  # new summaries, facts, reflections: embed them
+        store.index_written(False)  # new summaries, facts, reflections: embed them
     return store.scrubbed(results)
 
 
 def _run_one(
-    store: Store,
+    store: StoreHandle,
     job: Job,
     scope: str | None,
     trigger: str,
@@ -270,7 +269,7 @@ def _plain(counts: Counter[str]) -> dict[str, int]:
     return {k: int(v) for k, v in sorted(counts.items())}
 
 
-def run_log(store: Store, job: str | None = None, scope: str | None = None, limit: int = 50):
+def run_log(store: StoreHandle, job: str | None = None, scope: str | None = None, limit: int = 50):
     """The newest runs first (``RunRecord``), of one job and/or scope when given."""
     if job is not None:
         job = get_job(job).name

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...types import Kind, Memory
-from ...write.chains import Related as Related
+from ...types import Related as Related
 from .similarity import candidates, jaccard, words
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -28,7 +28,7 @@ from ...settings import Settings
 from . import JobResult, get_job, job_names, run_job
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...facade.database import Store
+    from ...store.handles import StoreHandle
 
 log = logging.getLogger("hivemem.lifecycle.maintenance")
 
@@ -63,7 +63,7 @@ def next_fire(expression: str, now: datetime) -> datetime:
     return croniter(expression, now).get_next(datetime)
 
 
-def due(store: Store, now: datetime | None = None) -> list[str]:
+def due(store: StoreHandle, now: datetime | None = None) -> list[str]:
     """The jobs whose schedule fired since their last scheduled run, in run order."""
     now = now or store.clock()
     runs = store.run_log
@@ -76,7 +76,7 @@ def due(store: Store, now: datetime | None = None) -> list[str]:
 
 
 def run_due(
-    store: Store,
+    store: StoreHandle,
     now: datetime | None = None,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> list[JobResult]:
@@ -89,7 +89,7 @@ def run_due(
 
 
 def daemon(
-    store: Store,
+    store: StoreHandle,
     stop: threading.Event | None = None,
     on_results: Callable[[list[JobResult]], None] | None = None,
 ) -> None:

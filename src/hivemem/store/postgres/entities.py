@@ -21,13 +21,13 @@ from ..entity_rows import Describes, aliases_of_new
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...providers.entities import Mention
-    from .backend import PostgresBackend
+    from .database import PostgresDatabase
 
 _TOTAL_TTL = 1.0  # seconds the server's memory count is trusted (plus own inserts)
 
 
 def link_mentions(
-    db: PostgresBackend, scope: str, memory_id: str, mentions: Sequence[Mention], when: str
+    db: PostgresDatabase, scope: str, memory_id: str, mentions: Sequence[Mention], when: str
 ) -> None:
     """Three statements for the usual case (every entity known): resolve all mentions,
     then link them and count the new links in one. A mention not resolved at first
@@ -64,7 +64,7 @@ def link_mentions(
     )
 
 
-def _resolve_one(db: PostgresBackend, scope: str, mention: Mention, when: str) -> int:
+def _resolve_one(db: PostgresDatabase, scope: str, mention: Mention, when: str) -> int:
     """The entity of one mention by canonical name and type, then by alias (a protected
     entity takes mentions of its own type only: it is never merged with a namesake of
     another type, as on SQLite), else a new one with its aliases (``ON CONFLICT`` makes
@@ -100,7 +100,7 @@ def _resolve_one(db: PostgresBackend, scope: str, mention: Mention, when: str) -
 class PgEntityIndex(Describes):
     """Reads of the entity tables, and aliases."""
 
-    def __init__(self, backend: PostgresBackend) -> None:
+    def __init__(self, backend: PostgresDatabase) -> None:
         self._db = backend
         self._total: tuple[int, float] | None = None  # (MAX(seq), when read)
         self.added = 0  # memories this process inserted since (``PostgresBackend.insert``)

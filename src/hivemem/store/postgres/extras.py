@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ..vault import RECHECK_SECONDS, VaultStatements
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .backend import PostgresBackend
+    from .database import PostgresDatabase
 
 
 class PostgresVault(VaultStatements):
@@ -33,7 +33,7 @@ class PostgresVault(VaultStatements):
     the store falls back to reading a signature of the secret rows, at most every few
     milliseconds, until a listener is back."""
 
-    def __init__(self, backend: PostgresBackend) -> None:
+    def __init__(self, backend: PostgresDatabase) -> None:
         super().__init__(backend)
         self._signature: tuple[Any, ...] | None = None
         self._listener: Any = None

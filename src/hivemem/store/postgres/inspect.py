@@ -10,9 +10,9 @@ from ..inspect import InspectionStatements
 from .portable import Portable
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .backend import PostgresBackend
+    from .database import PostgresDatabase
 
 
 class PgInspection(InspectionStatements):
-    def __init__(self, backend: PostgresBackend) -> None:
+    def __init__(self, backend: PostgresDatabase) -> None:
         super().__init__(Portable(backend))

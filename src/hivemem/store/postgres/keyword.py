@@ -35,7 +35,7 @@ import threading
 import time
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from psycopg.errors import QueryCanceled
 
@@ -58,7 +58,12 @@ from ..keyword_query import (
 from ..protocols import ChunkMatch, TermStats
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .backend import PostgresBackend
+    from collections.abc import Callable
+    from contextlib import AbstractContextManager
+
+    from ...types import ListFilter
+
+R = TypeVar("R")
 
 K1, B = 1.2, 0.75
 _SIZE_TTL = 1.0  # seconds the index size read from the server is trusted (plus own writes)
@@ -152,7 +157,21 @@ def _without_negated_near(tree: Expr, phrases: dict[str, str]) -> tuple[str, dic
 
 
 class KeywordMixin:
-    """keyword_search, term_stats, matched_terms, memory_chunks and chunk writes."""
+    """keyword_search, term_stats, matched_terms, memory_chunks and chunk writes, mixed
+    into ``PostgresBackend``: the host's handle (``database.PostgresDatabase``) it uses
+    is declared below for type checkers."""
+
+    if TYPE_CHECKING:  # pragma: no cover - the host's methods, declared for type checkers
+
+        def _q(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
+        def _x(self, sql: str, params: Sequence[Any] = ()) -> Any: ...
+        def atomic(self) -> AbstractContextManager[None]: ...
+        def in_read_transaction(self, fn: Callable[[Any], R]) -> R: ...
+        @staticmethod
+        def _scope_clause(scopes: Sequence[str]) -> tuple[str, list[Any]]: ...
+        def _filter_sql(
+            self, flt: ListFilter | Query, now: datetime
+        ) -> tuple[list[str], list[Any]]: ...
 
     def __init__(self) -> None:
         self._stats_lock = threading.Lock()
@@ -170,14 +189,12 @@ class KeywordMixin:
 
     # ------------------------------------------------------------------ writes
 
-    def insert_chunks(self: PostgresBackend, memory_id: str, scope: str, pieces: list[str]) -> None:
+    def insert_chunks(self, memory_id: str, scope: str, pieces: list[str]) -> None:
         """Inside a write: the memory's chunks, their terms, and their place in the
         vector queue (one statement)."""
         self.insert_chunks_of([(memory_id, scope, pieces)])
 
-    def insert_chunks_of(
-        self: PostgresBackend, memories: Sequence[tuple[str, str, list[str]]]
-    ) -> None:
+    def insert_chunks_of(self, memories: Sequence[tuple[str, str, list[str]]]) -> None:
         """Inside a write: the chunks of several memories ``(id, scope, pieces)``, their
         terms and their place in the vector queue, in one statement."""
         rows = [
@@ -209,9 +226,7 @@ class KeywordMixin:
             ],
         )
 
-    def rebuild_chunks(
-        self: PostgresBackend, memory_ids: Sequence[str], size: int, overlap: int
-    ) -> int:
+    def rebuild_chunks(self, memory_ids: Sequence[str], size: int, overlap: int) -> int:
         done = 0
         with self.atomic():
             for memory_id in memory_ids:
@@ -231,7 +246,7 @@ class KeywordMixin:
                 done += 1
         return done
 
-    def rebuild_keyword_index(self: PostgresBackend) -> None:
+    def rebuild_keyword_index(self) -> None:
         """Re-derive every chunk's terms and length from its text."""
         last = 0
         while True:
@@ -259,7 +274,7 @@ class KeywordMixin:
 
     # ------------------------------------------------------------------ statistics
 
-    def _index_size(self: PostgresBackend) -> int:
+    def _index_size(self) -> int:
         """The keyword index's size as its highest chunk id (the statistics' staleness
         check): read from the server at most every ``_SIZE_TTL`` seconds, plus the chunks
         this process wrote since. Other nodes' writes are seen within that second; the
@@ -278,13 +293,13 @@ class KeywordMixin:
         return cached is not None and abs(size - cached[-1]) <= max(50, size // 100)
 
     def _freq(
-        self: PostgresBackend, scopes: tuple[str, ...] | None, phrases: Sequence[str], size: int
+        self, scopes: tuple[str, ...] | None, phrases: Sequence[str], size: int
     ) -> dict[str, int]:
         """Chunks holding each tsquery phrase, in ``scopes`` (None: every scope)."""
         return self._freqs([scopes], phrases, size)[0]
 
     def _freqs(
-        self: PostgresBackend,
+        self,
         scope_sets: Sequence[tuple[str, ...] | None],
         phrases: Sequence[str],
         size: int,
@@ -326,9 +341,7 @@ class KeywordMixin:
                         self._doc_freq[(scopes, phrase)] = (out[phrase], size)
         return outs
 
-    def _scope_totals(
-        self: PostgresBackend, scopes: tuple[str, ...] | None, size: int
-    ) -> tuple[int, float]:
+    def _scope_totals(self, scopes: tuple[str, ...] | None, size: int) -> tuple[int, float]:
         """(chunks, average length) of the scopes' keyword index (None: every scope)."""
         with self._stats_lock:
             cached = self._scope_stats.get(scopes)  # type: ignore[arg-type]
@@ -343,9 +356,7 @@ class KeywordMixin:
         count, tokens, _ = cached  # type: ignore[misc]
         return count, (tokens / count if count else 1.0)
 
-    def term_stats(
-        self: PostgresBackend, terms: Sequence[str], scopes: Sequence[str] | None = None
-    ) -> TermStats:
+    def term_stats(self, terms: Sequence[str], scopes: Sequence[str] | None = None) -> TermStats:
         """Document frequencies (per term, the largest count among its stems), as the
         SQLite store gives them: with ``scopes``, the chunks of these scopes and the
         scopes' chunk total (scores never depend on other tenants); ``postings`` are the
@@ -377,7 +388,7 @@ class KeywordMixin:
     # ------------------------------------------------------------------ search
 
     def keyword_search(
-        self: PostgresBackend,
+        self,
         scopes: Sequence[str],
         query: Query,
         keywords: KeywordQuery,
@@ -462,9 +473,7 @@ class KeywordMixin:
             rows = [r for r in rows if r[0] in kept][:limit]
         return [ChunkMatch(r[0], r[1], r[2], r[3], float(r[4])) for r in rows]
 
-    def _timed(
-        self: PostgresBackend, sql: str, values: Sequence[Any], time_limit_s: float | None
-    ) -> list[Any]:
+    def _timed(self, sql: str, values: Sequence[Any], time_limit_s: float | None) -> list[Any]:
         """Rows of ``sql``; past ``time_limit_s`` PostgreSQL cancels it and the caller's
         query is ``InvalidInput`` (as SQLite's progress handler makes it)."""
         if time_limit_s is None:
@@ -483,9 +492,7 @@ class KeywordMixin:
                 "(setting fts_time_limit_ms); use fewer words or fewer prefix* terms",
             ) from None
 
-    def matched_terms(
-        self: PostgresBackend, chunk_ids: Sequence[int], terms: Sequence[str]
-    ) -> dict[int, set[str]]:
+    def matched_terms(self, chunk_ids: Sequence[int], terms: Sequence[str]) -> dict[int, set[str]]:
         """Which of ``terms`` each chunk matches: FTS5's own matcher on the chunks' texts,
         so the coverage score above the protocol is the same on both backends."""
         out: dict[int, set[str]] = {cid: set() for cid in chunk_ids}
@@ -505,7 +512,7 @@ class KeywordMixin:
             out[cid] |= found
         return out
 
-    def memory_chunks(self: PostgresBackend, memory_ids: Sequence[str]) -> list[ChunkMatch]:
+    def memory_chunks(self, memory_ids: Sequence[str]) -> list[ChunkMatch]:
         if not memory_ids:
             return []
         rows = self._q(

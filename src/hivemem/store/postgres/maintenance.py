@@ -26,15 +26,15 @@ from .entities import link_mentions
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...providers.entities import Mention
-    from .backend import PostgresBackend
+    from .database import PostgresDatabase
 
 
 class PgMaintenance(MaintenanceStatements):
     """Reads and writes of the maintenance jobs on PostgreSQL (see the module docstring)."""
 
-    _db: PostgresBackend
+    _db: PostgresDatabase
 
-    def __init__(self, backend: PostgresBackend) -> None:
+    def __init__(self, backend: PostgresDatabase) -> None:
         super().__init__(backend)
 
     def _memories(self, where: str, params: Sequence[Any], tail: str = "") -> list[Memory]:

@@ -12,11 +12,11 @@ from ...types import Entity, ListFilter, Memory, Query
 from . import qmark
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .backend import PostgresBackend
+    from .database import PostgresDatabase
 
 
 class _Entities:
-    def __init__(self, backend: PostgresBackend) -> None:
+    def __init__(self, backend: PostgresDatabase) -> None:
         self._pg = backend
 
     def _entities(self, where: str, params: Sequence[Any], aliases: bool = True) -> list[Entity]:
@@ -26,7 +26,7 @@ class _Entities:
 class Portable:
     """The part of the backend the inspector's statements use, in SQLite's dialect."""
 
-    def __init__(self, backend: PostgresBackend) -> None:
+    def __init__(self, backend: PostgresDatabase) -> None:
         self._pg = backend
         self.entities = _Entities(backend)
 

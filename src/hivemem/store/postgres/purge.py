@@ -25,7 +25,7 @@ from psycopg import errors as pgerrors
 from ..purge import PurgeStatements, batches
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .backend import PostgresBackend
+    from .database import PostgresDatabase
 
 # Tables that hold a memory's text or something derived from it.
 TEXT_TABLES = (
@@ -42,9 +42,9 @@ TEXT_TABLES = (
 
 
 class PgPurge(PurgeStatements):
-    _db: PostgresBackend  # type: ignore[assignment]
+    _db: PostgresDatabase  # type: ignore[assignment]
 
-    def __init__(self, backend: PostgresBackend) -> None:
+    def __init__(self, backend: PostgresDatabase) -> None:
         super().__init__(backend)
 
     def _drawn_from(self, scope: str, memory_ids: list[str]) -> list[str]:

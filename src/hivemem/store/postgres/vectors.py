@@ -40,7 +40,7 @@ from ..protocols import PendingChunk, VectorMatch
 from .migrations import SCHEMA_LOCK
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .backend import PostgresBackend
+    from .database import PostgresDatabase
 
 IDENTITY_KEY = "embedding_identity"
 TABLE = "chunk_vectors"
@@ -79,7 +79,7 @@ class PgVectorIndex:
     unavailable: str | None = None
     exact_scan: str | None = None  # HNSW serves big scopes; small ones are exact by design
 
-    def __init__(self, backend: PostgresBackend) -> None:
+    def __init__(self, backend: PostgresDatabase) -> None:
         self._db = backend
         self._counts: dict[str, _Count] = {}
         self._bound_cache: tuple[str | None, float] | None = None

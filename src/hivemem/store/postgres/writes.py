@@ -40,7 +40,7 @@ from .keyword import tsvector_text
 if TYPE_CHECKING:  # pragma: no cover
     from ...providers.entities import Mention
     from ...types import Memory
-    from .backend import PostgresBackend
+    from .database import PostgresDatabase
 
 ROWS_PER_STATEMENT = 1_000  # 29 parameters a row: PostgreSQL takes at most 65,535
 
@@ -85,14 +85,14 @@ _LINK = (
 Item = tuple["Memory", Sequence[str], Sequence["Mention"]]
 
 
-def insert_many(db: PostgresBackend, items: Sequence[Item]) -> None:
+def insert_many(db: PostgresDatabase, items: Sequence[Item]) -> None:
     """Inside a write: insert ``items`` (memory, chunks, mentions) as ``insert`` would one
     by one (see the module docstring)."""
     for start in range(0, len(items), ROWS_PER_STATEMENT):
         _insert_group(db, items[start : start + ROWS_PER_STATEMENT])
 
 
-def _insert_group(db: PostgresBackend, items: Sequence[Item]) -> None:
+def _insert_group(db: PostgresDatabase, items: Sequence[Item]) -> None:
     conn = getattr(db._local, "conn", None)
     if conn is None or db._local.mode != "write":
         raise RuntimeError("write outside atomic()")  # a bug in HiveMem
@@ -122,7 +122,7 @@ def _insert_group(db: PostgresBackend, items: Sequence[Item]) -> None:
         _link(db, items, dict(zip(keys, known, strict=True)))
 
 
-def _chunk_arrays(db: PostgresBackend, items: Sequence[Item]) -> list[list[Any]]:
+def _chunk_arrays(db: PostgresDatabase, items: Sequence[Item]) -> list[list[Any]]:
     arrays: list[list[Any]] = [[], [], [], [], [], [], []]
     ids: set[str] = set()
     for memory, pieces, _ in items:
@@ -143,7 +143,7 @@ def _chunk_arrays(db: PostgresBackend, items: Sequence[Item]) -> list[list[Any]]
     return arrays
 
 
-def _refused(db: PostgresBackend, items: Sequence[Item], written: set[str]) -> None:
+def _refused(db: PostgresDatabase, items: Sequence[Item], written: set[str]) -> None:
     """``Conflict`` for the first memory not written (or an id twice in the batch)."""
     seen: set[str] = set()
     for memory, _, _ in items:
@@ -158,7 +158,7 @@ def _refused(db: PostgresBackend, items: Sequence[Item], written: set[str]) -> N
 
 
 def _link(
-    db: PostgresBackend, items: Sequence[Item], known: dict[tuple[str, str, str], Any]
+    db: PostgresDatabase, items: Sequence[Item], known: dict[tuple[str, str, str], Any]
 ) -> None:
     memory_ids: list[str] = []
     entity_ids: list[int] = []

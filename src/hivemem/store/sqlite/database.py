@@ -84,5 +84,8 @@ class SQLiteDatabase(Transactions, Protocol):
 class SQLiteStore(SQLiteDatabase, Memories, Health, Protocol):
     """The handle with the backend's own protocols and indexes beside it."""
 
-    vectors: VectorIndex
-    entities: EntityIndex
+    @property
+    def vectors(self) -> VectorIndex: ...
+
+    @property
+    def entities(self) -> EntityIndex: ...
