@@ -18,6 +18,7 @@ Write rules (DESIGN §1) live here, once, for every front end:
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -722,7 +723,7 @@ class ScopedMemory:
 
     def consolidate_cycle(
         self, session_id: str | None = None, *, trigger: str = "manual"
-    ) -> list[JobResult]:
+    ) -> builtins.list[JobResult]:  # ``list`` is the method above, in this class
         """ADR 005's consolidate(): ``consolidate`` (as above), then ``decay`` (which
         soft-deletes facts faded below the floor), then ``reflect`` (when one is due);
         one result per job, each run logged with ``trigger``. Raises as ``consolidate``

@@ -138,14 +138,9 @@ class StoreHandle(Protocol):
         ...
 
     # ------------------------------------------------------------------ other scopes
-    def scope(
-        self,
-        name: str,
-        *,
-        shared: Sequence[str] = (),
-        lead_of: Sequence[str] | str | None = None,
-        actor: str | None = None,
-    ) -> ScopedHandle: ...
+    def scope(self, name: str, *, actor: str | None = None) -> ScopedHandle:
+        """A handle on scope ``name`` writing as ``actor`` (default: the scope's name)."""
+        ...
 
 
 class Scope(Protocol):

@@ -143,14 +143,14 @@ def optional_time(value: object, field: str) -> datetime | None:
 
 def filters(
     settings: Settings,
-    kind: object = None,
-    type: object = None,  # noqa: A002 - the domain's word
-    tags: object = None,
-    session_id: object = None,
-    exclude_sessions: object = None,
-    since: object = None,
-    until: object = None,
-    as_of: object = None,
+    kind: Any = None,
+    type: Any = None,  # noqa: A002 - the domain's word
+    tags: Any = None,
+    session_id: Any = None,
+    exclude_sessions: Any = None,
+    since: Any = None,
+    until: Any = None,
+    as_of: Any = None,
 ) -> dict[str, Any]:
     """The filter fields ``ScopedMemory.list`` and ``search`` share (and the inspector's
     pages), validated: the keyword arguments of a ``ListFilter`` or ``Query``."""

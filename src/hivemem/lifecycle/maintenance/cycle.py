@@ -19,7 +19,7 @@ the caller's ``trigger``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import JobResult, run_job
 
@@ -34,7 +34,7 @@ def consolidate(
 ) -> JobResult:
     """The ``consolidate`` job over ``scope`` (only ``session_id`` when given); raises
     what the job raised."""
-    options = {} if session_id is None else {"session_id": session_id}
+    options: dict[str, Any] = {} if session_id is None else {"session_id": session_id}
     return run_job(store, "consolidate", scope, trigger=trigger, raise_errors=True, **options)[0]
 
 
