@@ -24,6 +24,7 @@ from ....errors import HiveMemError, InvalidInput
 from ....facade.memory import ScopedMemory
 from ....lifecycle import inspection
 from ....types import CATEGORIES, Kind, MemoryType, Status
+from ....write import categories
 from ..errors import from_library
 from . import render
 from .auth import (
@@ -380,20 +381,17 @@ def mount(app: Any, api: Any, start_key: str | None = None) -> Ui:
         mem = ui.bind(principal, request.path_params["scope"], "read")
         query = request.query_params.get("q", "")
         filters = _filters(request)
-        category = filters.pop("category")
         limit = min(_int(request.query_params.get("limit") or str(SEARCH_LIMIT), "limit"), 50)
         hits: list[Any] = []
-        if query.strip():
+        if query.strip():  # the category is a filter of the search (a full page of it)
             hits = await run_in_threadpool(lambda: mem.search(query, max(limit, 1), **filters))
-            if category:
-                hits = [h for h in hits if h.memory.category == category]
-        filters["category"] = category
         return ui.render(
             request,
             "search.html",
             **ui.context(request, principal, session, mem.name),
             q=query,
             hits=hits,
+            fell_back=categories.fell_back(hits),
             limit=limit,
             f=filters,
             tag=", ".join(filters["tags"] or []),
