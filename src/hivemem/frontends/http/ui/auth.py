@@ -77,8 +77,9 @@ class Sessions:
     """The inspector's sign-ins, kept in the store (``store.ui_sessions``): every worker
     and every node over the same database knows them, and a restart keeps them.
 
-    Reads run wherever they are called; writes (sign-in, sign-out, the once-a-minute
-    record of a use) through ``write``, the HTTP API's writer thread."""
+    Reads run wherever they are called. Writes run on the HTTP API's writer thread: the
+    routes call ``start``, ``redeem`` and ``end`` there, and ``principal`` queues the
+    once-a-minute record of a use there through ``submit``."""
 
     def __init__(
         self,
