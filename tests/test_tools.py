@@ -11,6 +11,7 @@ import pytest
 
 import hivemem
 from hivemem import Conflict, Forbidden, InvalidInput, NotFound, Settings, tools
+from hivemem.lifecycle.maintenance import run_log
 
 DESIGN_TOOLS = [
     "memory_save",
@@ -321,10 +322,19 @@ def test_get_entity_info_finds_memories_by_name_and_alias(mem):
 def test_memory_consolidate_turns_a_session_into_facts(mem):
     mem.add_episode("Our staging cluster runs in Frankfurt since June.", "s1", "user")
     mem.add_episode("The deploy window is Tuesday at 10am Berlin time.", "s1", "user")
-    result = call(mem, "memory_consolidate", session_id="s1")["result"]
+    out = call(mem, "memory_consolidate", session_id="s1")
+    result = out["result"]
     assert result["job"] == "consolidate" and result["status"] == "ok"
     assert result["counts"]["sessions"] == 1
     assert call(mem, "memory_list", kind="fact")["count"] >= 1
+    # one library call (ScopedMemory.consolidate_cycle): every run logged as the tool's
+    logged = run_log(mem.store, scope=mem.name)
+    assert sorted((r.job, r.trigger) for r in logged) == [
+        ("consolidate", "tool"),
+        ("decay", "tool"),
+        ("reflect", "tool"),
+    ]
+    assert [r["run_id"] for r in out["runs"]] == [r.id for r in reversed(logged)]
 
 
 def test_inject_learning_writes_to_the_configured_shared_scope(db_path, clock):
