@@ -32,6 +32,7 @@ import atexit
 import contextlib
 import logging
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator
 
@@ -47,6 +48,7 @@ log = logging.getLogger("hivemem.lifecycle.indexer")
 Progress = Callable[[int, int], None]
 
 STOP_SLICE = 32  # texts per model call of the background worker: the longest wait at exit
+CLAIMED_WAIT_S = 0.05  # a flush's pause while other nodes hold the queued chunks
 EXIT_JOIN_S = 30.0  # how long exit waits for a worker stuck in one slice (a slow endpoint)
 
 _running: weakref.WeakSet[Indexer] = weakref.WeakSet()
@@ -69,11 +71,13 @@ class Indexer:
         *,
         batch_size: int = 256,
         background: bool = True,
+        claim_s: float = 120.0,
     ) -> None:
         self._index = index
         self.embedder = embedder
         self.batch_size = max(1, batch_size)
         self.background = background
+        self.claim_s = claim_s  # how long a claim on a batch lasts (several nodes)
         self._embed_lock = threading.Lock()  # one batch at a time: thread or flush
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -160,6 +164,8 @@ class Indexer:
                 stored = self._batch()
                 if not self.enabled or (stored == 0 and not self._index.has_pending()):
                     return done
+                if stored == 0:  # another node's claims: wait for it (or their expiry)
+                    time.sleep(CLAIMED_WAIT_S)
                 done += stored
                 if progress is not None:
                     progress(min(done, total), max(total, done))
@@ -192,7 +198,7 @@ class Indexer:
         with self._embed_lock, self._index.turn():  # one batch per process, and per file
             if stop is not None and self._flushing:
                 return 0
-            chunks = self._index.pending(self.batch_size)
+            chunks = self._index.claim(self.batch_size, self.claim_s)
             if not chunks:
                 return 0
             model = self.embedder.identity

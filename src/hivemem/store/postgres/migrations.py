@@ -300,6 +300,17 @@ MIGRATIONS: list[Migration] = [
             "ON vault FOR EACH STATEMENT EXECUTE FUNCTION hivemem_vault_changed()",
         ),
     ),
+    Migration(
+        # The embedding queue is a claim: a node takes a batch of queued chunks for
+        # ``embed_claim_s`` seconds (``vectors.py``), so nodes sharing the database embed
+        # different chunks, and a dead node's claims expire for another to take. The
+        # server's clock, not the nodes', times the claims.
+        "0020_vector_claims",
+        (
+            "ALTER TABLE vector_queue ADD COLUMN claimed_by TEXT, "
+            "ADD COLUMN claimed_until TIMESTAMPTZ",
+        ),
+    ),
 ]
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ...clock import from_text, to_text
-from ...errors import Conflict, StoreError
+from ...errors import Conflict, StoreError, TryAgain
 from ...providers.entities import Mention
 from ...types import ListFilter, Memory, Query, Status
 from ..fts5 import to_fts5
@@ -234,7 +234,7 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, RepairMixin):
                 if "locked" not in str(exc) and "busy" not in str(exc):
                     raise store_error(exc, self.location, "start a write on") from exc
                 time.sleep(0.05 * (attempt + 1))
-        raise StoreError(f"{self.location} is locked by another writer; try again")
+        raise TryAgain(f"{self.location} is locked by another writer; try again", reason="busy")
 
     def _cache_lock(self) -> Any:
         """The lock of the keyword statistics' caches: their own with the read pool, so a

@@ -5,7 +5,7 @@ file or the disk rather than of HiveMem's own SQL."""
 
 from __future__ import annotations
 
-from ...errors import InvalidInput, StoreError, StoreFull
+from ...errors import InvalidInput, StoreError, StoreFull, TryAgain
 
 # SQLite's primary result codes (https://sqlite.org/rescode.html) the mapping names.
 SQLITE_BUSY, SQLITE_LOCKED, SQLITE_IOERR, SQLITE_CORRUPT, SQLITE_FULL = 5, 6, 10, 11, 13
@@ -64,8 +64,10 @@ def store_error(exc: BaseException, location: str, doing: str) -> StoreError:
             f"{location} is damaged ({text}); the {doing} did not happen. Run "
             "`hivemem doctor`; `hivemem export` saves every memory still readable"
         )
-    if category == "locked":
-        return StoreError(f"{location} is locked by another writer ({text}); try again")
+    if category == "locked":  # passing: TryAgain (not re-run by hivemem.write.retry)
+        return TryAgain(
+            f"{location} is locked by another writer ({text}); try again", reason="busy"
+        )
     if category == "readonly":
         return StoreError(f"{location} cannot be written ({text}): check its permissions")
     if category == "io":
