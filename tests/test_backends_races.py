@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -180,5 +181,114 @@ def test_a_deadlock_is_a_try_again_and_the_unit_of_work_runs_again(pg_url, monke
         errors = [run.error for run in (one, two) if run.error is not None]
         assert len(errors) == 1 and isinstance(errors[0], TryAgain)
         assert errors[0].reason == "deadlock" and isinstance(errors[0], hivemem.StoreError)
+    finally:
+        store.close()
+
+
+class _Counting:
+    """The ``hash`` embedder, counting every text it is asked to embed (shared by the
+    nodes of one test)."""
+
+    def __init__(self, seen: Counter[str], lock: threading.Lock) -> None:
+        from hivemem.providers.embed import HashEmbedder
+
+        self._inner, self.seen, self._lock = HashEmbedder(), seen, lock
+
+    @property
+    def identity(self) -> str:
+        return self._inner.identity
+
+    @property
+    def dimension(self) -> int:
+        return self._inner.dimension
+
+    def embed_batch(self, texts: Any) -> list[Any]:
+        with self._lock:
+            self.seen.update(texts)
+        time.sleep(0.002 * len(texts))  # a model takes a while: the nodes overlap
+        return self._inner.embed_batch(texts)
+
+
+def test_two_nodes_embed_every_chunk_exactly_once(pg_url):
+    """Two stores on one database, each with its embedding worker, writing at once:
+    every chunk is embedded by one node only (the queue is a claim) and none is left."""
+    seen: Counter[str] = Counter()
+    lock = threading.Lock()
+    settings = Settings(embed_batch_size=16)
+    nodes = [
+        hivemem.open(pg_url, embedder=_Counting(seen, lock), settings=settings) for _ in range(2)
+    ]
+    try:
+        texts = [
+            [f"node {n} note {i}: the {i}th heron of canal {n} flew west" for i in range(150)]
+            for n in range(2)
+        ]
+
+        def write(node: Any, mine: list[str]) -> None:
+            mem = node.scope("a")
+            for text in mine:
+                mem.save(text)
+
+        writers = [_Run(lambda n=n: write(nodes[n], texts[n])) for n in range(2)]
+        for w in writers:
+            w.start()
+        for w in writers:
+            w.outcome(timeout=120)
+        flushes = [_Run(node.flush) for node in nodes]  # both take part in what is left
+        for f in flushes:
+            f.start()
+        for f in flushes:
+            f.outcome(timeout=120)
+        with psycopg.connect(pg_url) as conn:
+            chunks = [r[0] for r in conn.execute("SELECT text FROM chunks").fetchall()]
+            queued = conn.execute("SELECT COUNT(*) FROM vector_queue").fetchone()[0]
+            stored = conn.execute("SELECT COUNT(*) FROM chunk_vectors").fetchone()[0]
+        assert queued == 0 and stored == len(chunks) == 300
+        assert sorted(seen) == sorted(chunks)  # every chunk's text embedded …
+        twice = {t: n for t, n in seen.items() if n > 1}
+        assert not twice, f"{len(twice)} texts embedded more than once"  # … exactly once
+    finally:
+        for node in nodes:
+            node.close()
+
+
+_CLAIMER = """
+import sys, time
+import hivemem
+from hivemem import Settings
+store = hivemem.open(sys.argv[1], embedder="hash", settings=Settings(embed_in_background=False))
+print(len(store.vectors.claim(1000, float(sys.argv[2]))), flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_killed_nodes_claims_expire_and_another_node_embeds_its_chunks(pg_url):
+    """A node claims queued chunks and is killed (-9) before storing them: another node
+    cannot take them while the claim lasts, and takes them once it expires."""
+    import signal
+    import subprocess
+    import sys
+
+    store = hivemem.open(pg_url, embedder="hash", settings=QUIET)
+    try:
+        mem = store.scope("a")
+        for i in range(20):
+            mem.save(f"Lamp {i} of the lighthouse was cleaned")
+        lease = 3.0
+        node = subprocess.Popen(
+            [sys.executable, "-c", _CLAIMER, pg_url, str(lease)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert node.stdout.readline().strip() == "20"  # it holds every queued chunk
+            claimed_at = time.monotonic()
+        finally:
+            node.send_signal(signal.SIGKILL)
+            node.wait(timeout=30)
+        assert store.vectors.claim(1000, 60) == []  # still the dead node's
+        assert store.flush() == 20  # waits for the claims to expire, then embeds them
+        assert time.monotonic() - claimed_at >= lease - 0.5
+        assert store.vectors.pending_count() == 0 and store.vectors.count() == 20
     finally:
         store.close()

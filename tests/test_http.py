@@ -321,6 +321,11 @@ def test_every_status_the_api_returns_has_the_one_error_shape(client, grants, mo
     check(client.get("/v1/scopes/team-a/memories", token), 501)
     monkeypatch.setattr(tools, "call", fail_with(hivemem.StoreError("locked too long")))
     check(client.get("/v1/scopes/team-a/memories", token), 503)
+    again = hivemem.TryAgain("aborted as a deadlock victim; try again", reason="deadlock")
+    monkeypatch.setattr(tools, "call", fail_with(again))
+    passing = client.get("/v1/scopes/team-a/memories", token)
+    check(passing, 503)
+    assert passing.headers["Retry-After"] == "1" and passing.json()["error"]["retry_after"] == 1
     monkeypatch.setattr(tools, "call", fail_with(hivemem.StoreFull("the disk is full")))
     check(client.get("/v1/scopes/team-a/memories", token), 507)
     assert seen == set(STATUSES)

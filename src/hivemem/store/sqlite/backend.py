@@ -50,7 +50,7 @@ from .database import DRIVER_NAME as DRIVER_NAME
 from .database import IntegrityError as IntegrityError
 from .database import OperationalError, sqlite_driver
 from .entities import SQLiteEntityIndex, link_mentions
-from .failures import is_full, search_error, store_error
+from .failures import is_full, is_locked, search_error, store_error
 from .keyword import KeywordPlans, KeywordStats
 from .limits import ClosedConnection, time_limit
 from .maintenance import SQLiteMaintenance
@@ -121,7 +121,7 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, RepairMixin):
         except (sqlite_driver.DatabaseError, MemoryError) as exc:
             # MemoryError: SQLite answers SQLITE_NOMEM on some damaged pages.
             self._conn.close()
-            if is_full(exc):
+            if is_full(exc) or is_locked(exc):  # a full disk; another writer (TryAgain)
                 raise store_error(exc, self.location, "open") from exc
             raise StoreError(
                 f"cannot open {self.location} as a HiveMem store: {exc or 'damaged file'}"

@@ -23,6 +23,11 @@ def is_full(exc: BaseException) -> bool:
     return _code(exc) == SQLITE_FULL or "disk is full" in text or "no space left" in text
 
 
+def is_locked(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite's "database is locked" (or busy)."""
+    return _category(exc) == "locked"
+
+
 def is_file_failure(exc: BaseException) -> bool:
     """Whether ``exc`` is about the file or the disk (full, damaged, locked, read-only,
     I/O) rather than about the statement (say, a user's FTS5 syntax)."""
