@@ -354,3 +354,36 @@ def test_a_store_rides_out_a_server_restart_and_loses_no_acknowledged_write(pg_u
         assert mem.search("herons", limit=1)  # and it reads as before
     finally:
         store.close()
+
+
+class _Down:
+    """An embedder whose endpoint is down."""
+
+    identity, dimension = "hash-bow:256", 256
+
+    def embed_batch(self, texts: Any) -> list[Any]:
+        raise ConnectionError("the embedding endpoint is down")
+
+
+def test_a_node_gives_its_claims_back_when_its_embedder_fails_and_when_it_closes(pg_url):
+    """Claims wait for no expiry when their node knows it will not embed them: an
+    embedder failure gives the batch back, and so does closing the store (a reopened
+    store, or another node, takes the chunks at once)."""
+    first = hivemem.open(pg_url, embedder="hash", settings=QUIET)
+    for i in range(5):
+        first.scope("a").save(f"Buoy {i} was repainted red")
+    assert len(first.vectors.claim(100, 600)) == 5
+    first.close()
+    failing = hivemem.open(pg_url, embedder=_Down(), settings=QUIET)
+    try:
+        assert len(failing.vectors.claim(100, 600)) == 5  # given back by the close
+        failing.vectors.release()
+        with pytest.raises(ConnectionError):
+            failing.flush()  # claims the batch, fails, gives it back
+        other = hivemem.open(pg_url, embedder="hash", settings=QUIET)
+        try:
+            assert len(other.vectors.claim(100, 600)) == 5  # at once, not in 10 minutes
+        finally:
+            other.close()
+    finally:
+        failing.close()

@@ -40,7 +40,7 @@ import numpy as np
 
 from ..errors import InvalidInput, StoreError
 from ..providers.embed import Embedder
-from ..store.protocols import VectorIndex
+from ..store.protocols import PendingChunk, VectorIndex
 from ..store.rows import to_blob
 
 log = logging.getLogger("hivemem.lifecycle.indexer")
@@ -148,6 +148,11 @@ class Indexer:
             if not thread.is_alive():
                 self._thread = None
                 _running.discard(self)
+        if self.enabled and (thread is None or not thread.is_alive()):
+            # Claims this store holds on queued chunks (a batch cut short): another
+            # node, or the next open, takes them now rather than when they expire.
+            with contextlib.suppress(Exception):  # a store already gone keeps them
+                self._index.release()
 
     # ------------------------------------------------------------------ the work
 
@@ -201,28 +206,41 @@ class Indexer:
             chunks = self._index.claim(self.batch_size, self.claim_s)
             if not chunks:
                 return 0
-            model = self.embedder.identity
-            known = self._index.cached(model, [c.text_hash for c in chunks])
-            todo = {c.text_hash: c.text for c in chunks if c.text_hash not in known}
-            step = STOP_SLICE if stop is not None else max(1, len(todo))
-            hashes = list(todo)
-            for start in range(0, len(hashes), step):
-                if stop is not None and stop.is_set():
-                    break  # exit or close: store the slices done, the rest stays queued
-                part = hashes[start : start + step]
-                vectors = self.embedder.embed_batch([todo[h] for h in part])
-                for text_hash, vector in zip(part, vectors, strict=True):
-                    known[text_hash] = to_blob(vector)
-            ready = [(c, known[c.text_hash]) for c in chunks if c.text_hash in known]
-            if not ready:
-                return 0
-            stored = self._index.upsert(model, ready)
-            if stored == 0:
-                # Trigger: nothing stored although chunks were queued. Why: another
-                # process took them, or re-indexed with another model. Outcome: re-check
-                # the binding so this process stops embedding for a table not its own.
-                self.disabled = self._bind()
-            return stored
+            try:
+                return self._embed_and_store(chunks, stop)
+            except BaseException:
+                # Trigger: the embedder (or the store) failed mid-batch. Why: the chunks
+                # are claimed by this store. Outcome: given back, so another node need
+                # not wait for the claims to expire; the work stays queued.
+                with contextlib.suppress(Exception):
+                    self._index.release([c.chunk_id for c in chunks])
+                raise
+
+    def _embed_and_store(self, chunks: list[PendingChunk], stop: threading.Event | None) -> int:
+        """The model calls and the upsert of one claimed batch (``_batch``)."""
+        assert self.embedder is not None
+        model = self.embedder.identity
+        known = self._index.cached(model, [c.text_hash for c in chunks])
+        todo = {c.text_hash: c.text for c in chunks if c.text_hash not in known}
+        step = STOP_SLICE if stop is not None else max(1, len(todo))
+        hashes = list(todo)
+        for start in range(0, len(hashes), step):
+            if stop is not None and stop.is_set():
+                break  # exit or close: store the slices done, the rest stays queued
+            part = hashes[start : start + step]
+            vectors = self.embedder.embed_batch([todo[h] for h in part])
+            for text_hash, vector in zip(part, vectors, strict=True):
+                known[text_hash] = to_blob(vector)
+        ready = [(c, known[c.text_hash]) for c in chunks if c.text_hash in known]
+        if not ready:
+            return 0
+        stored = self._index.upsert(model, ready)
+        if stored == 0:
+            # Trigger: nothing stored although chunks were queued. Why: another
+            # process took them, or re-indexed with another model. Outcome: re-check
+            # the binding so this process stops embedding for a table not its own.
+            self.disabled = self._bind()
+        return stored
 
     def embed_query(self, text: str) -> np.ndarray | None:
         """The query's unit vector, or None when the vector lane is off."""

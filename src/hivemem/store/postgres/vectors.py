@@ -239,6 +239,18 @@ class PgVectorIndex:
         )
         return [PendingChunk(*r) for r in rows]
 
+    def release(self, chunk_ids: Sequence[int] | None = None) -> None:
+        """This node's claims (on ``chunk_ids``, or all) given back: a batch it could
+        not embed (an endpoint down), or all when the store closes."""
+        where, params = "claimed_by = %s", [self.node]
+        if chunk_ids is not None:
+            where += " AND chunk_id = ANY(%s)"
+            params.append(list(chunk_ids))
+        self._db._q(
+            f"UPDATE vector_queue SET claimed_by = NULL, claimed_until = NULL WHERE {where}",
+            params,
+        )
+
     def pending_count(self, scopes: Sequence[str] | None = None) -> int:
         if scopes is None:
             return int(self._db._q("SELECT COUNT(*) FROM vector_queue")[0][0])
