@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, settings
 import hivemem
 from hivemem import tools
 from hivemem.frontends.http import create_app
-from hivemem.frontends.http.errors import STATUSES
+from hivemem.frontends.http.errors import ERROR_SCHEMA, STATUSES
 from hivemem.frontends.http.routes import REST_ROUTES
 
 
@@ -89,7 +89,7 @@ def assert_error_shape(response, status):
     error = body["error"]
     assert error["code"] == STATUSES[status][0]
     assert isinstance(error["message"], str) and error["message"].strip()
-    assert set(error) <= {"code", "message", "field", "current", "install"}
+    assert set(error) <= set(ERROR_SCHEMA["properties"]["error"]["properties"])  # documented
     assert "Traceback" not in response.text
 
 

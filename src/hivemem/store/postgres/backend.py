@@ -661,7 +661,7 @@ class PostgresBackend(KeywordMixin):
                 self._q_batch([(_ASYNC_COMMIT, ()), (sql, values)])
                 return
             except TryAgain as exc:
-                if exc.reason == "connection":
+                if exc.reason not in ("deadlock", "serialization"):
                     return  # access counts are a ranking hint: reads fail open
                 time.sleep(0.01 * (attempt + 1))
             except StoreError:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from psycopg import OperationalError
 from psycopg import errors as pgerrors
+from psycopg_pool import PoolTimeout
 
 from ...errors import StoreError, TryAgain
 
@@ -26,8 +27,13 @@ _SERVER_GONE = {"57P01", "57P02", "57P03", "53300"}
 
 
 def reason_of(exc: BaseException) -> str | None:
-    """``deadlock``, ``serialization``, ``lock_timeout`` or ``connection`` when ``exc``
-    is a passing failure, else None."""
+    """``deadlock``, ``serialization``, ``lock_timeout``, ``connection`` or ``busy``
+    when ``exc`` is a passing failure, else None. ``busy``: no pooled connection came
+    within the pool's timeout (``busy_timeout_ms``: every one in use, or the server down
+    that long); like SQLite's busy file, the wait is done and is not re-run by
+    ``hivemem.write.retry``."""
+    if isinstance(exc, PoolTimeout):
+        return "busy"
     if isinstance(exc, pgerrors.DeadlockDetected):
         return "deadlock"
     if isinstance(exc, pgerrors.SerializationFailure):
@@ -60,6 +66,12 @@ def translate(
         return TryAgain(
             f"the write was aborted by PostgreSQL ({type(exc).__name__}); nothing of it "
             "was saved: try again",
+            reason=reason,
+        )
+    if reason == "busy":
+        return TryAgain(
+            f"no connection to PostgreSQL at {location} came in time ({text}): the "
+            "server is down or every pooled connection is busy; try again",
             reason=reason,
         )
     if reason == "connection":
