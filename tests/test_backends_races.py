@@ -383,3 +383,33 @@ def test_a_node_gives_its_claims_back_when_its_embedder_fails_and_when_it_closes
             other.close()
     finally:
         failing.close()
+
+
+def test_an_idle_worker_takes_over_a_killed_nodes_chunks_without_a_write(pg_url):
+    """The worker of a live node that found the queue claimed by another looks again
+    when a claim may have expired: a killed node's chunks are embedded without any
+    write or flush on the live node."""
+    import signal
+    import subprocess
+    import sys
+
+    writer = hivemem.open(pg_url, embedder="hash", settings=QUIET)
+    for i in range(10):
+        writer.scope("a").save(f"Gate {i} of the lock was oiled")
+    writer.close()
+    node = subprocess.Popen(
+        [sys.executable, "-c", _CLAIMER, pg_url, "2.0"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert node.stdout.readline().strip() == "10"
+    finally:
+        node.send_signal(signal.SIGKILL)
+        node.wait(timeout=30)
+    live = hivemem.open(pg_url, embedder="hash", settings=Settings(embed_claim_s=1.0))
+    try:  # its worker starts on open (work is queued), finds it claimed, looks again
+        deadline = time.monotonic() + 30
+        while live.vectors.pending_count() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert live.vectors.pending_count() == 0 and live.vectors.count() == 10
+    finally:
+        live.close()

@@ -49,6 +49,7 @@ Progress = Callable[[int, int], None]
 
 STOP_SLICE = 32  # texts per model call of the background worker: the longest wait at exit
 CLAIMED_WAIT_S = 0.05  # a flush's pause while other nodes hold the queued chunks
+RECHECK_S = 30.0  # the idle worker's look at a queue other nodes claim (at most)
 EXIT_JOIN_S = 30.0  # how long exit waits for a worker stuck in one slice (a slow endpoint)
 
 _running: weakref.WeakSet[Indexer] = weakref.WeakSet()
@@ -123,13 +124,20 @@ class Indexer:
 
     def _run(self) -> None:
         pause = 1.0
+        recheck: float | None = None
         while not self._stop.is_set():
-            self._wake.wait()
+            self._wake.wait(recheck)
             self._wake.clear()
+            recheck = None
             while not self._stop.is_set():
                 try:
                     if self._batch(stop=self._stop) == 0:
                         pause = 1.0
+                        # Trigger: nothing to take, yet chunks are queued. Why: other
+                        # nodes claim them. Outcome: look again when a claim may have
+                        # expired, so a dead node's chunks need no write here to wake us.
+                        if self._index.has_pending():
+                            recheck = min(self.claim_s, RECHECK_S)
                         break
                 except Exception as exc:  # never let the thread die; the work stays queued
                     self.last_error = str(exc)

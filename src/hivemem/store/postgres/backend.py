@@ -319,8 +319,8 @@ class PostgresBackend(KeywordMixin):
         for attempt in range(attempts):
             try:
                 return fn()
-            except TryAgain:
-                if attempt == attempts - 1:
+            except TryAgain as exc:
+                if exc.reason == "busy" or attempt == attempts - 1:  # busy: waited already
                     raise
                 time.sleep(0.01 * (attempt + 1))
         raise AssertionError("unreachable")
