@@ -15,7 +15,7 @@ from hivemem.write import retry
 @pytest.fixture(autouse=True)
 def no_sleep(monkeypatch):
     pauses: list[float] = []
-    monkeypatch.setattr(retry.time, "sleep", pauses.append)
+    monkeypatch.setattr(retry, "_sleep", pauses.append)
     return pauses
 
 
