@@ -47,7 +47,7 @@ from ..types import (
     as_tuple,
     resolve_enum,
 )
-from ..write import audit, categories, chains, learning, promotion, rights, rules
+from ..write import audit, categories, chains, learning, promotion, retry, rights, rules
 from ..write import purge as purgemod
 from ..write.redact import scrubs_output
 
@@ -111,6 +111,7 @@ class ScopedMemory:
     # ------------------------------------------------------------------ writes
 
     @scrubs_output
+    @retry.retried  # one unit of work: run again on TryAgain
     def save(
         self,
         content: str,
@@ -305,6 +306,7 @@ class ScopedMemory:
         )[0]
 
     @scrubs_output
+    @retry.retried
     def add_episodes(
         self, items: Iterable[Mapping[str, Any]], *, wait: bool = False
     ) -> list[Memory]:
@@ -394,6 +396,7 @@ class ScopedMemory:
         return rules.build_memory(self.name, self.settings, self._now(), **fields)
 
     @scrubs_output
+    @retry.retried
     def correct(
         self,
         memory_id: str,
@@ -445,6 +448,7 @@ class ScopedMemory:
         return record
 
     @scrubs_output
+    @retry.retried
     def confirm(self, memory_id: str, *, updated_by: str | None = None) -> Memory:
         """Mark a memory as confirmed: confidence 1.0 and protected from decay."""
         memory_id = arguments.ref(memory_id, "id", what="a memory id")
@@ -467,6 +471,7 @@ class ScopedMemory:
             )
 
     @scrubs_output
+    @retry.retried
     def delete(self, id_or_key: str, *, updated_by: str | None = None) -> Memory:
         """Soft-delete a memory (by id, or the active one under a key) of the own scope.
         It disappears from search and lists; ``get`` and ``history`` still show it. A
