@@ -50,7 +50,7 @@ from ..resolutions import Resolutions
 from ..rows import COLUMNS, JSON_FIELDS, SELECT, TIME_FIELDS, UPDATABLE, row_to_memory
 from ..rows import INSERT as SQLITE_INSERT
 from ..stats import scope_stats
-from . import NotOnPostgres, migrations, qmark, redact, secrets_of
+from . import NotOnPostgres, migrations, postings, qmark, redact, secrets_of
 from .entities import PgEntityIndex, link_mentions
 from .extras import PostgresVault
 from .inspect import PgInspection
@@ -696,13 +696,14 @@ class PostgresBackend(KeywordMixin):
 
     def health(self) -> dict[str, Any]:
         one = lambda sql: self._q(sql)[0][0]  # noqa: E731
+        postings_error = postings.check(self)
         return {
             "vectors": self.vectors.count(),
             "chunks_awaiting_vectors": self.vectors.pending_count(),
             "vector_index_unavailable": self.vectors.unavailable,
             "integrity": ["ok"],
-            "fts_ok": True,
-            "fts_error": None,
+            "fts_ok": postings_error is None,
+            "fts_error": postings_error,
             "memories_without_chunks": len(self.unchunked_ids()),
             "broken_supersede_links": one(
                 "SELECT COUNT(*) FROM memories m WHERE m.supersedes_id IS NOT NULL AND NOT "
