@@ -45,8 +45,7 @@ TABLES: dict[str, str] = {
     "chunks": "derived: rebuilt from the memories' content on import",
     "chunks_fts": "derived: the keyword index, rebuilt from the chunks",
     "chunks_vocab": "derived: a view of the keyword index",
-    "keyword_postings": "derived: the keyword index's postings (PostgreSQL), kept from "
-    "the chunks",
+    "keyword_postings": "derived: the keyword index's postings (PostgreSQL), kept from the chunks",
     "chunk_vectors": "derived: vectors, re-embedded after import (hivemem reindex)",
     "vector_queue": "derived: the chunks waiting for their vectors",
     "vector_log": "derived: the vector index's change log",
