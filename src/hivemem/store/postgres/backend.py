@@ -174,6 +174,7 @@ class PostgresBackend(KeywordMixin):
         """The thread's pinned connection inside a transaction, else one from the pool."""
         held = getattr(self._local, "conn", None)
         if held is not None:
+            self._flush()
             yield held
             return
         try:
@@ -227,11 +228,41 @@ class PostgresBackend(KeywordMixin):
         raise AssertionError("unreachable")
 
     def _x(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        """One write statement inside ``atomic()``; returns the cursor."""
+        """One write statement inside ``atomic()``; returns the cursor. Statements
+        ``_defer``red before it go to the server with it, in one round trip."""
+        conn = self._writer()
+        pending = self._local.pending
+        if not pending:
+            return conn.execute(sql, params)
+        self._local.pending = []
+        with conn.pipeline():
+            for deferred in pending:
+                conn.execute(*deferred)
+            cursor = conn.execute(sql, params)
+        return cursor
+
+    def _defer(self, sql: str, params: Sequence[Any] = ()) -> None:
+        """A write statement inside ``atomic()`` whose result nobody reads: sent with
+        the transaction's next statement (or before its commit), in one pipeline. Its
+        error, if any, is raised there, still inside the transaction."""
+        self._writer()
+        self._local.pending.append((sql, params))
+
+    def _flush(self) -> None:
+        """Send the deferred statements now (before anything else uses the connection)."""
+        pending = getattr(self._local, "pending", None)
+        if pending:
+            self._local.pending = []
+            conn = self._local.conn
+            with conn.pipeline():
+                for deferred in pending:
+                    conn.execute(*deferred)
+
+    def _writer(self) -> Any:
         conn = getattr(self._local, "conn", None)
         if conn is None or self._local.mode != "write":
             raise RuntimeError("write outside atomic()")  # a bug in HiveMem
-        return conn.execute(sql, params)
+        return conn
 
     def _read(self, sql: str, params: Sequence[Any] = (), *, raw: bool = False) -> list[Any]:
         """``_q`` for SQL written with SQLite's ``?`` placeholders (portable helpers)."""
@@ -257,16 +288,23 @@ class PostgresBackend(KeywordMixin):
         if conn is not None:
             if local.mode != "write":
                 raise RuntimeError("write inside snapshot()")  # a bug in HiveMem
-            with conn.transaction():  # a savepoint
-                yield
+            self._flush()
+            try:
+                with conn.transaction():  # a savepoint
+                    yield
+                    self._flush()
+            except BaseException:
+                local.pending = []  # deferred inside the savepoint: rolled back with it
+                raise
             return
         try:
             with ExitStack() as stack:
-                local.conn, local.mode = self._begin(stack), "write"
+                local.conn, local.mode, local.pending = self._begin(stack), "write", []
                 try:
                     yield
+                    self._flush()  # before the commit
                 finally:
-                    local.conn = local.mode = None
+                    local.conn = local.mode = local.pending = None
         except _RETRYABLE as exc:
             raise StoreError(
                 f"the write was aborted by PostgreSQL ({type(exc).__name__}); try again"
@@ -299,6 +337,7 @@ class PostgresBackend(KeywordMixin):
         held = getattr(self._local, "conn", None)
         try:
             if held is not None:
+                self._flush()
                 with held.transaction():
                     return fn(held)
             with ExitStack() as stack:

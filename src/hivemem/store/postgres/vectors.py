@@ -149,6 +149,7 @@ class PgVectorIndex:
 
     def _create_as_allowed(self, dimension: int) -> None:
         try:
+            self._db._flush()
             with self._db._local.conn.transaction():  # a savepoint: the error is ours
                 self._create(dimension)
         except psycopg.errors.InsufficientPrivilege:
@@ -257,7 +258,8 @@ class PgVectorIndex:
                     "ON CONFLICT DO NOTHING",
                     [model, [c.text_hash for c, _ in kept], [b for _, b in kept]],
                 )
-                conn = self._db._local.conn
+                conn = self._db._writer()
+                self._db._flush()
                 with conn.cursor() as cur:
                     cur.executemany(
                         f"INSERT INTO {TABLE} (chunk_id, scope, embedding) VALUES (%s, %s, %s) "
