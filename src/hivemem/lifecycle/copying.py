@@ -12,6 +12,8 @@ What is copied, and how:
   a database are mapped by (scope, canonical name, type)), cross references, the
   maintenance jobs' bookkeeping (``memory_jobs``, ``decay_state``,
   ``memory_categories``), the run log and the purge audit (when the target holds none).
+  Not the inspector's sign-in sessions (``ui_sessions``): they belong to the servers of
+  the source (``hivemem.lifecycle.backup.TABLES`` says why); a browser signs in again.
 - **vectors**: when the target has no embedding identity yet or the source's, the
   source's embedding cache is copied and every chunk's vector is stored from it (no
   model is called). Otherwise (another model, or no vector index on the target) the

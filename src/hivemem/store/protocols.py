@@ -671,6 +671,29 @@ class Tokens(Protocol):
     def touch(self, token_id: str, now: datetime) -> None: ...
 
 
+class UiSessions(Protocol):
+    """The web inspector's sign-in sessions (``ui_sessions``; ``hivemem.store.ui_sessions``):
+    only a hash of each session id is stored; the token's grants are read live."""
+
+    def create(
+        self, now: datetime, *, token_id: str | None = None, start_key: str | None = None
+    ) -> str: ...
+
+    def get(
+        self, session_id: str, now: datetime, *, start_key: str | None = None
+    ) -> Any | None: ...
+
+    def due(self, session: Any, now: datetime) -> bool: ...
+
+    def touch(self, session: Any, now: datetime) -> None: ...
+
+    def end(self, session_id: str) -> bool: ...
+
+    def sweep(self, now: datetime) -> int: ...
+
+    def count(self) -> int: ...
+
+
 # The columns an export carries for the rows beside the memories (``BackupRows``).
 VAULT_COLUMNS = ("scope", "key", "value", "is_secret", "created_at", "updated_at")
 TOKEN_COLUMNS = (
