@@ -185,6 +185,7 @@ class Store:
             embedder,
             batch_size=self.settings.embed_batch_size,
             background=self.settings.embed_in_background,
+            claim_s=self.settings.embed_claim_s,
         )
         if self.indexer.enabled and backend.vectors.has_pending():
             self.indexer.notify()  # work left by an earlier run (a crash, a short CLI call)

@@ -43,6 +43,7 @@ from ..store.factory import is_url
 from ..store.tables import TableRows, common_columns
 from ..types import Memory
 from ..write.audit import reason_chunks
+from ..write.retry import attempts
 
 if TYPE_CHECKING:
     from ..facade.database import Store
@@ -218,8 +219,9 @@ def _memories(
             )
             for memory in new
         ]  # fmt: skip
-        with target.atomic():
-            dst.insert_many(items)  # PostgreSQL: a few round trips a batch, not two a row
+        for attempt in attempts():  # a batch is a unit of work: a deadlock runs it again
+            with attempt, target.atomic():
+                dst.insert_many(items)  # PostgreSQL: a few round trips a batch, not two a row
         copied += len(new)
         done += len(batch)
         if progress is not None:

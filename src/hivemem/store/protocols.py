@@ -117,6 +117,17 @@ class VectorIndex(Protocol):
 
     def pending(self, limit: int) -> list[PendingChunk]: ...
 
+    def claim(self, limit: int, lease_s: float) -> list[PendingChunk]:
+        """Up to ``limit`` queued chunks for this store's worker to embed: on a database
+        several nodes share, claimed for ``lease_s`` seconds, so no other node takes
+        them meanwhile (a dead node's claims expire); else ``pending``."""
+        ...
+
+    def release(self, chunk_ids: Sequence[int] | None = None) -> None:
+        """Give back this store's claims (on ``chunk_ids``, or all): a batch it could
+        not embed, or every claim when it closes, for another node to take at once."""
+        ...
+
     def pending_count(self, scopes: Sequence[str] | None = None) -> int: ...
 
     def has_pending(self) -> bool: ...

@@ -374,6 +374,17 @@ MIGRATIONS: list[Migration] = [
         ),
     ),
     Migration(
+        # The embedding queue is a claim: a node takes a batch of queued chunks for
+        # ``embed_claim_s`` seconds (``vectors.py``), so nodes sharing the database embed
+        # different chunks, and a dead node's claims expire for another to take. The
+        # server's clock, not the nodes', times the claims.
+        "0020_vector_claims",
+        (
+            "ALTER TABLE vector_queue ADD COLUMN claimed_by TEXT, "
+            "ADD COLUMN claimed_until TIMESTAMPTZ",
+        ),
+    ),
+    Migration(
         # The SQLite store's 0017_ui_sessions: the web inspector's sign-in sessions,
         # shared by every node (``hivemem.store.ui_sessions``; never the session id,
         # only its sha256).
