@@ -36,6 +36,7 @@ SERVER_NAMES = [
     "pgvector",
     "schema",
     "indexes",
+    "keyword_index",
     "chunks",
     "supersede_links",
     "active_keys",

@@ -4,6 +4,7 @@ the rows, chunks, entities, aliases, links and counts that one-by-one writes lea
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 import psycopg
@@ -162,3 +163,79 @@ def test_a_refused_row_fails_the_whole_batch_naming_the_first(pg_url, clock):
             store.memories.insert_many(items)
         assert [m.content for m in mem.list(limit=10)] == ["second", "first"]
         assert store._backend._q("SELECT count(*) FROM chunks")[0][0] == 2
+
+
+def _round_trips(monkeypatch) -> list[str]:
+    """What one write sends: each statement outside a pipeline, and each pipeline, is
+    one round trip (BEGIN and COMMIT aside)."""
+    trips: list[str] = []
+    execute = psycopg.Connection.execute
+    pipeline = psycopg.Connection.pipeline
+
+    def counted(self, query, *args, **kwargs):
+        if self._pipeline is None:
+            trips.append(str(query)[:60])
+        return execute(self, query, *args, **kwargs)
+
+    @contextlib.contextmanager
+    def counted_pipeline(self):
+        outer = self._pipeline is None
+        with pipeline(self) as p:
+            yield p
+        if outer:
+            trips.append("pipeline")
+
+    monkeypatch.setattr(psycopg.Connection, "execute", counted)
+    monkeypatch.setattr(psycopg.Connection, "pipeline", counted_pipeline)
+    return trips
+
+
+def test_one_turn_is_two_round_trips_and_leaves_the_same_rows(pg_url, clock, monkeypatch):
+    """An ``add_episode`` whose entities exist: the row, chunks and mention lookup in
+    one pipeline; the mention links, categories and session count (whose results only
+    the last is read) in a second (four round trips before)."""
+    with hivemem.open(pg_url, clock=clock, embedder="none") as store:
+        mem = store.scope("a")
+        mem.add_episode("Alice flew to Oslo with Bob", "s1", "user")
+        trips = _round_trips(monkeypatch)
+        second = mem.add_episode("Bob and Alice liked Oslo", "s1", "user")
+        monkeypatch.undo()
+        assert trips == ["pipeline", "pipeline"], trips
+        q = store._backend._q
+        assert q("SELECT episode_count FROM sessions WHERE scope = 'a'") == [(2,)]
+        assert q("SELECT canonical, mention_count FROM entities WHERE scope = 'a' ORDER BY 1") == [
+            ("alice", 2),
+            ("bob", 2),
+            ("oslo", 2),
+        ]
+        assert q("SELECT COUNT(*) FROM memory_entities WHERE memory_id = %s", [second.id]) == [(3,)]
+        assert q("SELECT COUNT(*) FROM memory_categories WHERE memory_id = %s", [second.id]) == [
+            (1,)
+        ]
+
+
+def test_a_deferred_statement_that_fails_fails_its_transaction(pg_url, clock):
+    """A deferred write's error is raised inside the transaction (at the next statement
+    or before the commit), which then rolls back as a whole."""
+    with hivemem.open(pg_url, clock=clock, embedder="none") as store:
+        backend = store._backend
+        with pytest.raises(psycopg.errors.UndefinedTable), backend.atomic():
+            backend._x("INSERT INTO meta (key, value) VALUES ('k', 'v')")
+            backend._defer("INSERT INTO no_such_table VALUES (1)")
+        assert backend._q("SELECT COUNT(*) FROM meta WHERE key = 'k'") == [(0,)]
+        with pytest.raises(psycopg.errors.UndefinedTable), backend.atomic():
+            backend._defer("INSERT INTO meta (key, value) VALUES ('k', 'v')")
+            backend._defer("INSERT INTO no_such_table VALUES (1)")
+            backend._x("INSERT INTO meta (key, value) VALUES ('k2', 'v')")
+        assert backend._q("SELECT COUNT(*) FROM meta WHERE key LIKE 'k%%'") == [(0,)]
+
+
+def test_a_statement_deferred_in_a_rolled_back_savepoint_is_never_sent(pg_url, clock):
+    with hivemem.open(pg_url, clock=clock, embedder="none") as store:
+        backend = store._backend
+        with backend.atomic():
+            backend._defer("INSERT INTO meta (key, value) VALUES ('kept', 'v')")
+            with contextlib.suppress(RuntimeError), backend.atomic():
+                backend._defer("INSERT INTO meta (key, value) VALUES ('gone', 'v')")
+                raise RuntimeError("the caller gives this savepoint up")
+        assert backend._q("SELECT key FROM meta WHERE key IN ('kept', 'gone')") == [("kept",)]

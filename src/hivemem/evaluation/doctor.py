@@ -175,6 +175,10 @@ def _keyword_index(store: Store, health: dict[str, Any]) -> Check:
     ok, error = health.get("fts_ok"), health.get("fts_error")
     if ok is None:
         raise StoreError(error or "the keyword index cannot be read")
+    if "server_version" in health:  # PostgreSQL: the postings beside the chunks' terms
+        if ok:
+            return Check("keyword_index", True, "keyword postings consistent with the chunks")
+        return Check("keyword_index", False, str(error), _REBUILD_INDEX)
     if ok:
         return Check("keyword_index", True, "FTS5 index consistent")
     return Check("keyword_index", False, f"FTS5: {error}", _REBUILD_INDEX)
@@ -253,6 +257,7 @@ _SERVER_CHECKS: tuple[tuple[str, Any], ...] = (
     ("pgvector", lambda store, health: _pgvector(store, health)),
     ("schema", lambda store, health: _schema(store)),
     ("indexes", lambda store, health: _indexes(store, health)),
+    ("keyword_index", _keyword_index),
     ("chunks", _chunks),
     ("supersede_links", _links),
     ("active_keys", _active_keys),

@@ -45,6 +45,7 @@ TABLES: dict[str, str] = {
     "chunks": "derived: rebuilt from the memories' content on import",
     "chunks_fts": "derived: the keyword index, rebuilt from the chunks",
     "chunks_vocab": "derived: a view of the keyword index",
+    "keyword_postings": "derived: the keyword index's postings (PostgreSQL), kept from the chunks",
     "chunk_vectors": "derived: vectors, re-embedded after import (hivemem reindex)",
     "vector_queue": "derived: the chunks waiting for their vectors",
     "vector_log": "derived: the vector index's change log",
@@ -65,6 +66,8 @@ TABLES: dict[str, str] = {
     "meta": "this file's own state: embedding model and index epochs",
     "migrations": "this file's own schema version",
 }
+# Tables only a PostgreSQL store has (a SQLite file's table list lacks them).
+POSTGRES_ONLY = frozenset({"keyword_postings"})
 # Tables SQLite or an extension makes for another table (their data is that table's).
 SHADOW_PREFIXES = ("sqlite_", "chunks_fts_", "chunk_vectors_")
 

@@ -51,7 +51,7 @@ from ..resolutions import Resolutions
 from ..rows import COLUMNS, JSON_FIELDS, SELECT, TIME_FIELDS, UPDATABLE, row_to_memory
 from ..rows import INSERT as SQLITE_INSERT
 from ..stats import scope_stats
-from . import NotOnPostgres, migrations, qmark, redact, secrets_of
+from . import NotOnPostgres, migrations, postings, qmark, redact, secrets_of
 from .entities import PgEntityIndex, link_mentions
 from .extras import PostgresVault
 from .inspect import PgInspection
@@ -175,6 +175,7 @@ class PostgresBackend(KeywordMixin):
         """The thread's pinned connection inside a transaction, else one from the pool."""
         held = getattr(self._local, "conn", None)
         if held is not None:
+            self._flush()
             yield held
             return
         try:
@@ -234,11 +235,41 @@ class PostgresBackend(KeywordMixin):
         raise AssertionError("unreachable")
 
     def _x(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        """One write statement inside ``atomic()``; returns the cursor."""
+        """One write statement inside ``atomic()``; returns the cursor. Statements
+        ``_defer``red before it go to the server with it, in one round trip."""
+        conn = self._writer()
+        pending = self._local.pending
+        if not pending:
+            return conn.execute(sql, params)
+        self._local.pending = []
+        with conn.pipeline():
+            for deferred in pending:
+                conn.execute(*deferred)
+            cursor = conn.execute(sql, params)
+        return cursor
+
+    def _defer(self, sql: str, params: Sequence[Any] = ()) -> None:
+        """A write statement inside ``atomic()`` whose result nobody reads: sent with
+        the transaction's next statement (or before its commit), in one pipeline. Its
+        error, if any, is raised there, still inside the transaction."""
+        self._writer()
+        self._local.pending.append((sql, params))
+
+    def _flush(self) -> None:
+        """Send the deferred statements now (before anything else uses the connection)."""
+        pending = getattr(self._local, "pending", None)
+        if pending:
+            self._local.pending = []
+            conn = self._local.conn
+            with conn.pipeline():
+                for deferred in pending:
+                    conn.execute(*deferred)
+
+    def _writer(self) -> Any:
         conn = getattr(self._local, "conn", None)
         if conn is None or self._local.mode != "write":
             raise RuntimeError("write outside atomic()")  # a bug in HiveMem
-        return conn.execute(sql, params)
+        return conn
 
     def _read(self, sql: str, params: Sequence[Any] = (), *, raw: bool = False) -> list[Any]:
         """``_q`` for SQL written with SQLite's ``?`` placeholders (portable helpers)."""
@@ -264,18 +295,25 @@ class PostgresBackend(KeywordMixin):
         if conn is not None:
             if local.mode != "write":
                 raise RuntimeError("write inside snapshot()")  # a bug in HiveMem
-            with conn.transaction():  # a savepoint
-                yield
+            self._flush()
+            try:
+                with conn.transaction():  # a savepoint
+                    yield
+                    self._flush()
+            except BaseException:
+                local.pending = []  # deferred inside the savepoint: rolled back with it
+                raise
             return
         ran = False  # the body finished: an error after it is met while committing
         try:
             with ExitStack() as stack:
-                local.conn, local.mode = self._begin(stack), "write"
+                local.conn, local.mode, local.pending = self._begin(stack), "write", []
                 try:
                     yield
+                    self._flush()  # before the commit: its errors are the body's
                     ran = True
                 finally:
-                    local.conn = local.mode = None
+                    local.conn = local.mode = local.pending = None
         except psycopg.OperationalError as exc:  # deadlocks and serialization too
             raise self._lost(exc, at_commit=ran) from None
 
@@ -304,6 +342,7 @@ class PostgresBackend(KeywordMixin):
         held = getattr(self._local, "conn", None)
         try:
             if held is not None:
+                self._flush()
                 with held.transaction():
                     return fn(held)
             with ExitStack() as stack:
@@ -703,13 +742,14 @@ class PostgresBackend(KeywordMixin):
 
     def health(self) -> dict[str, Any]:
         one = lambda sql: self._q(sql)[0][0]  # noqa: E731
+        postings_error = postings.check(self)
         return {
             "vectors": self.vectors.count(),
             "chunks_awaiting_vectors": self.vectors.pending_count(),
             "vector_index_unavailable": self.vectors.unavailable,
             "integrity": ["ok"],
-            "fts_ok": True,
-            "fts_error": None,
+            "fts_ok": postings_error is None,
+            "fts_error": postings_error,
             "memories_without_chunks": len(self.unchunked_ids()),
             "broken_supersede_links": one(
                 "SELECT COUNT(*) FROM memories m WHERE m.supersedes_id IS NOT NULL AND NOT "

@@ -62,6 +62,19 @@ class PostgresDatabase(Transactions, Memories, KeywordIndex, Health, Protocol):
         """One statement inside ``atomic()`` (outside it: a bug, ``RuntimeError``)."""
         ...
 
+    def _defer(self, sql: str, params: Sequence[Any] = ()) -> None:
+        """A write inside ``atomic()`` whose result nobody reads: sent in one pipeline
+        with the transaction's next statement (or before its commit)."""
+        ...
+
+    def _flush(self) -> None:
+        """Send the deferred statements now (before anything else uses the connection)."""
+        ...
+
+    def _writer(self) -> Any:
+        """This thread's write connection (outside ``atomic()``: a bug, ``RuntimeError``)."""
+        ...
+
     def _read(self, sql: str, params: Sequence[Any] = (), *, raw: bool = False) -> list[Any]:
         """``_q`` of a statement written with SQLite's ``?`` placeholders."""
         ...

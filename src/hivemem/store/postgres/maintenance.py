@@ -107,7 +107,7 @@ class PgMaintenance(MaintenanceStatements):
     def note_categories(self, items: Sequence[tuple[str, float]]) -> None:
         if not items:
             return
-        self._db._x(
+        self._db._defer(
             "INSERT INTO memory_categories (memory_id, confidence) "
             "SELECT * FROM unnest(%s::text[], %s::float8[]) "
             "ON CONFLICT (memory_id) DO UPDATE SET confidence = excluded.confidence",

@@ -301,6 +301,79 @@ MIGRATIONS: list[Migration] = [
         ),
     ),
     Migration(
+        # The keyword index's postings as rows: one per (lexeme, chunk), with the
+        # lexeme's term frequency and the chunk's length, kept by statement triggers on
+        # ``chunks`` (``store/postgres/postings.py``): a term's count is an index-only
+        # range count and plain terms are scored from the index, without the chunks'
+        # heap pages.
+        "0018_keyword_postings",
+        (
+            f"""CREATE TABLE keyword_postings (
+                lexeme {T} NOT NULL,
+                scope {T} NOT NULL,
+                chunk_id BIGINT NOT NULL,
+                tf INTEGER NOT NULL,
+                length INTEGER NOT NULL
+            )""",
+            "CREATE UNIQUE INDEX keyword_postings_key ON keyword_postings "
+            "(lexeme, scope, chunk_id) INCLUDE (tf, length)",
+            """CREATE FUNCTION hivemem_postings_added() RETURNS trigger
+               LANGUAGE plpgsql AS $$
+               BEGIN
+                   INSERT INTO keyword_postings (lexeme, scope, chunk_id, tf, length)
+                   SELECT u.lexeme, n.scope, n.id, cardinality(u.positions), n.length
+                   FROM added n, unnest(n.terms) u;
+                   RETURN NULL;
+               END $$""",
+            """CREATE FUNCTION hivemem_postings_removed() RETURNS trigger
+               LANGUAGE plpgsql AS $$
+               BEGIN
+                   DELETE FROM keyword_postings p
+                   USING (SELECT o.scope, o.id, l.lexeme FROM removed o,
+                          unnest(tsvector_to_array(o.terms)) AS l(lexeme)) r
+                   WHERE p.lexeme = r.lexeme AND p.scope = r.scope AND p.chunk_id = r.id;
+                   RETURN NULL;
+               END $$""",
+            """CREATE FUNCTION hivemem_postings_changed() RETURNS trigger
+               LANGUAGE plpgsql AS $$
+               BEGIN
+                   DELETE FROM keyword_postings p
+                   USING (SELECT o.scope, o.id, l.lexeme FROM removed o
+                          JOIN added n ON n.id = o.id
+                          CROSS JOIN LATERAL unnest(tsvector_to_array(o.terms)) AS l(lexeme)
+                          WHERE n.terms IS DISTINCT FROM o.terms
+                             OR n.length IS DISTINCT FROM o.length
+                             OR n.scope IS DISTINCT FROM o.scope) r
+                   WHERE p.lexeme = r.lexeme AND p.scope = r.scope AND p.chunk_id = r.id;
+                   INSERT INTO keyword_postings (lexeme, scope, chunk_id, tf, length)
+                   SELECT u.lexeme, n.scope, n.id, cardinality(u.positions), n.length
+                   FROM added n JOIN removed o ON o.id = n.id, unnest(n.terms) u
+                   WHERE n.terms IS DISTINCT FROM o.terms
+                      OR n.length IS DISTINCT FROM o.length
+                      OR n.scope IS DISTINCT FROM o.scope;
+                   RETURN NULL;
+               END $$""",
+            """CREATE FUNCTION hivemem_postings_truncated() RETURNS trigger
+               LANGUAGE plpgsql AS $$
+               BEGIN
+                   DELETE FROM keyword_postings;  -- TRUNCATE: refused inside one
+                   RETURN NULL;
+               END $$""",
+            "CREATE TRIGGER chunks_postings_ai AFTER INSERT ON chunks REFERENCING NEW TABLE "
+            "AS added FOR EACH STATEMENT EXECUTE FUNCTION hivemem_postings_added()",
+            "CREATE TRIGGER chunks_postings_ad AFTER DELETE ON chunks REFERENCING OLD TABLE "
+            "AS removed FOR EACH STATEMENT EXECUTE FUNCTION hivemem_postings_removed()",
+            "CREATE TRIGGER chunks_postings_au AFTER UPDATE ON chunks REFERENCING OLD TABLE "
+            "AS removed NEW TABLE AS added FOR EACH STATEMENT "
+            "EXECUTE FUNCTION hivemem_postings_changed()",
+            "CREATE TRIGGER chunks_postings_at AFTER TRUNCATE ON chunks "
+            "FOR EACH STATEMENT EXECUTE FUNCTION hivemem_postings_truncated()",
+            "INSERT INTO keyword_postings (lexeme, scope, chunk_id, tf, length) "
+            "SELECT u.lexeme, c.scope, c.id, cardinality(u.positions), c.length "
+            "FROM chunks c, unnest(c.terms) u",
+        ),
+    ),
+    Migration(
         # The embedding queue is a claim: a node takes a batch of queued chunks for
         # ``embed_claim_s`` seconds (``vectors.py``), so nodes sharing the database embed
         # different chunks, and a dead node's claims expire for another to take. The

@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover
 TEXT_TABLES = (
     "memories",
     "chunks",
+    "keyword_postings",
     "chunk_vectors",
     "embedding_cache",
     "entities",

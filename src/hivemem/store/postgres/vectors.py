@@ -174,6 +174,7 @@ class PgVectorIndex:
 
     def _create_as_allowed(self, dimension: int) -> None:
         try:
+            self._db._flush()
             with self._db._local.conn.transaction():  # a savepoint: the error is ours
                 self._create(dimension)
         except psycopg.errors.InsufficientPrivilege:
@@ -321,7 +322,8 @@ class PgVectorIndex:
                     "ON CONFLICT DO NOTHING",
                     [model, [h for h, _ in cache], [b for _, b in cache]],
                 )
-                conn = self._db._local.conn
+                conn = self._db._writer()
+                self._db._flush()
                 with conn.cursor() as cur:
                     cur.executemany(
                         f"INSERT INTO {TABLE} (chunk_id, scope, embedding) VALUES (%s, %s, %s) "

@@ -93,9 +93,8 @@ def insert_many(db: PostgresDatabase, items: Sequence[Item]) -> None:
 
 
 def _insert_group(db: PostgresDatabase, items: Sequence[Item]) -> None:
-    conn = getattr(db._local, "conn", None)
-    if conn is None or db._local.mode != "write":
-        raise RuntimeError("write outside atomic()")  # a bug in HiveMem
+    conn = db._writer()
+    db._flush()
     rows_sql = _ROWS_AND_CHUNKS.format(
         rows=f"INSERT INTO memories ({', '.join(COLUMNS)}) VALUES " + ", ".join(_ROW for _ in items)
     )
@@ -178,5 +177,5 @@ def _link(
         memory_ids += [memory.id] * len(ids)
         entity_ids += ids
         stamps += [when] * len(ids)
-    if entity_ids:
-        db._x(_LINK, [memory_ids, entity_ids, stamps])
+    if entity_ids:  # nothing reads its result: sent with the next statement
+        db._defer(_LINK, [memory_ids, entity_ids, stamps])
