@@ -700,6 +700,7 @@ class PostgresBackend(KeywordMixin):
             "vectors": self.vectors.count(),
             "chunks_awaiting_vectors": self.vectors.pending_count(),
             "vector_index_unavailable": self.vectors.unavailable,
+            "vector_index_missing": self.vectors.index_missing(),
             "integrity": ["ok"],
             "fts_ok": True,
             "fts_error": None,
