@@ -222,3 +222,20 @@ def test_without_the_index_every_scope_is_scanned_exactly_through_its_btree(pg_u
             plan = "\n".join(r[0] for r in rows)
             assert "Seq Scan on chunk_vectors" not in plan, plan
             assert "chunk_vectors_scope" in plan, plan
+
+
+def test_a_scopes_vector_count_stops_where_the_plan_choice_no_longer_needs_it(pg_url, monkeypatch):
+    """Counting a scope of 1M vectors read its whole b-tree (~130 ms each 30 s); the
+    plan needs to know only whether it is above EXACT_MAX and the KNN widening whether
+    it is above _KNN_MAX."""
+    monkeypatch.setattr(pgvectors, "EXACT_MAX", 1000)
+    monkeypatch.setattr(pgvectors, "_KNN_MAX", 500)
+    with hivemem.open(pg_url, embedder="none") as store:
+        _seed_vectors(store, {"big": 3000, "small": 300})
+        index = store.vectors
+        assert index.scope_count("big") == 1001
+        assert index.scope_count("small") == 300
+        vector = np.full(64, 0.125, dtype=np.float32)
+        now = datetime(2026, 1, 2, tzinfo=UTC)
+        found = index.search(["big"], vector, Query(text="x"), 10, now, "test:64")
+        assert len(found) == 10 and all(m.memory_id.startswith("big") for m in found)

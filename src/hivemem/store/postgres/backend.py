@@ -188,12 +188,14 @@ class PostgresBackend(KeywordMixin):
             text = text.replace(secret, "***")
         return StoreError(f"PostgreSQL at {self.location} failed: {text}; try again")
 
-    def _q(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        """Rows of one statement (PostgreSQL placeholders)."""
+    def _q(self, sql: str, params: Sequence[Any] = (), *, prepare: bool | None = None) -> list[Any]:
+        """Rows of one statement (PostgreSQL placeholders). ``prepare=False``: never a
+        server-side prepared statement, so never a generic plan (psycopg prepares a
+        statement on its 5th run on a connection; see ``keyword_search``)."""
         for attempt in (1, 2):
             try:
                 with self._connection() as conn:
-                    cur = conn.execute(sql, params)
+                    cur = conn.execute(sql, params, prepare=prepare)
                     return cur.fetchall() if cur.description else []
             except psycopg.DataError as exc:
                 # PostgreSQL text cannot hold NUL, so no stored row can equal a value
