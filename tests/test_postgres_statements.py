@@ -16,7 +16,17 @@ from hivemem.store.postgres import vectors as pgvectors
 from test_backends_postgres import both  # noqa: F401 - the fixture
 
 
-def test_newest_first_page_is_sqlites_and_skips_filtered_memories(both):  # noqa: F811
+@pytest.mark.parametrize("fence_max", [0, 20_000], ids=["walk", "sorted-first"])
+def test_newest_first_page_is_sqlites_and_skips_filtered_memories(
+    both,  # noqa: F811
+    fence_max,
+    monkeypatch,
+):
+    """Both statements of a newest-first page: few matches are sorted before their
+    memories are checked, many are walked newest first (``_FENCE_MAX``)."""
+    from hivemem.store.postgres import keyword as pgkeyword
+
+    monkeypatch.setattr(pgkeyword, "_FENCE_MAX", fence_max)
     now = datetime(2026, 1, 2, tzinfo=UTC)
     for store in both:
         mem = store.scope("team-a")

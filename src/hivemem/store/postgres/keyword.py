@@ -65,6 +65,9 @@ K1, B = 1.2, 0.75
 _PREPARE: bool | None = False
 _SIZE_TTL = 1.0  # seconds the index size read from the server is trusted (plus own writes)
 _TEXTS_MAX = 20_000  # chunk texts kept for ``matched_terms`` (a chunk's text never changes)
+# A newest-first query whose terms match at most this many chunks (the cached counts
+# summed) sorts its matches before checking their memories (see keyword_search).
+_FENCE_MAX = 20_000
 _NEWEST_PAGE = 4  # newest-first search scores this many times the rows it returns
 _VERIFY_PAGE = 8  # NEAR / ^ queries fetch this many times the rows, then verify them
 
@@ -429,7 +432,28 @@ class KeywordMixin:
         # The memory filters are a subplan run on the chunks in rank order until
         # ``limit`` passed: a join would read (or hash) every matched chunk's memory.
         passes = "(SELECT TRUE FROM memories m WHERE m.id = {}.memory_id AND " + filters + ")"
-        if newest_first:
+        if newest_first and sum(freq.values()) <= _FENCE_MAX:
+            # Few matches: sort them by id first (a fence), then check the memory
+            # filters in that order until the page is full. Without the fence the
+            # planner checked every match's memory before sorting (at 1M chunks, 6,700
+            # matches of one term: 500 ms instead of ~20 ms).
+            sql = (
+                f"SELECT c.id, c.memory_id, c.seq, c.text, {score} AS score FROM ("
+                "SELECT c.id FROM (SELECT c.id, c.memory_id FROM chunks c "
+                "WHERE c.terms @@ %s::tsquery AND c.scope = ANY(%s) ORDER BY c.id DESC "
+                f"OFFSET 0) c WHERE {passes.format('c')} LIMIT %s) n "
+                "JOIN chunks c ON c.id = n.id ORDER BY score DESC, c.id LIMIT %s"
+            )
+            values = [
+                *score_params,
+                tsquery,
+                list(scopes),
+                *params,
+                *extra,
+                wanted * _NEWEST_PAGE,
+                wanted,
+            ]
+        elif newest_first:
             # No fence here: with common terms the planner walks the newest chunks
             # backwards and stops at the page (measured at 100k: 3 ms instead of 39 ms
             # for a bitmap scan of every match sorted by id).
