@@ -39,6 +39,9 @@ from ...types import Query
 from ..protocols import PendingChunk, VectorMatch
 from .migrations import SCHEMA_LOCK
 
+EMBED_LOCK = SCHEMA_LOCK + 1  # the advisory lock of one embedding batch (``turn``)
+TURN_WAIT_S = 30.0
+
 if TYPE_CHECKING:  # pragma: no cover
     from .backend import PostgresBackend
 
@@ -231,9 +234,38 @@ class PgVectorIndex:
 
     @contextmanager
     def turn(self) -> Iterator[None]:
-        """No lock across nodes: two nodes may embed one queued chunk twice; ``upsert``
-        stores it once (the queue row is deleted by the first)."""
-        yield
+        """One embedding batch at a time per database, across nodes, as SQLite's
+        ``flock`` per file: a session-level advisory lock on a pooled connection held for
+        the batch (a node that dies lets go with its session); the node that waited finds
+        those chunks stored and takes the next ones. Without it every node's worker read
+        the same oldest chunks, embedded them all, and all but one waited on the first's
+        row locks to store nothing, then re-checked the binding: ``serve-http --workers 2``
+        spent more CPU per request than one worker, on both sides. A turn not had within
+        ``TURN_WAIT_S`` (a node stuck mid-batch), or no connection for it, goes on
+        without: ``upsert`` stores each chunk once in any case."""
+        pool = self._db._pool
+        try:
+            conn = pool.getconn()
+        except psycopg.Error:  # PoolTimeout too: the batch will say what is wrong
+            yield
+            return
+        held = False
+        try:
+            with conn.transaction():
+                conn.execute(f"SET LOCAL lock_timeout = '{int(TURN_WAIT_S * 1000)}ms'")
+                conn.execute("SELECT pg_advisory_lock(%s)", [EMBED_LOCK])
+            held = True
+        except psycopg.Error:
+            pass
+        try:
+            yield
+        finally:
+            if held:
+                try:
+                    conn.execute("SELECT pg_advisory_unlock(%s)", [EMBED_LOCK])
+                except psycopg.Error:
+                    conn.close()  # the session ends, and its lock with it
+            pool.putconn(conn)
 
     def upsert(self, model: str, items: Sequence[tuple[PendingChunk, bytes]]) -> int:
         """Store the vectors of queued chunks; chunks no longer queued (deleted, or done
