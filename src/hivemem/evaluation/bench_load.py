@@ -43,12 +43,15 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import HiveMemError
+from ..store.factory import is_url
+from ..store.factory import postgres_admin as admin
 from .bench import CorpusGenerator
+from .bench_postgres import _with_database
 from .bench_report import LatencyStats
 
 Progress = Callable[[str], None]
@@ -382,6 +385,41 @@ def run_load(
 ) -> LoadResult:
     """Load one target (see the module docstring) and return what was measured."""
     say = progress or (lambda _text: None)
+    given = target.db
+    fresh = _fresh_database(given, say) if is_url(given) else None
+    if fresh is not None:
+        target = replace(target, db=fresh[1])
+    try:
+        return _run_load(target, given, clients, seconds, write_share, preload, seed, say)
+    finally:
+        if fresh is not None:
+            admin(given, f"DROP DATABASE IF EXISTS {fresh[0]} WITH (FORCE)")
+
+
+def _fresh_database(url: str, say: Progress) -> tuple[str, str] | None:
+    """A new, empty database on the URL's server for one target (name, URL), as SQLite's
+    targets each get a new file: run one after another on one database, each target
+    found the rows of the ones before it (PostgreSQL's later rows ran on a bigger
+    database). None, and the URL's own database, where the user may not create one."""
+    name = f"hivemem_load_{uuid.uuid4().hex[:8]}"
+    try:
+        admin(url, f"CREATE DATABASE {name}")
+    except Exception as exc:  # no CREATEDB, most often: the run goes on, as before
+        say(f"cannot create a database for the load test ({exc}); using the URL's own")
+        return None
+    return name, _with_database(url, name)
+
+
+def _run_load(
+    target: LoadTarget,
+    given: str,
+    clients: int,
+    seconds: float,
+    write_share: float,
+    preload: int,
+    seed: int,
+    say: Progress,
+) -> LoadResult:
     scope = f"load-{uuid.uuid4().hex[:8]}"
     say(f"{target.label}: preloading {preload} memories into scope {scope}")
     secret = _prepare(target, scope, preload, seed)
@@ -427,7 +465,7 @@ def run_load(
     after = _found_after_stop(target.db, scope, tally.acknowledged)
     return LoadResult(
         label=target.label,
-        db=target.db,
+        db=given,
         clients=clients,
         seconds=elapsed,
         requests=sum(len(s) for s in tally.samples.values()) + tally.errors,
