@@ -1,6 +1,8 @@
 """``hivemem bench --load``: many HTTP clients against a real ``serve-http`` process.
 
-What it does, per target (a SQLite file, or a PostgreSQL URL):
+What it does, per target (a new SQLite file, or a new database on the PostgreSQL
+server of the URL, ``hivemem_load_<hex>``, dropped after; the URL's own database where
+its user may not create one):
 
 1. fills one fresh scope with ``preload`` generated episodes through the library (hash
    vectors: the store is measured, not the embedding model), and makes a bearer token
