@@ -156,7 +156,8 @@ class _Writers:
                     if r.status_code == 200:
                         self.acknowledged[r.json()["memory"]["id"]] = content
                     else:
-                        self.refused.append(f"{r.status_code} {r.text[:200]}")
+                        wait = r.headers.get("retry-after")
+                        self.refused.append(f"{r.status_code} retry-after={wait} {r.text[:200]}")
                 if r.status_code != 200:
                     time.sleep(0.05)
 
@@ -237,6 +238,8 @@ def test_a_postgres_restart_mid_run_reconnects_and_loses_no_acknowledged_write(p
             _until(writers, 20)  # the same node, its pool reconnected
         assert server.poll() is None, "the node died with the database"
         assert all(r.startswith("503") for r in writers.refused), writers.refused[:3]
+        passing = [r for r in writers.refused if "try again" in r]  # TryAgain: when to resend
+        assert all("retry-after=1 " in r for r in passing), passing[:3]
         _all_stored(pg_url, writers.acknowledged)
         found = httpx.post(f"{base}/v1/scopes/a/search", json={"query": "herons"}, headers=auth)
         assert found.status_code == 200 and "herons" in found.text

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -86,6 +87,28 @@ def test_every_exit_code_is_documented_in_help_and_docs(run):
         if isinstance(value, type) and issubclass(value, hivemem.HiveMemError)
     }
     assert exit_codes <= {code for code, _ in EXIT_CODES}
+
+
+def test_a_file_locked_past_the_busy_timeout_exits_8_try_again(run, db_path, monkeypatch):
+    """SQLite's "database is locked" after ``busy_timeout_ms`` is ``TryAgain`` (reason
+    ``busy``): exit status 8, nothing written, and no second wait of the library's own
+    (the backend already waited)."""
+    import sqlean as sqlite3
+
+    assert run("add", "first").exit_code == 0
+    holder = sqlite3.connect(str(db_path))
+    holder.execute("BEGIN IMMEDIATE")  # another writer holds the file
+    try:
+        monkeypatch.setenv("HIVEMEM_BUSY_TIMEOUT_MS", "200")
+        started = time.monotonic()
+        result = run("add", "second")
+        assert result.exit_code == 8, result.output
+        assert "locked" in result.output and "try again" in result.output
+        assert time.monotonic() - started < 8
+    finally:
+        holder.rollback()
+        holder.close()
+    assert "second" not in run("list").output
 
 
 def test_correct_and_confirm_take_a_key_like_show_and_forget(run):

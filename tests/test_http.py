@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, settings
 import hivemem
 from hivemem import tools
 from hivemem.frontends.http import create_app
-from hivemem.frontends.http.errors import STATUSES
+from hivemem.frontends.http.errors import ERROR_SCHEMA, STATUSES
 from hivemem.frontends.http.routes import REST_ROUTES
 
 
@@ -89,7 +89,7 @@ def assert_error_shape(response, status):
     error = body["error"]
     assert error["code"] == STATUSES[status][0]
     assert isinstance(error["message"], str) and error["message"].strip()
-    assert set(error) <= {"code", "message", "field", "current", "install"}
+    assert set(error) <= set(ERROR_SCHEMA["properties"]["error"]["properties"])  # documented
     assert "Traceback" not in response.text
 
 
@@ -321,6 +321,11 @@ def test_every_status_the_api_returns_has_the_one_error_shape(client, grants, mo
     check(client.get("/v1/scopes/team-a/memories", token), 501)
     monkeypatch.setattr(tools, "call", fail_with(hivemem.StoreError("locked too long")))
     check(client.get("/v1/scopes/team-a/memories", token), 503)
+    again = hivemem.TryAgain("aborted as a deadlock victim; try again", reason="deadlock")
+    monkeypatch.setattr(tools, "call", fail_with(again))
+    passing = client.get("/v1/scopes/team-a/memories", token)
+    check(passing, 503)
+    assert passing.headers["Retry-After"] == "1" and passing.json()["error"]["retry_after"] == 1
     monkeypatch.setattr(tools, "call", fail_with(hivemem.StoreFull("the disk is full")))
     check(client.get("/v1/scopes/team-a/memories", token), 507)
     assert seen == set(STATUSES)

@@ -170,6 +170,26 @@ def test_an_unexpected_failure_is_a_tool_error_not_a_crash(team, monkeypatch):
     assert payload(ok)["memory"]["key"] == "billing"
 
 
+def test_a_passing_store_failure_is_a_tool_error_saying_to_try_again(team, monkeypatch):
+    _, mem = team
+
+    def deadlocked(mem, args):
+        raise hivemem.TryAgain("the write was aborted (DeadlockDetected); try again", reason="x")
+
+    spec = tools.TOOLS["memory_stats"]
+    monkeypatch.setitem(
+        tools.NAMED, "memory_stats", spec.__class__(**{**vars(spec), "handler": deadlocked})
+    )
+
+    async def main():
+        async with Client(mcp_server.create_server(mem)) as client:
+            return await client.call_tool("memory_stats", {})
+
+    failed = run(main)
+    assert failed.is_error and failed.content[0].text.startswith("TryAgain: ")
+    assert failed.content[0].text.endswith("try again")
+
+
 def test_the_model_cannot_reach_another_scope(db_path, clock):
     with hivemem.open(db_path, clock=clock, embedder="hash") as store:
         store.scope("private").save("The root password hint is the cat's name")

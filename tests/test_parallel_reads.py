@@ -305,37 +305,6 @@ def test_two_processes_embed_each_queued_chunk_once(tmp_path):
     assert len(embedded) == len(set(embedded)) == 300
 
 
-def test_two_postgres_nodes_embed_each_queued_chunk_once(pg_url):
-    """serve-http --workers (or several nodes) on PostgreSQL: the embedding batch is one
-    at a time per database (an advisory lock), so each queued chunk is embedded once;
-    without it both nodes took the same oldest chunks and embedded them twice."""
-    with hivemem.open(pg_url, embedder="none") as store:
-        store.scope("a").add_episodes(
-            [
-                {"content": f"turn {n} about the harbour", "session_id": "s", "role": "user"}
-                for n in range(300)
-            ]
-        )
-    embedded: list[str] = []
-    lock = threading.Lock()
-    settings = Settings(embed_batch_size=50)
-    stores = [
-        hivemem.open(pg_url, embedder=_CountingEmbedder(embedded, lock), settings=settings)
-        for _ in range(2)
-    ]
-    try:
-        threads = [threading.Thread(target=s.flush) for s in stores]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        assert stores[0].indexer.pending() == 0
-    finally:
-        for s in stores:
-            s.close()
-    assert len(embedded) == len(set(embedded)) == 300
-
-
 def _largest_wal_while_reading(writer, reading, saves: int) -> int:
     """``saves`` saves through ``writer`` while two threads of ``reading`` (the same
     handle, or another one on the file) each hold a snapshot most of the time; the

@@ -16,6 +16,7 @@ from hivemem import Forbidden, NotFound, tools
 from hivemem.compat.mem0 import Memory as Mem0
 from hivemem.frontends.cli import main
 from hivemem.write import purge as purgemod
+from hivemem.write import retry
 
 SECRET_WORDS = ("zorblaxian", "quintessence", "xylophonia", "marchetti", "vexquarium")
 
@@ -167,14 +168,29 @@ def test_purge_of_one_memory_erases_its_whole_chain_and_nothing_else(db_path, cl
 def test_an_entity_only_the_purged_memory_named_goes_and_a_shared_one_stays(mem, store):
     gone = mem.save("Xylophonia Marchetti visited Berlin")
     mem.save("Berlin is cold in winter")
-    # The embedding worker done first: on PostgreSQL its queue deletes and the purge's
-    # cascade can deadlock (the purge then fails "try again"; a known race, issue #13).
-    store.flush()
-    mem.purge(gone.id, vacuum=False)
+    mem.purge(gone.id, vacuum=False)  # right after the saves: the worker may be embedding
     with pytest.raises(NotFound):
         mem.entity("Xylophonia Marchetti")
     entity, linked = mem.entity("Berlin")
     assert entity.mention_count == 1 and [m.content for m in linked] == ["Berlin is cold in winter"]
+
+
+def test_purges_while_the_embedding_worker_is_busy_all_complete_on_their_first_run(
+    mem, store, monkeypatch
+):
+    """Purges right after saves, while the worker embeds them: on PostgreSQL the two
+    once deadlocked (``test_backends_races.py`` has the race in a fixed order). No
+    retry is allowed here, so a deadlock would fail a purge."""
+    monkeypatch.setattr(retry, "ATTEMPTS", 1)
+    saved = [mem.save(f"Pump log {i}: the vexquarium valve {i % 7} was checked") for i in range(90)]
+    gone = saved[::3]
+    for memory in gone:
+        mem.purge(memory.id, vacuum=False)
+    store.flush()
+    left = {m.id for m in mem.list(limit=1000)}
+    assert left == {m.id for m in saved} - {m.id for m in gone}
+    assert store.vectors.pending_count() == 0
+    assert store.vectors.count() == len(left)  # one chunk each, every one embedded
 
 
 def test_a_dry_run_changes_nothing(mem):

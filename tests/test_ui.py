@@ -563,3 +563,27 @@ def test_pages_record_the_tokens_use_like_the_api(app, client, tokens, store):
     app.state.api.writer.submit(lambda: None).result()  # the touch is queued on the writer
     listed = {t.name: t for t in store.tokens.list()}
     assert listed["reader"].last_used_at is not None
+
+
+def test_the_search_pages_category_filter_is_applied_by_the_search(client, tokens, store):
+    """A full page of hits of the category, not the top hits filtered afterwards; when
+    none is of it, the library's rule (unfiltered hits) is shown and said."""
+    a = store.scope("team-a")
+    for n in range(30):
+        a.save(f"harbour lighthouse keeper note {n}: harbour lighthouse", category="general")
+    tasks = {a.save(f"task {n}: paint the lighthouse", category="task").id for n in range(12)}
+    store.flush()
+    page = client.get(
+        "/ui/scopes/team-a/search?q=harbour+lighthouse&category=task", tokens["writer"]
+    )
+    assert page.status_code == 200
+    shown = set(
+        re.findall(r'class="hit-link" href="/ui/scopes/team-a/memories/([^"]+)"', page.text)
+    )
+    assert len(shown) == 10 and shown <= tasks
+    assert "No hit of category" not in page.text
+    none = client.get(
+        "/ui/scopes/team-a/search?q=harbour+lighthouse&category=credential", tokens["writer"]
+    )
+    assert "No hit of category “credential”" in none.text
+    assert len(re.findall(r'class="hit-link"', none.text)) == 10

@@ -16,6 +16,7 @@ from .errors import (
     NotFound,
     StoreError,
     StoreFull,
+    TryAgain,
 )
 from .facade.database import Store, default_path, open
 from .facade.memory import ScopedMemory
@@ -64,6 +65,7 @@ __all__ = [
     "Store",
     "StoreError",
     "StoreFull",
+    "TryAgain",
     "Vault",
     "VaultEntry",
     "__version__",

@@ -83,3 +83,22 @@ class StoreFull(StoreError):
     """The disk (or the filesystem quota) holding the store is full: the write was rolled
     back whole, nothing of it was saved, and everything acknowledged before is intact.
     Free space and retry. The driver's own error is chained as ``__cause__``."""
+
+
+class TryAgain(StoreError):
+    """The database gave up on the call for a passing reason: a deadlock or a
+    serialization failure (PostgreSQL aborted the transaction), a lock not granted in
+    time, the connection lost before the commit, or (SQLite) another writer holding the
+    file past ``busy_timeout``. Nothing of the call's transaction was saved, so running
+    the same call again is safe. ``reason`` names the cause (``deadlock``,
+    ``serialization``, ``lock_timeout``, ``connection``, ``busy``); ``retry_after`` is a
+    hint in seconds. The library re-runs its own units of work a few times first
+    (``hivemem.write.retry``): this reaches the caller only when those runs failed too.
+    A subclass of ``StoreError``, so ``except StoreError`` still catches it."""
+
+    exit_code = 8
+
+    def __init__(self, message: str, *, reason: str, retry_after: float = 1.0) -> None:
+        super().__init__(message, reason=reason, retry_after=retry_after)
+        self.reason = reason
+        self.retry_after = retry_after

@@ -122,6 +122,13 @@ class Settings:
         "Chunks embedded per batch by the embedding worker (texts are sorted by length "
         "within a batch, so larger batches pad less: 336 vs ~130-216 sentences/s for 32).",
     )
+    embed_claim_s: float = _setting(
+        120.0,
+        "PostgreSQL: seconds a node's claim on a batch of queued chunks lasts. Nodes "
+        "sharing one database embed different chunks; the claims of a node that died "
+        "are taken over once they expire. A batch slower than this may be embedded twice "
+        "(stored once).",
+    )
     vector_pool: int = _setting(
         64,
         "Binary-KNN candidates per scope re-scored by exact cosine in the vector lane "
@@ -484,6 +491,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "embed_dimensions": (0, 65_536),
     "embed_full_dimension": (1, 65_536),
     "embed_batch_size": (1, 4_096),
+    "embed_claim_s": (0.1, 86_400.0),
     "read_connections": (0, 64),  # 0: every read through the writer connection
     "vector_pool": (1, 100_000),
     "vector_floor": (0.0, 0.99),

@@ -38,6 +38,7 @@ from ..store.protocols import (
     RunLog,
     Sessions,
     Tokens,
+    UiSessions,
     VaultRows,
     VectorIndex,
 )
@@ -161,8 +162,8 @@ class Store:
     The backend is private (``_backend``). Services get what they need from the store
     by name, one protocol of ``hivemem.store.protocols`` each: ``memories``,
     ``keyword``, ``vectors``, ``entities``, ``session_rows``, ``job_state``,
-    ``run_log``, ``purges``, ``inspection``, ``vault_rows``, ``tokens``, ``health``,
-    ``backup_rows``; transactions through ``atomic()`` and ``snapshot()``."""
+    ``run_log``, ``purges``, ``inspection``, ``vault_rows``, ``tokens``, ``ui_sessions``,
+    ``health``, ``backup_rows``; transactions through ``atomic()`` and ``snapshot()``."""
 
     def __init__(
         self,
@@ -184,6 +185,7 @@ class Store:
             embedder,
             batch_size=self.settings.embed_batch_size,
             background=self.settings.embed_in_background,
+            claim_s=self.settings.embed_claim_s,
         )
         if self.indexer.enabled and backend.vectors.has_pending():
             self.indexer.notify()  # work left by an earlier run (a crash, a short CLI call)
@@ -191,6 +193,7 @@ class Store:
         self.session_worker = SessionWorker(self)
         self.vault_rows: VaultRows = factory.vault_rows(backend)
         self.tokens: Tokens = factory.tokens(backend, self.settings.max_scope_chars)
+        self.ui_sessions: UiSessions = factory.ui_sessions(backend)
         self.scrubber = Scrubber(
             lambda: [json.loads(v) for v in self.vault_rows.secret_values()],
             self.vault_rows.changed_elsewhere,
@@ -206,7 +209,8 @@ class Store:
             "Store.backend is private since issue #13: use the store's protocols "
             "(store.memories, store.atomic(), store.keyword, store.vectors, store.entities, "
             "store.session_rows, store.job_state, store.run_log, store.purges, "
-            "store.inspection, store.vault_rows, store.tokens, store.backup_rows, "
+            "store.inspection, store.vault_rows, store.tokens, store.ui_sessions, "
+            "store.backup_rows, "
             "store.health); docs/architecture.md"
         )
 

@@ -45,7 +45,7 @@ from ..types import (
     resolve_enum,
     resolve_type,
 )
-from ..write import audit, categories, chains, learning, promotion, rights, rules
+from ..write import audit, categories, chains, learning, promotion, retry, rights, rules
 from ..write import purge as purgemod
 from ..write.chains import Related
 from ..write.redact import scrubs_output
@@ -110,6 +110,7 @@ class ScopedMemory:
     # ------------------------------------------------------------------ writes
 
     @scrubs_output
+    @retry.retried  # one unit of work: run again on TryAgain
     def save(
         self,
         content: str,
@@ -304,6 +305,7 @@ class ScopedMemory:
         )[0]
 
     @scrubs_output
+    @retry.retried
     def add_episodes(
         self, items: Iterable[Mapping[str, Any]], *, wait: bool = False
     ) -> list[Memory]:
@@ -393,6 +395,7 @@ class ScopedMemory:
         return rules.build_memory(self.name, self.settings, self._now(), **fields)
 
     @scrubs_output
+    @retry.retried
     def correct(
         self,
         memory_id: str,
@@ -444,6 +447,7 @@ class ScopedMemory:
         return record
 
     @scrubs_output
+    @retry.retried
     def confirm(self, memory_id: str, *, updated_by: str | None = None) -> Memory:
         """Mark a memory as confirmed: confidence 1.0 and protected from decay."""
         memory_id = arguments.ref(memory_id, "id", what="a memory id")
@@ -466,6 +470,7 @@ class ScopedMemory:
             )
 
     @scrubs_output
+    @retry.retried
     def delete(self, id_or_key: str, *, updated_by: str | None = None) -> Memory:
         """Soft-delete a memory (by id, or the active one under a key) of the own scope.
         It disappears from search and lists; ``get`` and ``history`` still show it. A

@@ -8,8 +8,9 @@ the store's own connection lock), maintenance tools (``tools.MAINTENANCE``) one 
 beside them, so a consolidation waiting on an LLM never stalls a write; several server
 processes on one database file meet only SQLite's WAL locking, which the store waits out
 (``busy_timeout_ms``, then retries). A ``HiveMemError`` becomes a tool error result
-(``isError``) carrying its message; an unexpected exception becomes one too, logged, and
-the server keeps serving.
+(``isError``) carrying its class and message (``TryAgain: … try again`` for a passing
+failure that outlasted the library's retries: the model may call the tool again); an
+unexpected exception becomes one too, logged, and the server keeps serving.
 """
 
 from __future__ import annotations

@@ -57,6 +57,9 @@ TABLES: dict[str, str] = {
     "entity_resolutions": "derived: the resolve job's verdicts (its merges are exported "
     "as aliases); it asks again after an import",
     "maintenance_runs": "this file's own run log (hivemem maintain --log)",
+    "ui_sessions": "not exported: the web inspector's sign-ins (hashes of session ids, "
+    "12 h idle at most), state of the servers over this file: a browser signs in again "
+    "on the imported store; `hivemem copy` leaves them too",
     "purges": "this file's own audit of erasures (hivemem purge --audit): ids and counts "
     "of what is gone for good; not carried to another file",
     "meta": "this file's own state: embedding model and index epochs",

@@ -12,6 +12,8 @@ What is copied, and how:
   a database are mapped by (scope, canonical name, type)), cross references, the
   maintenance jobs' bookkeeping (``memory_jobs``, ``decay_state``,
   ``memory_categories``), the run log and the purge audit (when the target holds none).
+  Not the inspector's sign-in sessions (``ui_sessions``): they belong to the servers of
+  the source (``hivemem.lifecycle.backup.TABLES`` says why); a browser signs in again.
 - **vectors**: when the target has no embedding identity yet or the source's, the
   source's embedding cache is copied and every chunk's vector is stored from it (no
   model is called). Otherwise (another model, or no vector index on the target) the
@@ -41,6 +43,7 @@ from ..store.factory import is_url
 from ..store.tables import TableRows, common_columns
 from ..types import Memory
 from ..write.audit import reason_chunks
+from ..write.retry import attempts
 
 if TYPE_CHECKING:
     from ..facade.database import Store
@@ -216,8 +219,9 @@ def _memories(
             )
             for memory in new
         ]  # fmt: skip
-        with target.atomic():
-            dst.insert_many(items)  # PostgreSQL: a few round trips a batch, not two a row
+        for attempt in attempts():  # a batch is a unit of work: a deadlock runs it again
+            with attempt, target.atomic():
+                dst.insert_many(items)  # PostgreSQL: a few round trips a batch, not two a row
         copied += len(new)
         done += len(batch)
         if progress is not None:

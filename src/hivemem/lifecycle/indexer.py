@@ -32,6 +32,7 @@ import atexit
 import contextlib
 import logging
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator
 
@@ -39,7 +40,7 @@ import numpy as np
 
 from ..errors import InvalidInput, StoreError
 from ..providers.embed import Embedder
-from ..store.protocols import VectorIndex
+from ..store.protocols import PendingChunk, VectorIndex
 from ..store.rows import to_blob
 
 log = logging.getLogger("hivemem.lifecycle.indexer")
@@ -47,6 +48,8 @@ log = logging.getLogger("hivemem.lifecycle.indexer")
 Progress = Callable[[int, int], None]
 
 STOP_SLICE = 32  # texts per model call of the background worker: the longest wait at exit
+CLAIMED_WAIT_S = 0.05  # a flush's pause while other nodes hold the queued chunks
+RECHECK_S = 30.0  # the idle worker's look at a queue other nodes claim (at most)
 EXIT_JOIN_S = 30.0  # how long exit waits for a worker stuck in one slice (a slow endpoint)
 
 _running: weakref.WeakSet[Indexer] = weakref.WeakSet()
@@ -69,11 +72,13 @@ class Indexer:
         *,
         batch_size: int = 256,
         background: bool = True,
+        claim_s: float = 120.0,
     ) -> None:
         self._index = index
         self.embedder = embedder
         self.batch_size = max(1, batch_size)
         self.background = background
+        self.claim_s = claim_s  # how long a claim on a batch lasts (several nodes)
         self._embed_lock = threading.Lock()  # one batch at a time: thread or flush
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -119,13 +124,20 @@ class Indexer:
 
     def _run(self) -> None:
         pause = 1.0
+        recheck: float | None = None
         while not self._stop.is_set():
-            self._wake.wait()
+            self._wake.wait(recheck)
             self._wake.clear()
+            recheck = None
             while not self._stop.is_set():
                 try:
                     if self._batch(stop=self._stop) == 0:
                         pause = 1.0
+                        # Trigger: nothing to take, yet chunks are queued. Why: other
+                        # nodes claim them. Outcome: look again when a claim may have
+                        # expired, so a dead node's chunks need no write here to wake us.
+                        if self._index.has_pending():
+                            recheck = min(self.claim_s, RECHECK_S)
                         break
                 except Exception as exc:  # never let the thread die; the work stays queued
                     self.last_error = str(exc)
@@ -144,6 +156,11 @@ class Indexer:
             if not thread.is_alive():
                 self._thread = None
                 _running.discard(self)
+        if self.enabled and (thread is None or not thread.is_alive()):
+            # Claims this store holds on queued chunks (a batch cut short): another
+            # node, or the next open, takes them now rather than when they expire.
+            with contextlib.suppress(Exception):  # a store already gone keeps them
+                self._index.release()
 
     # ------------------------------------------------------------------ the work
 
@@ -160,6 +177,8 @@ class Indexer:
                 stored = self._batch()
                 if not self.enabled or (stored == 0 and not self._index.has_pending()):
                     return done
+                if stored == 0:  # another node's claims: wait for it (or their expiry)
+                    time.sleep(CLAIMED_WAIT_S)
                 done += stored
                 if progress is not None:
                     progress(min(done, total), max(total, done))
@@ -192,31 +211,44 @@ class Indexer:
         with self._embed_lock, self._index.turn():  # one batch per process, and per file
             if stop is not None and self._flushing:
                 return 0
-            chunks = self._index.pending(self.batch_size)
+            chunks = self._index.claim(self.batch_size, self.claim_s)
             if not chunks:
                 return 0
-            model = self.embedder.identity
-            known = self._index.cached(model, [c.text_hash for c in chunks])
-            todo = {c.text_hash: c.text for c in chunks if c.text_hash not in known}
-            step = STOP_SLICE if stop is not None else max(1, len(todo))
-            hashes = list(todo)
-            for start in range(0, len(hashes), step):
-                if stop is not None and stop.is_set():
-                    break  # exit or close: store the slices done, the rest stays queued
-                part = hashes[start : start + step]
-                vectors = self.embedder.embed_batch([todo[h] for h in part])
-                for text_hash, vector in zip(part, vectors, strict=True):
-                    known[text_hash] = to_blob(vector)
-            ready = [(c, known[c.text_hash]) for c in chunks if c.text_hash in known]
-            if not ready:
-                return 0
-            stored = self._index.upsert(model, ready)
-            if stored == 0:
-                # Trigger: nothing stored although chunks were queued. Why: another
-                # process took them, or re-indexed with another model. Outcome: re-check
-                # the binding so this process stops embedding for a table not its own.
-                self.disabled = self._bind()
-            return stored
+            try:
+                return self._embed_and_store(chunks, stop)
+            except BaseException:
+                # Trigger: the embedder (or the store) failed mid-batch. Why: the chunks
+                # are claimed by this store. Outcome: given back, so another node need
+                # not wait for the claims to expire; the work stays queued.
+                with contextlib.suppress(Exception):
+                    self._index.release([c.chunk_id for c in chunks])
+                raise
+
+    def _embed_and_store(self, chunks: list[PendingChunk], stop: threading.Event | None) -> int:
+        """The model calls and the upsert of one claimed batch (``_batch``)."""
+        assert self.embedder is not None
+        model = self.embedder.identity
+        known = self._index.cached(model, [c.text_hash for c in chunks])
+        todo = {c.text_hash: c.text for c in chunks if c.text_hash not in known}
+        step = STOP_SLICE if stop is not None else max(1, len(todo))
+        hashes = list(todo)
+        for start in range(0, len(hashes), step):
+            if stop is not None and stop.is_set():
+                break  # exit or close: store the slices done, the rest stays queued
+            part = hashes[start : start + step]
+            vectors = self.embedder.embed_batch([todo[h] for h in part])
+            for text_hash, vector in zip(part, vectors, strict=True):
+                known[text_hash] = to_blob(vector)
+        ready = [(c, known[c.text_hash]) for c in chunks if c.text_hash in known]
+        if not ready:
+            return 0
+        stored = self._index.upsert(model, ready)
+        if stored == 0:
+            # Trigger: nothing stored although chunks were queued. Why: another
+            # process took them, or re-indexed with another model. Outcome: re-check
+            # the binding so this process stops embedding for a table not its own.
+            self.disabled = self._bind()
+        return stored
 
     def embed_query(self, text: str) -> np.ndarray | None:
         """The query's unit vector, or None when the vector lane is off."""

@@ -62,6 +62,7 @@ from ..types import Kind, Memory, Status
 from ..write import rules
 from ..write.audit import reason_chunks
 from ..write.redact import WRITTEN_TEXT_FIELDS
+from ..write.retry import attempts, retried
 from . import backup
 from .exported_rows import memory_from_dict
 
@@ -566,13 +567,15 @@ class _Import:
         if batch and not self.write_batch(batch):
             return
         try:
-            with self.store.atomic():
-                self.write_records()
-                if self.conflicts:
-                    raise _Rollback
+            for attempt in attempts():
+                with attempt, self.store.atomic():
+                    self.write_records()
+                    if self.conflicts:
+                        raise _Rollback
         except _Rollback:
             pass
 
+    @retried  # one batch, one unit of work: a deadlock runs the batch again
     def write_batch(self, batch: list[tuple[int, Memory]]) -> bool:
         sessions: dict[tuple[str, str], tuple[datetime, int]] = {}
         new: list[tuple[int, Memory]] = []

@@ -19,7 +19,7 @@ from .postgres import admin as postgres_admin
 from .postgres import is_url as is_url
 from .postgres import open_backend as open_postgres
 from .postgres import redact as redact_url
-from .protocols import Backend, BackupRows, Tokens, VaultRows
+from .protocols import Backend, BackupRows, Tokens, UiSessions, VaultRows
 from .sqlite import migrations as sqlite_migrations
 from .sqlite.backend import SQLiteBackend
 from .sqlite.backup import SQLiteBackupRows
@@ -29,6 +29,7 @@ from .sqlite.salvage import SalvageReader as SalvageReader
 from .sqlite.vault import SQLiteVault
 from .tables import TableRows
 from .tokens import TokenTable
+from .ui_sessions import UiSessionTable
 
 
 def open_backend(location: str | Path, settings: Settings) -> Backend:
@@ -53,6 +54,11 @@ def vault_rows(backend: Any) -> VaultRows:
 def tokens(backend: Any, max_scope_chars: int = 200) -> Tokens:
     """The HTTP API's token table on ``backend`` (portable SQL: both backends)."""
     return TokenTable(backend, max_scope_chars=max_scope_chars)
+
+
+def ui_sessions(backend: Any) -> UiSessions:
+    """The web inspector's sign-in sessions on ``backend`` (portable SQL: both backends)."""
+    return UiSessionTable(backend)
 
 
 def backup_rows(backend: Any) -> BackupRows:
@@ -102,5 +108,6 @@ __all__ = [
     "postgres_admin",
     "redact_url",
     "tokens",
+    "ui_sessions",
     "vault_rows",
 ]

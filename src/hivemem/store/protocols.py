@@ -117,6 +117,17 @@ class VectorIndex(Protocol):
 
     def pending(self, limit: int) -> list[PendingChunk]: ...
 
+    def claim(self, limit: int, lease_s: float) -> list[PendingChunk]:
+        """Up to ``limit`` queued chunks for this store's worker to embed: on a database
+        several nodes share, claimed for ``lease_s`` seconds, so no other node takes
+        them meanwhile (a dead node's claims expire); else ``pending``."""
+        ...
+
+    def release(self, chunk_ids: Sequence[int] | None = None) -> None:
+        """Give back this store's claims (on ``chunk_ids``, or all): a batch it could
+        not embed, or every claim when it closes, for another node to take at once."""
+        ...
+
     def pending_count(self, scopes: Sequence[str] | None = None) -> int: ...
 
     def has_pending(self) -> bool: ...
@@ -669,6 +680,29 @@ class Tokens(Protocol):
     def verify(self, secret: str) -> Any | None: ...
 
     def touch(self, token_id: str, now: datetime) -> None: ...
+
+
+class UiSessions(Protocol):
+    """The web inspector's sign-in sessions (``ui_sessions``; ``hivemem.store.ui_sessions``):
+    only a hash of each session id is stored; the token's grants are read live."""
+
+    def create(
+        self, now: datetime, *, token_id: str | None = None, start_key: str | None = None
+    ) -> str: ...
+
+    def get(
+        self, session_id: str, now: datetime, *, start_key: str | None = None
+    ) -> Any | None: ...
+
+    def due(self, session: Any, now: datetime) -> bool: ...
+
+    def touch(self, session: Any, now: datetime) -> None: ...
+
+    def end(self, session_id: str) -> bool: ...
+
+    def sweep(self, now: datetime) -> int: ...
+
+    def count(self) -> int: ...
 
 
 # The columns an export carries for the rows beside the memories (``BackupRows``).

@@ -25,12 +25,13 @@ A copy in a scope the caller may not change is kept and named in the report
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import NotFound
 from ..types import ListFilter, Status
 from . import rights, rules
+from .retry import attempts, retried
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..facade.database import Store
@@ -79,6 +80,19 @@ def purge(
     (``derived``) the memories of that scope drawn from it — consolidated facts, summaries,
     reflections whose ``source_ids`` lead back to it — with their chains; and
     (``copies``) its promoted copies where ``mem`` may (module docstring)."""
+    report = _erase_chain(mem, id_or_key, dry_run, derived, copies, purged_by)
+    return _compacted(mem.store, report, vacuum)
+
+
+@retried  # what it reaches and the erase, one unit: a deadlock runs both again
+def _erase_chain(
+    mem: ScopedMemory,
+    id_or_key: str,
+    dry_run: bool,
+    derived: bool,
+    copies: bool,
+    purged_by: str | None,
+) -> PurgeReport:
     led = rights.owner(mem, id_or_key, "purge")
     handle, ref = led if led is not None else (mem, id_or_key)
     ids = _chain(handle, ref) if _exists(handle, ref) else []
@@ -88,7 +102,7 @@ def purge(
         _add_derived(handle, ids)
     others, kept = _copies(mem, handle.name, ids, derived) if copies else ({}, [])
     by = purged_by or mem.actor
-    return _run(handle.store, handle.name, ids, "memory", dry_run, vacuum, by, others, kept)
+    return _run(handle.store, handle.name, ids, "memory", dry_run, by, others, kept)
 
 
 def _chain(handle: ScopedMemory, ref: str) -> list[str]:
@@ -142,11 +156,30 @@ def purge_all(
 ) -> PurgeReport:
     """Erase everything the own scope of ``mem`` holds, and (``copies``) the promoted
     copies of its memories where ``mem`` may (module docstring)."""
+    report = _erase_scope(mem, dry_run, copies, purged_by)
+    return _compacted(mem.store, report, vacuum)
+
+
+@retried
+def _erase_scope(
+    mem: ScopedMemory, dry_run: bool, copies: bool, purged_by: str | None
+) -> PurgeReport:
     store = mem.store
     ids = store.purges.scope_ids(mem.name)
     others, kept = _copies(mem, mem.name, ids, True) if copies else ({}, [])
     by = purged_by or mem.actor
-    return _run(store, mem.name, ids, "scope", dry_run, vacuum, by, others, kept)
+    return _run(store, mem.name, ids, "scope", dry_run, by, others, kept)
+
+
+def _compacted(store: Store, report: PurgeReport, vacuum: bool) -> PurgeReport:
+    """After the erase committed (outside the retried unit: run again, it would find
+    nothing left to purge): compaction; a whole scope's secrets leave the scrubber."""
+    if report.dry_run:
+        return report
+    done = store.purges.compact(vacuum)
+    if report.target == "scope":
+        store.scrubber.reload()  # the scope's vault secrets are gone from memory too
+    return replace(report, **done)
 
 
 def delete_all(mem: ScopedMemory, updated_by: str | None) -> int:
@@ -160,10 +193,11 @@ def delete_all(mem: ScopedMemory, updated_by: str | None) -> int:
         )
         if not batch:
             return count
-        with store.atomic():
-            now = mem.store.clock()
-            for memory in batch:
-                store.memories.set_status(mem.name, memory.id, Status.DELETED, now, now, by)
+        for attempt in attempts():  # one batch, one unit of work
+            with attempt, store.atomic():
+                now = mem.store.clock()
+                for memory in batch:
+                    store.memories.set_status(mem.name, memory.id, Status.DELETED, now, now, by)
         count += len(batch)
 
 
@@ -186,7 +220,6 @@ def _run(
     ids: list[str],
     target: str,
     dry_run: bool,
-    vacuum: bool,
     by: str | None,
     others: dict[str, list[str]],
     kept: list[str],
@@ -208,10 +241,7 @@ def _run(
             now = store.clock()
             done = sql.erase(where, found, whole_scope=False, target="memory", by=by, now=now)
             _add_counts(counts, done)
-    done = sql.compact(vacuum)
-    if whole:
-        store.scrubber.reload()  # the scope's vault secrets are gone from memory too
-    return PurgeReport(scope, target, tuple(ids), counts, **done, **extra)
+    return PurgeReport(scope, target, tuple(ids), counts, **extra)
 
 
 def _add_counts(into: dict[str, int], more: dict[str, int]) -> None:

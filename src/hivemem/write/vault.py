@@ -28,6 +28,7 @@ from .. import arguments
 from ..errors import Conflict, InvalidInput, NotFound
 from . import rules
 from .redact import MIN_SECRET_CHARS
+from .retry import retried
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..facade.database import Store
@@ -88,6 +89,7 @@ class Vault:
         assert clean is not None
         return clean
 
+    @retried
     def set(self, key: str, value: Any, *, secret: bool = False) -> VaultEntry:
         """Store ``value`` under ``key`` (replacing what was there). A value is any JSON
         value within ``max_content_bytes``; a secret must be text of at least
@@ -139,6 +141,7 @@ class Vault:
         """Every entry of the scope (keys starting with ``prefix``), by key."""
         return [_entry(r) for r in self._rows.list(self.scope, arguments.prefix(prefix))]
 
+    @retried
     def delete(self, key: str) -> VaultEntry:
         """Remove ``key``; returns the removed entry; raises ``NotFound``."""
         name = self._key(key)

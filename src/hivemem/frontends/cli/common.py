@@ -41,8 +41,13 @@ EXIT_CODES = (
     (3, "not found (no memory, key, session or token by that name)"),
     (4, "conflict (e.g. a key that already has an active memory)"),
     (5, "a missing optional dependency (the message has the install command)"),
-    (6, "store error (not a HiveMem file, a newer schema, locked too long, a full disk)"),
+    (6, "store error (not a HiveMem file, a newer schema, a damaged file, a full disk)"),
     (7, "forbidden (this handle has no right to change that scope)"),
+    (
+        8,
+        "try again: a passing failure outlasted the retries (a deadlock, a lost "
+        "connection, a file locked too long); the write that failed saved nothing",
+    ),
 )
 EXIT_CODES_HELP = "\b\nExit codes:\n" + "\n".join(f"  {c}  {text}" for c, text in EXIT_CODES)
 

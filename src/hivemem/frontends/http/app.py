@@ -37,7 +37,7 @@ from ...settings import Settings
 from ...store.tokens import TokenInfo
 from . import ui
 from .docs import mount_docs
-from .errors import ERROR_SCHEMA, STATUSES, error_body, from_library
+from .errors import ERROR_SCHEMA, STATUSES, error_body, error_headers, from_library
 from .middleware import BodyTooLarge, Guard, log, render
 from .routes import PREFIX, REST_ROUTES, Route, operations
 
@@ -267,7 +267,7 @@ def create_app(
     @app.exception_handler(HiveMemError)
     async def _library_error(request: Request, exc: HiveMemError) -> Response:
         status, body = from_library(exc)
-        return json_response(api.scrub(body), status)
+        return json_response(api.scrub(body), status, error_headers(exc))
 
     @app.exception_handler(BodyTooLarge)
     async def _too_large(request: Request, exc: BodyTooLarge) -> Response:

@@ -9,6 +9,7 @@ framework), so the mapping can be tested and documented on its own.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ...errors import (
@@ -20,6 +21,7 @@ from ...errors import (
     NotFound,
     StoreError,
     StoreFull,
+    TryAgain,
 )
 
 # status -> (code, when): the statuses the API can answer with, for the docs and OpenAPI.
@@ -38,7 +40,13 @@ STATUSES: dict[int, tuple[str, str]] = {
     422: ("invalid_input", "An argument is missing or wrong; `field` names it."),
     500: ("internal", "A bug in HiveMem: the server logs it; no data was half-written."),
     501: ("missing_dependency", "The operation needs an optional extra that is not installed."),
-    503: ("store_unavailable", "The store cannot be used now (locked too long, damaged)."),
+    503: (
+        "store_unavailable",
+        "The store cannot be used now (damaged, unreachable), or the call met a passing "
+        "failure its retries did not outlast (a deadlock, a lost connection, a file locked "
+        "too long: `TryAgain`); then a `Retry-After` header and `retry_after` (seconds) say "
+        "when to send it again: nothing of it was saved.",
+    ),
     507: ("insufficient_storage", "The disk holding the store is full; nothing was written."),
 }
 
@@ -68,9 +76,24 @@ def from_library(exc: HiveMemError) -> tuple[int, dict]:
         return 501, error_body(501, exc.message, install=exc.install)
     if isinstance(exc, StoreFull):
         return 507, error_body(507, exc.message)
+    if isinstance(exc, TryAgain):
+        return 503, error_body(503, exc.message, retry_after=retry_after(exc))
     if isinstance(exc, StoreError):
         return 503, error_body(503, exc.message)
     return 400, error_body(400, exc.message)
+
+
+def retry_after(exc: HiveMemError) -> int | None:
+    """Whole seconds for a ``Retry-After`` header: for ``TryAgain`` only."""
+    if not isinstance(exc, TryAgain):
+        return None
+    return max(1, math.ceil(exc.retry_after))
+
+
+def error_headers(exc: HiveMemError) -> dict[str, str] | None:
+    """The headers an error response carries besides its body."""
+    seconds = retry_after(exc)
+    return None if seconds is None else {"Retry-After": str(seconds)}
 
 
 # The schema of the error body, referenced by every operation of the OpenAPI document.
@@ -87,6 +110,10 @@ ERROR_SCHEMA: dict[str, Any] = {
                 "field": {"type": "string"},
                 "current": {"type": "object", "description": "409: the memory in the way"},
                 "install": {"type": "string", "description": "501: the install command"},
+                "retry_after": {
+                    "type": "integer",
+                    "description": "503 after a passing failure: seconds before trying again",
+                },
             },
         }
     },

@@ -35,10 +35,9 @@ The design (a pre-fork, as gunicorn and uvicorn's own ``--workers`` do):
   each finishes its requests (uvicorn's graceful shutdown), closes its store (queued
   access counts written) and exits; the parent waits for them.
 
-Needs ``fork`` (Linux, macOS). The inspector's browser sessions (``/ui`` cookies) live
-in one worker's memory, so with several workers a browser is signed in on one of them
-only: open the inspector on a one-worker server or with ``hivemem ui``. API tokens are
-in the store and work on every worker.
+Needs ``fork`` (Linux, macOS). API tokens and the inspector's browser sessions (``/ui``
+cookies; ``hivemem.store.ui_sessions``) are in the store: a browser signed in through
+one worker is signed in on every worker.
 """
 
 from __future__ import annotations

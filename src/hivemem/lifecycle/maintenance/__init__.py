@@ -37,6 +37,7 @@ from ...providers.entities import extract
 from ...store.protocols import RunRecord
 from ...types import Memory
 from ...write import rules
+from ...write.retry import attempts
 from .categorize import categorize
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -246,7 +247,12 @@ def _run_one(
     ctx = JobContext(store, scope or "", started, options, progress)
     try:
         if scope is not None:
-            extra = job.run(ctx)
+            # A job commits per batch and resumes where it stopped, so a deadlock or a
+            # lost connection runs it again from there (hivemem.write.retry).
+            extra = None
+            for attempt in attempts():
+                with attempt:
+                    extra = job.run(ctx)
             if extra:
                 ctx.counts.update(extra)
     except Skipped as skip:

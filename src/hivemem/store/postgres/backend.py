@@ -15,9 +15,10 @@ so the second writer waits for the first to commit and then reads its row, exact
 SQLite's single writer would. The partial unique index ``memories_active_key`` still
 holds the rule if any path forgets the lock (its violation becomes ``Conflict``). The
 backend's own short transactions (access counts, vector upserts, meta) are retried on
-serialization failures and deadlocks; a caller's transaction that the server aborts as
-a deadlock victim fails with a ``StoreError`` saying to try again (its body cannot be
-re-run from here).
+serialization failures and deadlocks; a caller's transaction that the server aborts (a
+deadlock victim, a serialization failure, a lock timeout, the connection lost before
+the commit) fails with ``TryAgain`` (``transient.py``), which the unit of work that
+opened it runs again (``hivemem.write.retry``): its body cannot be re-run from here.
 
 Secrets. ``location`` is the URL with its password replaced by ``***``; connection
 errors are translated to one line naming the fix, with any password scrubbed from them.
@@ -42,7 +43,7 @@ from psycopg import errors as pgerrors
 from psycopg_pool import ConnectionPool
 
 from ...clock import from_text, to_text
-from ...errors import Conflict, StoreError
+from ...errors import Conflict, StoreError, TryAgain
 from ...providers.entities import Mention
 from ...types import ListFilter, Memory, Query, Status
 from ..protocols import SessionInfo
@@ -59,12 +60,12 @@ from .maintenance import PgMaintenance
 from .portable import Portable
 from .purge import PgPurge
 from .server import server_health
+from .transient import translate
 from .vectors import PgVectorIndex, register_types
 from .writes import insert_many
 
 R = TypeVar("R")
 INSERT = SQLITE_INSERT.replace("?", "%s")
-_RETRYABLE = (pgerrors.SerializationFailure, pgerrors.DeadlockDetected)
 _ASYNC_COMMIT = "SELECT set_config('synchronous_commit', 'off', true)"
 
 
@@ -182,11 +183,9 @@ class PostgresBackend(KeywordMixin):
         except psycopg.OperationalError as exc:
             raise self._lost(exc) from None
 
-    def _lost(self, exc: Exception) -> StoreError:
-        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        for secret in secrets_of(self._url):
-            text = text.replace(secret, "***")
-        return StoreError(f"PostgreSQL at {self.location} failed: {text}; try again")
+    def _lost(self, exc: Exception, *, at_commit: bool = False) -> StoreError:
+        """The error for a driver failure: ``TryAgain`` when it is passing."""
+        return translate(exc, self.location, secrets_of(self._url), at_commit=at_commit)
 
     def _q(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         """Rows of one statement (PostgreSQL placeholders)."""
@@ -201,10 +200,14 @@ class PostgresBackend(KeywordMixin):
                 if "NUL" in str(exc) and any("\x00" in str(p) for p in params):
                     return []
                 raise
-            except StoreError:
+            except TryAgain as exc:
                 # A pooled connection the server dropped (a restart): the pool discards
                 # it, and a read outside a transaction is safe to run again once.
-                if attempt == 2 or getattr(self._local, "conn", None) is not None:
+                if (
+                    exc.reason != "connection"
+                    or attempt == 2
+                    or getattr(self._local, "conn", None) is not None
+                ):
                     raise
                 self._pool.check()  # drops every idle connection the server closed
         raise AssertionError("unreachable")
@@ -220,8 +223,12 @@ class PostgresBackend(KeywordMixin):
                     cursors = [conn.execute(sql, params) for sql, params in statements]
                     pipeline.sync()  # one Sync after them all: the results are in
                     return [cur.fetchall() if cur.description else [] for cur in cursors]
-            except StoreError:
-                if attempt == 2 or getattr(self._local, "conn", None) is not None:
+            except TryAgain as exc:
+                if (
+                    exc.reason != "connection"
+                    or attempt == 2
+                    or getattr(self._local, "conn", None) is not None
+                ):
                     raise
                 self._pool.check()  # a connection the server dropped, as in ``_q``
         raise AssertionError("unreachable")
@@ -260,19 +267,17 @@ class PostgresBackend(KeywordMixin):
             with conn.transaction():  # a savepoint
                 yield
             return
+        ran = False  # the body finished: an error after it is met while committing
         try:
             with ExitStack() as stack:
                 local.conn, local.mode = self._begin(stack), "write"
                 try:
                     yield
+                    ran = True
                 finally:
                     local.conn = local.mode = None
-        except _RETRYABLE as exc:
-            raise StoreError(
-                f"the write was aborted by PostgreSQL ({type(exc).__name__}); try again"
-            ) from None
-        except psycopg.OperationalError as exc:
-            raise self._lost(exc) from None
+        except psycopg.OperationalError as exc:  # deadlocks and serialization too
+            raise self._lost(exc, at_commit=ran) from None
 
     def _begin(self, stack: ExitStack) -> Any:
         """A pooled connection in a new transaction, entered on ``stack``. A connection
@@ -314,8 +319,8 @@ class PostgresBackend(KeywordMixin):
         for attempt in range(attempts):
             try:
                 return fn()
-            except StoreError as exc:
-                if "aborted by PostgreSQL" not in str(exc) or attempt == attempts - 1:
+            except TryAgain as exc:
+                if exc.reason == "busy" or attempt == attempts - 1:  # busy: waited already
                     raise
                 time.sleep(0.01 * (attempt + 1))
         raise AssertionError("unreachable")
@@ -655,7 +660,9 @@ class PostgresBackend(KeywordMixin):
             try:
                 self._q_batch([(_ASYNC_COMMIT, ()), (sql, values)])
                 return
-            except _RETRYABLE:
+            except TryAgain as exc:
+                if exc.reason not in ("deadlock", "serialization"):
+                    return  # access counts are a ranking hint: reads fail open
                 time.sleep(0.01 * (attempt + 1))
             except StoreError:
                 return  # access counts are a ranking hint: reads fail open

@@ -300,6 +300,37 @@ MIGRATIONS: list[Migration] = [
             "ON vault FOR EACH STATEMENT EXECUTE FUNCTION hivemem_vault_changed()",
         ),
     ),
+    Migration(
+        # The embedding queue is a claim: a node takes a batch of queued chunks for
+        # ``embed_claim_s`` seconds (``vectors.py``), so nodes sharing the database embed
+        # different chunks, and a dead node's claims expire for another to take. The
+        # server's clock, not the nodes', times the claims.
+        "0020_vector_claims",
+        (
+            "ALTER TABLE vector_queue ADD COLUMN claimed_by TEXT, "
+            "ADD COLUMN claimed_until TIMESTAMPTZ",
+        ),
+    ),
+    Migration(
+        # The SQLite store's 0017_ui_sessions: the web inspector's sign-in sessions,
+        # shared by every node (``hivemem.store.ui_sessions``; never the session id,
+        # only its sha256).
+        "0021_ui_sessions",
+        (
+            f"""CREATE TABLE ui_sessions (
+                id_hash {T} PRIMARY KEY,
+                token_id {T} REFERENCES api_tokens (id) ON DELETE CASCADE,
+                local_key {T},
+                created_at {T} NOT NULL,
+                seen_at {T} NOT NULL,
+                expires_at {T} NOT NULL,
+                CHECK ((token_id IS NULL) <> (local_key IS NULL))
+            )""",
+            "CREATE INDEX ui_sessions_expiry ON ui_sessions (expires_at)",
+            "CREATE INDEX ui_sessions_token ON ui_sessions (token_id, seen_at)",
+            "CREATE INDEX ui_sessions_local ON ui_sessions (local_key, seen_at)",
+        ),
+    ),
 ]
 
 

@@ -19,12 +19,35 @@ every tenant):
 
 Per scope as on SQLite: a handle that reads several scopes runs one search per scope.
 No cache of vectors lives in the process, so every node sees every other node's writes.
+
+The queue is a claim (migration ``0020_vector_claims``). ``claim`` takes a batch of
+queued chunks for this node for ``embed_claim_s`` seconds, timed by the server's clock:
+rows no node claims, rows whose claim expired (a node that died or stalls), and this
+node's own (a batch it could not store). Rows another transaction holds are skipped,
+never waited on. So nodes sharing one database embed different chunks, and a dead
+node's chunks are taken over once its claims expire. A chunk is embedded twice only
+when a claim expires while its node is still embedding it (a batch slower than
+``embed_claim_s``); ``upsert`` stores whichever vector comes first, once: its queue row
+is deleted by the first, and the second finds it gone.
+
+Locks, against deadlocks with purges and re-chunks. A purge deletes chunks, and the
+cascade then deletes their queue rows and vectors. ``upsert`` therefore first takes
+``FOR KEY SHARE`` on its chunks, in id order, ``SKIP LOCKED``: a chunk a purge is
+deleting is left out (its vector would cascade away anyway), and a chunk this node holds
+cannot be deleted until the upsert commits. Only then does it delete those chunks' queue
+rows and insert their vectors, rows no purge can be holding. The worker never waits on a
+row a purge holds; a purge may wait for one short upsert. (Before, the worker deleted
+the queue rows first and then needed the chunk rows for the vectors' foreign key, while
+a purge held the chunk rows and needed the queue rows: a deadlock, ``DeadlockDetected``.)
 """
 
 from __future__ import annotations
 
+import os
+import socket
 import threading
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -38,9 +61,6 @@ from ...errors import StoreError
 from ...types import Query
 from ..protocols import PendingChunk, VectorMatch
 from .migrations import SCHEMA_LOCK
-
-EMBED_LOCK = SCHEMA_LOCK + 1  # the advisory lock of one embedding batch (``turn``)
-TURN_WAIT_S = 30.0
 
 if TYPE_CHECKING:  # pragma: no cover
     from .backend import PostgresBackend
@@ -94,6 +114,8 @@ class PgVectorIndex:
         # Whether the queue held work when this thread's last search ran (read in the
         # same round trip): the pipeline asks ``has_pending`` right after searching.
         self._pending_seen = threading.local()
+        # Who holds a claim (readable in the table: host, process, this store).
+        self.node = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
     # ------------------------------------------------------------------ identity
 
@@ -201,6 +223,34 @@ class PgVectorIndex:
         )
         return [PendingChunk(*r) for r in rows]
 
+    def claim(self, limit: int, lease_s: float) -> list[PendingChunk]:
+        """Up to ``limit`` queued chunks, claimed by this node for ``lease_s`` seconds
+        (see the module's docstring). One statement, a transaction of its own."""
+        rows = self._db._q(
+            "WITH free AS (SELECT q.chunk_id FROM vector_queue q WHERE q.claimed_until IS NULL "
+            "OR q.claimed_until < clock_timestamp() OR q.claimed_by = %(node)s "
+            "ORDER BY q.chunk_id LIMIT %(limit)s FOR UPDATE SKIP LOCKED), "
+            "taken AS (UPDATE vector_queue q SET claimed_by = %(node)s, "
+            "claimed_until = clock_timestamp() + make_interval(secs => %(lease)s) "
+            "FROM free WHERE q.chunk_id = free.chunk_id RETURNING q.chunk_id) "
+            "SELECT c.id, c.scope, c.text_hash, c.text FROM taken "
+            "JOIN chunks c ON c.id = taken.chunk_id ORDER BY c.id",
+            {"node": self.node, "limit": int(limit), "lease": float(lease_s)},
+        )
+        return [PendingChunk(*r) for r in rows]
+
+    def release(self, chunk_ids: Sequence[int] | None = None) -> None:
+        """This node's claims (on ``chunk_ids``, or all) given back: a batch it could
+        not embed (an endpoint down), or all when the store closes."""
+        where, params = "claimed_by = %s", [self.node]
+        if chunk_ids is not None:
+            where += " AND chunk_id = ANY(%s)"
+            params.append(list(chunk_ids))
+        self._db._q(
+            f"UPDATE vector_queue SET claimed_by = NULL, claimed_until = NULL WHERE {where}",
+            params,
+        )
+
     def pending_count(self, scopes: Sequence[str] | None = None) -> int:
         if scopes is None:
             return int(self._db._q("SELECT COUNT(*) FROM vector_queue")[0][0])
@@ -234,38 +284,8 @@ class PgVectorIndex:
 
     @contextmanager
     def turn(self) -> Iterator[None]:
-        """One embedding batch at a time per database, across nodes, as SQLite's
-        ``flock`` per file: a session-level advisory lock on a pooled connection held for
-        the batch (a node that dies lets go with its session); the node that waited finds
-        those chunks stored and takes the next ones. Without it every node's worker read
-        the same oldest chunks, embedded them all, and all but one waited on the first's
-        row locks to store nothing, then re-checked the binding: ``serve-http --workers 2``
-        spent more CPU per request than one worker, on both sides. A turn not had within
-        ``TURN_WAIT_S`` (a node stuck mid-batch), or no connection for it, goes on
-        without: ``upsert`` stores each chunk once in any case."""
-        pool = self._db._pool
-        try:
-            conn = pool.getconn()
-        except psycopg.Error:  # PoolTimeout too: the batch will say what is wrong
-            yield
-            return
-        held = False
-        try:
-            with conn.transaction():
-                conn.execute(f"SET LOCAL lock_timeout = '{int(TURN_WAIT_S * 1000)}ms'")
-                conn.execute("SELECT pg_advisory_lock(%s)", [EMBED_LOCK])
-            held = True
-        except psycopg.Error:
-            pass
-        try:
-            yield
-        finally:
-            if held:
-                try:
-                    conn.execute("SELECT pg_advisory_unlock(%s)", [EMBED_LOCK])
-                except psycopg.Error:
-                    conn.close()  # the session ends, and its lock with it
-            pool.putconn(conn)
+        """No lock across nodes: ``claim`` shares the queue out between them."""
+        yield
 
     def upsert(self, model: str, items: Sequence[tuple[PendingChunk, bytes]]) -> int:
         """Store the vectors of queued chunks; chunks no longer queued (deleted, or done
@@ -276,18 +296,30 @@ class PgVectorIndex:
                 if self.recorded_identity() != model or not self._table_exists():
                     return 0
                 wanted = {chunk.chunk_id: (chunk, blob) for chunk, blob in items}
-                done = self._db._x(
-                    "DELETE FROM vector_queue WHERE chunk_id = ANY(%s) RETURNING chunk_id",
+                # The chunks first, in id order, skipping those being deleted (the
+                # module's docstring: never wait on a row a purge holds).
+                held = self._db._x(
+                    "SELECT id FROM chunks WHERE id = ANY(%s) ORDER BY id "
+                    "FOR KEY SHARE SKIP LOCKED",
                     [list(wanted)],
+                ).fetchall()
+                if not held:
+                    return 0
+                done = self._db._x(
+                    "DELETE FROM vector_queue WHERE chunk_id IN (SELECT chunk_id FROM "
+                    "vector_queue WHERE chunk_id = ANY(%s) ORDER BY chunk_id FOR UPDATE) "
+                    "RETURNING chunk_id",
+                    [[r[0] for r in held]],
                 ).fetchall()
                 kept = [wanted[r[0]] for r in sorted(done)]
                 if not kept:
                     return 0
+                cache = sorted({c.text_hash: b for c, b in kept}.items())  # one lock order
                 self._db._x(
                     "INSERT INTO embedding_cache (text_hash, model, vector) "
                     "SELECT h, %s, v FROM unnest(%s::text[], %s::bytea[]) AS t(h, v) "
                     "ON CONFLICT DO NOTHING",
-                    [model, [c.text_hash for c, _ in kept], [b for _, b in kept]],
+                    [model, [h for h, _ in cache], [b for _, b in cache]],
                 )
                 conn = self._db._local.conn
                 with conn.cursor() as cur:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ...clock import from_text, to_text
-from ...errors import Conflict, StoreError
+from ...errors import Conflict, StoreError, TryAgain
 from ...providers.entities import Mention
 from ...types import ListFilter, Memory, Query, Status
 from ..fts5 import to_fts5
@@ -50,7 +50,7 @@ from .database import DRIVER_NAME as DRIVER_NAME
 from .database import IntegrityError as IntegrityError
 from .database import OperationalError, sqlite_driver
 from .entities import SQLiteEntityIndex, link_mentions
-from .failures import is_full, search_error, store_error
+from .failures import is_full, is_locked, search_error, store_error
 from .keyword import KeywordPlans, KeywordStats
 from .limits import ClosedConnection, time_limit
 from .maintenance import SQLiteMaintenance
@@ -121,7 +121,7 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, RepairMixin):
         except (sqlite_driver.DatabaseError, MemoryError) as exc:
             # MemoryError: SQLite answers SQLITE_NOMEM on some damaged pages.
             self._conn.close()
-            if is_full(exc):
+            if is_full(exc) or is_locked(exc):  # a full disk; another writer (TryAgain)
                 raise store_error(exc, self.location, "open") from exc
             raise StoreError(
                 f"cannot open {self.location} as a HiveMem store: {exc or 'damaged file'}"
@@ -234,7 +234,7 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, RepairMixin):
                 if "locked" not in str(exc) and "busy" not in str(exc):
                     raise store_error(exc, self.location, "start a write on") from exc
                 time.sleep(0.05 * (attempt + 1))
-        raise StoreError(f"{self.location} is locked by another writer; try again")
+        raise TryAgain(f"{self.location} is locked by another writer; try again", reason="busy")
 
     def _cache_lock(self) -> Any:
         """The lock of the keyword statistics' caches: their own with the read pool, so a

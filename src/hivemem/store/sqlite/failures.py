@@ -5,7 +5,7 @@ file or the disk rather than of HiveMem's own SQL."""
 
 from __future__ import annotations
 
-from ...errors import InvalidInput, StoreError, StoreFull
+from ...errors import InvalidInput, StoreError, StoreFull, TryAgain
 
 # SQLite's primary result codes (https://sqlite.org/rescode.html) the mapping names.
 SQLITE_BUSY, SQLITE_LOCKED, SQLITE_IOERR, SQLITE_CORRUPT, SQLITE_FULL = 5, 6, 10, 11, 13
@@ -21,6 +21,11 @@ def is_full(exc: BaseException) -> bool:
     """Whether ``exc`` says the disk or the quota is full."""
     text = str(exc).lower()
     return _code(exc) == SQLITE_FULL or "disk is full" in text or "no space left" in text
+
+
+def is_locked(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite's "database is locked" (or busy)."""
+    return _category(exc) == "locked"
 
 
 def is_file_failure(exc: BaseException) -> bool:
@@ -64,8 +69,10 @@ def store_error(exc: BaseException, location: str, doing: str) -> StoreError:
             f"{location} is damaged ({text}); the {doing} did not happen. Run "
             "`hivemem doctor`; `hivemem export` saves every memory still readable"
         )
-    if category == "locked":
-        return StoreError(f"{location} is locked by another writer ({text}); try again")
+    if category == "locked":  # passing: TryAgain (not re-run by hivemem.write.retry)
+        return TryAgain(
+            f"{location} is locked by another writer ({text}); try again", reason="busy"
+        )
     if category == "readonly":
         return StoreError(f"{location} cannot be written ({text}): check its permissions")
     if category == "io":

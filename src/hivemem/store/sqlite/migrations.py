@@ -504,3 +504,25 @@ def _entity_resolutions(conn: Connection) -> None:
         ) WITHOUT ROWID"""
     )
     conn.execute("CREATE INDEX entity_resolutions_scope ON entity_resolutions (scope)")
+
+
+@migration("0017_ui_sessions")
+def _ui_sessions(conn: Connection) -> None:
+    # The web inspector's sign-in sessions (``hivemem.store.ui_sessions``), shared by
+    # every process over the file: the sha256 of the session id (never the id), the
+    # token it signed in with (NULL for the local user of ``hivemem ui``, bound instead
+    # to the hash of that run's start key), and its times.
+    conn.execute(
+        """CREATE TABLE ui_sessions (
+            id_hash TEXT PRIMARY KEY,
+            token_id TEXT REFERENCES api_tokens (id) ON DELETE CASCADE,
+            local_key TEXT,
+            created_at TEXT NOT NULL,
+            seen_at TEXT NOT NULL,
+            expires_at TEXT NOT NULL,
+            CHECK ((token_id IS NULL) <> (local_key IS NULL))
+        ) WITHOUT ROWID"""
+    )
+    conn.execute("CREATE INDEX ui_sessions_expiry ON ui_sessions (expires_at)")
+    conn.execute("CREATE INDEX ui_sessions_token ON ui_sessions (token_id, seen_at)")
+    conn.execute("CREATE INDEX ui_sessions_local ON ui_sessions (local_key, seen_at)")

@@ -222,6 +222,13 @@ class SQLiteVectorIndex:
         )
         return [PendingChunk(*r) for r in rows]
 
+    def claim(self, limit: int, lease_s: float) -> list[PendingChunk]:
+        """``pending``: one process embeds at a time (``turn``), so no claim is kept."""
+        return self.pending(limit)
+
+    def release(self, chunk_ids: Sequence[int] | None = None) -> None:
+        """Nothing is claimed (``claim``)."""
+
     def pending_count(self, scopes: Sequence[str] | None = None) -> int:
         if scopes is None:
             return int(self._db._read("SELECT COUNT(*) FROM vector_queue")[0][0])

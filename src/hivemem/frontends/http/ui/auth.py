@@ -3,34 +3,37 @@
 - A request with ``Authorization: Bearer <token>`` is that API token (scripts, tests).
   No cookie is involved, so no CSRF token is needed: a browser cannot be made to send
   that header to another site.
-- A browser signs in with a token through the form at ``/ui/login``; the server keeps
-  the session (id → token secret, CSRF token) in memory and sets an HttpOnly,
-  SameSite=Strict cookie holding only the session id. The token is checked again on
-  every request, so revoking it ends the session at once.
+- A browser signs in with a token through the form at ``/ui/login``; the store keeps
+  the session (``store.ui_sessions``: a hash of its id, the token's id, its times) and
+  the server sets an HttpOnly, SameSite=Strict cookie holding only the session id. Every
+  worker and node over the database knows it, a restart keeps it, and the token is
+  read again on every request (a join), so revoking it ends the session at once.
 - ``hivemem ui`` prints a one-time link ``/ui/start?key=…``: a per-start key, exchanged
   once for a session of the local user (read and write on every scope: whoever runs
-  ``hivemem ui`` can open the file anyway).
+  ``hivemem ui`` can open the file anyway), bound to that key: only that run of
+  ``hivemem ui`` accepts it.
 
 Every POST from a cookie session must carry the session's CSRF token (``csrf`` form
-field); the login form carries a token bound to a short-lived pre-login cookie.
+field), an HMAC keyed by the session id (``store.ui_sessions.csrf_token``: the same on
+every worker, stored nowhere); the login form carries a token bound to a short-lived
+pre-login cookie.
 """
 
 from __future__ import annotations
 
 import hmac
-import secrets
+import logging
 import threading
-import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
-from ....store.protocols import Tokens
+from ....store.protocols import Tokens, UiSessions
+from ....store.ui_sessions import csrf_token
 
 COOKIE = "hivemem_ui"
 LOGIN_COOKIE = "hivemem_ui_login"
-SESSION_IDLE_S = 12 * 3600
-MAX_SESSIONS = 1000
+log = logging.getLogger("hivemem.frontends.http")
 
 
 class Principal(Protocol):
@@ -63,20 +66,33 @@ class LocalPrincipal:
         return True
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class Session:
-    secret: str | None  # the API token's secret; None for the local user
+    """A signed-in browser: its CSRF token (derived from the session id, never stored)."""
+
     csrf: str
-    seen: float
 
 
 class Sessions:
-    """The inspector's sign-ins (in memory: a restart signs everyone out)."""
+    """The inspector's sign-ins, kept in the store (``store.ui_sessions``): every worker
+    and every node over the same database knows them, and a restart keeps them.
 
-    def __init__(self, tokens: Tokens, start_key: str | None = None) -> None:
-        self.tokens = tokens
-        self._sessions: dict[str, Session] = {}
-        self._start_key = start_key
+    Reads run wherever they are called. Writes run on the HTTP API's writer thread: the
+    routes call ``start``, ``redeem`` and ``end`` there, and ``principal`` queues the
+    once-a-minute record of a use there through ``submit``."""
+
+    def __init__(
+        self,
+        store: Any,
+        start_key: str | None = None,
+        submit: Callable[..., Any] | None = None,
+    ) -> None:
+        self.tokens: Tokens = store.tokens
+        self.rows: UiSessions = store.ui_sessions
+        self.clock = store.clock
+        self._start_key = start_key  # burnt once redeemed
+        self._local_key = start_key  # what this run's local sessions are bound to
+        self._submit = submit
         self._lock = threading.Lock()
 
     # -------------------------------------------------------------- who
@@ -86,41 +102,36 @@ class Sessions:
         return TokenPrincipal(info.name, dict(info.scopes), info.id) if info else None
 
     def principal(self, session_id: str | None) -> tuple[Principal, Session] | None:
-        """The principal of a live session, or None (unknown, idle too long, revoked)."""
+        """The principal of a live session, or None (unknown, expired, signed out, its
+        token revoked, or a local session of another run)."""
         if not session_id:
             return None
-        with self._lock:
-            session = self._sessions.get(session_id)
-            now = time.monotonic()
-            if session is None or now - session.seen > SESSION_IDLE_S:
-                self._sessions.pop(session_id, None)
-                return None
-            session.seen = now
-        if session.secret is None:
-            return LocalPrincipal(), session
-        found = self.verify_token(session.secret)
-        if found is None:  # revoked since sign-in
-            self.end(session_id)
+        now = self.clock()
+        found = self.rows.get(session_id, now, start_key=self._local_key)
+        if found is None:
             return None
-        return found, session
+        if self._submit is not None and self.rows.due(found, now):
+            self._submit(self._touch, found, now)  # off the request, on the writer's queue
+        session = Session(csrf_token(session_id))
+        if found.local:
+            return LocalPrincipal(), session
+        return TokenPrincipal(found.token_name or "", dict(found.scopes), found.token_id), session
+
+    def _touch(self, found: Any, now: Any) -> None:
+        try:
+            self.rows.touch(found, now)
+        except Exception:  # a busy store must not fail the request that was served
+            log.warning("could not record the use of an inspector session", exc_info=True)
 
     # -------------------------------------------------------------- sessions
 
-    def start(self, secret: str | None) -> str:
-        """A new session for a verified token secret (None: the local user); its id."""
-        session_id = secrets.token_urlsafe(32)
-        with self._lock:
-            if len(self._sessions) >= MAX_SESSIONS:  # drop the idlest
-                oldest = min(self._sessions, key=lambda k: self._sessions[k].seen)
-                del self._sessions[oldest]
-            self._sessions[session_id] = Session(
-                secret, secrets.token_urlsafe(32), time.monotonic()
-            )
-        return session_id
+    def start(self, principal: TokenPrincipal) -> str:
+        """A new session for a verified token; its id (the cookie's value)."""
+        return self.rows.create(self.clock(), token_id=principal.id)
 
     def end(self, session_id: str | None) -> None:
-        with self._lock:
-            self._sessions.pop(session_id or "", None)
+        """Sign out: the session's row is deleted."""
+        self.rows.end(session_id or "")
 
     def redeem(self, key: str) -> str | None:
         """Exchange the one-time start key for a local session (once); its id."""
@@ -129,7 +140,9 @@ class Sessions:
             valid = bool(expected) and hmac.compare_digest(expected or "", key or "")
             if not valid:
                 self._start_key = expected  # a wrong guess does not burn the key
-        return self.start(None) if valid else None
+        if not valid:
+            return None
+        return self.rows.create(self.clock(), start_key=self._local_key)
 
     @property
     def start_pending(self) -> bool:

@@ -24,6 +24,7 @@ from ....errors import HiveMemError, InvalidInput
 from ....facade.memory import ScopedMemory
 from ....lifecycle import inspection
 from ....types import CATEGORIES, Kind, MemoryType, Status
+from ....write import categories
 from ..errors import from_library
 from . import render
 from .auth import (
@@ -69,7 +70,7 @@ class Ui:
     def __init__(self, api: Any, start_key: str | None = None) -> None:
         self.api = api
         self.store = api.store
-        self.sessions = Sessions(api.tokens, start_key)
+        self.sessions = Sessions(self.store, start_key, submit=api.writer.submit)
         # each printed value: the secrets known at the start of the page (refreshed by
         # the whole-page scrub before, so one store check a page, not one a value)
         self.env = render.environment(lambda text: self.store.scrubber.scrub(text, refresh=False))
@@ -280,12 +281,13 @@ def mount(app: Any, api: Any, start_key: str | None = None) -> Ui:
         found = await run_in_threadpool(ui.sessions.verify_token, secret) if secret else None
         if found is None:
             return await login_form(request, "unknown or revoked token", 401)
-        session_id = ui.sessions.start(secret)
+        session_id = await ui.api.write(lambda: ui.sessions.start(found))
         return _signed_in(session_id, _safe_next(fields.get("next")))
 
     @route("/start", ["GET"])
     async def start(request: Request) -> Response:
-        session_id = ui.sessions.redeem(request.query_params.get("key", ""))
+        key = request.query_params.get("key", "")
+        session_id = await ui.api.write(lambda: ui.sessions.redeem(key))
         if session_id is None:
             raise UiError(
                 403,
@@ -298,7 +300,8 @@ def mount(app: Any, api: Any, start_key: str | None = None) -> Ui:
     async def logout(request: Request) -> Response:
         _principal, session = await ui.who(request)
         await ui.form(request, session)
-        ui.sessions.end(request.cookies.get(COOKIE))
+        cookie = request.cookies.get(COOKIE)
+        await ui.api.write(lambda: ui.sessions.end(cookie))
         response = RedirectResponse(f"{PREFIX}/login", 303)
         response.delete_cookie(COOKIE, path=PREFIX)
         return response
@@ -378,20 +381,17 @@ def mount(app: Any, api: Any, start_key: str | None = None) -> Ui:
         mem = ui.bind(principal, request.path_params["scope"], "read")
         query = request.query_params.get("q", "")
         filters = _filters(request)
-        category = filters.pop("category")
         limit = min(_int(request.query_params.get("limit") or str(SEARCH_LIMIT), "limit"), 50)
         hits: list[Any] = []
-        if query.strip():
+        if query.strip():  # the category is a filter of the search (a full page of it)
             hits = await run_in_threadpool(lambda: mem.search(query, max(limit, 1), **filters))
-            if category:
-                hits = [h for h in hits if h.memory.category == category]
-        filters["category"] = category
         return ui.render(
             request,
             "search.html",
             **ui.context(request, principal, session, mem.name),
             q=query,
             hits=hits,
+            fell_back=categories.fell_back(hits),
             limit=limit,
             f=filters,
             tag=", ".join(filters["tags"] or []),
