@@ -157,7 +157,8 @@ def _stage_printer(quiet: bool = False) -> Any:
     is_flag=True,
     help="Load a real serve-http process instead: --clients HTTP clients mixing searches "
     "and writes for --seconds, then check every acknowledged write is found (a fresh "
-    "SQLite file; with --db postgresql://… that server too).",
+    "SQLite file; with --db postgresql://… that server too, in a database of its own, "
+    "created and dropped, where the user may).",
 )
 @click.option(
     "--clients",
@@ -247,7 +248,8 @@ def bench(
     writes, 70% searches) for --seconds: requests/s, p50/p95 per kind, errors, and
     whether every acknowledged write is found, through the server and after it stopped.
     --compare adds SQLite's single connection and --workers N a server of N processes,
-    in the same run; the CPU the clients and the server used is printed beside them.
+    in the same run; the CPU the clients and the server used, in all and per request,
+    is printed beside them.
 
     With --db postgresql://…, SQLite's bench of the same sizes runs first, then the
     server's (a database hivemem_bench_SIZE per size, created and dropped: the user
