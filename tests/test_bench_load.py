@@ -14,8 +14,7 @@ from hivemem.evaluation.bench_load import (
     run_load,
 )
 
-pytest.importorskip("httpx")
-pytest.importorskip("fastapi")
+pytest.importorskip("fastapi")  # the server's; the clients need only the standard library
 
 
 def _check(result):
@@ -26,6 +25,10 @@ def _check(result):
     assert result.found_after_stop == result.acknowledged
     assert result.requests_per_s > 0
     assert "NOT EVERY" not in format_load([result])
+    # what each side cost per request is printed beside the figures
+    figures = result.to_dict()
+    assert figures["client_cpu_ms_per_request"] > 0 and figures["server_cpu_ms_per_request"] > 0
+    assert "CPU per request: clients" in format_load([result])
 
 
 def test_load_on_sqlite_loses_no_acknowledged_write(tmp_path):
@@ -36,7 +39,20 @@ def test_load_on_sqlite_loses_no_acknowledged_write(tmp_path):
 
 
 def test_load_on_postgresql(pg_url):
-    _check(run_load(LoadTarget("postgresql", pg_url), clients=3, seconds=2, preload=30))
+    result = run_load(LoadTarget("postgresql", pg_url), clients=3, seconds=2, preload=30)
+    _check(result)
+    assert result.db == pg_url
+    # Each target loads a database of its own, dropped after: the URL's database got
+    # nothing (a later target does not run on the rows of the ones before it) …
+    import psycopg
+
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 0
+        # … and no load database is left behind
+        left = conn.execute(
+            "SELECT count(*) FROM pg_database WHERE datname LIKE 'hivemem_load_%'"
+        ).fetchone()[0]
+    assert left == 0
 
 
 def test_load_on_sqlite_with_two_workers(tmp_path):

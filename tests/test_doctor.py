@@ -110,6 +110,7 @@ def test_missing_chunks_are_found_and_repaired(store, mem, db_path):
         "unchunked_after": 0,
         "rebuilt": 1,
         "index_rebuilt": False,
+        "vector_index_built": False,
         "problems": [],
     }
     assert [m.to_dict() for m in store.iter_memories()] == before

@@ -177,9 +177,9 @@ def test_the_postings_plan_reads_no_chunk_it_does_not_return(pg_store):
     backend = pg_store._backend
     original = backend._q
 
-    def spy(sql, params=()):
+    def spy(sql, params=(), **options):
         captured.append((sql, list(params)))
-        return original(sql, params)
+        return original(sql, params, **options)
 
     backend._q = spy
     try:

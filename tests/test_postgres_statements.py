@@ -16,7 +16,17 @@ from hivemem.store.postgres import vectors as pgvectors
 from test_backends_postgres import both  # noqa: F401 - the fixture
 
 
-def test_newest_first_page_is_sqlites_and_skips_filtered_memories(both):  # noqa: F811
+@pytest.mark.parametrize("fence_max", [0, 20_000], ids=["walk", "sorted-first"])
+def test_newest_first_page_is_sqlites_and_skips_filtered_memories(
+    both,  # noqa: F811
+    fence_max,
+    monkeypatch,
+):
+    """Both statements of a newest-first page: few matches are sorted before their
+    memories are checked, many are walked newest first (``_FENCE_MAX``)."""
+    from hivemem.store.postgres import keyword as pgkeyword
+
+    monkeypatch.setattr(pgkeyword, "_FENCE_MAX", fence_max)
     now = datetime(2026, 1, 2, tzinfo=UTC)
     for store in both:
         mem = store.scope("team-a")
@@ -122,3 +132,28 @@ def test_the_vector_and_entity_lanes_read_beside_the_keyword_lane(both):  # noqa
     assert seen["pg"] == {("vector", True), ("entity", True)}
     assert seen["sqlite"] == {("vector", False), ("entity", False)}
     assert results[0] == results[1] and results[0]
+
+
+def test_the_keyword_statement_is_never_prepared_so_never_given_a_generic_plan(pg_store):
+    """psycopg prepares a statement on its 5th run on a connection, and PostgreSQL may
+    then switch to a generic plan, blind to how common the query's terms are (at 1M
+    chunks: 2.9 s instead of 1 ms). The keyword statement is planned for its values every
+    time: no pooled connection holds it prepared, however often it ran."""
+    mem = pg_store.scope("team-a")
+    for i in range(12):
+        mem.save(f"database note {i}: the database of the week")
+    now = datetime(2026, 1, 2, tzinfo=UTC)
+    for newest_first in (False, True):
+        terms = KeywordQuery.any_of(["database", "week"], newest_first=newest_first)
+        for _ in range(12):
+            found = pg_store.keyword.keyword_search(["team-a"], Query(text="x"), terms, 3, now)
+            assert len(found) == 3
+    pool = pg_store._backend._pool
+    prepared = []
+    for _ in range(pool.get_stats()["pool_size"]):
+        with pool.connection() as conn:
+            prepared += conn.execute(
+                "SELECT statement FROM pg_prepared_statements WHERE statement LIKE %s",
+                ["%ts_filter(setweight%"],
+            ).fetchall()
+    assert prepared == []

@@ -1,15 +1,19 @@
 """``hivemem bench --load``: many HTTP clients against a real ``serve-http`` process.
 
-What it does, per target (a SQLite file, or a PostgreSQL URL):
+What it does, per target (a new SQLite file, or a new database on the PostgreSQL
+server of the URL, ``hivemem_load_<hex>``, dropped after; the URL's own database where
+its user may not create one):
 
 1. fills one fresh scope with ``preload`` generated episodes through the library (hash
    vectors: the store is measured, not the embedding model), and makes a bearer token
    for that scope with ``hivemem token create`` (the public command);
 2. starts ``hivemem --db TARGET serve-http`` as a child process (its own interpreter:
    the server's GIL is not the clients');
-3. runs ``clients`` threads for ``seconds``, each an ``httpx`` client that loops: a write
-   (``POST …/memories``, unique content) with probability ``write_share``, else a search
-   (``POST …/search``, one of the bench's generated questions);
+3. runs ``clients`` threads for ``seconds``, each with one keep-alive connection of the
+   standard library's ``http.client`` (the lightest client at hand: about a third of
+   ``httpx``'s CPU per request, which shares the cores with the server), looping: a
+   write (``POST …/memories``, unique content) with probability ``write_share``, else a
+   search (``POST …/search``, one of the bench's generated questions);
 4. then checks every acknowledged write (a 200 with the memory's id) twice: through the
    server (``GET …/memories/{id}``, same content) while it runs, and through the
    library after the server was stopped (SIGTERM) — both must find all of them.
@@ -21,11 +25,15 @@ were found each way. A target's ``env`` is added to the server's environment
 ``pythonpath`` runs the server from another checkout's ``src`` (a baseline build), and
 ``workers`` starts ``serve-http --workers N``. The clients share this machine with the
 server: the CPU each side used while the clients ran (this process's, and the server's
-with its workers', from ``/proc``) and the load average are reported beside the figures.
+with its workers', from ``/proc``), both also per request, and the load average are
+reported beside the figures: on a machine whose cores the clients share, requests/s
+follows the server's CPU per request and the cores it got, and the table says both.
 """
 
 from __future__ import annotations
 
+import http.client
+import json
 import os
 import random
 import signal
@@ -37,12 +45,15 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import HiveMemError, MissingDependency
+from ..errors import HiveMemError
+from ..store.factory import is_url
+from ..store.factory import postgres_admin as admin
 from .bench import CorpusGenerator
+from .bench_postgres import _with_database
 from .bench_report import LatencyStats
 
 Progress = Callable[[str], None]
@@ -84,6 +95,9 @@ class LoadResult:
     def requests_per_s(self) -> float:
         return self.requests / self.seconds if self.seconds > 0 else 0.0
 
+    def cpu_ms_per_request(self, cpu_s: float | None) -> float | None:
+        return cpu_s * 1000 / self.requests if cpu_s is not None and self.requests else None
+
     @property
     def all_found(self) -> bool:
         return self.found_via_http == self.acknowledged == self.found_after_stop
@@ -106,7 +120,13 @@ class LoadResult:
             "client_cpu_s": self.client_cpu_s,
             "server_cpu_s": self.server_cpu_s,
             "load_average": self.load_average,
+            "client_cpu_ms_per_request": _rounded(self.cpu_ms_per_request(self.client_cpu_s)),
+            "server_cpu_ms_per_request": _rounded(self.cpu_ms_per_request(self.server_cpu_s)),
         }
+
+
+def _rounded(value: float | None) -> float | None:
+    return round(value, 2) if value is not None else None
 
 
 def _redacted(db: str) -> str:
@@ -192,13 +212,41 @@ def _start(target: LoadTarget, port: int) -> subprocess.Popen[bytes]:
     )
 
 
-def _wait_ready(httpx: Any, server: subprocess.Popen[bytes], base: str) -> None:
+class _Http:
+    """One keep-alive HTTP/1.1 connection (``http.client``), reopened after a failure."""
+
+    def __init__(self, port: int, headers: dict[str, str], timeout: float = 60) -> None:
+        self.port, self.timeout = port, timeout
+        self.headers = {**headers, "Content-Type": "application/json"}
+        self._conn: http.client.HTTPConnection | None = None
+
+    def request(self, method: str, path: str, body: Any = None) -> tuple[int, bytes]:
+        if self._conn is None:
+            self._conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
+        payload = json.dumps(body).encode() if body is not None else None
+        try:
+            self._conn.request(method, path, payload, self.headers)
+            answer = self._conn.getresponse()
+            return answer.status, answer.read()
+        except (OSError, http.client.HTTPException):
+            self.close()  # the next request opens a new connection
+            raise
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+def _wait_ready(server: subprocess.Popen[bytes], port: int) -> None:
     deadline = time.monotonic() + 60
+    probe = _Http(port, {}, timeout=1)
     while True:
         try:
-            if httpx.get(f"{base}/v1/health", timeout=1).status_code == 200:
+            if probe.request("GET", "/v1/health")[0] == 200:
+                probe.close()
                 return
-        except httpx.TransportError:
+        except (OSError, http.client.HTTPException):
             pass
         if server.poll() is not None:
             raise HiveMemError(f"serve-http exited: {server.stderr.read().decode()[-1000:]}")  # type: ignore[union-attr]
@@ -253,7 +301,7 @@ class _Tally:
 
 
 def _client(
-    httpx: Any,
+    port: int,
     base: str,
     headers: dict[str, str],
     number: int,
@@ -265,32 +313,31 @@ def _client(
     rng = random.Random(number)
     samples: dict[str, list[int]] = {k: [] for k in KINDS}
     acknowledged: dict[str, str] = {}
-    with httpx.Client(base_url=base, headers=headers, timeout=60) as client:
-        n = 0
-        while time.monotonic() < stop_at:
-            n += 1
-            writing = rng.random() < write_share
-            started = time.perf_counter_ns()
-            try:
-                if writing:
-                    content = f"load client {number} write {n} marker {uuid.uuid4().hex}"
-                    answer = client.post("/memories", json={"content": content})
-                else:
-                    answer = client.post(
-                        "/search", json={"query": rng.choice(questions), "limit": 10}
-                    )
-            except httpx.HTTPError as exc:
-                tally.error(f"{'write' if writing else 'search'}: {type(exc).__name__}: {exc}")
-                continue
-            elapsed = time.perf_counter_ns() - started
-            if answer.status_code != 200:
-                tally.error(
-                    f"{'write' if writing else 'search'}: {answer.status_code} {answer.text}"
-                )
-                continue
-            samples["write" if writing else "search"].append(elapsed)
+    client = _Http(port, headers)
+    n = 0
+    while time.monotonic() < stop_at:
+        n += 1
+        writing = rng.random() < write_share
+        kind = "write" if writing else "search"
+        started = time.perf_counter_ns()
+        try:
             if writing:
-                acknowledged[_memory_id(answer.json())] = content
+                content = f"load client {number} write {n} marker {uuid.uuid4().hex}"
+                status, raw = client.request("POST", f"{base}/memories", {"content": content})
+            else:
+                query = {"query": rng.choice(questions), "limit": 10}
+                status, raw = client.request("POST", f"{base}/search", query)
+        except (OSError, http.client.HTTPException) as exc:
+            tally.error(f"{kind}: {type(exc).__name__}: {exc}")
+            continue
+        elapsed = time.perf_counter_ns() - started
+        if status != 200:
+            tally.error(f"{kind}: {status} {raw.decode('utf-8', 'replace')}")
+            continue
+        samples[kind].append(elapsed)
+        if writing:
+            acknowledged[_memory_id(json.loads(raw))] = content
+    client.close()
     with tally.lock:
         for kind in KINDS:
             tally.samples[kind].extend(samples[kind])
@@ -302,13 +349,14 @@ def _memory_id(body: dict[str, Any]) -> str:
     return str(memory["id"])
 
 
-def _found_via_http(httpx: Any, base: str, headers: dict[str, str], wanted: dict[str, str]) -> int:
+def _found_via_http(port: int, base: str, headers: dict[str, str], wanted: dict[str, str]) -> int:
     found = 0
-    with httpx.Client(base_url=base, headers=headers, timeout=60) as client:
-        for memory_id, content in wanted.items():
-            answer = client.get(f"/memories/{memory_id}")
-            if answer.status_code == 200 and answer.json()["memory"]["content"] == content:
-                found += 1
+    client = _Http(port, headers)
+    for memory_id, content in wanted.items():
+        status, raw = client.request("GET", f"{base}/memories/{memory_id}")
+        if status == 200 and json.loads(raw)["memory"]["content"] == content:
+            found += 1
+    client.close()
     return found
 
 
@@ -338,11 +386,42 @@ def run_load(
     progress: Progress | None = None,
 ) -> LoadResult:
     """Load one target (see the module docstring) and return what was measured."""
-    try:
-        import httpx
-    except ImportError:  # pragma: no cover - the http extra brings it
-        raise MissingDependency("the load bench", "pip install 'hivemem[http]'") from None
     say = progress or (lambda _text: None)
+    given = target.db
+    fresh = _fresh_database(given, say) if is_url(given) else None
+    if fresh is not None:
+        target = replace(target, db=fresh[1])
+    try:
+        return _run_load(target, given, clients, seconds, write_share, preload, seed, say)
+    finally:
+        if fresh is not None:
+            admin(given, f"DROP DATABASE IF EXISTS {fresh[0]} WITH (FORCE)")
+
+
+def _fresh_database(url: str, say: Progress) -> tuple[str, str] | None:
+    """A new, empty database on the URL's server for one target (name, URL), as SQLite's
+    targets each get a new file: run one after another on one database, each target
+    found the rows of the ones before it (PostgreSQL's later rows ran on a bigger
+    database). None, and the URL's own database, where the user may not create one."""
+    name = f"hivemem_load_{uuid.uuid4().hex[:8]}"
+    try:
+        admin(url, f"CREATE DATABASE {name}")
+    except Exception as exc:  # no CREATEDB, most often: the run goes on, as before
+        say(f"cannot create a database for the load test ({exc}); using the URL's own")
+        return None
+    return name, _with_database(url, name)
+
+
+def _run_load(
+    target: LoadTarget,
+    given: str,
+    clients: int,
+    seconds: float,
+    write_share: float,
+    preload: int,
+    seed: int,
+    say: Progress,
+) -> LoadResult:
     scope = f"load-{uuid.uuid4().hex[:8]}"
     say(f"{target.label}: preloading {preload} memories into scope {scope}")
     secret = _prepare(target, scope, preload, seed)
@@ -350,10 +429,10 @@ def run_load(
     questions = CorpusGenerator(seed).questions(200)
     port = _free_port()
     server = _start(target, port)
-    base = f"http://127.0.0.1:{port}/v1/scopes/{scope}"
+    base = f"/v1/scopes/{scope}"
     tally = _Tally()
     try:
-        _wait_ready(httpx, server, f"http://127.0.0.1:{port}")
+        _wait_ready(server, port)
         say(f"{target.label}: {clients} clients for {seconds:g} s")
         server_cpu = _cpu_seconds(server.pid)
         client_cpu = time.process_time()
@@ -361,7 +440,7 @@ def run_load(
         threads = [
             threading.Thread(
                 target=_client,
-                args=(httpx, base, headers, n, started + seconds, write_share, questions, tally),
+                args=(port, base, headers, n, started + seconds, write_share, questions, tally),
                 name=f"load-client-{n}",
             )
             for n in range(clients)
@@ -382,13 +461,13 @@ def run_load(
         wal = Path(f"{target.db}-wal")
         wal_bytes = wal.stat().st_size if "://" not in target.db and wal.exists() else None
         say(f"{target.label}: checking {len(tally.acknowledged)} acknowledged writes")
-        via_http = _found_via_http(httpx, base, headers, tally.acknowledged)
+        via_http = _found_via_http(port, base, headers, tally.acknowledged)
     finally:
         _stop(server)
     after = _found_after_stop(target.db, scope, tally.acknowledged)
     return LoadResult(
         label=target.label,
-        db=target.db,
+        db=given,
         clients=clients,
         seconds=elapsed,
         requests=sum(len(s) for s in tally.samples.values()) + tally.errors,
@@ -429,18 +508,25 @@ def format_load(results: Sequence[LoadResult]) -> str:
             lines.append(f"  {r.label} error: {sample}")
         if r.wal_bytes is not None:
             lines.append(f"  {r.label}: WAL {r.wal_bytes / 1e6:.1f} MB when the clients stopped")
-        cpu = []
-        if r.client_cpu_s is not None:
-            cpu.append(f"clients {r.client_cpu_s / r.seconds:.2f}")
-        if r.server_cpu_s is not None:
-            cpu.append(f"server {r.server_cpu_s / r.seconds:.2f}")
+        cpu, per_request = [], []
+        for side, used in (("clients", r.client_cpu_s), ("server", r.server_cpu_s)):
+            if used is not None:
+                cpu.append(f"{side} {used / r.seconds:.2f}")
+                per_request.append(f"{side} {r.cpu_ms_per_request(used):.2f} ms")
         if cpu:
             load = f"; load average {r.load_average:.1f}" if r.load_average is not None else ""
-            lines.append(f"  {r.label}: CPU cores used: {', '.join(cpu)}{load}")
+            lines.append(
+                f"  {r.label}: CPU cores used: {', '.join(cpu)}{load}; "
+                f"CPU per request: {', '.join(per_request)}"
+            )
         if not r.all_found:
             lines.append(f"  {r.label}: NOT EVERY ACKNOWLEDGED WRITE WAS FOUND")
     lines.append("found: via the server while it ran / via the library after it stopped (SIGTERM).")
-    lines.append(f"this machine: {os.cpu_count()} CPU cores.")
+    lines.append(
+        f"this machine: {os.cpu_count()} CPU cores, shared by the clients and the server "
+        "(and PostgreSQL's own processes, not counted above): req/s is at most the cores "
+        "the server gets divided by its CPU per request."
+    )
     return "\n".join(lines)
 
 

@@ -4,8 +4,11 @@ beside SQLite's from the same run.
 The same generated corpus, questions, embedder (hash, at the default model's
 dimension) and timing as ``hivemem.evaluation.bench``; per size a database of its own,
 ``hivemem_bench_<size>``, is created on the server (the URL's user needs CREATEDB),
-loaded, measured, and dropped. The figures: load and vector-indexing time, single
-writes, and p50/p95/p99 of keyword-only, hybrid and vector-lane searches.
+loaded, measured, and dropped (kept with ``keep``). With ``bulk_load`` the corpus goes in
+without an embedder, then one flush embeds it: into the empty vector table, the bulk
+path (binary COPY, the HNSW index built once; its build time is reported apart). The
+figures: load and vector-indexing time, single writes, and p50/p95/p99 of keyword-only,
+hybrid and vector-lane searches.
 ``format_side_by_side`` puts them beside the SQLite bench's (``run_bench``) of the same
 sizes, run just before on the same machine.
 """
@@ -26,6 +29,7 @@ from ..store.factory import redact_url as redact
 from .bench import (
     _SCOPE,
     _WARMUP,
+    EMBED_BATCH_MAX,
     VECTOR_DIMENSION,
     CorpusGenerator,
     Progress,
@@ -53,6 +57,7 @@ def run_pg_bench(
     *,
     settings: Settings | None = None,
     keep: bool = False,
+    bulk_load: bool = False,
 ) -> dict[str, Any]:
     # As the SQLite bench: no background consolidation of the loaded sessions.
     settings = (settings or Settings()).replace(consolidate_on_session_switch=False)
@@ -67,12 +72,16 @@ def run_pg_bench(
         admin(url, f"CREATE DATABASE {name}")
         location = _with_database(url, name)
         try:
+            build: dict[str, Any] | None = None
+            if bulk_load:
+                load_ns, flush_ns, build = _load_bulk(location, size, generator, settings, notify)
             store = open_store(location, settings=settings, embedder=HashEmbedder(VECTOR_DIMENSION))
             try:
-                load_ns = _add_corpus(store, size, generator, f"load {size:,}", notify)
-                started = time.perf_counter_ns()
-                store.flush()
-                flush_ns = time.perf_counter_ns() - started
+                if not bulk_load:
+                    load_ns = _add_corpus(store, size, generator, f"load {size:,}", notify)
+                    started = time.perf_counter_ns()
+                    store.flush()
+                    flush_ns = time.perf_counter_ns() - started
                 store.analyze()
                 mem = store.scope(_SCOPE)
                 single, _batched = _time_writes(mem, generator, size, writes, batch, "", notify)
@@ -108,6 +117,7 @@ def run_pg_bench(
                 "size": size,
                 "load_seconds": round(load_ns / 1e9, 1),
                 "vector_flush_seconds": round(flush_ns / 1e9, 1),
+                "index_build": build,
                 "vectors": vectors,
                 "add_episode": asdict(LatencyStats.of(single)),
                 "search_keyword_only": _stats(keyword),
@@ -116,6 +126,30 @@ def run_pg_bench(
             }
         )
     return {"backend": "postgresql", "location": redact(url), "results": results}
+
+
+def _load_bulk(
+    location: str, size: int, generator: CorpusGenerator, settings: Settings, notify: Progress
+) -> tuple[int, int, dict[str, Any] | None]:
+    """The corpus without an embedder, then one flush of every queued chunk with the
+    hash embedder (the worker off): the load and flush times (ns) and the index build's
+    figures (within the flush)."""
+    store = open_store(location, settings=settings, embedder="none")
+    try:
+        load_ns = _add_corpus(store, size, generator, f"load {size:,} keyword only", notify)
+        store.analyze()
+    finally:
+        store.close()
+    bulk = settings.replace(embed_in_background=False, embed_batch_size=EMBED_BATCH_MAX)
+    store = open_store(location, settings=bulk, embedder=HashEmbedder(VECTOR_DIMENSION))
+    try:
+        stage = f"vectors {size:,}"
+        started = time.perf_counter_ns()
+        store.flush(lambda done, total: notify(stage, done, total))
+        flush_ns = time.perf_counter_ns() - started
+        return load_ns, flush_ns, getattr(store.vectors, "last_build", None)
+    finally:
+        store.close()
 
 
 def _stats(stats: Any) -> dict[str, Any]:
@@ -131,9 +165,10 @@ _SIDE_BY_SIDE = (
 )
 
 
-def format_side_by_side(pg: dict[str, Any], sqlite: BenchReport) -> str:
-    """PostgreSQL's figures beside SQLite's, per size: p50 / p95 in ms."""
-    by_size = {r.size: r for r in sqlite.results}
+def format_side_by_side(pg: dict[str, Any], sqlite: BenchReport | None) -> str:
+    """PostgreSQL's figures beside SQLite's (``None``: not run, shown as -), per size:
+    p50 / p95 in ms."""
+    by_size = {r.size: r for r in sqlite.results} if sqlite is not None else {}
     rows = [
         f"PostgreSQL at {pg['location']} beside SQLite, same corpus and questions "
         "(p50 / p95 ms; hash embedder, query embedding included)"
@@ -142,7 +177,12 @@ def format_side_by_side(pg: dict[str, Any], sqlite: BenchReport) -> str:
         lite = by_size.get(r["size"])
         rows.append(
             f"{r['size']:>9,} memories   {'SQLite':>17}   {'PostgreSQL':>17}"
-            f"   (PostgreSQL load {r['load_seconds']} s + vectors {r['vector_flush_seconds']} s)"
+            f"   (PostgreSQL load {r['load_seconds']} s + vectors {r['vector_flush_seconds']} s"
+            + (
+                f", of which the HNSW build {r['index_build']['seconds']} s)"
+                if r.get("index_build")
+                else ")"
+            )
         )
         for label, field in _SIDE_BY_SIDE:
             theirs = r[field]

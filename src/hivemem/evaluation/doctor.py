@@ -74,6 +74,7 @@ class RepairReport:
     rebuilt: int
     index_rebuilt: bool = False
     problems: tuple[str, ...] = ()
+    vector_index_built: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -83,6 +84,7 @@ class RepairReport:
             "unchunked_after": self.unchunked_after,
             "rebuilt": self.rebuilt,
             "index_rebuilt": self.index_rebuilt,
+            "vector_index_built": self.vector_index_built,
             "problems": list(self.problems),
         }
 
@@ -343,6 +345,14 @@ def _indexes(store: Store, health: dict[str, Any]) -> Check:
         by_method[index["method"]] = by_method.get(index["method"], 0) + 1
     counts = ", ".join(f"{n} {method}" for method, n in sorted(by_method.items()))
     invalid = [i["name"] for i in indexes if not i["valid"]]
+    if health.get("vector_index_missing"):
+        return Check(
+            "indexes",
+            False,
+            "the vector table has no HNSW index (a bulk load is building it, or one was "
+            "interrupted): big scopes are searched by exact scans, slowly",
+            "run `hivemem doctor --repair` (builds it: minutes at a million vectors)",
+        )
     if invalid:
         return Check(
             "indexes",
@@ -431,8 +441,9 @@ def _human(size: int) -> str:
 
 
 def repair(store: Store) -> RepairReport:
-    """Rebuild the chunks (and keyword index entries) of memories that have none, and the
-    whole keyword index when it is inconsistent.
+    """Rebuild the chunks (and keyword index entries) of memories that have none, the
+    whole keyword index when it is inconsistent, and the vector KNN index when it is
+    missing (PostgreSQL: a bulk load a crash interrupted).
 
     Only derived tables are written; every memory row stays as it was. Never raises for
     a damaged store: a step that cannot run (its pages are damaged) is skipped and named
@@ -463,6 +474,7 @@ def repair(store: Store) -> RepairReport:
         index_rebuilt = step(
             "rebuild the keyword index", lambda: health.rebuild_keyword_index() or True, False
         )
+    vector_index = step("build the vector index", store.vectors.build_index, False)
     after = step("count memories again", lambda: store.stats()["total"], None)
     if before is not None and after is not None and after != before:
         raise StoreError(f"repair changed the number of memories from {before} to {after}")
@@ -477,4 +489,5 @@ def repair(store: Store) -> RepairReport:
         rebuilt=rebuilt,
         index_rebuilt=index_rebuilt,
         problems=tuple(problems),
+        vector_index_built=vector_index,
     )

@@ -30,7 +30,6 @@ is the state when it started.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -412,10 +411,9 @@ def _vectors(
     stored = missing = 0
     if progress is not None:
         progress("vectors", 0, queued)
-    # A backend that loads many vectors faster in one go says so (PostgreSQL: the HNSW
+    # A backend that loads many vectors faster in one go does so (PostgreSQL: the HNSW
     # index is built once at the end instead of grown per insert).
-    bulk = getattr(dst, "bulk_load", None)
-    with bulk(dimension) if bulk is not None else contextlib.nullcontext():
+    with dst.bulk(queued):
         while True:
             chunks = dst.pending(missing + 1000)
             known = dst.cached(identity, [c.text_hash for c in chunks])

@@ -173,15 +173,16 @@ class Indexer:
             with self._embed_lock:  # the worker's batch in flight ends before counting
                 total = self._index.pending_count()
             done = 0
-            while True:
-                stored = self._batch()
-                if not self.enabled or (stored == 0 and not self._index.has_pending()):
-                    return done
-                if stored == 0:  # another node's claims: wait for it (or their expiry)
-                    time.sleep(CLAIMED_WAIT_S)
-                done += stored
-                if progress is not None:
-                    progress(min(done, total), max(total, done))
+            with self._index.bulk(total):  # many into an empty table: in bulk
+                while True:
+                    stored = self._batch()
+                    if not self.enabled or (stored == 0 and not self._index.has_pending()):
+                        return done
+                    if stored == 0:  # another node's claims: wait for it (or their expiry)
+                        time.sleep(CLAIMED_WAIT_S)
+                    done += stored
+                    if progress is not None:
+                        progress(min(done, total), max(total, done))
 
     @contextlib.contextmanager
     def owning(self) -> Iterator[None]:
@@ -262,14 +263,17 @@ class Indexer:
         """Bring the store's vectors to this embedder and return how many chunks were
         embedded. Vectors of another model (or ``force``): drop them all, queue every
         chunk, embed. Vectors of this model already: embed only what is still queued
-        (0 when nothing is: there is nothing to do)."""
+        (0 when nothing is: there is nothing to do), and build the KNN index if a bulk
+        load a crash interrupted left it missing."""
         if self.embedder is None:
             raise InvalidInput("embedder", "no embedder configured: nothing to index with")
         if self._index.unavailable is not None:
             raise StoreError(f"vector search is unavailable: {self._index.unavailable}")
         if not force and self._index.recorded_identity() == self.embedder.identity:
             self.disabled = self._bind()
-            return self.flush(progress)
+            done = self.flush(progress)
+            self._index.build_index()  # missing after an interrupted bulk load: built now
+            return done
         with self.owning():
             with self._embed_lock:
                 self._index.reset(self.embedder.identity, self.embedder.dimension)

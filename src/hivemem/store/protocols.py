@@ -136,6 +136,17 @@ class VectorIndex(Protocol):
 
     def upsert(self, model: str, items: Sequence[tuple[PendingChunk, bytes]]) -> int: ...
 
+    def bulk(self, pending: int) -> AbstractContextManager[None]:
+        """Held around a flush of ``pending`` queued chunks: a backend that stores many
+        vectors faster in one go does so (PostgreSQL: into a near-empty table, its HNSW
+        index built once at the end); the others change nothing."""
+        ...
+
+    def build_index(self) -> bool:
+        """Build the KNN index when it is missing (a bulk load a crash interrupted);
+        True when one was built."""
+        ...
+
     def turn(self) -> AbstractContextManager[None]:
         """Held around one embedding batch (``pending`` → embed → ``upsert``): where the
         backend can, one process at a time, so processes sharing the store (``serve-http

@@ -415,14 +415,17 @@ def call(mem: ScopedMemory, name: str, arguments: Mapping[str, Any] | None) -> d
     tool = _lookup(name)
     args = resolve_aliases(tool.parameters, arguments)
     validate(args, tool.parameters, "")
-    scrub = store_of(mem).scrub
+    store = store_of(mem)
     try:
         result = tool.handler(mem, args)
     except HiveMemError as exc:
-        exc.message = scrub(exc.message)
+        exc.message = store.scrub(exc.message)
         exc.args = (exc.message,)
         raise
-    return _scrubbed(result, scrub)
+    scrubber = store.scrubber
+    if not scrubber.holds_secrets():  # asked once, not once per string of the result
+        return result
+    return _scrubbed(result, lambda text: scrubber.scrub(text, refresh=False))
 
 
 def _scrubbed(value: Any, scrub: Callable[[str], str]) -> Any:

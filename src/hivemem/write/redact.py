@@ -193,6 +193,13 @@ class Scrubber:
         if stale or not self._loaded:
             self.reload()
 
+    def holds_secrets(self) -> bool:
+        """Whether any secret value is registered now (the store asked first, as
+        ``scrub`` asks it): a caller with many texts to scrub asks this once, then scrubs
+        each with ``refresh=False``, or not at all."""
+        self._refresh()
+        return self._pattern is not None
+
     def contains_secret(self, text: str) -> bool:
         self._refresh()
         return self._pattern is not None and self._pattern.search(text) is not None

@@ -384,6 +384,7 @@ def doctor_(env: Env, repair: bool, as_json: bool) -> None:
                 f"repair: memories {fixed.memories_before} before, {fixed.memories_after} "
                 f"after; memories without chunks {fixed.unchunked_before} → "
                 f"{fixed.unchunked_after} ({fixed.rebuilt} rebuilt)"
+                + ("; the vector index built" if fixed.vector_index_built else "")
             )
             for problem in fixed.problems:
                 click.echo(f"repair could not: {problem}")

@@ -137,6 +137,12 @@ def _stage_printer(quiet: bool = False) -> Any:
     "are the same, on the same rows and vectors). The load rows are then the keyword-only "
     "load's.",
 )
+@click.option(
+    "--no-sqlite",
+    "skip_sqlite",
+    is_flag=True,
+    help="With --db postgresql://…: the server's bench alone, without SQLite's beside it.",
+)
 @click.option("--quiet", is_flag=True, help="No progress on stderr.")
 @click.option(
     "--ui",
@@ -151,7 +157,8 @@ def _stage_printer(quiet: bool = False) -> Any:
     is_flag=True,
     help="Load a real serve-http process instead: --clients HTTP clients mixing searches "
     "and writes for --seconds, then check every acknowledged write is found (a fresh "
-    "SQLite file; with --db postgresql://… that server too).",
+    "SQLite file; with --db postgresql://… that server too, in a database of its own, "
+    "created and dropped, where the user may).",
 )
 @click.option(
     "--clients",
@@ -208,6 +215,7 @@ def bench(
     long_scopes: int,
     long_turns: int,
     bulk_load: bool,
+    skip_sqlite: bool,
     quiet: bool,
     ui_pages: bool,
     load: bool,
@@ -240,11 +248,13 @@ def bench(
     writes, 70% searches) for --seconds: requests/s, p50/p95 per kind, errors, and
     whether every acknowledged write is found, through the server and after it stopped.
     --compare adds SQLite's single connection and --workers N a server of N processes,
-    in the same run; the CPU the clients and the server used is printed beside them.
+    in the same run; the CPU the clients and the server used, in all and per request,
+    is printed beside them.
 
     With --db postgresql://…, SQLite's bench of the same sizes runs first, then the
     server's (a database hivemem_bench_SIZE per size, created and dropped: the user
-    needs CREATEDB), and the figures are printed side by side (docs/postgres.md).
+    needs CREATEDB; kept with --keep), and the figures are printed side by side
+    (docs/postgres.md; --no-sqlite: the server's alone).
     """
     if load:
         from ...evaluation.bench_load import load_targets
@@ -307,20 +317,32 @@ def bench(
             batch,
         )
         try:
-            lite = run_bench(
-                sizes,
-                *counts,
-                path=keep_folder,
-                progress=_stage_printer(quiet),
-                settings=env.settings,
-                model=False,
-                bulk_load=bulk_load,
+            lite = (
+                None
+                if skip_sqlite
+                else run_bench(
+                    sizes,
+                    *counts,
+                    path=keep_folder,
+                    progress=_stage_printer(quiet),
+                    settings=env.settings,
+                    model=False,
+                    bulk_load=bulk_load,
+                )
             )
         except ValueError as exc:
             raise InvalidInput("bench", str(exc)) from None
-        pg = run_pg_bench(env.db, sizes, *counts, _stage_printer(quiet), settings=env.settings)
+        pg = run_pg_bench(
+            env.db,
+            sizes,
+            *counts,
+            _stage_printer(quiet),
+            settings=env.settings,
+            keep=keep_folder is not None,
+            bulk_load=bulk_load,
+        )
         if as_json:
-            echo_json({"postgresql": pg, "sqlite": lite.to_dict()})
+            echo_json({"postgresql": pg, "sqlite": lite.to_dict() if lite else None})
         else:
             click.echo(format_side_by_side(pg, lite))
         return

@@ -188,12 +188,14 @@ class PostgresBackend(KeywordMixin):
         """The error for a driver failure: ``TryAgain`` when it is passing."""
         return translate(exc, self.location, secrets_of(self._url), at_commit=at_commit)
 
-    def _q(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        """Rows of one statement (PostgreSQL placeholders)."""
+    def _q(self, sql: str, params: Sequence[Any] = (), *, prepare: bool | None = None) -> list[Any]:
+        """Rows of one statement (PostgreSQL placeholders). ``prepare=False``: never a
+        server-side prepared statement, so never a generic plan (psycopg prepares a
+        statement on its 5th run on a connection; see ``keyword_search``)."""
         for attempt in (1, 2):
             try:
                 with self._connection() as conn:
-                    cur = conn.execute(sql, params)
+                    cur = conn.execute(sql, params, prepare=prepare)
                     return cur.fetchall() if cur.description else []
             except psycopg.DataError as exc:
                 # PostgreSQL text cannot hold NUL, so no stored row can equal a value
@@ -747,6 +749,7 @@ class PostgresBackend(KeywordMixin):
             "vectors": self.vectors.count(),
             "chunks_awaiting_vectors": self.vectors.pending_count(),
             "vector_index_unavailable": self.vectors.unavailable,
+            "vector_index_missing": self.vectors.index_missing(),
             "integrity": ["ok"],
             "fts_ok": postings_error is None,
             "fts_error": postings_error,

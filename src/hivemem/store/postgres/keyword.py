@@ -68,8 +68,13 @@ if TYPE_CHECKING:  # pragma: no cover
 R = TypeVar("R")
 
 K1, B = 1.2, 0.75
+# The keyword statement is never prepared (``_timed``): a custom plan every time.
+_PREPARE: bool | None = False
 _SIZE_TTL = 1.0  # seconds the index size read from the server is trusted (plus own writes)
 _TEXTS_MAX = 20_000  # chunk texts kept for ``matched_terms`` (a chunk's text never changes)
+# A newest-first query whose terms match at most this many chunks (the cached counts
+# summed) sorts its matches before checking their memories (see keyword_search).
+_FENCE_MAX = 20_000
 _NEWEST_PAGE = 4  # newest-first search scores this many times the rows it returns
 _VERIFY_PAGE = 8  # NEAR / ^ queries fetch this many times the rows, then verify them
 
@@ -502,6 +507,27 @@ class KeywordMixin:
                 *extra,
                 wanted,
             ]
+        elif newest_first and sum(freq.values()) <= _FENCE_MAX:
+            # Few matches: sort them by id first (a fence), then check the memory
+            # filters in that order until the page is full. Without the fence the
+            # planner checked every match's memory before sorting (at 1M chunks, 6,700
+            # matches of one term: 500 ms instead of ~20 ms).
+            sql = (
+                f"SELECT c.id, c.memory_id, c.seq, c.text, {score} AS score FROM ("
+                "SELECT c.id FROM (SELECT c.id, c.memory_id FROM chunks c "
+                "WHERE c.terms @@ %s::tsquery AND c.scope = ANY(%s) ORDER BY c.id DESC "
+                f"OFFSET 0) c WHERE {passes.format('c')} LIMIT %s) n "
+                "JOIN chunks c ON c.id = n.id ORDER BY score DESC, c.id LIMIT %s"
+            )
+            values = [
+                *score_params,
+                tsquery,
+                list(scopes),
+                *params,
+                *extra,
+                wanted * _NEWEST_PAGE,
+                wanted,
+            ]
         elif newest_first:
             # No fence here: with common terms the planner walks the newest chunks
             # backwards and stops at the page (measured at 100k: 3 ms instead of 39 ms
@@ -539,13 +565,20 @@ class KeywordMixin:
 
     def _timed(self, sql: str, values: Sequence[Any], time_limit_s: float | None) -> list[Any]:
         """Rows of ``sql``; past ``time_limit_s`` PostgreSQL cancels it and the caller's
-        query is ``InvalidInput`` (as SQLite's progress handler makes it)."""
+        query is ``InvalidInput`` (as SQLite's progress handler makes it).
+
+        Planned for its own values every time (``_PREPARE``): the plan depends on how
+        common the query's terms are, which a generic plan cannot know. psycopg prepares
+        a statement on its 5th run on a connection and PostgreSQL then switches to a
+        generic plan when its estimate looks no worse; at 1M chunks that plan took
+        2.9 s where the query's own took 1 ms (a bitmap scan of every match instead of
+        walking the newest chunks)."""
         if time_limit_s is None:
-            return self._q(sql, values)
+            return self._q(sql, values, prepare=_PREPARE)
 
         def run(conn: Any) -> list[Any]:
             conn.execute(f"SET LOCAL statement_timeout = {max(1, int(time_limit_s * 1000))}")
-            return conn.execute(sql, values).fetchall()
+            return conn.execute(sql, values, prepare=_PREPARE).fetchall()
 
         try:
             return self.in_read_transaction(run)

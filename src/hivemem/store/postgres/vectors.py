@@ -17,6 +17,20 @@ every tenant):
   (pgvector >= 0.8): the walk goes on until enough rows of the scope passed, and
   ``ef_search`` follows the pool size. Results are re-ordered by exact distance.
 
+While the HNSW index is missing (a bulk load between its steps, or one a crash
+interrupted) every scope is searched exactly, with sequential scans disabled for the
+statement: a scope's rows still come through its b-tree, never a scan of every tenant.
+
+Bulk loads (``bulk``): a flush of many queued chunks into an empty or nearly empty table
+(``hivemem reindex``, ``copy`` into PostgreSQL, the bench's ``--bulk-load``, a big
+import's flush) drops the HNSW index, writes the vectors by binary ``COPY`` in the usual
+committed batches, and builds the index once at the end (``build_index``) with
+``maintenance_work_mem`` sized for the graph; the server's
+``max_parallel_maintenance_workers`` add workers to the build. Each step commits on its
+own, so a kill -9 anywhere leaves stored vectors stored, the rest queued, and at worst a
+table without its index: ``doctor`` names it, ``doctor --repair`` (or the next bulk
+flush) builds it.
+
 Per scope as on SQLite: a handle that reads several scopes runs one search per scope.
 No cache of vectors lives in the process, so every node sees every other node's writes.
 
@@ -43,6 +57,7 @@ a purge held the chunk rows and needed the queue rows: a deadlock, ``DeadlockDet
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import threading
@@ -62,6 +77,8 @@ from ...types import Query
 from ..protocols import PendingChunk, VectorMatch
 from .migrations import SCHEMA_LOCK
 
+log = logging.getLogger("hivemem.store.postgres")
+
 if TYPE_CHECKING:  # pragma: no cover
     from .database import PostgresDatabase
 
@@ -77,6 +94,26 @@ _BOUND_TTL = 5.0  # seconds a search trusts the recorded identity
 _VECTORS_MAX = 10_000  # chunk vectors kept for MMR (~15 MB at 384 dimensions)
 _PENDING_TTL = 0.5  # seconds a search's reading of the queue answers has_pending
 _PENDING_SQL = "SELECT EXISTS (SELECT 1 FROM vector_queue)"
+# A flush of at least this many queued chunks into a table holding less than a tenth as
+# many vectors drops the HNSW index and builds it once at the end. At 10k vectors the
+# build is ~7x faster than growing the graph per insert; at 1M, hours against minutes.
+BULK_MIN = 10_000
+INDEX = f"{TABLE}_hnsw"
+_BUILD_LOCK = SCHEMA_LOCK + 1  # one HNSW build at a time per database
+# maintenance_work_mem for a build: the graph of n vectors of d dimensions takes about
+# n * (4 d + _GRAPH_BYTES) bytes (vector, neighbour lists at m = 16, element header);
+# pgvector builds many times slower once it outgrows it. Never above _BUILD_MEM_MAX,
+# never below what the server is set to.
+_GRAPH_BYTES = 700
+_BUILD_MEM_MAX = 4 << 30
+_INDEXED_SQL = (
+    "SELECT EXISTS (SELECT 1 FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid "
+    "WHERE i.relname = %s AND i.relnamespace = current_schema()::regnamespace "
+    "AND x.indisvalid AND x.indisready)"
+)
+# No sequential scan for the exact plan: a scope's rows come through its b-tree even
+# when the scope is most of the table (the planner's choice at 1M rows of one scope).
+_EXACT_SETTINGS = "SELECT set_config('enable_seqscan', 'off', true)"
 _HNSW_SETTINGS = (
     "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
     "set_config('hnsw.ef_search', %s, true)"
@@ -105,7 +142,9 @@ class PgVectorIndex:
     def __init__(self, backend: PostgresDatabase) -> None:
         self._db = backend
         self._counts: dict[str, _Count] = {}
-        self._bound_cache: tuple[str | None, float] | None = None
+        self._bound_cache: tuple[str | None, bool, float] | None = None
+        self._bulk = False  # inside ``bulk``: upserts go by binary COPY
+        self.last_build: dict[str, Any] | None = None  # the figures of this handle's last build
         self._lock = threading.Lock()
         # (model, chunk id) -> vector: a chunk's text never changes and the cache keeps
         # one vector per (text, model) (``ON CONFLICT DO NOTHING``), so an entry is never
@@ -122,20 +161,41 @@ class PgVectorIndex:
     def recorded_identity(self) -> str | None:
         return self._db.meta().get(IDENTITY_KEY)
 
-    def _bound(self) -> str | None:
-        """The recorded identity when the vector table exists, else None; cached
-        ``_BOUND_TTL`` seconds for searches (a re-index elsewhere is seen that late by
-        searches; ``upsert`` re-checks inside its transaction, so nothing is written
-        under a stale identity)."""
+    def _bound(self) -> tuple[str | None, bool]:
+        """The recorded identity when the vector table exists, else None, and whether
+        its HNSW index is there and valid; cached ``_BOUND_TTL`` seconds for searches (a
+        re-index elsewhere is seen that late by searches; ``upsert`` re-checks inside
+        its transaction, so nothing is written under a stale identity)."""
         now = time.monotonic()
         with self._lock:
             cached = self._bound_cache
-        if cached is not None and now - cached[1] < _BOUND_TTL:
-            return cached[0]
+        if cached is not None and now - cached[2] < _BOUND_TTL:
+            return cached[0], cached[1]
         value = self.recorded_identity() if self._table_exists() else None
+        indexed = value is not None and self._indexed()
         with self._lock:
-            self._bound_cache = (value, now)
-        return value
+            self._bound_cache = (value, indexed, now)
+        return value, indexed
+
+    def _indexed(self) -> bool:
+        return bool(self._db._q(_INDEXED_SQL, [INDEX])[0][0])
+
+    def _dimension(self) -> int | None:
+        """The vector column's dimension (its type modifier), None without the table."""
+        if not self._table_exists():
+            return None
+        rows = self._db._q(
+            "SELECT atttypmod FROM pg_attribute WHERE attrelid = %s::regclass "
+            "AND attname = 'embedding'",
+            [TABLE],
+        )
+        return int(rows[0][0]) if rows else None
+
+    def index_missing(self) -> bool:
+        """Whether the vector table should have an HNSW index and has no valid one (a
+        bulk load between its steps, or one a crash interrupted: doctor's finding)."""
+        d = self._dimension()
+        return d is not None and 0 < d <= 2000 and not self._indexed()
 
     def _table_exists(self) -> bool:
         return bool(self._db._q("SELECT to_regclass(%s) IS NOT NULL", [TABLE])[0][0])
@@ -185,20 +245,78 @@ class PgVectorIndex:
             ) from None
 
     @contextmanager
-    def bulk_load(self, dimension: int) -> Iterator[None]:
-        """One transaction for loading many vectors into an EMPTY table (``hivemem
-        copy``): the HNSW index is dropped first and built once at the end (at 10k
-        vectors ~7× faster than growing it one insert at a time). All in one
-        transaction, so a failure leaves the index as it was; the table is locked
-        meanwhile. A table that holds vectors already is loaded as usual."""
+    def bulk(self, pending: int) -> Iterator[None]:
+        """Around a flush of ``pending`` queued chunks (see the module docstring). When
+        at least ``BULK_MIN`` come and the table holds less than a tenth as many, the
+        HNSW index is dropped (committed), the upserts inside go by binary COPY, and the
+        index is built once at the end, even when the body failed (an interrupt
+        (``KeyboardInterrupt``) leaves it to ``doctor --repair``). Otherwise nothing
+        changes. Meanwhile searches scan each scope exactly; other writers wait only
+        while the index is built (``CREATE INDEX`` holds a SHARE lock; reads go on)."""
+        if pending < BULK_MIN or self._bulk:
+            yield
+            return
         with self._db.atomic():
             self._db._x("SELECT pg_advisory_xact_lock(%s)", [SCHEMA_LOCK])
-            empty = self._table_exists() and not self._db._q(f"SELECT 1 FROM {TABLE} LIMIT 1")
-            if empty:
-                self._db._x(f"DROP INDEX IF EXISTS {TABLE}_hnsw")
+            if not self._table_exists():
+                big = False
+            else:
+                held = self._db._x(f"SELECT COUNT(*) FROM {TABLE}").fetchone()[0]
+                big = held * 10 < pending
+            if big:
+                self._db._x(f"DROP INDEX IF EXISTS {INDEX}")
+        if not big:
             yield
-            if empty:
-                self._create(dimension)
+            return
+        log.info("bulk load of %s vectors: %s dropped until they are stored", pending, INDEX)
+        with self._lock:
+            self._bound_cache = None
+        self._bulk = True
+        try:
+            yield
+        except Exception:
+            self._bulk = False
+            self.build_index()  # the vectors stored so far are searchable through it
+            raise
+        finally:
+            self._bulk = False
+        self.build_index()
+
+    def build_index(self) -> bool:
+        """Build the HNSW index when the vector table has no valid one; True when it
+        built one. One transaction (a failure or kill leaves no index, and no invalid
+        one), ``maintenance_work_mem`` raised for it alone (``SET LOCAL``)."""
+        d = self._dimension()
+        if d is None or not 0 < d <= 2000:
+            return False
+        started = time.perf_counter()
+        with self._db.atomic():
+            self._db._x("SELECT pg_advisory_xact_lock(%s)", [_BUILD_LOCK])
+            if self._db._x(_INDEXED_SQL, [INDEX]).fetchone()[0]:
+                return False  # another node built it meanwhile
+            rows = int(self._db._x(f"SELECT COUNT(*) FROM {TABLE}").fetchone()[0])
+            server = int(
+                self._db._x(
+                    "SELECT setting::bigint * 1024 FROM pg_settings "
+                    "WHERE name = 'maintenance_work_mem'"
+                ).fetchone()[0]
+            )
+            memory = max(server, min(_BUILD_MEM_MAX, int(rows * (4 * d + _GRAPH_BYTES) * 1.2)))
+            self._db._x(
+                "SELECT set_config('maintenance_work_mem', %s, true)", [f"{memory >> 20}MB"]
+            )
+            self._db._x(f"DROP INDEX IF EXISTS {INDEX}")  # an invalid one of a failed build
+            self._db._x(f"CREATE INDEX {INDEX} ON {TABLE} USING hnsw (embedding vector_cosine_ops)")
+        seconds = time.perf_counter() - started
+        self.last_build = {
+            "vectors": rows,
+            "seconds": round(seconds, 1),
+            "maintenance_work_mem_mb": memory >> 20,
+        }
+        log.info("built %s over %s vectors in %.1f s", INDEX, rows, seconds)
+        with self._lock:
+            self._bound_cache = None
+        return True
 
     def _create(self, dimension: int) -> None:
         d = int(dimension)
@@ -210,7 +328,7 @@ class PgVectorIndex:
         self._db._x(f"CREATE INDEX IF NOT EXISTS {TABLE}_scope ON {TABLE} (scope)")
         if d <= 2000:  # pgvector's HNSW limit for vector; bigger ones are searched exactly
             self._db._x(
-                f"CREATE INDEX IF NOT EXISTS {TABLE}_hnsw ON {TABLE} "
+                f"CREATE INDEX IF NOT EXISTS {INDEX} ON {TABLE} "
                 "USING hnsw (embedding vector_cosine_ops)"
             )
 
@@ -324,6 +442,9 @@ class PgVectorIndex:
                 )
                 conn = self._db._writer()
                 self._db._flush()
+                if self._bulk:
+                    self._copy(conn, kept)
+                    return len(kept)
                 with conn.cursor() as cur:
                     cur.executemany(
                         f"INSERT INTO {TABLE} (chunk_id, scope, embedding) VALUES (%s, %s, %s) "
@@ -336,6 +457,20 @@ class PgVectorIndex:
             return len(kept)
 
         return self._db._retrying(run)
+
+    @staticmethod
+    def _copy(conn: Any, kept: Sequence[tuple[PendingChunk, bytes]]) -> None:
+        """The vectors by binary COPY (a bulk load): a chunk queued again drops its old
+        vector first, so the COPY meets no conflict."""
+        with conn.cursor() as cur:
+            cur.execute(
+                f"DELETE FROM {TABLE} WHERE chunk_id = ANY(%s)", [[c.chunk_id for c, _ in kept]]
+            )
+            sql = f"COPY {TABLE} (chunk_id, scope, embedding) FROM STDIN WITH (FORMAT BINARY)"
+            with cur.copy(sql) as copy:
+                copy.set_types(["int8", "text", "vector"])
+                for c, b in kept:
+                    copy.write_row((c.chunk_id, c.scope, np.frombuffer(b, dtype=np.float32)))
 
     def delete_chunks(self, chunk_ids: Sequence[int]) -> None:
         """Inside a write: drop the vectors of chunks that stay (a retired memory keeps
@@ -350,13 +485,21 @@ class PgVectorIndex:
         return int(self._db._q(f"SELECT COUNT(*) FROM {TABLE}")[0][0])
 
     def scope_count(self, scope: str) -> int:
-        """Vectors of ``scope`` (cached ``_COUNT_TTL`` seconds: it only picks the plan)."""
+        """Vectors of ``scope``, counted up to one more than the plan choice and the KNN
+        widening need (``EXACT_MAX``, ``_KNN_MAX``): a count of a scope of 1M vectors
+        read the whole scope's b-tree (~130 ms at 1M). Cached ``_COUNT_TTL`` seconds."""
         now = time.monotonic()
         with self._lock:
             cached = self._counts.get(scope)
         if cached is not None and now - cached.at < _COUNT_TTL:
             return cached.value
-        value = int(self._db._q(f"SELECT COUNT(*) FROM {TABLE} WHERE scope = %s", [scope])[0][0])
+        cap = max(EXACT_MAX, _KNN_MAX) + 1
+        value = int(
+            self._db._q(
+                f"SELECT COUNT(*) FROM (SELECT 1 FROM {TABLE} WHERE scope = %s LIMIT %s) s",
+                [scope, cap],
+            )[0][0]
+        )
         with self._lock:
             self._counts[scope] = _Count(value, now)
         return value
@@ -396,7 +539,8 @@ class PgVectorIndex:
     ) -> list[VectorMatch]:
         """Up to ``fetch`` memories by their best chunk's cosine to ``vector``, best
         first, among those that pass scope and filters (the contract of SQLite's)."""
-        if self._bound() != model:
+        bound, indexed = self._bound()
+        if bound != model:
             return []
         q = np.asarray(vector, dtype=np.float32)
         where, extra = self._db._filter_sql(query, now)
@@ -407,7 +551,7 @@ class PgVectorIndex:
         rows: list[Any] = []
         for scope in dict.fromkeys(scopes):
             count = self.scope_count(scope)
-            big = count > EXACT_MAX
+            big = count > EXACT_MAX and indexed
             sql = self.plan_sql(big, filters)
             k = max(pool, fetch * 2)
             while True:
@@ -416,6 +560,8 @@ class PgVectorIndex:
                 if big:  # iterative scans, ef_search following k: all in one round trip
                     ef = str(max(40, min(k, 1000)))
                     statements.insert(0, (_HNSW_SETTINGS, [ef]))
+                else:
+                    statements.insert(0, (_EXACT_SETTINGS, ()))
                 *_, passed, pending = self._db._q_batch(statements)
                 self._pending_seen.value = (bool(pending[0][0]), time.monotonic())
                 memories = {r[1] for r in passed}

@@ -53,6 +53,8 @@ class AccessLog:
         self._max_pending = max_pending
         self._pending: dict[tuple[tuple[str, ...], str], tuple[int, datetime]] = {}
         self._inflight: dict[tuple[tuple[str, ...], str], tuple[int, datetime]] = {}
+        self._pending_scopes: set[tuple[str, ...]] = set()  # the scope lists keyed in each
+        self._inflight_scopes: set[tuple[str, ...]] = set()
         self._lock = threading.Lock()
         self._flushing = threading.Lock()  # one batch at a time
         self._timer: threading.Timer | None = None
@@ -65,6 +67,7 @@ class AccessLog:
         with self._lock:
             if self._closed:
                 return
+            self._pending_scopes.add(key_scopes)
             for memory_id in dict.fromkeys(memory_ids):
                 key = (key_scopes, memory_id)
                 count, _ = self._pending.get(key, (0, now))
@@ -81,17 +84,31 @@ class AccessLog:
             self.flush()
 
     def overlay(self, memories: list[Memory]) -> list[Memory]:
-        """``memories`` with the counts still queued for them added."""
+        """``memories`` with the counts still queued for them added. Looks up each
+        memory under each scope list queued (a few), never walks the whole queue: a
+        search reads ~60 rows, and the queue holds up to ``max_pending`` memories."""
         if not self._pending and not self._inflight:
             return memories
-        wanted = {m.id for m in memories}
         with self._lock:
             queued: dict[str, tuple[int, datetime]] = {}
-            for source in (self._inflight, self._pending):
-                for (_, memory_id), (count, when) in source.items():
-                    if memory_id in wanted:
-                        seen = queued.get(memory_id)
-                        queued[memory_id] = (count + (seen[0] if seen else 0), when)
+            for source, scope_lists in (
+                (self._inflight, self._inflight_scopes),
+                (self._pending, self._pending_scopes),
+            ):
+                if not source:
+                    continue
+                for memory in memories:
+                    for scopes in scope_lists:
+                        found = source.get((scopes, memory.id))
+                        if found is not None:
+                            seen = queued.get(memory.id)
+                            count = found[0] + (seen[0] if seen else 0)
+                            queued[memory.id] = (
+                                count,
+                                max(found[1], seen[1]) if seen else found[1],
+                            )
+        if not queued:
+            return memories
         out = []
         for memory in memories:
             extra = queued.get(memory.id)
@@ -116,13 +133,14 @@ class AccessLog:
         with self._flushing:
             with self._lock:
                 batch = self._inflight = self._pending
-                self._pending = {}
+                self._inflight_scopes = self._pending_scopes
+                self._pending, self._pending_scopes = {}, set()
             try:
                 if batch:
                     self._write(batch)
             finally:  # written or dropped: either way no longer queued
                 with self._lock:
-                    self._inflight = {}
+                    self._inflight, self._inflight_scopes = {}, set()
             return len(batch)
 
     def close(self) -> None:

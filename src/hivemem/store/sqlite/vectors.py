@@ -292,6 +292,14 @@ class SQLiteVectorIndex:
         return stored
 
     @contextmanager
+    def bulk(self, pending: int) -> Iterator[None]:
+        """Nothing to change: sqlite-vec's table takes vectors as fast one by one."""
+        yield
+
+    def build_index(self) -> bool:
+        return False  # the vec0 table is its own index: never missing
+
+    @contextmanager
     def turn(self) -> Iterator[None]:
         """One embedding batch at a time across processes: an exclusive ``flock`` on
         ``<file>-embed`` (a lock only: empty, never read), released when the batch ends
