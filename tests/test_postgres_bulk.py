@@ -131,7 +131,8 @@ def slow(self, texts):
     time.sleep(0.1)
     return fast(self, texts)
 HashEmbedder.embed_batch = slow
-settings = Settings(embed_in_background=False, embed_batch_size=8)
+# a short claim: the killed process's claims expire quickly (a live node waits them out)
+settings = Settings(embed_in_background=False, embed_batch_size=8, embed_claim_s=1)
 with hivemem.open(sys.argv[1], embedder="hash", settings=settings) as store:
     store.flush()
 """
