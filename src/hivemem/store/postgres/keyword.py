@@ -507,37 +507,29 @@ class KeywordMixin:
                 *extra,
                 wanted,
             ]
-        elif newest_first and sum(freq.values()) <= _FENCE_MAX:
-            # Few matches: sort them by id first (a fence), then check the memory
-            # filters in that order until the page is full. Without the fence the
-            # planner checked every match's memory before sorting (at 1M chunks, 6,700
-            # matches of one term: 500 ms instead of ~20 ms).
-            sql = (
-                f"SELECT c.id, c.memory_id, c.seq, c.text, {score} AS score FROM ("
-                "SELECT c.id FROM (SELECT c.id, c.memory_id FROM chunks c "
-                "WHERE c.terms @@ %s::tsquery AND c.scope = ANY(%s) ORDER BY c.id DESC "
-                f"OFFSET 0) c WHERE {passes.format('c')} LIMIT %s) n "
-                "JOIN chunks c ON c.id = n.id ORDER BY score DESC, c.id LIMIT %s"
-            )
-            values = [
-                *score_params,
-                tsquery,
-                list(scopes),
-                *params,
-                *extra,
-                wanted * _NEWEST_PAGE,
-                wanted,
-            ]
         elif newest_first:
-            # No fence here: with common terms the planner walks the newest chunks
-            # backwards and stops at the page (measured at 100k: 3 ms instead of 39 ms
-            # for a bitmap scan of every match sorted by id).
-            sql = (
-                f"SELECT c.id, c.memory_id, c.seq, c.text, {score} AS score FROM ("
-                "SELECT c.id FROM chunks c WHERE c.terms @@ %s::tsquery "
-                f"AND c.scope = ANY(%s) AND {passes.format('c')} ORDER BY c.id DESC LIMIT %s) n "
-                "JOIN chunks c ON c.id = n.id ORDER BY score DESC, c.id LIMIT %s"
-            )
+            if sum(freq.values()) <= _FENCE_MAX:
+                # Few matches: sort them by id first (a fence), then check the memory
+                # filters in that order until the page is full. Without the fence the
+                # planner checked every match's memory before sorting (at 1M chunks,
+                # 6,700 matches of one term: 500 ms instead of ~20 ms).
+                sql = (
+                    f"SELECT c.id, c.memory_id, c.seq, c.text, {score} AS score FROM ("
+                    "SELECT c.id FROM (SELECT c.id, c.memory_id FROM chunks c "
+                    "WHERE c.terms @@ %s::tsquery AND c.scope = ANY(%s) ORDER BY c.id DESC "
+                    f"OFFSET 0) c WHERE {passes.format('c')} LIMIT %s) n "
+                    "JOIN chunks c ON c.id = n.id ORDER BY score DESC, c.id LIMIT %s"
+                )
+            else:
+                # No fence: with common terms the planner walks the newest chunks
+                # backwards and stops at the page (measured at 100k: 3 ms instead of
+                # 39 ms for a bitmap scan of every match sorted by id).
+                sql = (
+                    f"SELECT c.id, c.memory_id, c.seq, c.text, {score} AS score FROM ("
+                    "SELECT c.id FROM chunks c WHERE c.terms @@ %s::tsquery AND "
+                    f"c.scope = ANY(%s) AND {passes.format('c')} ORDER BY c.id DESC LIMIT %s) n "
+                    "JOIN chunks c ON c.id = n.id ORDER BY score DESC, c.id LIMIT %s"
+                )
             values = [
                 *score_params,
                 tsquery,
