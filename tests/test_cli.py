@@ -50,6 +50,46 @@ def _error(result, code, *fragments):
     return lines[-1]
 
 
+def _leaves(command, path=()):
+    if isinstance(command, click.Group):
+        for name, sub in command.commands.items():
+            yield from _leaves(sub, (*path, name))
+    else:
+        yield path, command
+
+
+def test_global_options_are_taken_after_the_command_too(tmp_path, monkeypatch):
+    for name in list(os.environ):
+        if name.startswith("HIVEMEM_"):
+            monkeypatch.delenv(name)
+    for path, command in _leaves(main):
+        opts = {opt for param in command.params for opt in getattr(param, "opts", ())}
+        assert {"--db", "--scope", "--shared"} <= opts, " ".join(path)
+    db = str(tmp_path / "m.db")
+    runner = CliRunner()
+    # The inspector's hint, as it prints it (home.html): the options after the command.
+    _ok(runner.invoke(main, ["add", "Never deploy on Fridays", "--db", db, "--scope", "team-a"]))
+    _ok(runner.invoke(main, ["--db", db, "--scope", "swarm", "add", "Shared wisdom"]))
+    hits = _ok(runner.invoke(main, ["search", "deploy", "--json", "--scope", "team-a", "--db", db]))
+    assert [h["memory"]["scope"] for h in json.loads(hits.stdout)] == ["team-a"]
+    # An option after the command wins over the one before it; --shared replaces.
+    both = runner.invoke(
+        main,
+        ["--db", db, "--scope", "nope", "list", "--json", "--scope", "team-a", "--shared", "swarm"],
+    )
+    assert sorted(m["scope"] for m in json.loads(_ok(both).stdout)) == ["swarm", "team-a"]
+    # serve-mcp keeps its own --scope (the scope it serves), and a subgroup's commands
+    # take them too.
+    assert [p for p in main.commands["serve-mcp"].params if "--scope" in p.opts][0].help
+
+
+def test_stats_of_an_empty_scope_says_where_the_memories_are(run):
+    _ok(run("--scope", "team-a", "add", "Never deploy on Fridays"))
+    result = _ok(run("stats"))
+    assert result.stdout.startswith("scope: default\n")
+    assert "scope 'default' is empty; the store has 1 other scope(s): team-a" in result.stderr
+
+
 def test_every_command_and_option_has_help():
     ctx = click.Context(main)
     assert main.help

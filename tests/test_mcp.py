@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import os
+import queue
+import re
 import socket
 import subprocess
 import sys
-import time
+import threading
 from pathlib import Path
 
 import anyio
@@ -258,22 +260,24 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def test_serve_mcp_over_streamable_http(db_path):
+def test_serve_mcp_over_streamable_http_says_where_it_listens(db_path):
     port = _free_port()
     env = {**os.environ, "HIVEMEM_EMBEDDER": "hash"}
     cmd = [*HIVEMEM, "--db", str(db_path), "serve-mcp", "--transport", "http"]
-    proc = subprocess.Popen([*cmd, "--scope", "web", "--port", str(port)], env=env)
+    proc = subprocess.Popen(
+        [*cmd, "--scope", "web", "--port", str(port)], env=env, stderr=subprocess.PIPE, text=True
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stderr], daemon=True).start()
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            with socket.socket() as sock:
-                if sock.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert proc.poll() is None and time.monotonic() < deadline, "server did not start"
-            time.sleep(0.1)
+        # The server prints its address once it listens: the client connects to that.
+        while "HiveMem MCP server" not in (line := lines.get(timeout=60)):
+            pass
+        url = re.search(r"at (http://\S+/mcp)", line).group(1)
+        assert url == f"http://127.0.0.1:{port}/mcp" and "'web'" in line, line
 
         async def main():
-            async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+            async with Client(url) as client:
                 await client.call_tool("remember_fact", {"content": "HTTP works too"})
                 return await client.call_tool("memory_search", {"query": "http works"})
 

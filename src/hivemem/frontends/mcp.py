@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
@@ -161,10 +161,17 @@ def serve_stdio(mem: ScopedMemory, tools: Sequence[str] | None = None) -> None:
     anyio.run(main)
 
 
-def serve_http(mem: ScopedMemory, host: str, port: int, tools: Sequence[str] | None = None) -> None:
-    """Serve streamable HTTP at ``http://HOST:PORT/mcp`` until interrupted."""
+def serve_http(
+    mem: ScopedMemory,
+    host: str,
+    port: int,
+    tools: Sequence[str] | None = None,
+    on_ready: Callable[[str], None] | None = None,
+) -> None:
+    """Serve streamable HTTP at ``http://HOST:PORT/mcp`` until interrupted;
+    ``on_ready(url)`` once it listens."""
     _sdk()
-    import uvicorn
+    from .serving import run
 
     app = create_server(mem, tools).streamable_http_app(host=host)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    run(app, host, port, what="the MCP server", on_ready=on_ready)

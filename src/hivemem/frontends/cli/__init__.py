@@ -22,7 +22,14 @@ from . import notes as notes_commands
 from . import serve as serve_commands
 from . import shell as shell_commands
 from . import vault as vault_commands
-from .common import EXIT_CODES_HELP, Env, HiveMemGroup, no_color, tolerate_any_terminal
+from .common import (
+    EXIT_CODES_HELP,
+    Env,
+    HiveMemGroup,
+    accept_global_options,
+    no_color,
+    tolerate_any_terminal,
+)
 
 
 @click.group(
@@ -58,7 +65,9 @@ from .common import EXIT_CODES_HELP, Env, HiveMemGroup, no_color, tolerate_any_t
 def main(ctx: click.Context, db: str | None, scope: str, shared: tuple[str, ...]) -> None:
     """HiveMem: long-term memory for AI agents, in one SQLite file.
 
-    Settings come from HIVEMEM_<NAME> environment variables (see `hivemem settings`).
+    --db, --scope and --shared go before or after the command (`hivemem add "…"
+    --scope team-a` works as well as `hivemem --scope team-a add "…"`). Settings come
+    from HIVEMEM_<NAME> environment variables (see `hivemem settings`).
     Errors are one line on stderr, `error: <message>`; `--json` output is described in
     docs/json.md. NO_COLOR turns colour off; `hivemem completion SHELL` prints the
     shell completion script.
@@ -85,5 +94,7 @@ for _command in http_commands.COMMANDS:
 main.add_command(serve_commands.serve_mcp)
 for _command in (*notes_commands.COMMANDS, *vault_commands.COMMANDS, *shell_commands.COMMANDS):
     main.add_command(_command)
+for _command in main.commands.values():
+    accept_global_options(_command)
 
 __all__ = ["main"]

@@ -355,6 +355,15 @@ def stats(env: Env, all_scopes: bool, as_json: bool) -> None:
     click.echo(f"scope: {'(all)' if all_scopes else env.scope}")
     for line in stats_lines(result):
         click.echo(line)
+    if not all_scopes and not result["total"]:
+        others = [name for name in env.store().scopes() if name != env.scope]
+        if others:  # an empty answer that is only this scope's: say where the rest is
+            shown = ", ".join(others[:5]) + (", …" if len(others) > 5 else "")
+            click.echo(
+                f"(scope {env.scope!r} is empty; the store has {len(others)} other "
+                f"scope(s): {shown} — pass --scope NAME, or --all)",
+                err=True,
+            )
 
 
 @click.command("doctor")

@@ -92,6 +92,56 @@ class HiveMemGroup(click.Group):
         sys.exit(result if isinstance(result, int) else 0)
 
 
+def accept_global_options(command: click.Command) -> None:
+    """Let ``--db``, ``--scope`` and ``--shared`` come after the command too
+    (``hivemem add "…" --scope team-a`` as well as ``hivemem --scope team-a add "…"``).
+
+    Each leaf command gains the options it does not already have (``serve-mcp`` keeps its
+    own ``--scope``); given there, they replace the global value in the ``Env`` the group
+    built before the command's own options were parsed. Groups are walked to their leaves.
+    """
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            accept_global_options(sub)
+        return
+    taken = {opt for param in command.params for opt in getattr(param, "opts", ())}
+    for names, multiple, metavar, what in (
+        (("--db",), False, "PATH", "The store (same as the global --db)."),
+        (("--scope",), False, "NAME", "The scope (same as the global --scope)."),
+        (("--shared",), True, "NAME", "A shared scope to read (same as the global --shared)."),
+    ):
+        if taken.intersection(names):
+            continue
+        command.params.append(
+            click.Option(
+                names,
+                multiple=multiple,
+                metavar=metavar,
+                expose_value=False,
+                is_eager=True,  # before the command's own callbacks read the Env
+                callback=_set_global,
+                help=what,
+                hidden=True,  # documented once, in `hivemem --help`
+            )
+        )
+
+
+def _set_global(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+    if value is None or value == ():
+        return
+    env = ctx.find_object(Env)
+    if env is None:
+        return
+    if env._store is not None:  # pragma: no cover - options are parsed before any use
+        raise click.UsageError(f"--{param.name} came too late: the store is already open")
+    if param.name == "db":
+        env.db = value
+    elif param.name == "scope":
+        env.scope = value
+    else:
+        env.shared = tuple(value)
+
+
 def _sentence(text: str) -> str:
     return text[:-1] if text.endswith(".") else text
 

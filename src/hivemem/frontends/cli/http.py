@@ -68,7 +68,17 @@ def serve_http(
             lambda: env.store(create_folder=True), env.close, host, port, settings, workers
         )
         return
-    serve(env.store(create_folder=True), host, port, settings)
+    serve(
+        env.store(create_folder=True),
+        host,
+        port,
+        settings,
+        on_ready=lambda url: click.echo(
+            f"HiveMem serve-http: the API at {url}/v1 (docs {url}/docs, inspector {url}/ui); "
+            "Ctrl-C stops it",
+            err=True,
+        ),
+    )
 
 
 @click.command("ui")
@@ -100,7 +110,7 @@ def ui(env: Env, port: int | None, no_browser: bool) -> None:
     key = secrets.token_urlsafe(32)
     link = f"http://127.0.0.1:{chosen}/ui/start?key={key}"
 
-    def ready() -> None:
+    def ready(url: str) -> None:
         click.echo(f"HiveMem inspector: {link}", err=True)
         click.echo("(the link signs in once; Ctrl-C stops the server)", err=True)
         if not no_browser:

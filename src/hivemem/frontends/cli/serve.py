@@ -96,7 +96,15 @@ def serve_mcp(
     else:
         settings = env.settings
         mcp_server.serve_http(
-            mem, host or settings.mcp_host, settings.mcp_port if port is None else port, names
+            mem,
+            host or settings.mcp_host,
+            settings.mcp_port if port is None else port,
+            names,
+            on_ready=lambda url: click.echo(
+                f"HiveMem MCP server (streamable HTTP) at {url}/mcp, scope {mem.name!r}; "
+                "Ctrl-C stops it",
+                err=True,
+            ),
         )
 
 

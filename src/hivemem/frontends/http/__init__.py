@@ -8,12 +8,11 @@ install command. See ``docs/http.md``.
 
 from __future__ import annotations
 
-import threading
-import time
 from typing import TYPE_CHECKING, Any
 
-from ...errors import HiveMemError, MissingDependency
+from ...errors import MissingDependency
 from ...write.redact import install_log_filter
+from ..serving import run
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...facade.database import Store
@@ -48,34 +47,16 @@ def serve(
     on_ready: Any = None,
 ) -> None:
     """Serve the API and the inspector until interrupted (uvicorn, one process: the
-    writer thread is the process's one writer). ``on_ready()`` is called once the
+    writer thread is the process's one writer). ``on_ready(url)`` is called once the
     server listens (``hivemem ui`` opens the browser then)."""
     try:
-        import uvicorn
+        import uvicorn  # noqa: F401  (the extra is checked before the app is built)
     except ImportError as exc:
         raise MissingDependency("hivemem serve-http", INSTALL) from exc
     app = create_app(store, settings, ui_start_key=ui_start_key)
     # The access log prints request paths, which may hold a memory key: scrub it too.
     install_log_filter(("uvicorn", "uvicorn.access", "uvicorn.error"))
-    config = uvicorn.Config(app, host=host, port=port, log_level="info", proxy_headers=False)
-    server = uvicorn.Server(config)
-    if on_ready is not None:
-
-        def wait_then_call() -> None:
-            while not server.started and not server.should_exit:
-                time.sleep(0.05)
-            if server.started:
-                on_ready()
-
-        threading.Thread(target=wait_then_call, name="hivemem-ui-ready", daemon=True).start()
-    try:
-        server.run()
-    except SystemExit as exc:  # uvicorn exits when it cannot bind; say it our way
-        if exc.code:
-            raise HiveMemError(f"the HTTP API could not start on {host}:{port}") from None
-        raise
-    if not server.started:
-        raise HiveMemError(f"the HTTP API could not start on {host}:{port}")
+    run(app, host, port, what="the HTTP API", log_level="info", on_ready=on_ready)
 
 
 __all__ = ["INSTALL", "create_app", "serve"]
