@@ -32,6 +32,9 @@ SKIP_BLOCKS = {
     "`make test` is this suite",
     ("llm.md", "get_llm("): "needs a running LLM endpoint (Ollama, vLLM, llama.cpp) or an API key",
     ("llm.md", "schema=person"): "needs a running LLM endpoint (it continues the block above)",
+    ("postgres.md", "hivemem postgres start"): "tests/test_postgres_local.py runs it as pasted, "
+    "in a home outside pytest's basetemp (which a concurrent pytest makes private again: "
+    "the server, run by root as a user of its own, would lose its folder)",
     ("inspector.md", "HIVEMEM_SCREENSHOTS"): "a developer's step: the browser tests take the "
     "screenshots (tests/test_ui_browser.py)",
 }

@@ -17,6 +17,7 @@ from ..settings import Settings
 from .postgres import NotOnPostgres as NotOnPostgres
 from .postgres import admin as postgres_admin
 from .postgres import is_url as is_url
+from .postgres import local as local_postgres
 from .postgres import open_backend as open_postgres
 from .postgres import redact as redact_url
 from .protocols import Backend, BackupRows, Tokens, UiSessions, VaultRows
@@ -105,6 +106,7 @@ __all__ = [
     "is_url",
     "known_migrations",
     "open_backend",
+    "local_postgres",
     "postgres_admin",
     "redact_url",
     "tokens",

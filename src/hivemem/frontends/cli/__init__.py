@@ -19,6 +19,7 @@ from . import admin, maintain, measure, memories
 from . import copy as copy_commands
 from . import http as http_commands
 from . import notes as notes_commands
+from . import postgres as postgres_commands
 from . import serve as serve_commands
 from . import shell as shell_commands
 from . import vault as vault_commands
@@ -92,6 +93,8 @@ main.add_command(maintain.maintain)
 for _command in http_commands.COMMANDS:
     main.add_command(_command)
 main.add_command(serve_commands.serve_mcp)
+for _command in postgres_commands.COMMANDS:
+    main.add_command(_command)
 for _command in (*notes_commands.COMMANDS, *vault_commands.COMMANDS, *shell_commands.COMMANDS):
     main.add_command(_command)
 for _command in main.commands.values():
