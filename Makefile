@@ -35,6 +35,7 @@ demo: install-runtime
 test: install browser
 	$(BIN)/ruff check src tests examples
 	$(BIN)/ruff format --check src tests examples
+	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest -q
 
 # The reliability suite in its long form (docs/reliability.md): every test marked

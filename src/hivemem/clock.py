@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
+from typing import overload
 
 from .errors import InvalidInput
 
@@ -23,6 +24,12 @@ def to_text(value: datetime) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+@overload
+def from_text(value: str) -> datetime: ...
+@overload
+def from_text(value: None) -> None: ...
+@overload
+def from_text(value: str | None) -> datetime | None: ...
 def from_text(value: str | None) -> datetime | None:
     if value is None:
         return None

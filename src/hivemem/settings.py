@@ -443,7 +443,7 @@ class Settings:
         """(name, default, help) for every setting, in declaration order."""
         out = []
         for f in dataclasses.fields(cls):
-            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[operator]
             out.append((f.name, default, f.metadata["help"]))
         return out
 
@@ -562,7 +562,7 @@ def check(settings: Settings) -> None:
     ``replace``, so a bad value stops at the edge that read it)."""
     for f in dataclasses.fields(settings):
         name, value = f.name, getattr(settings, f.name)
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[operator]
         if isinstance(default, bool):
             if not isinstance(value, bool):
                 raise InvalidInput(name, f"expected true or false, got {value!r:.60}")

@@ -321,10 +321,11 @@ class ListFilter:
     categories: tuple[str, ...] = ()
 
 
-def as_tuple(value: T | Sequence[T] | None) -> tuple[T, ...]:
-    """``None`` → (), a single value → (value,), a sequence → tuple."""
+def as_tuple(value: object) -> tuple[Any, ...]:
+    """``None`` → (), a single value → (value,), a sequence → tuple. The values are the
+    caller's to check (a filter argument may hold anything a user passed)."""
     if value is None:
         return ()
     if isinstance(value, str | bytes) or not isinstance(value, Sequence):
-        return (value,)  # type: ignore[return-value]
+        return (value,)
     return tuple(value)

@@ -145,7 +145,7 @@ class Memory:
     ) -> dict[str, Any]:
         ids = self._ids(None, user_id=user_id, agent_id=agent_id, run_id=run_id)
         handle = self._handle(ids)
-        attributes = {**self._extra(ids, handle)}
+        attributes: dict[str, Any] = {**self._extra(ids, handle)}
         if metadata:
             attributes[_META_KEY] = dict(metadata)
         if isinstance(messages, str):

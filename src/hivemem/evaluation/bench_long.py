@@ -127,8 +127,11 @@ def run_long_bench(
             store.flush()
         load = time.perf_counter() - started
         for limit in LIMITS:
-            first, warm, counts = [], [], []
-            first_cpu, warm_cpu = [], []
+            first: list[int] = []
+            warm: list[int] = []
+            counts: list[int] = []
+            first_cpu: list[int] = []
+            warm_cpu: list[int] = []
             with open_store(
                 db, settings=settings, embedder=HashEmbedder(VECTOR_DIMENSION)
             ) as store:

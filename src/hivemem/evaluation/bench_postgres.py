@@ -15,6 +15,7 @@ sizes, run just before on the same machine.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -40,6 +41,10 @@ from .bench import (
     _time_writes,
 )
 from .bench_report import BenchReport, LatencyStats
+
+
+def _hits(mem: Any, query: str) -> int:
+    return len(mem.search(query, limit=10))
 
 
 def _with_database(url: str, name: str) -> str:
@@ -91,7 +96,7 @@ def run_pg_bench(
                     keyword_mem = keyword_store.scope(_SCOPE)
                     keyword = _time_calls(
                         "search keyword only",
-                        lambda q, m=keyword_mem: len(m.search(q, limit=10)),
+                        functools.partial(_hits, keyword_mem),
                         measured,
                         warmup,
                         notify,
@@ -100,7 +105,7 @@ def run_pg_bench(
                     keyword_store.close()
                 hybrid = _time_calls(
                     "search hybrid",
-                    lambda q, m=mem: len(m.search(q, limit=10)),
+                    functools.partial(_hits, mem),
                     measured,
                     warmup,
                     notify,

@@ -10,6 +10,7 @@ that lost rows could not go unnoticed (LESSONS 7).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -471,9 +472,7 @@ def repair(store: Store) -> RepairReport:
     )
     index_rebuilt = not step("check the keyword index", lambda: health.health()["fts_ok"], True)
     if index_rebuilt:
-        index_rebuilt = step(
-            "rebuild the keyword index", lambda: health.rebuild_keyword_index() or True, False
-        )
+        index_rebuilt = step("rebuild the keyword index", _rebuilt(health), False)
     vector_index = step("build the vector index", store.vectors.build_index, False)
     after = step("count memories again", lambda: store.stats()["total"], None)
     if before is not None and after is not None and after != before:
@@ -491,3 +490,13 @@ def repair(store: Store) -> RepairReport:
         problems=tuple(problems),
         vector_index_built=vector_index,
     )
+
+
+def _rebuilt(health: Any) -> Callable[[], bool]:
+    """The keyword index rebuilt, as a doctor step (True once done)."""
+
+    def run() -> bool:
+        health.rebuild_keyword_index()
+        return True
+
+    return run

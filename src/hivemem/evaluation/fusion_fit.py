@@ -62,7 +62,7 @@ def collect(suite: Suite, keep: Path, settings: Settings) -> dict[str, Question]
         return list(pool)  # the pipeline's own order: features are read, not acted on
 
     out: dict[str, Question] = {}
-    learned.reorder = record  # type: ignore[assignment]
+    learned.reorder = record
     try:
         with open_store(db, settings=settings) as store:
             for unit in suite.units:
@@ -83,7 +83,7 @@ def collect(suite: Suite, keep: Path, settings: Settings) -> dict[str, Question]
                     )
                     out[f"{unit.scope}\n{item.text}"] = (rows, answers)
     finally:
-        learned.reorder = original  # type: ignore[assignment]
+        learned.reorder = original
     return out
 
 

@@ -247,12 +247,12 @@ class Store:
     @property
     def job_state(self) -> JobState:
         """What the maintenance jobs read and mark."""
-        return self._backend.maintenance  # type: ignore[no-any-return]
+        return self._backend.maintenance
 
     @property
     def run_log(self) -> RunLog:
         """The maintenance jobs' run log."""
-        return self._backend.maintenance  # type: ignore[no-any-return]
+        return self._backend.maintenance
 
     @property
     def purges(self) -> Purges:
@@ -261,7 +261,7 @@ class Store:
     @property
     def resolutions(self) -> Resolutions:
         """The ``resolve`` job's verdicts and entity merges."""
-        return self._backend.resolutions  # type: ignore[no-any-return]
+        return self._backend.resolutions
 
     @property
     def inspection(self) -> Inspection:

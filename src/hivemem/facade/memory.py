@@ -606,7 +606,7 @@ class ScopedMemory:
         return found
 
     @scrubs_output
-    def history(self, id_or_key: str) -> list[Memory]:
+    def history(self, id_or_key: str) -> builtins.list[Memory]:
         """The whole supersede chain that holds ``id_or_key``, oldest first: every version
         under that key, or every ancestor and descendant of that id (``hivemem.write.chains``)."""
         return chains.history(self, id_or_key)
@@ -631,7 +631,7 @@ class ScopedMemory:
         fts_syntax: bool = False,
         category: str | Sequence[str] | None = None,
         mode: str = "fast",
-    ) -> list[Hit]:
+    ) -> builtins.list[Hit]:
         """Find memories: hits best first, each with a score in [0, 1] and an explanation.
 
         ``query`` is natural language (any text is safe); ``fts_syntax=True`` opts in to
@@ -687,7 +687,7 @@ class ScopedMemory:
         return hits
 
     @scrubs_output
-    def entity(self, name: str, *, limit: int = 100) -> tuple[Entity, list[Memory]]:
+    def entity(self, name: str, *, limit: int = 100) -> tuple[Entity, builtins.list[Memory]]:
         """Everything about ``name``: the entity it names (type, aliases, summary; by
         canonical name, alias or, for a date, any common form; own scope first) and the
         active memories that mention it, newest first."""
@@ -714,7 +714,7 @@ class ScopedMemory:
         return out
 
     @scrubs_output
-    def sessions(self) -> list[Any]:
+    def sessions(self) -> builtins.list[Any]:
         return self._backend.sessions(self.name)
 
     def consolidate(self, session_id: str | None = None) -> JobResult:
@@ -747,7 +747,7 @@ class ScopedMemory:
         return sessions.add_task_result(self, output, status=status, **fields)
 
     @scrubs_output
-    def related(self, memory_id: str, *, limit: int = 10) -> list[Related]:
+    def related(self, memory_id: str, *, limit: int = 10) -> builtins.list[Related]:
         """Memories related to ``memory_id`` by the ``crossrefs`` job (links either way),
         best first; empty until the job has seen it. Raises ``NotFound``."""
         return chains.related(self, memory_id, limit)
@@ -775,7 +775,7 @@ class ScopedMemory:
         )
         return block
 
-    def _touch(self, ids: list[str]) -> None:
+    def _touch(self, ids: builtins.list[str]) -> None:
         self._backend.touch(self.visible, ids, self._now())
 
 

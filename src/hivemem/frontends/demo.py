@@ -64,11 +64,12 @@ def run(path: Path, show_path: bool = True) -> None:
         mem = store.scope("team-a")
         where = store.location if show_path else "a new file in a temporary folder"
         print(f"store: {where} (scope team-a)\n\nsaved:")
-        for text, extra in [
-            ("You are Ada, the release assistant of team A", {"type": "identity", "key": "who"}),
-            ("Never deploy on Fridays", {"type": "warning", "key": "deploy-lesson"}),
-        ]:
-            print(_saved(mem.save(text, wait=True, **extra)))
+        firsts = [
+            ("You are Ada, the release assistant of team A", "identity", "who"),
+            ("Never deploy on Fridays", "warning", "deploy-lesson"),
+        ]
+        for text, kind, key in firsts:
+            print(_saved(mem.save(text, wait=True, type=kind, key=key)))
         newer = mem.save(
             "We deploy every weekday, Fridays included, before 15:00",
             key="deploy-lesson",

@@ -288,7 +288,7 @@ def _guarded_rows(src: TableRows, dst: TableRows, records: dict[str, int]) -> No
     ):
         if not common_columns(src, dst, table):
             continue
-        theirs = {}
+        theirs: dict[Any, Any] = {}
         for page in dst.read(table, [*key, *compare], key):
             theirs.update((r[: len(key)], r[len(key) :]) for r in page)
         if theirs:
@@ -310,7 +310,7 @@ def _entities(src: TableRows, dst: TableRows, records: dict[str, int]) -> None:
     _copy_table(src, dst, "entities", natural, True, records, leave_out=("id",))
 
     def ids(rows: TableRows) -> dict[Any, Any]:
-        out = {}
+        out: dict[Any, Any] = {}
         for page in rows.read("entities", ["id", *natural], ["id"]):
             out.update((r[0], r[1:]) for r in page)
         return out

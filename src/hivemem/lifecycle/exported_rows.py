@@ -109,7 +109,7 @@ def _time(value: Mapping[str, Any], name: str) -> datetime | None:
 
 def _supersede_kind(raw: object) -> str | None:
     if raw is None or raw in ("hard", "soft"):
-        return raw  # type: ignore[return-value]
+        return raw
     raise InvalidInput("supersede_kind", f"expected 'hard', 'soft' or null, got {raw!r}")
 
 

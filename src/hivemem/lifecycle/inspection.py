@@ -266,7 +266,7 @@ def sessions(mem: ScopedHandle, *, limit: int = PAGE_SIZE, offset: int = 0) -> l
 def session(mem: ScopedHandle, session_id: str, *, limit: int = 200) -> SessionView:
     """A session's turns (oldest first, at most ``limit``) and the memories consolidated
     from it (facts, summaries: any kind but episode, any status)."""
-    sid = rules.name(session_id, "session_id", 200)
+    sid = str(rules.name(session_id, "session_id", 200))
     info = mem.store.inspection.session(mem.name, sid)
     turns = page(mem, session_id=sid, kind=Kind.EPISODE, status=list(Status), limit=limit + 1)
     facts = page(

@@ -102,7 +102,7 @@ class HashEmbedder:
         return self._dimension
 
     def embed_batch(self, texts: Sequence[str]) -> list[Vector]:
-        out = []
+        out: list[Vector] = []
         for text in texts:
             vector = [0.0] * self._dimension
             for word in _WORD.findall(text.lower()):

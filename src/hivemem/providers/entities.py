@@ -244,7 +244,8 @@ def _common_word(name: str) -> bool:
 def _cased_letters() -> str:
     """A regex class of upper- and titlecase letters (``re`` has no ``\\p{Lu}``), from the
     BMP blocks that hold cased scripts only, to keep the import cheap."""
-    spans = ((0x0, 0x600), (0x1000, 0x1100), (0x1300, 0x1400), (0x1C00, 0x1D00))
+    spans: tuple[tuple[int, int], ...] = ((0x0, 0x600), (0x1000, 0x1100), (0x1300, 0x1400))
+    spans += ((0x1C00, 0x1D00),)
     spans += ((0x1E00, 0x2000), (0x2C00, 0x2D00), (0xA600, 0xA800), (0xFF00, 0x10000))
     chars = (chr(code) for lo, hi in spans for code in range(lo, hi))
     cased = (c for c in chars if c.isalpha() and (c.isupper() or c.istitle()))

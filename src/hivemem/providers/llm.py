@@ -399,8 +399,9 @@ class OpenAIChatLLM(_ChatLLM):
                 raise _FormatRefused from exc
             raise self._failure(openai, exc) from exc
         message = response.choices[0].message if response.choices else None
-        if getattr(message, "refusal", None):
-            raise LLMError(f"{self.endpoint} refused to answer: {message.refusal}")
+        refusal = getattr(message, "refusal", None)
+        if refusal:
+            raise LLMError(f"{self.endpoint} refused to answer: {refusal}")
         return self._reply_text(message.content if message else None)
 
 

@@ -155,9 +155,9 @@ def keyword_lane(
         matches = best_chunk_per_memory(found)
         matched = backend.matched_terms([m.chunk_id for m in matches], terms)
         out = []
-        for rank, match in enumerate(matches, start=1):
-            held = tuple(t for t in terms if t in matched.get(match.chunk_id, ()))
-            out.append(KeywordCandidate(match, rank, coverage(weights, held), held))
+        for rank, best in enumerate(matches, start=1):
+            held = tuple(t for t in terms if t in matched.get(best.chunk_id, ()))
+            out.append(KeywordCandidate(best, rank, coverage(weights, held), held))
         out.sort(key=lambda c: (-c.coverage, c.rank))
         return out
 

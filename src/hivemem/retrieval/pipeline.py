@@ -79,6 +79,10 @@ class _Candidate:
     matched: tuple[str, ...] = ()
 
 
+def _lane_rank(lane: str, candidate: _Candidate) -> float:
+    return candidate.lanes[lane]["rank"]
+
+
 def search(
     backend: Backend,
     indexer: QueryEmbedder,
@@ -414,7 +418,7 @@ def _fuse(
         rankings = {
             lane: sorted(
                 (c for c in candidates.values() if lane in c.lanes),
-                key=lambda c, lane=lane: c.lanes[lane]["rank"],
+                key=functools.partial(_lane_rank, lane),
             )
             for lane in lanes_run
         }

@@ -37,7 +37,7 @@ def open_backend(location: str | Path, settings: Settings) -> Backend:
     """The backend for ``location`` (PostgreSQL needs the ``postgres`` extra: without it
     ``MissingDependency`` says how to install it)."""
     if is_url(location):
-        return open_postgres(str(location), timeout_s=settings.busy_timeout_ms / 1000)  # type: ignore[no-any-return]
+        return open_postgres(str(location), timeout_s=settings.busy_timeout_ms / 1000)
     return SQLiteBackend(
         location,
         busy_timeout_ms=settings.busy_timeout_ms,
@@ -49,7 +49,7 @@ def vault_rows(backend: Any) -> VaultRows:
     """The vault table's reads and writes on ``backend`` (a backend with a vault of its
     own says so by a ``vault_rows()`` method)."""
     own = getattr(backend, "vault_rows", None)
-    return own() if own is not None else SQLiteVault(backend)  # type: ignore[no-any-return]
+    return own() if own is not None else SQLiteVault(backend)
 
 
 def tokens(backend: Any, max_scope_chars: int = 200) -> Tokens:

@@ -31,4 +31,4 @@ def _fts5(expr: Expr) -> str:
     if isinstance(expr, Near):
         return f"NEAR({' '.join(_fts5(p) for p in expr.phrases)}, {expr.distance})"
     op = {And: "AND", Or: "OR", Not: "NOT"}[type(expr)]
-    return f"({_fts5(expr.left)} {op} {_fts5(expr.right)})"  # type: ignore[union-attr]
+    return f"({_fts5(expr.left)} {op} {_fts5(expr.right)})"

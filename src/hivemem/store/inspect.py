@@ -138,7 +138,7 @@ class InspectionStatements:
             [scope, limit, offset],
         )
         return [
-            SessionInfo(r[0], r[1], from_text(r[2]), from_text(r[3]), r[4], from_text(r[5]))  # type: ignore[arg-type]
+            SessionInfo(r[0], r[1], from_text(r[2]), from_text(r[3]), r[4], from_text(r[5]))
             for r in rows
         ]
 
@@ -153,7 +153,7 @@ class InspectionStatements:
             SessionInfo(r[0], r[1], from_text(r[2]), from_text(r[3]), r[4], from_text(r[5]))
             if r
             else None
-        )  # type: ignore[arg-type]
+        )
 
     def entities_of(self, scopes: Sequence[str], memory_id: str) -> list[Entity]:
         """The entities a memory mentions (of the scopes), most mentioned first."""

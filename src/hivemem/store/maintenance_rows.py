@@ -152,7 +152,7 @@ class MaintenanceStatements(RunLogStatements):
     @staticmethod
     def _pending(row: Sequence[Any]) -> PendingSession:
         state = json.loads(row[3]).get("consolidation", {})
-        return PendingSession(row[0], from_text(row[1]), from_text(row[2]), state)  # type: ignore[arg-type]
+        return PendingSession(row[0], from_text(row[1]), from_text(row[2]), state)
 
     def session_state(self, scope: str, session_id: str) -> dict[str, Any]:
         rows = self._db._read(

@@ -34,6 +34,7 @@ protocol objects by name (``store.memories``, ``store.keyword``, ``store.vectors
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -198,6 +199,19 @@ class EntityIndex(Protocol):
 
     def total_memories(self, scopes: Sequence[str]) -> int: ...
 
+    def describe(
+        self,
+        scope: str,
+        entity_id: int,
+        *,
+        type: str | None = None,  # noqa: A002 - the domain's word
+        summary: str | None = None,
+        protected: bool | None = None,
+    ) -> bool:
+        """Set an entity's type, summary and/or protected flag; False when the scope
+        already has an entity of that name with that type (``store/entity_rows.py``)."""
+        ...
+
 
 class Resolutions(Protocol):
     """The ``resolve`` job's reads, verdicts and entity merges
@@ -326,7 +340,7 @@ class Memories(Protocol):
 
     def stats(self, scopes: Sequence[str] | None, now: datetime) -> dict[str, Any]: ...
 
-    def scopes(self) -> list[str]: ...
+    def scopes(self) -> builtins.list[str]: ...
 
     # --- writes
     def insert(
@@ -662,7 +676,7 @@ class VaultRows(Protocol):
 
     def count(self, scope: str) -> int: ...
 
-    def secret_values(self) -> list[str]:
+    def secret_values(self) -> builtins.list[str]:
         """Every secret value of every scope (JSON text), for redaction."""
         ...
 
@@ -761,8 +775,16 @@ class Backend(Transactions, Memories, KeywordIndex, Sessions, Health, Protocol):
     see it whole; services get the protocol objects by name."""
 
     location: str
-    vectors: VectorIndex
-    entities: EntityIndex
-    purges: Purges
-    maintenance: Any  # JobState and RunLog
-    inspection: Inspection
+
+    @property
+    def vectors(self) -> VectorIndex: ...
+    @property
+    def entities(self) -> EntityIndex: ...
+    @property
+    def purges(self) -> Purges: ...
+    @property
+    def maintenance(self) -> Any: ...  # JobState and RunLog
+    @property
+    def inspection(self) -> Inspection: ...
+    @property
+    def resolutions(self) -> Resolutions: ...

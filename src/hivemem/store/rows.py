@@ -129,7 +129,7 @@ def row_to_memory(row: Sequence[Any]) -> Memory:
         content_hash=content_hash,
         source=source,
         status=_STATUSES.get(status) or Status(status),
-        valid_from=from_text(valid_from),  # type: ignore[arg-type]
+        valid_from=from_text(valid_from),
         valid_until=from_text(valid_until),
         supersedes_id=supersedes_id,
         supersede_reason=supersede_reason,
@@ -140,8 +140,8 @@ def row_to_memory(row: Sequence[Any]) -> Memory:
         access_count=access_count,
         last_accessed=from_text(last_accessed),
         event_time=from_text(event_time),
-        created_at=from_text(created_at),  # type: ignore[arg-type]
-        updated_at=from_text(updated_at),  # type: ignore[arg-type]
+        created_at=from_text(created_at),
+        updated_at=from_text(updated_at),
         expires_at=from_text(expires_at),
         session_id=session_id,
         role=role,

@@ -70,7 +70,7 @@ class RunLogStatements:
                 r[6],
                 json.loads(r[7]),
                 r[8],
-            )  # type: ignore[arg-type]
+            )
             for r in rows
         ]
 

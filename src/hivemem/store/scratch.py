@@ -22,7 +22,7 @@ from .. import text as textmod
 try:  # pragma: no cover - the same driver choice as hivemem.store.sqlite.backend
     import sqlean as sqlite_driver
 except ImportError:  # pragma: no cover
-    import sqlite3 as sqlite_driver  # type: ignore[no-redef]
+    import sqlite3 as sqlite_driver
 
 # Must stay the tokenizer of ``chunks_fts`` (migration 0002_chunks_fts): the answers here
 # are the index's answers only because both tokenize alike.

@@ -60,4 +60,4 @@ def scope_stats(db: Any, scopes: Sequence[str] | None, now: datetime) -> dict[st
 
 def _iso(stamp: str | None) -> str | None:
     """A stored time as ISO 8601 (the form every result uses), or None."""
-    return from_text(stamp).isoformat() if stamp else None  # type: ignore[union-attr]
+    return from_text(stamp).isoformat() if stamp else None

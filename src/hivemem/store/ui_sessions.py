@@ -157,9 +157,9 @@ class UiSessionTable:
             token_id=r[1],
             token_name=r[2],
             scopes=json.loads(r[3]) if r[3] else {},
-            created_at=from_text(r[4]),  # type: ignore[arg-type]
-            seen_at=from_text(r[5]),  # type: ignore[arg-type]
-            expires_at=from_text(r[6]),  # type: ignore[arg-type]
+            created_at=from_text(r[4]),
+            seen_at=from_text(r[5]),
+            expires_at=from_text(r[6]),
         )
 
     def due(self, session: UiSession, now: datetime) -> bool:

@@ -10,6 +10,7 @@ reads it. Nothing here touches ``chunks``: vault entries are never indexed.
 
 from __future__ import annotations
 
+import builtins
 from datetime import datetime
 from typing import Any
 
@@ -79,6 +80,6 @@ class VaultStatements:
     def count(self, scope: str) -> int:
         return int(self._db._read("SELECT COUNT(*) FROM vault WHERE scope = ?", [scope])[0][0])
 
-    def secret_values(self) -> list[str]:
+    def secret_values(self) -> builtins.list[str]:
         """Every secret value of every scope (JSON text of a string)."""
         return [r[0] for r in self._db._read("SELECT value FROM vault WHERE is_secret = 1")]

@@ -178,7 +178,7 @@ def _compacted(store: StoreHandle, report: PurgeReport, vacuum: bool) -> PurgeRe
     done = store.purges.compact(vacuum)
     if report.target == "scope":
         store.scrubber.reload()  # the scope's vault secrets are gone from memory too
-    return replace(report, **done)
+    return replace(report, vacuumed=done["vacuumed"], checkpointed=done["checkpointed"])
 
 
 def delete_all(mem: ScopedHandle, updated_by: str | None) -> int:
@@ -226,12 +226,14 @@ def _run(
     sql = store.purges
     whole = target == "scope"
     copies = {where: tuple(found) for where, found in others.items() if found}
-    extra = {"copies": copies, "copies_kept": tuple(kept)}
+    copies_kept = tuple(kept)
     if dry_run:
         counts = sql.plan(scope, ids, whole)
         for where, found in copies.items():
             _add_counts(counts, sql.plan(where, found, False))
-        return PurgeReport(scope, target, tuple(ids), counts, dry_run=True, **extra)
+        return PurgeReport(
+            scope, target, tuple(ids), counts, True, copies=copies, copies_kept=copies_kept
+        )
     if not ids and not whole:
         raise NotFound(f"nothing to purge in scope {scope!r}")
     with sql.secure(), store.atomic():
@@ -240,7 +242,7 @@ def _run(
             now = store.clock()
             done = sql.erase(where, found, whole_scope=False, target="memory", by=by, now=now)
             _add_counts(counts, done)
-    return PurgeReport(scope, target, tuple(ids), counts, **extra)
+    return PurgeReport(scope, target, tuple(ids), counts, copies=copies, copies_kept=copies_kept)
 
 
 def _add_counts(into: dict[str, int], more: dict[str, int]) -> None:

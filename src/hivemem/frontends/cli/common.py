@@ -72,11 +72,17 @@ class HiveMemGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(self.commands)  # the order they are added: the order of use
 
-    def main(self, *args: Any, standalone_mode: bool = True, **extra: Any) -> Any:
+    def main(  # type: ignore[override]
+        self,
+        args: Any = None,
+        prog_name: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
         if not standalone_mode:  # a caller that handles errors itself
-            return super().main(*args, standalone_mode=False, **extra)
+            return super().main(args, prog_name, standalone_mode=False, **extra)
         try:
-            result = super().main(*args, standalone_mode=False, **extra)
+            result = super().main(args, prog_name, standalone_mode=False, **extra)
         except HiveMemError as exc:
             report_error(str(exc), exc.exit_code)
         except click.exceptions.NoArgsIsHelpError as exc:  # a bare group: its help

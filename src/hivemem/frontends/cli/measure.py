@@ -282,7 +282,7 @@ def bench(
         from ..http import create_app
 
         try:
-            found = run_ui_bench(
+            pages = run_ui_bench(
                 create_app,
                 sizes or QUICK["sizes"],
                 queries or QUICK["queries"],
@@ -293,9 +293,9 @@ def bench(
         except ValueError as exc:
             raise InvalidInput("bench", str(exc)) from None
         if as_json:
-            echo_json([r.to_dict() for r in found])
+            echo_json([r.to_dict() for r in pages])
         else:
-            click.echo(format_ui_table(found))
+            click.echo(format_ui_table(pages))
         return
     # --sizes asks for a measurement: the full bench's queries and writes, as the README's
     # figures (`hivemem bench --sizes 10000,100000`) were taken.

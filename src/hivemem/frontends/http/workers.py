@@ -97,7 +97,8 @@ def serve_forked(
     open_store()  # migrations, the file, its folder: once, before any worker exists
     close_store()
     install_log_filter(("uvicorn", "uvicorn.access", "uvicorn.error"))
-    config = uvicorn.Config(None, host=host, port=port, log_level="info", proxy_headers=False)
+    # A Config only to bind the socket: each worker builds its own app.
+    config = uvicorn.Config(None, host=host, port=port, log_level="info", proxy_headers=False)  # type: ignore[arg-type]
     try:
         if REUSE_PORT:  # the port, held (bound, never listening: it takes no connection)
             sock = _reuse_port_socket(host, port, listen=False)

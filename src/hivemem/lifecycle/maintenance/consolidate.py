@@ -164,7 +164,7 @@ def _finish(ctx: JobContext, session_id: str) -> None:
     with ctx.store.atomic():
         if ctx.maint.session(ctx.scope, session_id) is None:
             return  # another process finished it meanwhile
-        if summary is not None:
+        if summary is not None and summary.key is not None:
             current = ctx.store.memories.by_key([ctx.scope], summary.key)
             if current is not None:  # a summary of an earlier pass: this one replaces it
                 now = ctx.clock()
@@ -316,11 +316,11 @@ def _write(
             counts["duplicates"] += 1
             continue
         verdict = None if judged is None else judged.get(index, [])
-        record = _dedup_or_link(ctx, record, verdict)
-        if record is None:
+        linked = _dedup_or_link(ctx, record, verdict)
+        if linked is None:
             counts["near_duplicates"] += 1
             continue
-        ctx.insert(record)
+        ctx.insert(linked)
         written += 1
     counts["facts"] += written
     return written

@@ -269,7 +269,7 @@ def run(ctx: JobContext) -> None:
         have = maint.entity_counts([m.id for m in batch])
         few = [m for m in batch if have[m.id] < ctx.settings.enrich_below_entities]
         # Model calls, outside the write lock.
-        found = [[] for _ in few] if few else []
+        found: list[list[Span]] = [[] for _ in few]
         per_extractor = (
             [_regex(few), *(extract_with(few) for extract_with in accurate)] if few else []
         )
@@ -278,9 +278,9 @@ def run(ctx: JobContext) -> None:
                 found[index].extend(more)
         with ctx.store.atomic():
             now = ctx.clock()
-            for memory, spans in zip(few, found, strict=True):
-                mentions = merge(spans)
-                accurate_spans = [s for s in spans if s.confidence > REGEX_CONFIDENCE]
+            for memory, held in zip(few, found, strict=True):
+                mentions = merge(held)
+                accurate_spans = [s for s in held if s.confidence > REGEX_CONFIDENCE]
                 for mention in mentions:
                     if mention.type not in GUESSED_TYPES and any(
                         s.mention is mention for s in accurate_spans

@@ -30,6 +30,7 @@ they run unchanged on this backend.
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import threading
 import time
@@ -188,7 +189,7 @@ class PostgresBackend(KeywordMixin):
         """The error for a driver failure: ``TryAgain`` when it is passing."""
         return translate(exc, self.location, secrets_of(self._url), at_commit=at_commit)
 
-    def _q(self, sql: str, params: Sequence[Any] = (), *, prepare: bool | None = None) -> list[Any]:
+    def _q(self, sql: str, params: Any = (), *, prepare: bool | None = None) -> list[Any]:
         """Rows of one statement (PostgreSQL placeholders). ``prepare=False``: never a
         server-side prepared statement, so never a generic plan (psycopg prepares a
         statement on its 5th run on a connection; see ``keyword_search``)."""
@@ -538,6 +539,7 @@ class PostgresBackend(KeywordMixin):
         return {r[0] for r in rows}
 
     def iter_all(self, scopes: Sequence[str] | None) -> Iterator[Memory]:
+        params: list[Any]
         if scopes is None:
             where, params = "TRUE", []
         else:
@@ -554,7 +556,7 @@ class PostgresBackend(KeywordMixin):
 
     def session_neighbours(
         self, scopes: Sequence[str], memory_ids: Sequence[str], query: Query, now: datetime
-    ) -> dict[str, list[tuple[str, bool]]]:
+    ) -> dict[str, builtins.list[tuple[str, bool]]]:
         """The episodes just before and after each one in its session, by ``seq`` (the
         insertion order), that pass the filters, as (id, whether it comes after)."""
         if not memory_ids:
@@ -586,20 +588,20 @@ class PostgresBackend(KeywordMixin):
 
     def stats(self, scopes: Sequence[str] | None, now: datetime) -> dict[str, Any]:
         """The counts both backends share (``store/stats.py``: portable SQL)."""
-        return scope_stats(Portable(self), scopes, now)  # type: ignore[arg-type]
+        return scope_stats(Portable(self), scopes, now)
 
-    def sessions(self, scope: str) -> list[SessionInfo]:
+    def sessions(self, scope: str) -> builtins.list[SessionInfo]:
         rows = self._q(
             "SELECT scope, session_id, started_at, last_event_at, episode_count, "
             "consolidated_at FROM sessions WHERE scope = %s ORDER BY started_at",
             [scope],
         )
         return [
-            SessionInfo(r[0], r[1], from_text(r[2]), from_text(r[3]), r[4], from_text(r[5]))  # type: ignore[arg-type]
+            SessionInfo(r[0], r[1], from_text(r[2]), from_text(r[3]), r[4], from_text(r[5]))
             for r in rows
         ]
 
-    def scopes(self) -> list[str]:
+    def scopes(self) -> builtins.list[str]:
         return [r[0] for r in self._q("SELECT DISTINCT scope FROM memories ORDER BY scope")]
 
     # ------------------------------------------------------------------ writes
@@ -738,7 +740,7 @@ class PostgresBackend(KeywordMixin):
 
         self._retrying(run)
 
-    def schema_version(self) -> list[str]:
+    def schema_version(self) -> builtins.list[str]:
         with self._connection() as conn:
             return migrations.applied(conn)
 
@@ -774,7 +776,7 @@ class PostgresBackend(KeywordMixin):
         """The vault's reads and writes on this store (``store.factory.vault_rows``)."""
         return PostgresVault(self)
 
-    def unchunked_ids(self) -> list[str]:
+    def unchunked_ids(self) -> builtins.list[str]:
         return [
             r[0]
             for r in self._q(

@@ -49,9 +49,10 @@ class PostgresDatabase(Transactions, Memories, KeywordIndex, Health, Protocol):
     @property
     def entities(self) -> PgEntities: ...
 
-    def _q(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        """Rows of one statement (``%s`` placeholders), in this thread's transaction or
-        on a pooled connection; a lost connection is retried once."""
+    def _q(self, sql: str, params: Any = (), *, prepare: bool | None = None) -> list[Any]:
+        """Rows of one statement (``%s`` or ``%(name)s`` placeholders: a sequence or a
+        mapping), in this thread's transaction or on a pooled connection; a lost
+        connection is retried once. ``prepare=False``: never server-prepared."""
         ...
 
     def _q_batch(self, statements: Sequence[tuple[str, Any]]) -> list[list[Any]]:

@@ -127,8 +127,8 @@ class PgEntityIndex(Describes):
                 canonical=r[3],
                 type=r[4],
                 mention_count=r[5],
-                first_seen=from_text(r[6]),  # type: ignore[arg-type]
-                last_seen=from_text(r[7]),  # type: ignore[arg-type]
+                first_seen=from_text(r[6]),
+                last_seen=from_text(r[7]),
                 aliases=tuple(sorted(a for a in json.loads(r[8]) if a != r[3])),
                 protected=bool(r[9]),
                 summary=r[10],

@@ -75,7 +75,7 @@ class PostgresVault(VaultStatements):
         import psycopg
 
         try:
-            conn = psycopg.connect(self._db._url, autocommit=True, connect_timeout=5)  # type: ignore[attr-defined]
+            conn = psycopg.connect(self._db._url, autocommit=True, connect_timeout=5)
         except psycopg.Error:
             return False
         try:
@@ -101,7 +101,7 @@ class PostgresVault(VaultStatements):
         if self._signature is not None and now - self._checked_at < RECHECK_SECONDS:
             return False
         self._checked_at = now
-        row = self._db._q(  # type: ignore[attr-defined]
+        row = self._db._q(
             "SELECT COUNT(*), MAX(updated_at), COALESCE(SUM(length(value)), 0) "
             "FROM vault WHERE is_secret = 1"
         )[0]

@@ -107,6 +107,8 @@ def stop(folder: Path | str | None = None, *, timeout_s: float = 60.0) -> bool:
     if url(root) is None:
         return False
     info = PostmasterInfo.read_from_pgdata(root / "data")
+    if info is None or info.process is None:  # it stopped in between
+        return False
     try:
         info.process.send_signal(signal.SIGINT)
         info.process.wait(timeout_s)

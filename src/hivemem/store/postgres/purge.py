@@ -43,7 +43,7 @@ TEXT_TABLES = (
 
 
 class PgPurge(PurgeStatements):
-    _db: PostgresDatabase  # type: ignore[assignment]
+    _db: PostgresDatabase
 
     def __init__(self, backend: PostgresDatabase) -> None:
         super().__init__(backend)

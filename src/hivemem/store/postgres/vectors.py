@@ -361,7 +361,8 @@ class PgVectorIndex:
     def release(self, chunk_ids: Sequence[int] | None = None) -> None:
         """This node's claims (on ``chunk_ids``, or all) given back: a batch it could
         not embed (an endpoint down), or all when the store closes."""
-        where, params = "claimed_by = %s", [self.node]
+        where = "claimed_by = %s"
+        params: list[Any] = [self.node]
         if chunk_ids is not None:
             where += " AND chunk_id = ANY(%s)"
             params.append(list(chunk_ids))

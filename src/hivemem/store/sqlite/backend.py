@@ -15,6 +15,7 @@ used when sqlean is missing and the system SQLite has FTS5.
 
 from __future__ import annotations
 
+import builtins
 import json
 import threading
 import time
@@ -435,6 +436,7 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, RepairMixin):
         )
 
     def iter_all(self, scopes: Sequence[str] | None) -> Iterator[Memory]:
+        params: list[Any]
         if scopes is None:
             where, params = "1 = 1", []
         else:
@@ -458,7 +460,7 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, RepairMixin):
         now: datetime,
         *,
         time_limit_s: float | None = None,
-    ) -> list[ChunkMatch]:
+    ) -> builtins.list[ChunkMatch]:
         """The ``limit`` best chunks by BM25 among those ``keywords`` (compiled to FTS5,
         ``fts5.to_fts5``) finds that pass scope and filters, best
         first (ties: lower chunk id first). With ``time_limit_s`` (a caller's FTS5 syntax,
@@ -511,7 +513,7 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, RepairMixin):
 
     def session_neighbours(
         self, scopes: Sequence[str], memory_ids: Sequence[str], query: Query, now: datetime
-    ) -> dict[str, list[tuple[str, bool]]]:
+    ) -> dict[str, builtins.list[tuple[str, bool]]]:
         """For each episode among ``memory_ids``: the episodes written just before and
         just after it in its session (insertion order), those that pass the filters, as
         (id, whether it comes after). The pairs are kept until the file changes (a search
@@ -559,7 +561,7 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, RepairMixin):
             )
         }
 
-    def memory_chunks(self, memory_ids: Sequence[str]) -> list[ChunkMatch]:
+    def memory_chunks(self, memory_ids: Sequence[str]) -> builtins.list[ChunkMatch]:
         if not memory_ids:
             return []
         ids = list(memory_ids)
@@ -573,18 +575,18 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, RepairMixin):
     def stats(self, scopes: Sequence[str] | None, now: datetime) -> dict[str, Any]:
         return scope_stats(self, scopes, now)
 
-    def sessions(self, scope: str) -> list[SessionInfo]:
+    def sessions(self, scope: str) -> builtins.list[SessionInfo]:
         rows = self._read(
             "SELECT scope, session_id, started_at, last_event_at, episode_count, "
             "consolidated_at FROM sessions WHERE scope = ? ORDER BY started_at",
             [scope],
         )
         return [
-            SessionInfo(r[0], r[1], from_text(r[2]), from_text(r[3]), r[4], from_text(r[5]))  # type: ignore[arg-type]
+            SessionInfo(r[0], r[1], from_text(r[2]), from_text(r[3]), r[4], from_text(r[5]))
             for r in rows
         ]
 
-    def scopes(self) -> list[str]:
+    def scopes(self) -> builtins.list[str]:
         return [r[0] for r in self._read("SELECT DISTINCT scope FROM memories ORDER BY scope")]
 
     # ------------------------------------------------------------------ writes
@@ -714,7 +716,7 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, RepairMixin):
                 [key, value],
             )
 
-    def schema_version(self) -> list[str]:
+    def schema_version(self) -> builtins.list[str]:
         with self._reading() as conn:
             return migrations.applied(conn)
 

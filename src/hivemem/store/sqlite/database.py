@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
 try:  # pragma: no cover - which driver is present depends on the install
     import sqlean as sqlite_driver
 except ImportError:  # pragma: no cover
-    import sqlite3 as sqlite_driver  # type: ignore[no-redef]
+    import sqlite3 as sqlite_driver
 
 DRIVER_NAME = sqlite_driver.__name__
 OperationalError = sqlite_driver.OperationalError

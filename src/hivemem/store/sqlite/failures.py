@@ -84,14 +84,18 @@ def store_error(exc: BaseException, location: str, doing: str) -> StoreError:
 
 
 def search_error(
-    exc: BaseException, location: str, fts_syntax: bool, stopped: bool, time_limit_s: float
+    exc: BaseException,
+    location: str,
+    fts_syntax: bool,
+    stopped: bool,
+    time_limit_s: float | None,
 ) -> Exception:
     """What a failed keyword search raises: ``InvalidInput`` when the time limit stopped
     it or the user's FTS5 syntax is wrong, else the ``StoreError`` of the file."""
     if stopped:
         return InvalidInput(
             "query",
-            f"stopped after {time_limit_s:g} s: this FTS5 query costs too much "
+            f"stopped after {time_limit_s or 0:g} s: this FTS5 query costs too much "
             "(setting fts_time_limit_ms); use fewer words or fewer prefix* terms",
         )
     if fts_syntax and not isinstance(exc, StoreError) and not is_file_failure(exc):

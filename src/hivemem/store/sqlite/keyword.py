@@ -228,6 +228,6 @@ class KeywordStats:
                 out[cid] |= held
             return out
         texts = self._read(f"SELECT id, text FROM chunks WHERE id IN ({placeholders(ids)})", ids)
-        for cid, found in scratch.matches(texts, terms).items():
-            out[cid] |= found
+        for cid, terms_held in scratch.matches(texts, terms).items():
+            out[cid] |= terms_held
         return out

@@ -240,11 +240,14 @@ class PooledReads:
     _role: ThreadRole
     _pool: ReadPool | None
     location: str
-    closed: bool
     _read: Any
     _commits = 0  # commits since the store opened (for the WAL check)
     _busy_timeout_ms = 10_000
     _driver_errors: tuple[type[BaseException], ...]
+
+    @property
+    def closed(self) -> bool:  # the host's
+        raise NotImplementedError
 
     @contextmanager
     def _reading(self) -> Iterator[Any]:

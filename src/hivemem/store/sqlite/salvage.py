@@ -27,7 +27,7 @@ from ..rows import SELECT, row_to_memory
 try:  # pragma: no cover - which driver is present depends on the install
     import sqlean as sqlite_driver
 except ImportError:  # pragma: no cover
-    import sqlite3 as sqlite_driver  # type: ignore[no-redef]
+    import sqlite3 as sqlite_driver
 
 _RANGE = 512  # rowids per read; a failing range is split down to single rows
 _GIVE_UP = 64  # empty ranges in a row past the last row, when MAX(rowid) is unknown

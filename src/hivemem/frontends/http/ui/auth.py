@@ -37,7 +37,10 @@ log = logging.getLogger("hivemem.frontends.http")
 
 
 class Principal(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
+    @property
+    def scopes(self) -> Mapping[str, str]: ...
 
     def can(self, scope: str, level: str) -> bool: ...
 

@@ -503,7 +503,7 @@ def mount(app: Any, api: Any, start_key: str | None = None) -> Ui:
             raise UiError(404, f"no action {action!r}")
         fields = await ui.form(request, session)
         scope, memory_id = request.path_params["scope"], request.path_params["id"]
-        shared = (fields.get("to", "").strip(),) if action == "promote" else ()
+        shared: tuple[str, ...] = (fields.get("to", "").strip(),) if action == "promote" else ()
         if action == "promote" and not shared[0]:
             raise InvalidInput("to", "name the shared scope to promote to")
         mem = ui.bind(principal, scope, "write", shared)
