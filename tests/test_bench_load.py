@@ -13,6 +13,7 @@ from hivemem.evaluation.bench_load import (
     format_load,
     run_load,
 )
+from hivemem.store.baseline import BareStore
 
 pytest.importorskip("fastapi")  # the server's; the clients need only the standard library
 
@@ -35,7 +36,8 @@ def test_load_on_sqlite_loses_no_acknowledged_write(tmp_path):
     db = default_file(str(tmp_path))
     _check(run_load(LoadTarget("sqlite", db), clients=4, seconds=2, preload=50))
     # the check can fail: an id that was never written is not found
-    assert _found_after_stop(db, "load-none", {"0190-not-a-memory": "x"}) == 0
+    gone = {"0190-not-a-memory": ("load-none", "x")}
+    assert _found_after_stop(LoadTarget("sqlite", db), gone) == 0
 
 
 def test_load_on_postgresql(pg_url):
@@ -66,3 +68,36 @@ def test_load_on_sqlite_with_two_workers(tmp_path):
     # the workers are counted: the parent alone, which only waits, uses about a ms
     assert result.server_cpu_s is not None and result.server_cpu_s > 0.05
     assert "CPU cores used" in format_load([result])
+
+
+def test_the_bare_stack_answers_the_same_load_and_is_the_ratios_base(tmp_path):
+    bare = run_load(
+        LoadTarget("bare FastAPI + FTS5", default_file(str(tmp_path)), kind="bare"),
+        clients=3,
+        seconds=2,
+        preload=50,
+    )
+    _check(bare)
+    hive = run_load(
+        LoadTarget("sqlite", default_file(str(tmp_path))), clients=3, seconds=2, preload=50
+    )
+    table = format_load([bare, hive])
+    ratio = hive.requests_per_s / bare.requests_per_s
+    assert f"req/s against the bare stack in this run: sqlite {ratio:.2f}x" in table
+    # its check can fail too: a write it never saw is not found
+    target = LoadTarget("bare", default_file(str(tmp_path)), kind="bare")
+    BareStore(target.db)
+    assert _found_after_stop(target, {"not-a-memory": ("load-none", "x")}) == 0
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_mcp_over_streamable_http_and_many_scopes(backend, tmp_path, request):
+    pytest.importorskip("mcp")
+    db = default_file(str(tmp_path)) if backend == "sqlite" else request.getfixturevalue("pg_url")
+    mcp = run_load(LoadTarget("mcp", db, kind="mcp"), clients=2, seconds=2, preload=30)
+    _check(mcp)
+    db = default_file(str(tmp_path)) if backend == "sqlite" else db
+    many = run_load(LoadTarget("scopes", db, scopes=40), clients=3, seconds=2, preload=200)
+    _check(many)
+    # the writes went to many scopes, each found again in its own scope (above)
+    assert many.scopes == 40 and 1 < many.scopes_written <= 40

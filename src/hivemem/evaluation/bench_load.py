@@ -33,7 +33,6 @@ follows the server's CPU per request and the cores it got, and the table says bo
 from __future__ import annotations
 
 import http.client
-import json
 import os
 import random
 import signal
@@ -55,6 +54,7 @@ from ..store.factory import postgres_admin as admin
 from .bench import CorpusGenerator
 from .bench_postgres import _with_database
 from .bench_report import LatencyStats
+from .load_clients import ApiClient, LoadError, McpClient
 
 Progress = Callable[[str], None]
 KINDS = ("search", "write")
@@ -71,6 +71,8 @@ class LoadTarget:
     env: dict[str, str] = field(default_factory=dict)
     pythonpath: str | None = None
     workers: int = 1  # serve-http --workers
+    kind: str = "http"  # "http": serve-http; "mcp": serve-mcp over HTTP; "bare": bare stack
+    scopes: int = 1  # the preload spread over this many scopes (tokens for them all)
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,8 @@ class LoadResult:
     client_cpu_s: float | None = None  # CPU seconds of this process (the clients) meanwhile
     server_cpu_s: float | None = None  # CPU seconds of the server and its workers (Linux)
     load_average: float | None = None  # the 1-minute load average when the clients stopped
+    scopes: int = 1  # the scopes the load was spread over
+    scopes_written: int = 0  # the scopes that got an acknowledged write
 
     @property
     def requests_per_s(self) -> float:
@@ -120,6 +124,8 @@ class LoadResult:
             "client_cpu_s": self.client_cpu_s,
             "server_cpu_s": self.server_cpu_s,
             "load_average": self.load_average,
+            "scopes": self.scopes,
+            "scopes_written": self.scopes_written,
             "client_cpu_ms_per_request": _rounded(self.cpu_ms_per_request(self.client_cpu_s)),
             "server_cpu_ms_per_request": _rounded(self.cpu_ms_per_request(self.server_cpu_s)),
         }
@@ -168,21 +174,33 @@ def _server_env(target: LoadTarget) -> dict[str, str]:
 _FILL = """
 import sys, hivemem
 from hivemem.evaluation.bench import CorpusGenerator
-db, scope, preload, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+db, scopes, preload, seed = sys.argv[1], sys.argv[2].split(","), int(sys.argv[3]), int(sys.argv[4])
 with hivemem.open(db, embedder="hash") as store:
-    mem = store.scope(scope)
     items = list(CorpusGenerator(seed).episodes(preload))
-    for start in range(0, len(items), 500):
-        mem.add_episodes(items[start : start + 500])
+    share = -(-len(items) // len(scopes))
+    for n, scope in enumerate(scopes):
+        mine = items[n * share : (n + 1) * share]
+        for start in range(0, len(mine), 500):
+            store.scope(scope).add_episodes(mine[start : start + 500])
     store.flush()
 """
 
 
-def _prepare(target: LoadTarget, scope: str, preload: int, seed: int) -> str:
-    """Fill ``scope`` and return a bearer token with write on it. The server's own
-    build fills it (a baseline build cannot open a file of a newer schema)."""
+def _prepare(target: LoadTarget, scopes: Sequence[str], preload: int, seed: int) -> str:
+    """Fill ``scopes`` (the preload spread over them) and return a bearer token with
+    write on them all. The server's own build fills it (a baseline build cannot open a
+    file of a newer schema); the bare stack fills its own table and takes no token."""
+    if target.kind == "bare":
+        from ..store.baseline import BareStore
+
+        bare = BareStore(target.db)
+        items = [e["content"] for e in CorpusGenerator(seed).episodes(preload)]
+        share = -(-len(items) // len(scopes))
+        for n, scope in enumerate(scopes):
+            bare.add_many(scope, items[n * share : (n + 1) * share])
+        return ""
     filled = subprocess.run(
-        [sys.executable, "-c", _FILL, target.db, scope, str(preload), str(seed)],
+        [sys.executable, "-c", _FILL, target.db, ",".join(scopes), str(preload), str(seed)],
         capture_output=True,
         text=True,
         env=_server_env(target),
@@ -190,8 +208,9 @@ def _prepare(target: LoadTarget, scope: str, preload: int, seed: int) -> str:
     )
     if filled.returncode != 0:
         raise HiveMemError(f"cannot fill the load test's store: {filled.stderr.strip()[-500:]}")
+    grants = [arg for scope in scopes for arg in ("--write", scope)]
     made = subprocess.run(
-        _cli(target.db, "token", "create", f"load-{scope}", "--write", scope),
+        _cli(target.db, "token", "create", f"load-{scopes[0]}", *grants),
         capture_output=True,
         text=True,
         env=_server_env(target),
@@ -202,56 +221,38 @@ def _prepare(target: LoadTarget, scope: str, preload: int, seed: int) -> str:
     return made.stdout.split("token: ", 1)[1].split()[0]
 
 
-def _start(target: LoadTarget, port: int) -> subprocess.Popen[bytes]:
-    workers = ("--workers", str(target.workers)) if target.workers > 1 else ()
+def _start(target: LoadTarget, port: int, scope: str) -> subprocess.Popen[bytes]:
+    if target.kind == "bare":
+        module = "hivemem.evaluation.bare_stack"
+        command = [sys.executable, "-m", module, target.db, str(port), str(target.workers)]
+    elif target.kind == "mcp":
+        args = ("serve-mcp", "--transport", "http", "--port", str(port), "--scope", scope)
+        command = _cli(target.db, *args)
+    else:
+        workers = ("--workers", str(target.workers)) if target.workers > 1 else ()
+        args = ("serve-http", "--port", str(port), "--host", "127.0.0.1", *workers)
+        command = _cli(target.db, *args)
     return subprocess.Popen(
-        [*_cli(target.db, "serve-http", "--port", str(port), "--host", "127.0.0.1", *workers)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=_server_env(target),
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_server_env(target)
     )
 
 
-class _Http:
-    """One keep-alive HTTP/1.1 connection (``http.client``), reopened after a failure."""
-
-    def __init__(self, port: int, headers: dict[str, str], timeout: float = 60) -> None:
-        self.port, self.timeout = port, timeout
-        self.headers = {**headers, "Content-Type": "application/json"}
-        self._conn: http.client.HTTPConnection | None = None
-
-    def request(self, method: str, path: str, body: Any = None) -> tuple[int, bytes]:
-        if self._conn is None:
-            self._conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
-        payload = json.dumps(body).encode() if body is not None else None
-        try:
-            self._conn.request(method, path, payload, self.headers)
-            answer = self._conn.getresponse()
-            return answer.status, answer.read()
-        except (OSError, http.client.HTTPException):
-            self.close()  # the next request opens a new connection
-            raise
-
-    def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+def _speaker(target: LoadTarget, port: int, headers: dict[str, str]) -> Any:
+    return McpClient(port) if target.kind == "mcp" else ApiClient(port, headers)
 
 
 def _wait_ready(server: subprocess.Popen[bytes], port: int) -> None:
+    """Until the server accepts a connection (every kind listens only once it serves)."""
     deadline = time.monotonic() + 60
-    probe = _Http(port, {}, timeout=1)
     while True:
-        try:
-            if probe.request("GET", "/v1/health")[0] == 200:
-                probe.close()
+        with socket.socket() as probe:
+            probe.settimeout(1)
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
                 return
-        except (OSError, http.client.HTTPException):
-            pass
         if server.poll() is not None:
-            raise HiveMemError(f"serve-http exited: {server.stderr.read().decode()[-1000:]}")  # type: ignore[union-attr]
+            raise HiveMemError(f"the server exited: {server.stderr.read().decode()[-1000:]}")  # type: ignore[union-attr]
         if time.monotonic() > deadline:
-            raise HiveMemError("serve-http did not answer /v1/health within 60 s")
+            raise HiveMemError("the server did not listen within 60 s")
         time.sleep(0.1)
 
 
@@ -291,7 +292,7 @@ class _Tally:
         self.samples: dict[str, list[int]] = {k: [] for k in KINDS}
         self.errors = 0
         self.error_samples: list[str] = []
-        self.acknowledged: dict[str, str] = {}  # memory id -> content
+        self.acknowledged: dict[str, tuple[str, str]] = {}  # memory id -> (scope, content)
 
     def error(self, what: str) -> None:
         with self.lock:
@@ -301,9 +302,8 @@ class _Tally:
 
 
 def _client(
-    port: int,
-    base: str,
-    headers: dict[str, str],
+    speak: Any,
+    scopes: Sequence[str],
     number: int,
     stop_at: float,
     write_share: float,
@@ -312,63 +312,55 @@ def _client(
 ) -> None:
     rng = random.Random(number)
     samples: dict[str, list[int]] = {k: [] for k in KINDS}
-    acknowledged: dict[str, str] = {}
-    client = _Http(port, headers)
+    acknowledged: dict[str, tuple[str, str]] = {}
     n = 0
     while time.monotonic() < stop_at:
         n += 1
         writing = rng.random() < write_share
         kind = "write" if writing else "search"
+        scope = scopes[0] if len(scopes) == 1 else rng.choice(scopes)
         started = time.perf_counter_ns()
         try:
             if writing:
                 content = f"load client {number} write {n} marker {uuid.uuid4().hex}"
-                status, raw = client.request("POST", f"{base}/memories", {"content": content})
+                memory_id = speak.write(scope, content)
             else:
-                query = {"query": rng.choice(questions), "limit": 10}
-                status, raw = client.request("POST", f"{base}/search", query)
-        except (OSError, http.client.HTTPException) as exc:
+                speak.search(scope, rng.choice(questions))
+        except (OSError, http.client.HTTPException, LoadError, KeyError, ValueError) as exc:
             tally.error(f"{kind}: {type(exc).__name__}: {exc}")
             continue
-        elapsed = time.perf_counter_ns() - started
-        if status != 200:
-            tally.error(f"{kind}: {status} {raw.decode('utf-8', 'replace')}")
-            continue
-        samples[kind].append(elapsed)
+        samples[kind].append(time.perf_counter_ns() - started)
         if writing:
-            acknowledged[_memory_id(json.loads(raw))] = content
-    client.close()
+            acknowledged[memory_id] = (scope, content)
+    speak.close()
     with tally.lock:
         for kind in KINDS:
             tally.samples[kind].extend(samples[kind])
         tally.acknowledged.update(acknowledged)
 
 
-def _memory_id(body: dict[str, Any]) -> str:
-    memory = body.get("memory", body)
-    return str(memory["id"])
-
-
-def _found_via_http(port: int, base: str, headers: dict[str, str], wanted: dict[str, str]) -> int:
-    found = 0
-    client = _Http(port, headers)
-    for memory_id, content in wanted.items():
-        status, raw = client.request("GET", f"{base}/memories/{memory_id}")
-        if status == 200 and json.loads(raw)["memory"]["content"] == content:
-            found += 1
-    client.close()
+def _found_via_server(speak: Any, wanted: dict[str, tuple[str, str]]) -> int:
+    found = sum(speak.get(scope, mid) == content for mid, (scope, content) in wanted.items())
+    speak.close()
     return found
 
 
-def _found_after_stop(db: str, scope: str, wanted: dict[str, str]) -> int:
+def _found_after_stop(target: LoadTarget, wanted: dict[str, tuple[str, str]]) -> int:
+    if target.kind == "bare":
+        from ..store.baseline import BareStore
+
+        bare = BareStore(target.db)
+        return sum(
+            (bare.get(scope, mid) or {}).get("content") == content
+            for mid, (scope, content) in wanted.items()
+        )
     import hivemem
 
-    with hivemem.open(db, embedder="none") as store:
-        mem = store.scope(scope)
+    with hivemem.open(target.db, embedder="none") as store:
         found = 0
-        for memory_id, content in wanted.items():
+        for memory_id, (scope, content) in wanted.items():
             try:
-                if mem.get(memory_id).content == content:
+                if store.scope(scope).get(memory_id).content == content:
                     found += 1
             except hivemem.NotFound:
                 pass
@@ -422,14 +414,19 @@ def _run_load(
     seed: int,
     say: Progress,
 ) -> LoadResult:
-    scope = f"load-{uuid.uuid4().hex[:8]}"
-    say(f"{target.label}: preloading {preload} memories into scope {scope}")
-    secret = _prepare(target, scope, preload, seed)
+    run = uuid.uuid4().hex[:8]
+    scopes = (
+        [f"load-{run}"]
+        if target.scopes == 1
+        else [f"load-{run}-{n:03d}" for n in range(target.scopes)]
+    )
+    where = f"scope {scopes[0]}" if len(scopes) == 1 else f"{len(scopes)} scopes"
+    say(f"{target.label}: preloading {preload} memories into {where}")
+    secret = _prepare(target, scopes, preload, seed)
     headers = {"Authorization": f"Bearer {secret}"}
     questions = CorpusGenerator(seed).questions(200)
     port = _free_port()
-    server = _start(target, port)
-    base = f"/v1/scopes/{scope}"
+    server = _start(target, port, scopes[0])
     tally = _Tally()
     try:
         _wait_ready(server, port)
@@ -440,7 +437,15 @@ def _run_load(
         threads = [
             threading.Thread(
                 target=_client,
-                args=(port, base, headers, n, started + seconds, write_share, questions, tally),
+                args=(
+                    _speaker(target, port, headers),
+                    scopes,
+                    n,
+                    started + seconds,
+                    write_share,
+                    questions,
+                    tally,
+                ),
                 name=f"load-client-{n}",
             )
             for n in range(clients)
@@ -461,10 +466,10 @@ def _run_load(
         wal = Path(f"{target.db}-wal")
         wal_bytes = wal.stat().st_size if "://" not in target.db and wal.exists() else None
         say(f"{target.label}: checking {len(tally.acknowledged)} acknowledged writes")
-        via_http = _found_via_http(port, base, headers, tally.acknowledged)
+        via_http = _found_via_server(_speaker(target, port, headers), tally.acknowledged)
     finally:
         _stop(server)
-    after = _found_after_stop(target.db, scope, tally.acknowledged)
+    after = _found_after_stop(target, tally.acknowledged)
     return LoadResult(
         label=target.label,
         db=given,
@@ -481,6 +486,8 @@ def _run_load(
         client_cpu_s=client_cpu,
         server_cpu_s=server_cpu,
         load_average=load_average,
+        scopes=len(scopes),
+        scopes_written=len({scope for scope, _ in tally.acknowledged.values()}),
     )
 
 
@@ -521,6 +528,14 @@ def format_load(results: Sequence[LoadResult]) -> str:
             )
         if not r.all_found:
             lines.append(f"  {r.label}: NOT EVERY ACKNOWLEDGED WRITE WAS FOUND")
+    bare = next((r for r in results if r.label.startswith("bare")), None)
+    if bare is not None and bare.requests_per_s > 0:
+        ratios = ", ".join(
+            f"{r.label} {r.requests_per_s / bare.requests_per_s:.2f}x"
+            for r in results
+            if r is not bare
+        )
+        lines.append(f"req/s against the bare stack in this run: {ratios}")
     lines.append("found: via the server while it ran / via the library after it stopped (SIGTERM).")
     lines.append(
         f"this machine: {os.cpu_count()} CPU cores, shared by the clients and the server "
@@ -537,12 +552,27 @@ def load_targets(
     compare: bool = False,
     baseline_src: str | None = None,
     workers: int = 1,
+    bare: bool = False,
+    mcp: bool = False,
+    many_scopes: int = 0,
     **options: Any,
 ) -> list[LoadResult]:
-    """The same load on each target, one after another: a baseline build (``baseline_src``),
-    SQLite's single connection (``compare``), SQLite with its read pool, SQLite with
-    ``workers`` server processes (when > 1), PostgreSQL (with as many workers too)."""
+    """The same load on each target, one after another: the bare stack (``bare``: FastAPI
+    + uvicorn over one plain FTS5 table, with as many workers), a baseline build
+    (``baseline_src``), SQLite's single connection (``compare``), SQLite with its read
+    pool, SQLite with ``workers`` server processes (when > 1), the MCP server over
+    streamable HTTP (``mcp``), the load spread over ``many_scopes`` small scopes (a hive
+    of tenants), and PostgreSQL (with as many workers, MCP and scopes too)."""
     targets = []
+    if bare:
+        targets.append(
+            LoadTarget(
+                f"bare FastAPI + FTS5, {workers} w",
+                default_file(folder),
+                workers=workers,
+                kind="bare",
+            )
+        )
     if baseline_src:
         targets.append(
             LoadTarget("sqlite, baseline src", default_file(folder), pythonpath=baseline_src)
@@ -554,13 +584,28 @@ def load_targets(
             )
         )
     targets.append(LoadTarget("sqlite, read pool", default_file(folder)))
-    if workers > 1:
-        targets.append(
-            LoadTarget(f"sqlite, {workers} workers", default_file(folder), workers=workers)
-        )
-    if postgres_url:
-        targets.append(LoadTarget("postgresql", postgres_url))
+    for location, name in ((None, "sqlite"), (postgres_url, "postgresql")):
+        if name == "postgresql":
+            if not postgres_url:
+                break
+            targets.append(LoadTarget("postgresql", postgres_url))
         if workers > 1:
-            label = f"postgresql, {workers} workers"
-            targets.append(LoadTarget(label, postgres_url, workers=workers))
+            targets.append(
+                LoadTarget(
+                    f"{name}, {workers} workers", location or default_file(folder), workers=workers
+                )
+            )
+        if mcp:
+            targets.append(
+                LoadTarget(f"{name}, MCP http", location or default_file(folder), kind="mcp")
+            )
+        if many_scopes > 1:
+            targets.append(
+                LoadTarget(
+                    f"{name}, {many_scopes} scopes",
+                    location or default_file(folder),
+                    workers=workers,
+                    scopes=many_scopes,
+                )
+            )
     return [run_load(target, **options) for target in targets]

@@ -201,6 +201,27 @@ def _stage_printer(quiet: bool = False) -> Any:
     help="--load: also run SQLite (and PostgreSQL) with serve-http --workers N, in the "
     "same run (when N > 1).",
 )
+@click.option(
+    "--bare",
+    is_flag=True,
+    help="--load: also run the bare stack first (FastAPI + uvicorn, same --workers, one "
+    "plain FTS5 MATCH per search and one INSERT per write) and print each target's req/s "
+    "against it.",
+)
+@click.option(
+    "--mcp",
+    is_flag=True,
+    help="--load: also load serve-mcp over streamable HTTP (memory_search, memory_save), "
+    "on SQLite and PostgreSQL.",
+)
+@click.option(
+    "--many-scopes",
+    default=0,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="--load: also spread the preload over N small scopes, each request on a random "
+    "one (a hive of tenants), on SQLite and PostgreSQL.",
+)
 @json_option
 @pass_env
 def bench(
@@ -225,6 +246,9 @@ def bench(
     compare: bool,
     baseline_src: str | None,
     workers: int,
+    bare: bool,
+    mcp: bool,
+    many_scopes: int,
     as_json: bool,
 ) -> None:
     """Time writes, vector indexing and searches on generated data.
@@ -265,6 +289,9 @@ def bench(
             compare=compare,
             baseline_src=baseline_src,
             workers=workers,
+            bare=bare,
+            mcp=mcp,
+            many_scopes=many_scopes,
             clients=clients,
             seconds=seconds,
             preload=preload,
