@@ -129,6 +129,17 @@ class Settings:
         "are taken over once they expire. A batch slower than this may be embedded twice "
         "(stored once).",
     )
+    search_embed_max: int = _setting(
+        64,
+        "Read your writes: a search first embeds up to this many queued chunks of the "
+        "scopes it reads (newest first), so a memory written a moment ago is found by "
+        "meaning; the rest are found by keyword until the worker embeds them. 0: off.",
+    )
+    search_embed_ms: float = _setting(
+        30.0,
+        "Time a search may spend embedding its scopes' queued chunks (search_embed_max) "
+        "before it reads; the first slice of 8 always runs.",
+    )
     vector_pool: int = _setting(
         64,
         "Binary-KNN candidates per scope re-scored by exact cosine in the vector lane "
@@ -494,6 +505,8 @@ _RANGES: dict[str, tuple[float, float]] = {
     "embed_claim_s": (0.1, 86_400.0),
     "read_connections": (0, 64),  # 0: every read through the writer connection
     "vector_pool": (1, 100_000),
+    "search_embed_max": (0, 4_096),
+    "search_embed_ms": (0.0, 60_000.0),
     "vector_floor": (0.0, 0.99),
     "keyword_weight": _UNIT,
     "vector_weight": _UNIT,
