@@ -114,6 +114,11 @@ class Settings:
         "Vector size of `embedder = openai` when embed_dimensions is 0 (the model's own). "
         "The API key comes from HIVEMEM_EMBED_API_KEY, read by the CLI and servers only.",
     )
+    embed_model_path: str = _setting(
+        "",
+        "Folder of a model installed on disk for `embedder = sentence-transformers` "
+        "(extra hivemem[sentence-transformers]); models are never downloaded.",
+    )
     embed_in_background: bool = _setting(
         True, "Embed new chunks in a background thread right after each write."
     )

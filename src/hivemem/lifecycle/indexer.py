@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
-from ..errors import InvalidInput, StoreError
+from ..errors import HiveMemError, InvalidInput, StoreError
 from ..providers.embed import Embedder
 from ..store.protocols import PendingChunk, VectorIndex
 from ..store.rows import to_blob
@@ -94,7 +94,17 @@ class Indexer:
             return "no embedder configured (keyword and entity lanes only)"
         if self._index.unavailable is not None:
             return self._index.unavailable
-        other = self._index.bind(self.embedder.identity, self.embedder.dimension)
+        try:
+            problem = getattr(self.embedder, "unavailable", None)  # optional: a model's files
+            if problem:
+                raise HiveMemError(str(problem))
+            identity, dimension = self.embedder.identity, self.embedder.dimension
+        except HiveMemError as exc:
+            # Trigger: the model's files are missing or unreadable. Why: reads fail open
+            # and writes never wait for a model. Outcome: keyword search goes on, writes
+            # stay queued for the model, the reason (with its fix) is shown.
+            return f"the embedder cannot be used: {exc}"
+        other = self._index.bind(identity, dimension)
         if other is not None:
             return (
                 f"this store's vectors were made by {other}, but it is opened with "
@@ -109,7 +119,12 @@ class Indexer:
 
     @property
     def identity(self) -> str | None:
-        return self.embedder.identity if self.embedder is not None else None
+        if self.embedder is None:
+            return None
+        try:
+            return self.embedder.identity
+        except HiveMemError:  # the model's files are missing (``disabled`` says so)
+            return None
 
     # ------------------------------------------------------------------ the thread
 
@@ -330,6 +345,9 @@ class Indexer:
             raise InvalidInput("embedder", "no embedder configured: nothing to index with")
         if self._index.unavailable is not None:
             raise StoreError(f"vector search is unavailable: {self._index.unavailable}")
+        problem = getattr(self.embedder, "unavailable", None)  # the model's files missing
+        if problem:
+            raise HiveMemError(f"cannot re-index: {problem}")
         if not force and self._index.recorded_identity() == self.embedder.identity:
             self.disabled = self._bind()
             done = self.flush(progress)
