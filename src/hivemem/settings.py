@@ -117,7 +117,8 @@ class Settings:
     embed_model_path: str = _setting(
         "",
         "Folder of a model installed on disk for `embedder = sentence-transformers` "
-        "(extra hivemem[sentence-transformers]); models are never downloaded.",
+        "(extra hivemem[sentence-transformers]) or `embedder = onnx` (an ONNX model "
+        "folder, as FastEmbed keeps them); models are never downloaded.",
     )
     embed_in_background: bool = _setting(
         True, "Embed new chunks in a background thread right after each write."
