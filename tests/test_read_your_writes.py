@@ -179,3 +179,17 @@ def test_http_write_then_search_finds_it_by_meaning(any_location, clock):
     assert store.flush() == 0 and model.embedded.count(DOG_NAME) == 1
     app.state.api.close()
     store.close()
+
+
+def test_with_the_worker_running_the_next_search_still_finds_the_write(any_location, clock):
+    """As an agent's store runs: the write wakes the worker, and the search right after
+    either waits for the worker's batch or embeds the chunk itself; found either way."""
+    store = hivemem.open(any_location, clock=clock, embedder=ConceptEmbedder())
+    mem = store.scope("alice")
+    for text in (DOG, TEA, CAR):
+        saved = mem.save(text)
+        word = {DOG: "puppy", TEA: "tea", CAR: "automobile"}[text]
+        hits = mem.search(word)
+        assert hits[0].memory.id == saved.id and "vector" in hits[0].explain.lanes
+        assert not _still(hits)
+    store.close()
