@@ -128,7 +128,8 @@ def test_doctor_names_a_large_queue_and_the_command(cli, db_path, clock):
 
 
 def test_search_note_gives_the_remedy(db_path, clock):
-    store = _fill(db_path, 5, clock, background=False)
+    # More queued than a search embeds itself (search_embed_max, 64): the rest wait.
+    store = _fill(db_path, 70, clock, background=False)
     hits = store.scope("a").search("topic item")
     assert any("hivemem reindex" in note for note in hits[0].explain.notes)
     store.close()

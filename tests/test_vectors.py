@@ -166,7 +166,11 @@ def test_the_same_text_is_embedded_once_across_scopes_and_saves(cstore, concept)
 # ----------------------------------------------------------------------------- the worker
 
 
-def test_search_before_flush_answers_by_keyword_and_says_why(db_path, cstore):
+def test_search_before_flush_answers_by_keyword_and_says_why(db_path, clock, concept):
+    # Read your writes off (search_embed_max=0): the search leaves the queue to the
+    # worker, answers by keyword and says why (tests/test_read_your_writes.py: on).
+    settings = Settings(embed_in_background=False, search_embed_max=0)
+    cstore = hivemem.open(db_path, clock=clock, embedder=concept, settings=settings)
     mem = cstore.scope("alice")
     saved = mem.save(CAR)
     assert cstore.vectors.pending_count() == 1
@@ -189,6 +193,7 @@ def test_search_before_flush_answers_by_keyword_and_says_why(db_path, cstore):
     assert hits[0].explain.notes == ()
     assert ids(mem.search("automobile")) == [saved.id]
     assert cstore.flush() == 0  # nothing left
+    cstore.close()
 
 
 def test_background_worker_then_flush_leaves_every_chunk_embedded(db_path, clock):

@@ -114,6 +114,12 @@ class Settings:
         "Vector size of `embedder = openai` when embed_dimensions is 0 (the model's own). "
         "The API key comes from HIVEMEM_EMBED_API_KEY, read by the CLI and servers only.",
     )
+    embed_model_path: str = _setting(
+        "",
+        "Folder of a model installed on disk for `embedder = sentence-transformers` "
+        "(extra hivemem[sentence-transformers]) or `embedder = onnx` (an ONNX model "
+        "folder, as FastEmbed keeps them); models are never downloaded.",
+    )
     embed_in_background: bool = _setting(
         True, "Embed new chunks in a background thread right after each write."
     )
@@ -128,6 +134,17 @@ class Settings:
         "sharing one database embed different chunks; the claims of a node that died "
         "are taken over once they expire. A batch slower than this may be embedded twice "
         "(stored once).",
+    )
+    search_embed_max: int = _setting(
+        64,
+        "Read your writes: a search first embeds up to this many queued chunks of the "
+        "scopes it reads (newest first), so a memory written a moment ago is found by "
+        "meaning; the rest are found by keyword until the worker embeds them. 0: off.",
+    )
+    search_embed_ms: float = _setting(
+        30.0,
+        "Time a search may spend embedding its scopes' queued chunks (search_embed_max) "
+        "before it reads; the first slice of 8 always runs.",
     )
     vector_pool: int = _setting(
         64,
@@ -494,6 +511,8 @@ _RANGES: dict[str, tuple[float, float]] = {
     "embed_claim_s": (0.1, 86_400.0),
     "read_connections": (0, 64),  # 0: every read through the writer connection
     "vector_pool": (1, 100_000),
+    "search_embed_max": (0, 4_096),
+    "search_embed_ms": (0.0, 60_000.0),
     "vector_floor": (0.0, 0.99),
     "keyword_weight": _UNIT,
     "vector_weight": _UNIT,

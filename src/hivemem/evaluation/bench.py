@@ -77,6 +77,7 @@ from .bench_report import (
     environment,
     format_table,
 )
+from .bench_ryw import bench_read_your_writes
 
 __all__ = [
     "BenchReport",
@@ -372,6 +373,7 @@ def run_bench(
         if model
         else None
     )
+    ryw = bench_read_your_writes(generator, settings, notify) if model else None
     questions = generator.questions(queries + _WARMUP)  # the last ones only warm up
     results = []
     with tempfile.TemporaryDirectory(prefix="hivemem-bench-") as scratch:
@@ -386,6 +388,7 @@ def run_bench(
     return BenchReport(
         results=tuple(results),
         model=model_result,
+        read_your_writes=ryw,
         vector_embedder=HashEmbedder(VECTOR_DIMENSION).identity,
         queries=queries,
         writes=writes,

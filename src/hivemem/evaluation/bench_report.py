@@ -114,11 +114,25 @@ class ModelResult:
 
 
 @dataclass(frozen=True)
+class ReadYourWritesResult:
+    """One write then one search, ``writes`` times, with and without read-your-writes."""
+
+    model: str
+    preload: int
+    writes: int
+    found: int  # writes the first search after them found by meaning (default settings)
+    first_search: LatencyStats  # that search
+    found_without: int  # the same with search_embed_max=0 (the worker alone)
+    first_search_without: LatencyStats
+
+
+@dataclass(frozen=True)
 class BenchReport:
     """The results per corpus size, with what is needed to compare runs."""
 
     results: tuple[SizeResult, ...]
     model: ModelResult | None  # None with --no-model
+    read_your_writes: ReadYourWritesResult | None  # None with --no-model
     vector_embedder: str  # identity of the embedder that filled the vector index
     queries: int
     writes: int
@@ -245,6 +259,34 @@ def format_table(report: BenchReport) -> str:
                     (f"embed_batch x{model.batch_size} p50 (ms)", [_ms(model.embed_batch.p50_ms)]),
                     *[
                         (f"query embedding {p} (ms)", [_ms(getattr(model.query_embedding, f))])
+                        for p, f in (("p50", "p50_ms"), ("p95", "p95_ms"))
+                    ],
+                ],
+            )
+        )
+    ryw = report.read_your_writes
+    if ryw is not None:
+        lines.append("")
+        lines.extend(
+            _columns(
+                (
+                    f"read your writes: {ryw.writes} x (add_episode, then search), "
+                    f"{ryw.preload:,} turns, {ryw.model}",
+                    ["default", "worker only"],
+                ),
+                [
+                    (
+                        "writes found by meaning by the next search",
+                        [f"{ryw.found}/{ryw.writes}", f"{ryw.found_without}/{ryw.writes}"],
+                    ),
+                    *[
+                        (
+                            f"that search {p} (ms)",
+                            [
+                                _ms(getattr(ryw.first_search, f)),
+                                _ms(getattr(ryw.first_search_without, f)),
+                            ],
+                        )
                         for p, f in (("p50", "p50_ms"), ("p95", "p95_ms"))
                     ],
                 ],

@@ -150,7 +150,9 @@ def _vectors(store: Store, health: dict[str, Any]) -> Check:
             "vectors", False, str(health["vector_index_unavailable"]), "pip install sqlite-vec"
         )
     if not indexer.enabled:
-        return Check("vectors", False, str(indexer.disabled), "run `hivemem reindex`")
+        missing = getattr(indexer.embedder, "unavailable", None)  # the model's files
+        fix = "install the model (see the message)" if missing else "run `hivemem reindex`"
+        return Check("vectors", False, str(indexer.disabled), fix)
     detail = f"{_need(health, 'vectors')} chunk vectors by {indexer.identity}; {pending} queued"
     if health.get("vector_exact_scan"):
         detail += (

@@ -125,6 +125,8 @@ def resolve_embedder(
             base_url=s.embed_base_url or None,
             api_key=api_key,
         )
+    if embedder in ("sentence-transformers", "onnx"):
+        return get_embedder(embedder, model=(settings or Settings()).embed_model_path)
     if isinstance(embedder, str):
         return get_embedder(embedder)
     if not isinstance(embedder, Embedder):

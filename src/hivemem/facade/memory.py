@@ -32,7 +32,7 @@ from ..lifecycle import sessions
 from ..lifecycle.maintenance import cycle
 from ..providers.entities import Mention, extract
 from ..retrieval import deep as retrieval
-from ..retrieval import entity_profiles
+from ..retrieval import entity_profiles, fresh
 from ..types import (
     Entity,
     Hit,
@@ -673,6 +673,7 @@ class ScopedMemory:
         view = getattr(self._backend, "search_view", contextlib.nullcontext)
 
         def run(query: Query) -> list[Hit]:
+            fresh.embed_fresh(store.indexer, self.visible, query, self.settings)
             with view():
                 return retrieval.search_in_mode(
                     deep, self._backend, store.indexer, self.visible, query, self.settings,

@@ -34,11 +34,11 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
-from ..errors import InvalidInput, StoreError
+from ..errors import HiveMemError, InvalidInput, StoreError
 from ..providers.embed import Embedder
 from ..store.protocols import PendingChunk, VectorIndex
 from ..store.rows import to_blob
@@ -48,6 +48,7 @@ log = logging.getLogger("hivemem.lifecycle.indexer")
 Progress = Callable[[int, int], None]
 
 STOP_SLICE = 32  # texts per model call of the background worker: the longest wait at exit
+SEARCH_SLICE = 8  # texts per model call of a search's own embedding (``embed_pending``)
 CLAIMED_WAIT_S = 0.05  # a flush's pause while other nodes hold the queued chunks
 RECHECK_S = 30.0  # the idle worker's look at a queue other nodes claim (at most)
 EXIT_JOIN_S = 30.0  # how long exit waits for a worker stuck in one slice (a slow endpoint)
@@ -93,7 +94,17 @@ class Indexer:
             return "no embedder configured (keyword and entity lanes only)"
         if self._index.unavailable is not None:
             return self._index.unavailable
-        other = self._index.bind(self.embedder.identity, self.embedder.dimension)
+        try:
+            problem = getattr(self.embedder, "unavailable", None)  # optional: a model's files
+            if problem:
+                raise HiveMemError(str(problem))
+            identity, dimension = self.embedder.identity, self.embedder.dimension
+        except HiveMemError as exc:
+            # Trigger: the model's files are missing or unreadable. Why: reads fail open
+            # and writes never wait for a model. Outcome: keyword search goes on, writes
+            # stay queued for the model, the reason (with its fix) is shown.
+            return f"the embedder cannot be used: {exc}"
+        other = self._index.bind(identity, dimension)
         if other is not None:
             return (
                 f"this store's vectors were made by {other}, but it is opened with "
@@ -108,7 +119,12 @@ class Indexer:
 
     @property
     def identity(self) -> str | None:
-        return self.embedder.identity if self.embedder is not None else None
+        if self.embedder is None:
+            return None
+        try:
+            return self.embedder.identity
+        except HiveMemError:  # the model's files are missing (``disabled`` says so)
+            return None
 
     # ------------------------------------------------------------------ the thread
 
@@ -216,7 +232,7 @@ class Indexer:
             if not chunks:
                 return 0
             try:
-                return self._embed_and_store(chunks, stop)
+                return self._embed_and_store(chunks, stop)[0]
             except BaseException:
                 # Trigger: the embedder (or the store) failed mid-batch. Why: the chunks
                 # are claimed by this store. Outcome: given back, so another node need
@@ -225,31 +241,91 @@ class Indexer:
                     self._index.release([c.chunk_id for c in chunks])
                 raise
 
-    def _embed_and_store(self, chunks: list[PendingChunk], stop: threading.Event | None) -> int:
-        """The model calls and the upsert of one claimed batch (``_batch``)."""
+    def _embed_and_store(
+        self,
+        chunks: list[PendingChunk],
+        stop: threading.Event | None,
+        deadline: float | None = None,
+    ) -> tuple[int, int]:
+        """The model calls and the upsert of one claimed batch (``_batch``), or of a
+        search's pending chunks (``embed_pending``: slices of ``SEARCH_SLICE`` until
+        ``deadline``, a ``time.monotonic()`` value; the first slice always runs).
+        Returns (chunks stored, chunks that had a vector to store): the others were not
+        reached before ``stop`` or ``deadline`` and stay queued."""
         assert self.embedder is not None
         model = self.embedder.identity
         known = self._index.cached(model, [c.text_hash for c in chunks])
         todo = {c.text_hash: c.text for c in chunks if c.text_hash not in known}
-        step = STOP_SLICE if stop is not None else max(1, len(todo))
+        if deadline is not None:
+            step = SEARCH_SLICE
+        else:
+            step = STOP_SLICE if stop is not None else max(1, len(todo))
         hashes = list(todo)
         for start in range(0, len(hashes), step):
             if stop is not None and stop.is_set():
                 break  # exit or close: store the slices done, the rest stays queued
+            if deadline is not None and start > 0 and time.monotonic() >= deadline:
+                break  # a search's time is up: the rest stays queued for the worker
             part = hashes[start : start + step]
             vectors = self.embedder.embed_batch([todo[h] for h in part])
             for text_hash, vector in zip(part, vectors, strict=True):
                 known[text_hash] = to_blob(vector)
         ready = [(c, known[c.text_hash]) for c in chunks if c.text_hash in known]
         if not ready:
-            return 0
+            return 0, 0
         stored = self._index.upsert(model, ready)
         if stored == 0:
             # Trigger: nothing stored although chunks were queued. Why: another
             # process took them, or re-indexed with another model. Outcome: re-check
             # the binding so this process stops embedding for a table not its own.
             self.disabled = self._bind()
-        return stored
+        return stored, len(ready)
+
+    def embed_pending(self, scopes: Sequence[str], limit: int, budget_s: float) -> int:
+        """Read your writes: embed the queued chunks of ``scopes`` before a search reads
+        them, so a memory written a moment ago is found by meaning by the very next
+        search (docs/architecture.md, "Read your writes"). Returns how many chunks of
+        ``scopes`` are still queued after it (at most ``limit + 1`` are looked at; 0
+        means every memory there has its vector), which the search's note reports.
+
+        Bounded: the newest ``limit`` chunks (the last writes are the ones asked about
+        next), embedded in slices of ``SEARCH_SLICE`` until ``budget_s`` has passed (the
+        first slice always runs); the rest stays queued for the worker, and is found by
+        keyword meanwhile. The write path is untouched: no model call there.
+
+        Once per chunk. The vectors are stored by the worker's own ``upsert``, which
+        takes the chunks off the queue, so the worker never embeds them again. The
+        worker's batch in flight (often the very chunk just written: a write wakes it)
+        is waited for, within half the budget, and the queue read again, rather than
+        embedding the same texts twice; past that, the search embeds anyway, and
+        ``upsert`` stores whichever vector comes first, once. Reads fail open: an
+        embedder or store that fails here leaves those chunks queued, found by keyword.
+        """
+        if not self.enabled or self.embedder is None:
+            return 0  # nothing will embed them: no note says otherwise (issue 25, item 13)
+        start = time.monotonic()
+        queued = self._index.pending_in(scopes, max(0, limit) + 1)
+        if not queued or limit <= 0:
+            return len(queued)
+        locked = self._embed_lock.acquire(timeout=max(0.0, budget_s / 2))
+        try:
+            if locked and time.monotonic() - start > 0.001:  # waited: the worker may have
+                queued = self._index.pending_in(scopes, limit + 1)
+            todo = queued[:limit]
+            if not todo:
+                return 0
+            try:
+                _, reached = self._embed_and_store(todo, None, deadline=start + budget_s)
+            except Exception as exc:  # reads fail open: the chunks stay queued
+                self.last_error = str(exc)
+                log.warning("embedding at search failed, found by keyword meanwhile: %s", exc)
+                return len(queued)
+        finally:
+            if locked:
+                self._embed_lock.release()
+        # Not reached in time, and (one more was read) beyond ``limit``: still queued.
+        # Chunks ``upsert`` skipped were done elsewhere or deleted: not waiting.
+        return len(todo) - reached + len(queued) - len(todo)
 
     def embed_query(self, text: str) -> np.ndarray | None:
         """The query's unit vector, or None when the vector lane is off."""
@@ -269,6 +345,9 @@ class Indexer:
             raise InvalidInput("embedder", "no embedder configured: nothing to index with")
         if self._index.unavailable is not None:
             raise StoreError(f"vector search is unavailable: {self._index.unavailable}")
+        problem = getattr(self.embedder, "unavailable", None)  # the model's files missing
+        if problem:
+            raise HiveMemError(f"cannot re-index: {problem}")
         if not force and self._index.recorded_identity() == self.embedder.identity:
             self.disabled = self._bind()
             done = self.flush(progress)

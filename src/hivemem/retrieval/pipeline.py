@@ -65,6 +65,10 @@ class QueryEmbedder(Protocol):
 
     def embed_query(self, text: str) -> np.ndarray | None: ...
 
+    def embed_pending(self, scopes: Sequence[str], limit: int, budget_s: float) -> int:
+        """Embed the scopes' queued chunks, bounded; return how many are still queued."""
+        ...
+
 
 @dataclass(slots=True)
 class _Candidate:
@@ -271,7 +275,13 @@ def _vector_reads(
     settings: Settings,
     focus: str,
 ) -> tuple[list[VectorMatch] | None, list[str]]:
-    """The vector lane's matches (None: the lane did not run) and notes."""
+    """The vector lane's matches (None: the lane did not run) and notes.
+
+    The facade embedded the scopes' newest queued chunks before this search's read view
+    opened (``hivemem.retrieval.fresh``); the note says when chunks of these scopes are
+    still queued (never another scope's: no answer depends on data the caller cannot
+    read)."""
+    waiting = indexer.embed_pending(scopes, 0, 0.0)  # counts only: 0 or 1
     try:
         vector = indexer.embed_query(focus)
     except Exception as exc:  # reads fail open: an embedder down leaves keyword search
@@ -284,7 +294,7 @@ def _vector_reads(
         scopes, vector, query, fetch, now, indexer.identity, settings.vector_pool
     )
     notes = []
-    if backend.vectors.has_pending():  # on the thread that searched (its answer is cached)
+    if waiting:
         notes.append(
             "some memories are still being embedded: found by keyword only until "
             "then (run `hivemem reindex`, or store.flush(), to finish now)"

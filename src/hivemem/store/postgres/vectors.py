@@ -382,6 +382,20 @@ class PgVectorIndex:
             )[0][0]
         )
 
+    def pending_in(self, scopes: Sequence[str], limit: int) -> list[PendingChunk]:
+        """Newest first, claimed or not: a search embeds its own scopes' chunks even
+        while another node's worker holds them (``upsert`` stores whichever vector comes
+        first, once). Driven by the queue (small while the workers keep up)."""
+        if not scopes or limit <= 0:
+            return []
+        rows = self._db._q(
+            "SELECT q.chunk_id, c.scope, c.text_hash, c.text FROM vector_queue q "
+            "JOIN chunks c ON c.id = q.chunk_id WHERE c.scope = ANY(%s) "
+            "ORDER BY q.chunk_id DESC LIMIT %s",
+            [list(scopes), int(limit)],
+        )
+        return [PendingChunk(*r) for r in rows]
+
     def has_pending(self) -> bool:
         """Whether chunks wait for vectors. Right after a search on this thread (within
         ``_PENDING_TTL``), the answer read with it, once; else a read."""

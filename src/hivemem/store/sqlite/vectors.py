@@ -241,6 +241,19 @@ class SQLiteVectorIndex:
             )[0][0]
         )
 
+    def pending_in(self, scopes: Sequence[str], limit: int) -> list[PendingChunk]:
+        """Newest first. Driven by the queue (small while the worker keeps up), each
+        row's chunk looked up by id and kept when it is of ``scopes``."""
+        if not scopes or limit <= 0:
+            return []
+        rows = self._db._read(
+            "SELECT q.chunk_id, m.scope, c.text_hash, c.text FROM vector_queue q "
+            "CROSS JOIN chunks c ON c.id = q.chunk_id CROSS JOIN memories m ON m.id = c.memory_id "
+            f"WHERE m.scope IN ({placeholders(scopes)}) ORDER BY q.chunk_id DESC LIMIT ?",
+            [*scopes, limit],
+        )
+        return [PendingChunk(*r) for r in rows]
+
     def has_pending(self) -> bool:
         return bool(self._db._read("SELECT 1 FROM vector_queue LIMIT 1"))
 

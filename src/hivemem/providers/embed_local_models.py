@@ -1,0 +1,357 @@
+"""Stronger models for users who have them: a sentence-transformers model installed on
+disk (extra ``hivemem[sentence-transformers]``, which brings PyTorch).
+
+``SentenceTransformersEmbedder(model=FOLDER)`` embeds with the model in ``FOLDER`` (a
+sentence-transformers save: ``modules.json``, ``config.json``, the weights), on the CPU
+unless ``device`` says otherwise. Models load from disk only: the Hugging Face hub is
+switched off (``HF_HUB_OFFLINE``, ``TRANSFORMERS_OFFLINE`` and ``local_files_only``), and
+a name that is not a folder is refused with the fix, never fetched. Registered as the
+entry point ``sentence-transformers``; with the settings, ``embedder =
+sentence-transformers`` and ``embed_model_path = FOLDER``.
+
+Identity. ``"<model_name>:<dimension>"``, ``model_name`` defaulting to the folder's name
+(its parent's when the folder is called ``model``, as in packages that ship one: the
+package's name); name a model you replace in place differently, or ``reindex --force``:
+the identity is how vectors of
+two models are never mixed (a store opened with another model answers by keyword until
+``hivemem reindex``). The dimension is read from the folder's pooling configuration
+without loading the model (constructors stay cheap), and checked on every vector.
+
+A missing or damaged model (no folder, a weights file cut short) raises
+``MissingDependency`` / ``HiveMemError`` with one line naming the fix; reads fail open
+(keyword search goes on), and writes never wait for a model, so nothing is lost.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import HiveMemError, InvalidInput, MissingDependency
+
+Vector = Sequence[float]
+_INSTALL = "pip install 'hivemem[sentence-transformers]'"
+
+
+def _offline() -> None:
+    """No hub, ever: set before the libraries read them (they cache the values); and no
+    progress bars of theirs on a user's terminal."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+
+def _model_folder(model: str | Path, option: str) -> Path:
+    if not isinstance(model, str | Path) or not str(model).strip():
+        raise InvalidInput(option, "expected the folder of a model installed on disk")
+    return Path(model).expanduser()
+
+
+def _pooling_dimension(folder: Path) -> int | None:
+    """The sentence-embedding size a sentence-transformers folder declares, read from
+    its configuration files (no model load); None when they do not say."""
+    try:
+        modules = json.loads((folder / "modules.json").read_text())
+        dimension = None
+        for module in modules:
+            config = folder / module.get("path", "") / "config.json"
+            kind = str(module.get("type", ""))
+            if not config.is_file():
+                continue
+            values = json.loads(config.read_text())
+            if kind.endswith("Pooling"):
+                dimension = int(values["word_embedding_dimension"])
+            elif kind.endswith("Dense"):
+                dimension = int(values["out_features"])
+        return dimension
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _default_name(folder: Path) -> str:
+    resolved = folder.resolve()
+    return resolved.parent.name if resolved.name == "model" else resolved.name
+
+
+class SentenceTransformersEmbedder:
+    """A sentence-transformers model from a folder on disk (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        model: str | Path,
+        model_name: str | None = None,
+        dimension: int | None = None,
+        device: str = "cpu",
+        batch_size: int = 32,
+    ) -> None:
+        self.folder = _model_folder(model, "model")
+        if dimension is not None and (
+            isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1
+        ):
+            raise InvalidInput("dimension", "expected the model's vector size, a whole number")
+        self.name = (model_name or "").strip() or _default_name(self.folder)
+        self._dimension = dimension
+        self.device = device
+        self.batch_size = max(1, int(batch_size))
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def identity(self) -> str:
+        return f"{self.name}:{self.dimension}"
+
+    @property
+    def unavailable(self) -> str | None:
+        """Why this model cannot be used (its folder missing, its size unreadable), with
+        the fix; None when it looks usable. The store then answers by keyword and keeps
+        every write queued (``Indexer``); checked without loading the model."""
+        if not (self.folder / "modules.json").is_file():
+            return (
+                f"{self.folder}: no sentence-transformers model there; set embed_model_path "
+                "to the folder of one installed on disk (models are never downloaded)"
+            )
+        if self.dimension < 1:
+            return (
+                f"{self.folder}: cannot read the model's vector size from its configuration; "
+                "pass dimension=…"
+            )
+        return None
+
+    @property
+    def dimension(self) -> int:
+        """The vector size (0 while unknown: see ``unavailable``)."""
+        if self._dimension is None:
+            found = _pooling_dimension(self.folder)
+            if found is None:
+                return 0
+            self._dimension = found
+        return self._dimension
+
+    def _check_folder(self) -> None:
+        problem = self.unavailable
+        if problem is not None:
+            raise HiveMemError(problem)
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                self._check_folder()
+                _offline()
+                try:
+                    from sentence_transformers import SentenceTransformer
+                except ImportError:
+                    raise MissingDependency(
+                        "the sentence-transformers embedder", _INSTALL
+                    ) from None
+                try:
+                    self._model = SentenceTransformer(
+                        str(self.folder), device=self.device, local_files_only=True
+                    )
+                except Exception as exc:  # torch / safetensors raise their own types
+                    reason = " ".join(str(exc).split())  # one line
+                    raise HiveMemError(
+                        f"the model in {self.folder} could not be loaded ({reason}); "
+                        "reinstall it (a damaged or partial copy)"
+                    ) from exc
+        return self._model
+
+    def embed_batch(self, texts: Sequence[str]) -> list[Vector]:
+        if not texts:
+            return []
+        model = self._load()
+        try:
+            rows = model.encode(
+                list(texts),
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        except Exception as exc:
+            raise HiveMemError(f"the model in {self.folder} failed: {exc}") from exc
+        out: list[Vector] = []
+        for row in rows:
+            vector = [float(x) for x in row]
+            if len(vector) != self.dimension:
+                raise HiveMemError(
+                    f"the model in {self.folder} returned {len(vector)} dimensions, "
+                    f"expected {self.dimension}"
+                )
+            norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+            out.append([x / norm for x in vector])
+        return out
+
+
+# ----------------------------------------------------------------------------- ONNX folders
+
+_ONNX_FILES = ("model_optimized.onnx", "model.onnx", "onnx/model.onnx")
+
+
+class OnnxModelEmbedder:
+    """An ONNX sentence-embedding model in a folder on disk — the layout FastEmbed keeps
+    its models in (``model.onnx`` or ``model_optimized.onnx``, ``tokenizer.json``,
+    ``config.json``), and what ``optimum`` exports — run on onnxruntime + tokenizers,
+    which HiveMem already depends on: no extra, no PyTorch, no hub. Registered as the
+    entry point ``onnx``; with the settings, ``embedder = onnx`` and
+    ``embed_model_path = FOLDER``.
+
+    ``pooling`` is ``mean`` (MiniLM, mpnet, e5) or ``cls`` (bge); a model whose output is
+    already one vector per text is used as it is. Vectors are L2-normalised. Identity and
+    dimension as for ``SentenceTransformersEmbedder`` (``hidden_size`` of ``config.json``,
+    or ``dimension=``), read without loading the model."""
+
+    def __init__(
+        self,
+        *,
+        model: str | Path,
+        model_name: str | None = None,
+        dimension: int | None = None,
+        pooling: str = "mean",
+        model_file: str | None = None,
+        max_tokens: int = 256,
+        threads: int = 2,
+        batch_size: int = 32,
+    ) -> None:
+        self.folder = _model_folder(model, "model")
+        if pooling not in ("mean", "cls"):
+            raise InvalidInput("pooling", f"expected mean or cls, got {pooling!r}")
+        if dimension is not None and (
+            isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1
+        ):
+            raise InvalidInput("dimension", "expected the model's vector size, a whole number")
+        self.name = (model_name or "").strip() or _default_name(self.folder)
+        self._dimension = dimension
+        self.pooling = pooling
+        self.model_file = model_file
+        self.max_tokens = max(8, int(max_tokens))
+        self.threads = threads
+        self.batch_size = max(1, int(batch_size))
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def identity(self) -> str:
+        return f"{self.name}:{self.dimension}"
+
+    def _onnx_path(self) -> Path | None:
+        names = (self.model_file,) if self.model_file else _ONNX_FILES
+        for name in names:
+            if name and (self.folder / name).is_file():
+                return self.folder / name
+        return None
+
+    @property
+    def unavailable(self) -> str | None:
+        """Why this model cannot be used, with the fix; None when it looks usable."""
+        if self._onnx_path() is None or not (self.folder / "tokenizer.json").is_file():
+            return (
+                f"{self.folder}: no ONNX model with its tokenizer.json there; set "
+                "embed_model_path to the folder of one installed on disk (models are never "
+                "downloaded)"
+            )
+        if self.dimension < 1:
+            return (
+                f"{self.folder}: cannot read the model's vector size from config.json; "
+                "pass dimension=…"
+            )
+        return None
+
+    @property
+    def dimension(self) -> int:
+        """The vector size (0 while unknown: see ``unavailable``)."""
+        if self._dimension is None:
+            try:
+                config = json.loads((self.folder / "config.json").read_text())
+                self._dimension = int(config["hidden_size"])
+            except (OSError, ValueError, KeyError, TypeError):
+                return 0
+        return self._dimension
+
+    def _load(self) -> None:
+        with self._lock:
+            if self._session is not None:
+                return
+            problem = self.unavailable
+            if problem is not None:
+                raise HiveMemError(problem)
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+
+            path = self._onnx_path()
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = self.threads
+            options.inter_op_num_threads = 1
+            options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            # No spinning threads: on a busy machine they burn the cores they wait for
+            # (as LocalEmbedder).
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            options.log_severity_level = 3
+            try:
+                session = ort.InferenceSession(
+                    str(path), options, providers=["CPUExecutionProvider"]
+                )
+                tokenizer = Tokenizer.from_file(str(self.folder / "tokenizer.json"))
+            except Exception as exc:  # onnxruntime and tokenizers raise their own types
+                reason = " ".join(str(exc).split())  # one line
+                raise HiveMemError(
+                    f"the model in {self.folder} could not be loaded ({reason}); "
+                    "reinstall it (a damaged or partial copy)"
+                ) from exc
+            tokenizer.enable_truncation(max_length=self.max_tokens)
+            tokenizer.no_padding()
+            self._inputs = {i.name for i in session.get_inputs()}
+            self._tokenizer = tokenizer
+            self._session = session
+
+    def embed_batch(self, texts: Sequence[str]) -> list[Vector]:
+        if not texts:
+            return []
+        self._load()
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # short padding
+        out: list[Vector] = [[] for _ in texts]
+        for start in range(0, len(order), self.batch_size):
+            part = order[start : start + self.batch_size]
+            for index, vector in zip(part, self._run([texts[i] for i in part]), strict=True):
+                out[index] = vector
+        return out
+
+    def _run(self, texts: list[str]) -> list[Vector]:
+        import numpy as np
+
+        encodings = self._tokenizer.encode_batch(texts)
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(texts), width), np.int64)
+        mask = np.zeros((len(texts), width), np.int64)
+        for row, encoding in enumerate(encodings):
+            ids[row, : len(encoding.ids)] = encoding.ids
+            mask[row, : len(encoding.ids)] = 1
+        feed = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feed["token_type_ids"] = np.zeros_like(ids)
+        feed = {k: v for k, v in feed.items() if k in self._inputs}
+        try:
+            output = self._session.run(None, feed)[0]
+        except Exception as exc:
+            raise HiveMemError(f"the model in {self.folder} failed: {exc}") from exc
+        if output.ndim == 3:
+            if self.pooling == "cls":
+                output = output[:, 0]
+            else:
+                weights = mask[..., None].astype(np.float32)
+                output = (output * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        if output.shape[1] != self.dimension:
+            raise HiveMemError(
+                f"the model in {self.folder} returned {output.shape[1]} dimensions, "
+                f"expected {self.dimension}"
+            )
+        norms = np.linalg.norm(output, axis=1, keepdims=True)
+        return list((output / np.maximum(norms, 1e-12)).astype(np.float32))
