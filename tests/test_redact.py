@@ -192,3 +192,54 @@ def test_log_filter_scrubs_exception_text(store, caplog):
             logging.getLogger("hivemem.lifecycle.indexer").exception("failed")
     assert "exception-secret-1" not in caplog.text
     assert REDACTED in caplog.text
+
+
+class _Down:
+    """A store whose vault cannot be read now (PostgreSQL down): ``load`` raises."""
+
+    def __init__(self) -> None:
+        self.values = ["known-secret-123"]
+        self.down = False
+        self.stale = False
+        self.loads = 0
+
+    def load(self) -> list[str]:
+        self.loads += 1
+        if self.down:
+            raise hivemem.TryAgain("PostgreSQL failed: try again", reason="connection")
+        return list(self.values)
+
+    def changed(self) -> bool:
+        stale, self.stale = self.stale, False  # says "changed" once, as a listener does
+        return stale
+
+
+def test_an_error_path_never_asks_the_store_that_failed():
+    from hivemem.write.redact import scrubs_output
+
+    store = _Down()
+    scrubber = Scrubber(store.load, store.changed)
+    assert scrubber.scrub("a known-secret-123 b") == "a [REDACTED] b"
+
+    class Facade:
+        def __init__(self) -> None:
+            self.store = type("S", (), {"scrubber": scrubber})()
+
+        @scrubs_output
+        def read(self, exc: Exception) -> None:
+            raise exc
+
+    store.down, store.stale = True, True  # the database went away, the listener too
+    with pytest.raises(hivemem.TryAgain) as failed:  # the store's error, not a second one
+        Facade().read(hivemem.TryAgain("gone: known-secret-123", reason="connection"))
+    assert failed.value.message == "gone: [REDACTED]"  # with the secrets known before
+    assert store.loads == 1  # the error path did not ask
+    # another error asks the store as any output does; when it cannot answer, the
+    # secrets known before stand and the caller gets its own error
+    with pytest.raises(hivemem.NotFound) as missing:
+        Facade().read(hivemem.NotFound("no known-secret-123"))
+    assert missing.value.message == "no [REDACTED]"
+    # a reload that failed leaves the values unloaded: the next output reads them,
+    # though the listener said "changed" only once
+    store.down, store.values = False, ["known-secret-123", "new-secret-4567"]
+    assert scrubber.scrub("new-secret-4567") == "[REDACTED]"

@@ -188,20 +188,11 @@ class ScopedMemory:
     ) -> tuple[Memory, bool]:
         """The transaction of ``save``: the stored memory, and whether a row was written."""
         with self._backend.atomic():
-            # Times are taken once the write lock is held, so commit order is time order:
-            # a writer that waited for another supersedes it later than it, not earlier.
-            now = self._now()
-            record = replace(
-                record,
-                created_at=now,
-                updated_at=now,
-                valid_from=now,
-                expires_at=(
-                    rules.expiry(record.source, now, self.settings)
-                    if expires_at is _DEFAULT
-                    else record.expires_at
-                ),
-            )
+            # Times are taken once the key's lock is held (``by_key`` and
+            # ``find_duplicate`` take it on PostgreSQL; SQLite's write lock is held from
+            # the start), and a new version never starts before its parent
+            # (``chains.successor_time``, for clocks of several nodes): a writer that
+            # waited for another supersedes it later than it, not earlier.
             if record.key is None:
                 if record.kind is not Kind.EPISODE:
                     duplicate = self._backend.find_duplicate(
@@ -209,9 +200,11 @@ class ScopedMemory:
                     )
                     if duplicate is not None:
                         return duplicate, False
+                record = self._stamped(record, None, expires_at)
                 self._backend.insert(record, *pieces)
                 return record, True
             current = self._backend.by_key([self.name], record.key)
+            record = self._stamped(record, current, expires_at)
             if current is None:
                 self._backend.insert(record, *pieces)
                 return record, True
@@ -222,6 +215,21 @@ class ScopedMemory:
                 return current, False
             self._backend.insert(record, pieces[0] + audit.reason_chunks(record), pieces[1])
             return record, True
+
+    def _stamped(self, record: Memory, parent: Memory | None, expires_at: Any) -> Memory:
+        """``record`` with its times: now, after ``parent`` (the version it may replace)."""
+        now = chains.successor_time(self._now(), parent)
+        return replace(
+            record,
+            created_at=now,
+            updated_at=now,
+            valid_from=now,
+            expires_at=(
+                rules.expiry(record.source, now, self.settings)
+                if expires_at is _DEFAULT
+                else record.expires_at
+            ),
+        )
 
     def _supersede_or_refuse(
         self,

@@ -1,9 +1,11 @@
-"""Walks of the links between memories: the supersede chain of a memory (``history``)
-and the related memories the ``crossrefs`` job found (``related``). The facade
-(``ScopedMemory.history`` / ``related``) delegates here."""
+"""The links between memories: the time a new version takes (``successor_time``),
+walks of the supersede chain of a memory (``history``) and the related memories the
+``crossrefs`` job found (``related``). The facade (``ScopedMemory.save`` / ``history`` /
+``related``) and the consolidation job use them."""
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from .. import arguments
@@ -13,6 +15,23 @@ from . import rules
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..store.handles import ScopedHandle
+
+
+# The resolution of stored times (ISO 8601 text with microseconds).
+TICK = timedelta(microseconds=1)
+
+
+def successor_time(now: datetime, parent: Memory | None) -> datetime:
+    """The time a new version of ``parent`` starts at: ``now``, or one tick after the
+    parent's own start when ``now`` is not later. Called with the key's lock held, so
+    the parent is the committed active version. Nodes' clocks differ (and a clock may
+    step back): without the floor a node whose clock is behind would start a successor
+    before its parent, and ``get(key, as_of=t)`` would answer the wrong version. With
+    it a chain is strictly ordered in time whatever the clocks say."""
+    if parent is None:
+        return now
+    floor = parent.valid_from + TICK
+    return now if now >= floor else floor
 
 
 def history(mem: ScopedHandle, id_or_key: str) -> list[Memory]:

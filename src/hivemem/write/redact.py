@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..errors import HiveMemError, InvalidInput
+from ..errors import HiveMemError, InvalidInput, StoreError
 
 log = logging.getLogger("hivemem.write.redact")
 
@@ -188,10 +188,27 @@ class Scrubber:
         install_log_filter()  # loggers created since the store opened get the filter too
 
     def _refresh(self) -> None:
-        # ``stale`` first: it notes the file's version before the values are read.
+        # ``stale`` first: it notes the file's version before the values are read. A
+        # reload that fails leaves the values unloaded, so the next call reads them
+        # (``stale`` has already said "changed" once and may not say it again).
         stale = self._stale is not None and self._stale()
         if stale or not self._loaded:
+            self._loaded = self._load is None
             self.reload()
+
+    def refresh_for_error(self, exc: BaseException) -> None:
+        """Bring the values up to date before the output of the error ``exc`` is
+        scrubbed (then scrub with ``refresh=False``). An error path never needs the
+        store: after a store failure (``StoreError``: the store down, busy, damaged)
+        the values known now stand, since asking would fail or wait the same way;
+        after another error (a conflict that echoes a memory, a bad argument) the store
+        is asked as for any output, and the values known now stand if it cannot answer."""
+        if isinstance(exc, StoreError):
+            return
+        try:
+            self._refresh()
+        except Exception:  # the store went away meanwhile: the last values known
+            log.debug("secret values not refreshed for an error's output", exc_info=True)
 
     def holds_secrets(self) -> bool:
         """Whether any secret value is registered now (the store asked first, as
@@ -215,12 +232,14 @@ class Scrubber:
             return text
         return pattern.sub(lambda _: replacement, text)
 
-    def scrubbed(self, value: Any) -> Any:
+    def scrubbed(self, value: Any, *, refresh: bool = True) -> Any:
         """``value`` with every registered secret redacted from every text it holds, at
         any depth: strings, lists, tuples, mappings (keys too) and dataclass values such
         as ``Memory``, ``Hit``, ``Entity`` (a copy; the same object when nothing
-        changes). Enums, numbers and times are left as they are."""
-        self._refresh()
+        changes). Enums, numbers and times are left as they are. ``refresh=False``: the
+        values known now (see ``scrub``)."""
+        if refresh:
+            self._refresh()
         if self._pattern is None:
             return value
         return _deep(value, lambda text: self.scrub(text, refresh=False))
@@ -244,12 +263,13 @@ def scrubs_output(method: F) -> F:
         try:
             result = method(self, *args, **kwargs)
         except HiveMemError as exc:
-            clean = scrubber.scrubbed(exc.message)
+            scrubber.refresh_for_error(exc)  # never a second failure from the store
+            clean = scrubber.scrubbed(exc.message, refresh=False)
             if clean != exc.message:
                 exc.message, exc.args = clean, (clean,)
             current = getattr(exc, "current", None)
             if current is not None:
-                exc.current = scrubber.scrubbed(current)  # type: ignore[attr-defined]
+                exc.current = scrubber.scrubbed(current, refresh=False)  # type: ignore[attr-defined]
             raise
         return scrubber.scrubbed(result)
 

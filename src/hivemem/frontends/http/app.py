@@ -78,19 +78,16 @@ class Api:
         self.maintainer.shutdown(wait=True)
         self.writer.shutdown(wait=True)
 
-    def scrub(self, value: Any) -> Any:
-        """``value`` with every registered secret redacted (``store.scrub``, where the
-        store has a vault): error bodies echo content, e.g. the memory in a conflict."""
-        scrub = getattr(self.store, "scrub", None)
-        if scrub is None:
-            return value
-        if isinstance(value, str):
-            return scrub(value)
-        if isinstance(value, dict):
-            return {k: self.scrub(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self.scrub(v) for v in value]
-        return value
+    def scrub_error(self, exc: HiveMemError, body: dict) -> dict:
+        """The error body of ``exc`` with every registered secret redacted (error bodies
+        echo content, e.g. the memory in a conflict). Never a second failure: after a
+        store failure the secrets known now are used, without asking the store
+        (``Scrubber.refresh_for_error``), so a database that is down gives 503, not 500."""
+        scrubber = getattr(self.store, "scrubber", None)
+        if scrubber is None:
+            return body
+        scrubber.refresh_for_error(exc)
+        return scrubber.scrubbed(body, refresh=False)  # type: ignore[no-any-return]
 
     async def write(self, fn: Any) -> Any:
         """Run ``fn`` on the writer thread (one write at a time, in arrival order)."""
@@ -267,7 +264,8 @@ def create_app(
     @app.exception_handler(HiveMemError)
     async def _library_error(request: Request, exc: HiveMemError) -> Response:
         status, body = from_library(exc)
-        return json_response(api.scrub(body), status, error_headers(exc))
+        body = await run_in_threadpool(api.scrub_error, exc, body)
+        return json_response(body, status, error_headers(exc))
 
     @app.exception_handler(BodyTooLarge)
     async def _too_large(request: Request, exc: BodyTooLarge) -> Response:

@@ -42,7 +42,7 @@ from ...errors import InvalidInput
 from ...providers.entities import extract
 from ...providers.llm import LLMError
 from ...types import Kind, Memory, Status
-from ...write import rules
+from ...write import chains, rules
 from . import conflicts, session_summary
 from .similarity import candidates as similar
 from .similarity import jaccard, negated, words
@@ -167,12 +167,15 @@ def _finish(ctx: JobContext, session_id: str) -> None:
         if summary is not None and summary.key is not None:
             current = ctx.store.memories.by_key([ctx.scope], summary.key)
             if current is not None:  # a summary of an earlier pass: this one replaces it
-                now = ctx.clock()
+                now = chains.successor_time(ctx.clock(), current)  # the key's lock held
                 ctx.store.memories.set_status(
                     ctx.scope, current.id, Status.SUPERSEDED, now, now, NAME
                 )
                 summary = replace(
                     summary,
+                    created_at=now,
+                    updated_at=now,
+                    valid_from=now,
                     supersedes_id=current.id,
                     supersede_reason="the session went on after its last summary",
                     supersede_kind="hard",
@@ -300,9 +303,13 @@ def _write(
                     counts["duplicates"] += 1
                     continue
                 # A real supersede: the key names one attribute, and this is its new value.
+                now = chains.successor_time(ctx.clock(), current)  # the key's lock held
                 memories.set_status(ctx.scope, current.id, Status.SUPERSEDED, now, now, NAME)
                 record = replace(
                     record,
+                    created_at=now,
+                    updated_at=now,
+                    valid_from=now,
                     supersedes_id=current.id,
                     supersede_reason=f"consolidation of session {session_id}",
                     supersede_kind="hard",

@@ -1,7 +1,8 @@
 """``PostgresBackend``: the storage protocol of ``hivemem.store.protocols`` on PostgreSQL.
 
-Connections. A psycopg-pool ``ConnectionPool`` of autocommit connections, each checked on
-checkout (a restarted server is reconnected to, not reported). A read outside a
+Connections. A psycopg-pool ``ConnectionPool`` of autocommit connections (``pool.py``:
+its reconnection backoff capped), each checked on checkout (a restarted server is
+reconnected to, not reported). A read outside a
 transaction borrows a connection for one statement. ``atomic()`` pins one connection to
 the calling thread for the whole transaction (nested calls are savepoints), and so does
 ``snapshot()`` (a ``REPEATABLE READ READ ONLY`` transaction): every read on that thread
@@ -41,7 +42,6 @@ from typing import Any, TypeVar
 
 import psycopg
 from psycopg import errors as pgerrors
-from psycopg_pool import ConnectionPool
 
 from ...clock import from_text, to_text
 from ...errors import Conflict, StoreError, TryAgain
@@ -58,6 +58,7 @@ from .extras import PostgresVault
 from .inspect import PgInspection
 from .keyword import KeywordMixin
 from .maintenance import PgMaintenance
+from .pool import Pool
 from .portable import Portable
 from .purge import PgPurge
 from .server import server_health
@@ -106,7 +107,7 @@ class PostgresBackend(KeywordMixin):
         self._url = url
         self._local = threading.local()
         self._prepare(url, timeout_s)
-        self._pool = ConnectionPool(
+        self._pool = Pool(
             url,
             min_size=1,
             max_size=max(1, pool_size),

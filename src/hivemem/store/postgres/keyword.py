@@ -79,11 +79,32 @@ _NEWEST_PAGE = 4  # newest-first search scores this many times the rows it retur
 _VERIFY_PAGE = 8  # NEAR / ^ queries fetch this many times the rows, then verify them
 
 
+# The longest lexeme kept whole, in UTF-8 bytes. PostgreSQL refuses a tsvector lexeme
+# over 2,046 bytes, and a posting's b-tree entry holds the lexeme beside its scope (at
+# most ~2.7 kB in all); SQLite's FTS5 indexes tokens of any length. A longer token (a
+# base64 blob, a run of CJK characters without spaces, a long number) is indexed and
+# searched by its first ``MAX_LEXEME_BYTES`` (whole characters), the same cut on both
+# sides, so the text is stored whole and found by the token on both backends (two
+# tokens that share their first kilobyte match each other). Migration 0022 cuts the
+# lexemes of older stores the same way.
+MAX_LEXEME_BYTES = 1024
+
+
+def lexeme(token: str) -> str:
+    """``token`` as the keyword index holds it: cut to ``MAX_LEXEME_BYTES``."""
+    if len(token) * 4 <= MAX_LEXEME_BYTES:
+        return token
+    raw = token.encode("utf-8")
+    if len(raw) <= MAX_LEXEME_BYTES:
+        return token
+    return raw[:MAX_LEXEME_BYTES].decode("utf-8", "ignore")  # never half a character
+
+
 def tsvector_text(tokens: Sequence[str]) -> str:
     """The tsvector literal of ``tokens`` (positions from 1, capped at 16383)."""
     positions: dict[str, list[int]] = {}
     for i, token in enumerate(tokens, start=1):
-        positions.setdefault(token, []).append(min(i, 16383))
+        positions.setdefault(lexeme(token), []).append(min(i, 16383))
     return " ".join(f"{_quote(t)}:{','.join(map(str, p[:256]))}" for t, p in positions.items())
 
 
@@ -100,8 +121,9 @@ def _unquote(phrase: str) -> str | None:
     return lexeme if _quote(lexeme) == phrase else None
 
 
-def _phrase(stems: Sequence[str]) -> str:
-    return " <-> ".join(_quote(s) for s in stems)
+def _phrase_lexemes(p: Phrase) -> list[tuple[str, bool]]:
+    """The phrase's index tokens as lexemes (``lexeme``), each with whether it is a prefix."""
+    return [(lexeme(t), prefix) for t, prefix in phrase_tokens(p)]
 
 
 def to_tsquery(query: KeywordQuery) -> tuple[str, dict[str, str], bool] | None:
@@ -114,7 +136,7 @@ def to_tsquery(query: KeywordQuery) -> tuple[str, dict[str, str], bool] | None:
     verify = [False]
 
     def phrase(p: Phrase) -> str:
-        tokens = phrase_tokens(p)
+        tokens = _phrase_lexemes(p)
         text = " <-> ".join(_quote(t) + (":*" if prefix else "") for t, prefix in tokens)
         phrases.setdefault(text, tokens[0][0])
         if p.initial:
@@ -154,7 +176,7 @@ def _bare(p: Phrase) -> str:
         raise _NotExpressible
     return (
         "("
-        + " <-> ".join(_quote(t) + (":*" if prefix else "") for t, prefix in phrase_tokens(p))
+        + " <-> ".join(_quote(t) + (":*" if prefix else "") for t, prefix in _phrase_lexemes(p))
         + ")"
     )
 
@@ -397,7 +419,7 @@ class KeywordMixin:
         if not terms:
             return TermStats(0, {})
         size = self._index_size()
-        stems = {t: scratch.stems(t) for t in terms}
+        stems = {t: [lexeme(s) for s in scratch.stems(t)] for t in terms}
         phrases = [_quote(s) for group in stems.values() for s in group]
 
         def per_term(freq: dict[str, int]) -> dict[str, int]:

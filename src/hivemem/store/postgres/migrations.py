@@ -404,6 +404,46 @@ MIGRATIONS: list[Migration] = [
             "CREATE INDEX ui_sessions_local ON ui_sessions (local_key, seen_at)",
         ),
     ),
+    Migration(
+        # Lexemes over 1,024 bytes are cut to their first 1,024 bytes (whole characters)
+        # as ``keyword.lexeme`` now cuts every token written and searched, so a search
+        # finds the long tokens older stores hold as it finds new ones. Only chunks
+        # whose text is that long can hold one; the postings follow by their trigger.
+        "0022_long_lexemes",
+        (
+            r"""DO $$
+            DECLARE
+                chunk record;
+                entry record;
+                parts text[];
+                cut text;
+                k integer;
+            BEGIN
+                FOR chunk IN SELECT c.id, c.terms FROM chunks c
+                             WHERE octet_length(c.text) > 1024 AND EXISTS (
+                                 SELECT 1 FROM unnest(c.terms) u
+                                 WHERE octet_length(u.lexeme) > 1024)
+                LOOP
+                    parts := ARRAY[]::text[];
+                    FOR entry IN SELECT u.lexeme, u.positions FROM unnest(chunk.terms) u LOOP
+                        cut := entry.lexeme;
+                        IF octet_length(cut) > 1024 THEN
+                            k := least(length(cut), 1024);
+                            WHILE octet_length(left(cut, k)) > 1024 LOOP
+                                k := k - 1;
+                            END LOOP;
+                            cut := left(cut, k);
+                        END IF;
+                        parts := parts || (
+                            '''' || replace(replace(cut, '\', '\\'), '''', '''''') || ''''
+                            || COALESCE(':' || array_to_string(entry.positions, ','), ''));
+                    END LOOP;
+                    UPDATE chunks SET terms = array_to_string(parts, ' ')::tsvector
+                    WHERE id = chunk.id;
+                END LOOP;
+            END $$""",
+        ),
+    ),
 ]
 
 

@@ -25,7 +25,7 @@ from ....facade.memory import ScopedMemory
 from ....lifecycle import inspection
 from ....types import CATEGORIES, Kind, MemoryType, Status
 from ....write import categories
-from ..errors import from_library
+from ..errors import error_headers, from_library
 from . import render
 from .auth import (
     COOKIE,
@@ -117,11 +117,34 @@ class Ui:
             return [(s, True) for s in self.store.scopes()]
         return [(s, level == "write") for s, level in sorted(principal.scopes.items())]
 
-    def render(self, request: Request, name: str, code: int = 200, **context: Any) -> Response:
+    def render(
+        self,
+        request: Request,
+        name: str,
+        code: int = 200,
+        *,
+        failure: HiveMemError | None = None,
+        **context: Any,
+    ) -> Response:
         context.setdefault("principal", None)
         context.setdefault("session", None)
-        self.scrub("")  # refresh the secret values once, before the values are printed
-        return render.page(self.env, self.scrub, name, code, request=request, **context)
+        if failure is None:
+            self.scrub("")  # refresh the secret values once, before the values are printed
+            return render.page(self.env, self.scrub, name, code, request=request, **context)
+        # The page of a library error never needs the store (it may be down): the
+        # secrets known now (``Scrubber.refresh_for_error``), and its Retry-After.
+        scrubber = self.store.scrubber
+        scrubber.refresh_for_error(failure)
+        page = render.page(
+            self.env,
+            lambda text: scrubber.scrub(text, refresh=False),
+            name,
+            code,
+            request=request,
+            **context,
+        )
+        page.headers.update(error_headers(failure) or {})
+        return page
 
     def context(
         self, request: Request, principal: Principal, session: Session | None, scope: str
@@ -160,7 +183,9 @@ class Ui:
                 message = error["message"] + (
                     f" (field: {error['field']})" if "field" in error else ""
                 )
-                return self.render(request, "error.html", status, status=status, message=message)
+                return self.render(
+                    request, "error.html", status, failure=exc, status=status, message=message
+                )
 
         endpoint.__name__ = handler.__name__
         return endpoint
