@@ -87,7 +87,7 @@ class Api:
         if scrubber is None:
             return body
         scrubber.refresh_for_error(exc)
-        return scrubber.scrubbed(body, refresh=False)  # type: ignore[no-any-return]
+        return scrubber.scrubbed(body, refresh=False)
 
     async def write(self, fn: Any) -> Any:
         """Run ``fn`` on the writer thread (one write at a time, in arrival order)."""

@@ -25,7 +25,7 @@ RECONNECT_FIRST_S = 0.1
 RECONNECT_MAX_S = 0.5
 
 
-class CappedAttempt(_Attempt):  # type: ignore[misc,valid-type]
+class CappedAttempt(_Attempt):
     """psycopg-pool's reconnection attempt with the wait between tries capped."""
 
     INITIAL_DELAY = RECONNECT_FIRST_S
@@ -35,7 +35,7 @@ class CappedAttempt(_Attempt):  # type: ignore[misc,valid-type]
         self.delay = min(self.delay, RECONNECT_MAX_S)
 
 
-class Pool(ConnectionPool):  # type: ignore[type-arg]
+class Pool(ConnectionPool):
     """``ConnectionPool`` whose background reconnections use ``CappedAttempt``."""
 
     def _add_connection(self, attempt: Any, growing: bool = False) -> None:
