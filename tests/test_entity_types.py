@@ -77,6 +77,17 @@ def test_describe_entity_sets_type_summary_and_protection_and_validates(mem):
         mem.describe_entity("Paris", type="location")
 
 
+def test_adr005s_org_is_an_organization(mem):
+    """ADR 005's schema types entities person | project | org | concept | tool: ``org``
+    (any case) is the organization type, and an unknown type lists the aliases."""
+    mem.save("Globex signed the contract", kind="fact")
+    assert mem.describe_entity("Globex", type="org").type == "organization"
+    assert mem.describe_entity("Globex", type=" ORG ").type == "organization"
+    assert mem.entity("Globex")[0].type == "organization"
+    with pytest.raises(InvalidInput, match="org → organization"):
+        mem.describe_entity("Globex", type="planet")
+
+
 def test_decay_leaves_the_memories_of_a_protected_entity_alone(store, clock):
     mem = store.scope("team-a")
     kept = mem.save("Mom's birthday is on 3 March", kind="fact", decay_rate=0.5)

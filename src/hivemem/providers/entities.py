@@ -41,6 +41,28 @@ class EntityType(StrEnum):
 # Types a more accurate extractor (spaCy, the LLM) may replace: the regex's guesses.
 GUESSED_TYPES = frozenset({EntityType.PERSON, EntityType.OTHER})
 
+# Other names of the types: ADR 005's schema writes ``org`` (person | project | org |
+# concept | tool) where the assistant's extension writes ``organization``.
+ENTITY_TYPE_ALIASES = {
+    "org": EntityType.ORGANIZATION,
+    "organisation": EntityType.ORGANIZATION,
+}
+
+
+def entity_type(value: str | EntityType) -> EntityType | None:
+    """The type ``value`` names, by its name or an alias (``org``), case and spaces
+    ignored; None for anything else."""
+    if isinstance(value, EntityType):
+        return value
+    if not isinstance(value, str):
+        return None
+    key = value.strip().lower()
+    try:
+        return EntityType(key)
+    except ValueError:
+        return ENTITY_TYPE_ALIASES.get(key)
+
+
 # The cues of ``name_type``: legal-form and institution words that end an organisation's
 # name, words that open a project's, a small gazetteer of countries and large cities, and
 # tools an agent's memory often names. Lower case; multi-word entries are canonical names.
