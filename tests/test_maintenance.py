@@ -410,6 +410,33 @@ def test_summaries_group_by_key_prefix_and_category(store, clock):
     assert _state(store) == before
 
 
+def test_summaries_are_keyed_as_corvid_and_recalled_by_key(db_path, clock):
+    """corvid: two old ``project:*`` memories become one summary keyed
+    ``summary:project:{date}``; recall by that key finds it (library and tool). A second
+    summary for the same prefix on the same day takes the next free ``:{n}``."""
+    from hivemem.tools import call
+
+    settings = Settings(summarize_max_group=2)
+    with hivemem.open(db_path, clock=clock, embedder="none", settings=settings) as store:
+        mem = store.scope("team-a")
+        alpha = mem.save("Alpha ships billing", key="project:alpha", kind="fact")
+        beta = mem.save("Beta ships search", key="project:beta", kind="fact")
+        gamma = mem.save("Gamma ships the inspector", key="project:gamma", kind="fact")
+        delta = mem.save("Delta ships backups", key="project:delta", kind="fact")
+        clock.advance(days=60)
+        result = _one(store, "summarize")
+        assert result.counts["summaries"] == 2
+        day = f"{result.started_at:%Y-%m-%d}"
+        first = mem.get(f"summary:project:{day}")
+        second = mem.get(f"summary:project:{day}:2")
+        assert first.kind.value == "summary"
+        assert set(first.source_ids) | set(second.source_ids) == {
+            alpha.id, beta.id, gamma.id, delta.id}  # fmt: skip
+        assert "Alpha ships billing" in first.content
+        answer = call(mem, "memory_get", {"key": f"summary:project:{day}"})
+        assert answer["memory"]["id"] == first.id
+
+
 # ----------------------------------------------------------------------------- categorize
 
 
