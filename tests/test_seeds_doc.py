@@ -29,7 +29,8 @@ from seeds_claims import CLAIMS, Check, Ctx, doc_rows
 
 
 def _key(check: Check) -> str:
-    return f"{check.section}: {check.rule}"
+    """The test id: ``context:`` first where the row is the context branch's (see above)."""
+    return f"{'context: ' if check.context else ''}{check.section}: {check.rule}"
 
 
 def test_every_row_of_docs_seeds_has_a_check():
