@@ -253,10 +253,13 @@ def _(c):
 
 
 @claim("openhive", "Soft validation")
-def _(c, caplog=None):
-    mem = c.mem()
-    saved = mem.save("Never deploy on Friday: it broke prod twice", type="identity")
-    assert saved.type is MemoryType.IDENTITY  # a suggestion, never applied
+def _(c):
+    from hivemem.write import audit
+
+    text = "Never deploy on Friday: it broke prod twice"
+    assert "reads like a lesson" in audit.type_suggestion(text, MemoryType.IDENTITY)
+    out = tools.call(c.mem(), "memory_save", {"content": text, "type": "identity"})
+    assert out["memory"]["type"] == "identity" and "lesson" in out["type_suggestion"]
 
 
 @claim("openhive", "Partial unique index")

@@ -476,11 +476,17 @@ def _(c):
 
 @claim("adr005", "Conflicts by an LLM prompt")
 def _(c):
-    mem = c.mem()
-    old = mem.save("Alice moved to Munich", kind="fact")
-    mem.save("Alice lives in Berlin", kind="fact")
-    run_job(mem.store, "consolidate", "team")
-    assert mem.get(old.id).confidence <= 1.0  # the heuristic's verdict: tests/test_conflicts.py
+    from conftest import FakeClock
+
+    clock = FakeClock()
+    mem = c.mem(clock=clock)
+    old = mem.save("Alice lives in Berlin", kind="fact")
+    mem.add_episodes([{"content": "Alice moved to Munich last month.", "session_id": "s",
+                       "role": "user"}])  # fmt: skip
+    clock.advance(hours=1)
+    mem.consolidate(session_id="s")  # no LLM: the heuristic
+    [new] = [f for f in mem.list(kind="fact") if "Munich" in f.content]
+    assert new.supersedes_id == old.id and mem.get(old.id).confidence == 0.3
 
 
 @claim("adr005", "Entities: regex on the hot path")
