@@ -85,6 +85,21 @@ def test_a_healthy_store_passes_every_check(store, mem):
     assert report.to_dict()["ok"] is True
 
 
+def test_a_search_then_writes_leave_the_integrity_check_clean(store, mem):
+    """Found while linking cross-references on save (a keyword read per save): a read
+    connection that searched the keyword index, then many writes, made ``PRAGMA
+    integrity_check`` on that connection report "malformed inverted index" for a sound
+    file (the writer and a fresh connection said ok); the inspector showed the store
+    as damaged. The check now runs on the writer."""
+    for i in range(3):
+        mem.save(f"Caroline moved to Berlin, note {i}", kind="fact")
+    mem.search("Caroline Berlin")
+    for n in range(60):
+        mem.add_episode(f"turn of session {n}", session_id=f"s-{n:02d}", role="user")
+    report = doctor.diagnose(store)
+    assert report.ok, report.failed
+
+
 def test_missing_chunks_are_found_and_repaired(store, mem, db_path):
     kept = mem.save("The build server is called hopper", key="build")
     mem.save("Another fact")

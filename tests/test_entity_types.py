@@ -56,7 +56,7 @@ def test_a_date_entity_is_found_by_any_common_form(mem, asked):
 
 def test_describe_entity_sets_type_summary_and_protection_and_validates(mem):
     mem.save("Globex is our biggest customer", kind="fact")
-    assert mem.entity("Globex")[0].type == "person"  # no cue: the regex's guess
+    assert mem.entity("Globex")[0].type == "other"  # no cue: a name of unknown kind
     entity = mem.describe_entity(
         "Globex", type="organization", summary="Customer since 2021", protected=True
     )
@@ -75,6 +75,17 @@ def test_describe_entity_sets_type_summary_and_protection_and_validates(mem):
     mem.save("We flew to Paris", kind="fact")  # a second entity: the location
     with pytest.raises(Conflict, match="already has a location named 'paris'"):
         mem.describe_entity("Paris", type="location")
+
+
+def test_adr005s_org_is_an_organization(mem):
+    """ADR 005's schema types entities person | project | org | concept | tool: ``org``
+    (any case) is the organization type, and an unknown type lists the aliases."""
+    mem.save("Globex signed the contract", kind="fact")
+    assert mem.describe_entity("Globex", type="org").type == "organization"
+    assert mem.describe_entity("Globex", type=" ORG ").type == "organization"
+    assert mem.entity("Globex")[0].type == "organization"
+    with pytest.raises(InvalidInput, match="org → organization"):
+        mem.describe_entity("Globex", type="planet")
 
 
 def test_decay_leaves_the_memories_of_a_protected_entity_alone(store, clock):
@@ -174,7 +185,7 @@ def test_enrich_runs_spacy_and_the_llm_together_and_merges_by_span(db_path, cloc
             two = mem.save("Globex renewed", kind="fact")
             three = mem.save("Umbrella renewed too", kind="fact")
             mem.describe_entity("Umbrella", protected=True)
-            assert mem.entity("Globex")[0].type == "person"
+            assert mem.entity("Globex")[0].type == "other"
             reply = {
                 "memories": [
                     {"index": 1, "entities": [
@@ -194,7 +205,7 @@ def test_enrich_runs_spacy_and_the_llm_together_and_merges_by_span(db_path, cloc
             assert mem.entity("lyon")[0].type == "location"
             assert mem.entity("Globex")[0].type == "organization"
             assert [m.id for m in mem.entity("Globex")[1]] == [two.id]
-            assert mem.entity("Umbrella")[0].type == "person"  # protected: not retyped
+            assert mem.entity("Umbrella")[0].type == "other"  # protected: not retyped
             assert three.id
             assert result.counts["retyped"] == 1
     finally:

@@ -410,6 +410,33 @@ def test_summaries_group_by_key_prefix_and_category(store, clock):
     assert _state(store) == before
 
 
+def test_summaries_are_keyed_as_corvid_and_recalled_by_key(db_path, clock):
+    """corvid: two old ``project:*`` memories become one summary keyed
+    ``summary:project:{date}``; recall by that key finds it (library and tool). A second
+    summary for the same prefix on the same day takes the next free ``:{n}``."""
+    from hivemem.tools import call
+
+    settings = Settings(summarize_max_group=2)
+    with hivemem.open(db_path, clock=clock, embedder="none", settings=settings) as store:
+        mem = store.scope("team-a")
+        alpha = mem.save("Alpha ships billing", key="project:alpha", kind="fact")
+        beta = mem.save("Beta ships search", key="project:beta", kind="fact")
+        gamma = mem.save("Gamma ships the inspector", key="project:gamma", kind="fact")
+        delta = mem.save("Delta ships backups", key="project:delta", kind="fact")
+        clock.advance(days=60)
+        result = _one(store, "summarize")
+        assert result.counts["summaries"] == 2
+        day = f"{result.started_at:%Y-%m-%d}"
+        first = mem.get(f"summary:project:{day}")
+        second = mem.get(f"summary:project:{day}:2")
+        assert first.kind.value == "summary"
+        assert set(first.source_ids) | set(second.source_ids) == {
+            alpha.id, beta.id, gamma.id, delta.id}  # fmt: skip
+        assert "Alpha ships billing" in first.content
+        answer = call(mem, "memory_get", {"key": f"summary:project:{day}"})
+        assert answer["memory"]["id"] == first.id
+
+
 # ----------------------------------------------------------------------------- categorize
 
 
@@ -449,31 +476,55 @@ def test_the_categorize_job_backfills_older_rows(store):
 # ----------------------------------------------------------------------------- cross-refs
 
 
-def test_cross_refs_link_related_memories_at_most_ten(store):
+def test_cross_refs_are_current_on_save(store):
+    """corvid: ``save`` updates the cross-references (``getRelated`` answers at once, not
+    after the nightly job), and the job then finds nothing left to link."""
+    from hivemem.tools import call
+
     mem = store.scope("team-a")
     lag = mem.save("Postgres replication lag alerts fire at night", kind="fact")
-    grafana = mem.save("Replication lag on Postgres is graphed in Grafana", kind="fact")
     lunch = mem.save("Friday lunch menu: tacos", kind="fact")
-    for i in range(14):
-        mem.save(f"Postgres replica {i} has replication lag alerts", kind="fact")
-    assert mem.related(lag.id) == []  # before the job
-    result = _one(store, "crossrefs")
-    assert result.counts["memories"] == 17
-    related = mem.related(lag.id, limit=100)
-    assert 0 < len(related) <= 10 + 14  # its own ten, plus links from the others
-    assert grafana.id in {r.memory.id for r in related}
-    assert lunch.id not in {r.memory.id for r in related}
+    grafana = mem.save("Replication lag on Postgres is graphed in Grafana", kind="fact")
+    assert [r.memory.id for r in mem.related(lag.id)] == [grafana.id]
+    assert [r.memory.id for r in mem.related(grafana.id)] == [lag.id]
     assert mem.related(lunch.id) == []
-    assert all(r.score > 0.05 for r in related)
-    assert [r.score for r in related] == sorted((r.score for r in related), reverse=True)
-    assert len(mem.related(lag.id)) == 10
-    rows = store._backend._read("SELECT memory_id, COUNT(*) FROM cross_refs GROUP BY memory_id")
-    assert max(n for _, n in rows) <= 10
-    before = store._backend._read("SELECT * FROM cross_refs ORDER BY memory_id, related_id")
-    _one(store, "crossrefs")
-    assert store._backend._read("SELECT * FROM cross_refs ORDER BY memory_id, related_id") == before
-    with pytest.raises(NotFound):
-        store.scope("team-b").related(lag.id)
+    answer = call(mem, "memory_related", {"id": lag.id})
+    assert [r["memory"]["id"] for r in answer["related"]] == [grafana.id]
+    assert _one(store, "crossrefs").counts == {}
+    turn = mem.add_episode("Postgres replication lag again", session_id="s", role="user")
+    assert mem.related(turn.id) == []  # episodes are left out, as by the job
+
+
+def test_cross_refs_link_related_memories_at_most_ten(db_path, clock):
+    settings = Settings(crossrefs_on_save=False)  # the job's own work, as before corvid's rule
+    with hivemem.open(db_path, clock=clock, embedder="hash", settings=settings) as store:
+        mem = store.scope("team-a")
+        lag = mem.save("Postgres replication lag alerts fire at night", kind="fact")
+        grafana = mem.save("Replication lag on Postgres is graphed in Grafana", kind="fact")
+        lunch = mem.save("Friday lunch menu: tacos", kind="fact")
+        for i in range(14):
+            mem.save(f"Postgres replica {i} has replication lag alerts", kind="fact")
+        assert mem.related(lag.id) == []  # before the job
+        result = _one(store, "crossrefs")
+        assert result.counts["memories"] == 17
+        related = mem.related(lag.id, limit=100)
+        assert 0 < len(related) <= 10 + 14  # its own ten, plus links from the others
+        assert grafana.id in {r.memory.id for r in related}
+        assert lunch.id not in {r.memory.id for r in related}
+        assert mem.related(lunch.id) == []
+        assert all(r.score > 0.05 for r in related)
+        assert [r.score for r in related] == sorted((r.score for r in related), reverse=True)
+        assert len(mem.related(lag.id)) == 10
+        rows = store._backend._read("SELECT memory_id, COUNT(*) FROM cross_refs GROUP BY memory_id")
+        assert max(n for _, n in rows) <= 10
+        before = store._backend._read("SELECT * FROM cross_refs ORDER BY memory_id, related_id")
+        _one(store, "crossrefs")
+        assert (
+            store._backend._read("SELECT * FROM cross_refs ORDER BY memory_id, related_id")
+            == before
+        )
+        with pytest.raises(NotFound):
+            store.scope("team-b").related(lag.id)
 
 
 # ----------------------------------------------------------------------------- enrich

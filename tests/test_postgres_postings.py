@@ -127,7 +127,9 @@ def test_every_table_of_the_server_is_listed_for_export(pg_store):
 
 @pytest.fixture
 def both(tmp_path, pg_url):
-    settings = Settings(track_access=False)
+    # No keyword reads between the writes (tests/test_backends_postgres.py's ``both``):
+    # a save's cross-references would fill PostgreSQL's statistics cache early.
+    settings = Settings(track_access=False, crossrefs_on_save=False)
     start = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
     stores = [
         hivemem.open(loc, clock=lambda: start, embedder="none", settings=settings)

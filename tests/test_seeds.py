@@ -173,6 +173,25 @@ def test_memory_search_answers_in_openhives_shape(db_path, clock):
         assert hivemem.text.count_tokens(short["results"][0]["snippet"]) <= 22
 
 
+def test_the_search_answer_carries_corvids_candidate_count(db_path, clock):
+    """corvid's ``SearchResult.totalCandidates``: the answer says how many memories
+    matched before the cut to the limit; a search that finds nothing says 0."""
+    with hivemem.open(db_path, clock=clock, embedder="none") as store:
+        mem = store.scope("team")
+        for i in range(12):
+            mem.save(f"Replica {i} of the billing database lags at night", kind="fact")
+        for food in ("tacos", "ramen", "pizza"):
+            mem.save(f"Friday lunch is {food}", kind="fact")
+        out = call(mem, "memory_search", query="billing replica lag", max_results=3)
+        assert out["count"] == 3 and out["total_candidates"] == 12
+        assert call(mem, "search_memory", query="billing replica lag", limit=2)[
+            "total_candidates"] == 12  # fmt: skip
+        hits = mem.search("billing replica lag", 100)
+        assert len(hits) == 12 and {h.explain.candidates for h in hits} == {12}
+        none = call(mem, "memory_search", query="kubernetes upgrade")
+        assert (none["count"], none["total_candidates"]) == (0, 0)
+
+
 def test_profiles_choose_the_tools_offered(mem):
     assert tools.select("core") == [
         "search_memory",

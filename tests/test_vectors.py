@@ -274,6 +274,31 @@ def test_another_embedder_turns_the_vector_lane_off_until_reindex(db_path, clock
         assert "made by " + other.identity in store.indexer.disabled
 
 
+def test_a_model_mismatch_is_a_warning_and_no_embedder_an_info_line(db_path, clock, caplog):
+    """The assistant's seed: a dimension or model mismatch disables vector search "and a
+    warning is logged with instructions"; openhive's: no embedding profile is a startup
+    log line at info level."""
+    with hivemem.open(db_path, clock=clock, embedder="hash") as store:
+        store.scope("alice").save(CAR, wait=True)
+    caplog.set_level("INFO", logger="hivemem")
+    with hivemem.open(db_path, clock=clock, embedder=HashEmbedder(dimension=64)):
+        pass
+    (line,) = [r for r in caplog.records if r.name == "hivemem.lifecycle.indexer"]
+    assert line.levelname == "WARNING"
+    assert "made by hash-bow:256" in line.getMessage()
+    assert "hivemem reindex" in line.getMessage()
+    caplog.clear()
+    with hivemem.open(db_path, clock=clock, embedder="none"):
+        pass
+    (line,) = [r for r in caplog.records if r.name == "hivemem.lifecycle.indexer"]
+    assert line.levelname == "INFO"
+    assert "no embedder configured" in line.getMessage()
+    caplog.clear()
+    with hivemem.open(db_path, clock=clock, embedder="hash"):
+        pass
+    assert [r for r in caplog.records if r.name == "hivemem.lifecycle.indexer"] == []
+
+
 # ----------------------------------------------------------------------------- isolation
 
 

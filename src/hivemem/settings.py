@@ -382,6 +382,11 @@ class Settings:
         0.05, "Word Jaccard above which two memories are related (cross-refs job)."
     )
     crossref_max: int = _setting(10, "Most related memories kept per memory.")
+    crossrefs_on_save: bool = _setting(
+        True,
+        "Link a saved fact, note, summary or reflection to its related memories as it is "
+        "saved (corvid), not only in the nightly crossrefs job.",
+    )
     enrich_below_entities: int = _setting(
         2, "The enrich job re-extracts entities of memories linked to fewer than this many."
     )

@@ -192,7 +192,9 @@ class Explanation:
     """How a hit was scored: enough to reproduce the number by hand.
 
     ``lanes`` maps a lane name to its rank (1-based) and raw score for this memory;
-    ``factors`` maps each multiplier applied after fusion to its value.
+    ``factors`` maps each multiplier applied after fusion to its value; ``candidates``
+    is how many memories the lanes found for the query before ranking cut them to the
+    limit (corvid's ``totalCandidates``; the same on every hit of one search).
     """
 
     lanes: Mapping[str, Mapping[str, float]]
@@ -201,6 +203,7 @@ class Explanation:
     matched_terms: tuple[str, ...] = ()
     chunk_seq: int = 0
     notes: tuple[str, ...] = ()
+    candidates: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -210,6 +213,7 @@ class Explanation:
             "matched_terms": list(self.matched_terms),
             "chunk_seq": self.chunk_seq,
             "notes": list(self.notes),
+            "candidates": self.candidates,
         }
 
 

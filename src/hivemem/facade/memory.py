@@ -29,7 +29,7 @@ from .. import arguments
 from .. import text as textmod
 from ..errors import Conflict, InvalidInput, NotFound
 from ..lifecycle import sessions
-from ..lifecycle.maintenance import cycle
+from ..lifecycle.maintenance import crossrefs, cycle
 from ..providers.entities import Mention, extract
 from ..retrieval import deep as retrieval
 from ..retrieval import entity_profiles, fresh
@@ -175,6 +175,7 @@ class ScopedMemory:
                 self._store.job_state.note_categories([(stored.id, sure)])
         if inserted:
             self._store.index_written(wait)
+            crossrefs.on_save(self._store, stored)  # corvid: getRelated is current on save
         return stored
 
     def _save_row(

@@ -88,6 +88,19 @@ class Indexer:
         self._flushing_lock = threading.Lock()
         self.disabled: str | None = self._bind()
         self.last_error: str | None = None
+        self._log_disabled()
+
+    def _log_disabled(self) -> None:
+        """openhive and the assistant's seeds log why search is keyword-only: no embedder
+        is a deliberate setting (openhive: "startup log info"); vectors of another model
+        or no usable vector index is a warning with the fix (the assistant: "a warning is
+        logged with instructions")."""
+        if self.disabled is None:
+            return
+        if self.embedder is None:
+            log.info("vector search off: %s", self.disabled)
+        else:
+            log.warning("vector search off: %s", self.disabled)
 
     def _bind(self) -> str | None:
         if self.embedder is None:
@@ -279,6 +292,7 @@ class Indexer:
             # process took them, or re-indexed with another model. Outcome: re-check
             # the binding so this process stops embedding for a table not its own.
             self.disabled = self._bind()
+            self._log_disabled()
         return stored, len(ready)
 
     def embed_pending(self, scopes: Sequence[str], limit: int, budget_s: float) -> int:

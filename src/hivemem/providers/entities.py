@@ -22,9 +22,11 @@ import unicodedata
 from dataclasses import dataclass
 from enum import StrEnum
 
+from . import entity_cues as cues
+
 
 class EntityType(StrEnum):
-    PERSON = "person"  # a proper name no rule places elsewhere (most are people)
+    PERSON = "person"  # a given name, a title, or a name the text addresses or relates to
     ORGANIZATION = "organization"
     PROJECT = "project"
     LOCATION = "location"
@@ -35,11 +37,33 @@ class EntityType(StrEnum):
     EMAIL = "email"
     URL = "url"
     DATE = "date"
-    OTHER = "other"
+    OTHER = "other"  # a name whose kind the cues cannot tell (a product, a work, ...)
 
 
 # Types a more accurate extractor (spaCy, the LLM) may replace: the regex's guesses.
 GUESSED_TYPES = frozenset({EntityType.PERSON, EntityType.OTHER})
+
+# Other names of the types: ADR 005's schema writes ``org`` (person | project | org |
+# concept | tool) where the assistant's extension writes ``organization``.
+ENTITY_TYPE_ALIASES = {
+    "org": EntityType.ORGANIZATION,
+    "organisation": EntityType.ORGANIZATION,
+}
+
+
+def entity_type(value: str | EntityType) -> EntityType | None:
+    """The type ``value`` names, by its name or an alias (``org``), case and spaces
+    ignored; None for anything else."""
+    if isinstance(value, EntityType):
+        return value
+    if not isinstance(value, str):
+        return None
+    key = value.strip().lower()
+    try:
+        return EntityType(key)
+    except ValueError:
+        return ENTITY_TYPE_ALIASES.get(key)
+
 
 # The cues of ``name_type``: legal-form and institution words that end an organisation's
 # name, words that open a project's, a small gazetteer of countries and large cities, and
@@ -100,24 +124,46 @@ _TOOLS = frozenset(_TOOL_TEXT.split()) | frozenset(
 
 
 def name_type(name: str) -> EntityType:
-    """The type of a proper name by cheap cues: an organisation's legal form or
-    institution word at its end ("Acme Corp", "Initech GmbH"), "Project"/"Operation" at
-    its start ("Project Alpha"), the bundled gazetteer of countries and large cities
-    ("Berlin", "New York"), known tool names ("PostgreSQL", "Docker"); otherwise
-    ``person``, the commonest proper name in an agent's dialogue."""
+    """The type of a proper name by cheap cues, without its context: an organisation's
+    legal form or institution word at its end ("Acme Corp", "British Airways"),
+    "Project"/"Operation" at its start ("Project Alpha"), the bundled gazetteer of
+    countries and large cities or a place word ("Berlin", "Fort Wayne", "Vernal Falls"),
+    known tools and apps ("PostgreSQL", "Netflix"), a people's or language's name
+    ("Korean": concept), a given name or a title ("Caroline", "Dr. Okafor": person);
+    otherwise ``other``, a name whose kind the regex cannot tell (``extract`` makes it a
+    person where the text addresses or relates to it: "Hey Jo", "my dog Pepper")."""
     key = canonical(name)
     words = key.replace(".", "").split()
     if not words:
-        return EntityType.PERSON
-    if len(words) > 1 and words[-1] in _ORG_SUFFIXES:
+        return EntityType.OTHER
+    many = len(words) > 1
+    if many and (words[-1] in _ORG_SUFFIXES or words[-1] in cues.ORG_TAILS):
         return EntityType.ORGANIZATION
-    if len(words) > 1 and words[0] in _PROJECT_HEADS:
+    if len(words) > 2 and words[1] == "of" and words[0] in _ORG_SUFFIXES:
+        return EntityType.ORGANIZATION  # "University of Michigan", "Bank of America"
+    if many and words[0] in _PROJECT_HEADS:
         return EntityType.PROJECT
-    if key in _PLACES:
+    if key in _PLACES or (many and (words[0] in cues.PLACE_HEADS or words[-1] in cues.PLACE_TAILS)):
         return EntityType.LOCATION
-    if key in _TOOLS:
+    if name.isupper() and key in cues.PLACE_ACRONYMS:
+        return EntityType.LOCATION
+    if key in _TOOLS or key in cues.APPS:
         return EntityType.TOOL
-    return EntityType.PERSON
+    if key in cues.DEMONYMS:
+        return EntityType.CONCEPT
+    if _plain(words[0]) in cues.GIVEN_NAMES or _LEADING_TITLE.match(canonical_with_title(name)):
+        return EntityType.PERSON
+    return EntityType.OTHER
+
+
+def _plain(word: str) -> str:
+    """``word`` without accents ("émile" → "emile"), for the given-name list."""
+    return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
+
+
+def canonical_with_title(name: str) -> str:
+    """``canonical`` without the title stripped ("dr. smith"): for the title cue."""
+    return _WS.sub(" ", unicodedata.normalize("NFC", name).casefold()).strip()
 
 
 def without_legal_form(key: str) -> str | None:
@@ -241,6 +287,50 @@ def _common_word(name: str) -> bool:
     return key in _COMMON_INITIAL or (len(key) > 5 and key.endswith(_COMMON_ENDINGS))
 
 
+def _common_opener(name: str) -> bool:
+    """Whether the first word of a sentence's run is no part of the name after it
+    ("Adding NYC", "Alright Sam")."""
+    word = name.split(" ", 1)[0]
+    key = _fold(word)
+    return key in cues.NOT_NAMES or _common_word(word) or (len(key) > 4 and key.endswith("ly"))
+
+
+_BEFORE = re.compile(r"([\w'’-]+)[\s,]*$")
+_TWO_BEFORE = re.compile(r"([\w'’-]+)\s+(?:[\w'’-]+\s+)?([\w'’-]+)\s*$")
+_AFTER = re.compile(r"^(?:'s|’s)?\s*([\w'’-]+)")
+_OWNERS = cues.words("my his her our your their")
+
+
+def _person_cue(text: str, start: int, end: int) -> bool:
+    """Whether the text makes the name at ``start:end`` a person: a greeting or thanks
+    right before it ("Hey Jo", "Thanks, Deb"), a relation word after my/his/her/...
+    ("my friend Sam", "our dog Daisy") or "named" before it, a speech verb after it
+    ("Gail says"), or a vocative at a sentence's end (", Maria!")."""
+    before = text[max(0, start - 60) : start]
+    word = _BEFORE.search(before)
+    if word is not None:
+        key = _fold(word[1])
+        if key in cues.ADDRESS_WORDS or key in cues.NAMING_WORDS:
+            return True
+        if key in cues.RELATION_WORDS:
+            pair = _TWO_BEFORE.search(before)
+            if pair is not None and _fold(pair[1]) in _OWNERS:
+                return True
+    after = text[end : end + 30]
+    verb = _AFTER.match(after)
+    if (
+        verb is not None
+        and _fold(verb[1]) in cues.SPEECH_VERBS
+        and not after.startswith(("'", "’"))
+    ):
+        return True
+    return (
+        before.rstrip().endswith(",")
+        and after[:1] in ("!", "?", ".")
+        and (after[1:2] in ("", " ", "\n", '"', "'"))
+    )
+
+
 def _cased_letters() -> str:
     """A regex class of upper- and titlecase letters (``re`` has no ``\\p{Lu}``), from the
     BMP blocks that hold cased scripts only, to keep the import cheap."""
@@ -338,7 +428,7 @@ def _names_in_run(run: str) -> list[str]:
         elif key in _TITLES:
             _close(segment, names)
             segment = [word]
-        elif key in _STOPWORDS or (word.isupper() and len(word) > 6):
+        elif key in _STOPWORDS or _no_name(word, key):
             _close(segment, names)
             segment = []
         else:
@@ -348,6 +438,17 @@ def _names_in_run(run: str) -> list[str]:
             segment = []
     _close(segment, names)
     return names
+
+
+def _no_name(word: str, key: str) -> bool:
+    """A capitalised word that is no name: shouting (all capitals, over six letters), a
+    time zone, weekday abbreviation or interjection ("UTC", "Tues", "Oof"), or an
+    acronym of a common noun written as one ("API", "TV", "IoT"; not "Ok" or "Pin")."""
+    if word.isupper() and len(word) > 6:
+        return True
+    if key in cues.NOT_NAMES:
+        return True
+    return key in cues.COMMON_ACRONYMS and word != word.capitalize()
 
 
 def _close(segment: list[str], names: list[str]) -> None:
@@ -415,28 +516,41 @@ def extract(text: str, max_mentions: int = 32) -> list[Mention]:
     if _DIGIT.search(text):
         claim(_DATE, EntityType.DATE, key=_date_canonical)
     names: set[str] = set()
-    openers: list[tuple[int, str]] = []  # a sentence's common first word: held back
+    people: set[str] = set()  # keys the text addresses or relates to: persons throughout
+    openers: list[tuple[int, str]] = []  # a sentence's first word, no cue: held back
     for match in _NAME_RUN.finditer(text):
         if 1 in taken[match.start() : match.end()]:
             continue
-        for index, name in enumerate(_names_in_run(match[0])):
+        run = match[0]
+        for index, name in enumerate(_names_in_run(run)):
+            at = match.start() + max(0, run.find(name))
+            first = index == 0 and run.startswith(name) and _opens_sentence(text, match.start())
             kind = name_type(name)
-            if (
-                index == 0
-                and kind is EntityType.PERSON
-                and match[0].startswith(name)
-                and _common_word(name)
-                and _opens_sentence(text, match.start())
-            ):
-                openers.append((match.start(), name))
+            if first and " " in name and kind is EntityType.OTHER and _common_opener(name):
+                # "Adding NYC", "Alright Sam": the opener is a word, the rest a name
+                name = name.split(" ", 1)[1]
+                at += run.find(name, len(run.split(" ", 1)[0]))
+                first = False
+                kind = name_type(name)
+            key = canonical(name)
+            if first and " " not in name and _common_word(name):
+                openers.append((at, name))  # "Customers asked": a word, whatever follows
                 continue
-            found.append((match.start(), name, canonical(name), kind))
-            names.add(found[-1][2])
+            if kind is EntityType.OTHER and _person_cue(text, at, at + len(name)):
+                kind = EntityType.PERSON
+            if kind is EntityType.PERSON:
+                people.add(key)
+            found.append((at, name, key, kind))
+            names.add(key)
         if len(names) >= max_mentions:
             break
     for start, name in openers:  # a name after all where the text also uses it as one
         if canonical(name) in names:
-            found.append((start, name, canonical(name), EntityType.PERSON))
+            found.append((start, name, canonical(name), EntityType.OTHER))
+    found = [
+        (at, name, key, EntityType.PERSON if key in people and kind is EntityType.OTHER else kind)
+        for at, name, key, kind in found
+    ]
 
     found.sort(key=lambda item: item[0])  # stable: names from one run keep their order
     seen: set[tuple[str, EntityType]] = set()

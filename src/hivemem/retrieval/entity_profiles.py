@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 
 from .. import arguments
 from ..errors import Conflict, InvalidInput, NotFound
-from ..providers.entities import EntityType, lookup_keys
+from ..providers.entities import ENTITY_TYPE_ALIASES, EntityType, entity_type, lookup_keys
 from ..providers.entities import canonical as canonical_name
-from ..types import Entity, ListFilter, Memory, Status, resolve_enum
+from ..types import Entity, ListFilter, Memory, Status
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..store.handles import ScopedHandle
@@ -57,6 +57,17 @@ def alias(mem: ScopedHandle, name: str, other: str) -> Entity:
     return find(mem, name, own_only=True)
 
 
+def _type(value: object) -> EntityType:
+    """An entity type by name or alias (ADR 005's ``org``); else ``InvalidInput`` listing
+    them."""
+    found = entity_type(value) if isinstance(value, str) else None
+    if found is None:
+        valid = ", ".join(t.value for t in EntityType)
+        aliases = ", ".join(f"{a} → {t.value}" for a, t in ENTITY_TYPE_ALIASES.items())
+        raise InvalidInput("type", f"unknown value {value!r}; valid: {valid} (aliases: {aliases})")
+    return found
+
+
 def describe(
     mem: ScopedHandle,
     name: str,
@@ -67,7 +78,7 @@ def describe(
 ) -> Entity:
     """Set an entity's type, summary and/or protected flag (own scope)."""
     found = find(mem, name, own_only=True)
-    kind = resolve_enum(EntityType, type, "type").value if type is not None else None
+    kind = _type(type).value if type is not None else None
     text = arguments.name(summary, "summary", 2000, optional=True)
     if protected is not None and not isinstance(protected, bool):
         raise InvalidInput("protected", "expected true or false")

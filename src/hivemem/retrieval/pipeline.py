@@ -228,6 +228,7 @@ def search(
             matched_terms=c.matched,
             chunk_seq=c.chunk_seq,
             notes=tuple(hit_notes),
+            candidates=len(candidates),
         )
         snippet = textmod.snippet(c.chunk_text or memory.content, terms)
         hits.append(Hit(memory=memory, score=round(score, 6), explain=explain, snippet=snippet))

@@ -102,8 +102,9 @@ def memory_search(mem: ScopedMemory, a: dict[str, Any]) -> dict[str, Any]:
 def search_answer(mem: ScopedMemory, query: str, hits: list[Hit], tokens: int) -> dict[str, Any]:
     """openhive's answer: per result ``key``, ``snippet`` (~``tokens`` tokens of the
     matching chunk), ``score``, ``type``, ``is_active``, ``source`` (``hybrid`` when the
-    semantic lane found it, else ``keyword``); ``search_mode`` on top. Where a memory
-    came from (its ``source`` field) is ``origin``."""
+    semantic lane found it, else ``keyword``); ``search_mode`` on top, and corvid's
+    ``total_candidates`` (memories the lanes found before the cut to the limit). Where
+    a memory came from (its ``source`` field) is ``origin``."""
     reason = mem.store.indexer.disabled
     skipped = [n for h in hits for n in h.explain.notes if n.startswith("vector lane skipped")]
     reason = reason or (skipped[0] if skipped else None)
@@ -133,6 +134,7 @@ def search_answer(mem: ScopedMemory, query: str, hits: list[Hit], tokens: int) -
         "search_mode": "keyword" if reason else "hybrid",
         "search_mode_reason": reason,
         "count": len(results),
+        "total_candidates": hits[0].explain.candidates if hits else 0,
         "results": results,
     }
     if categories.fell_back(hits):

@@ -76,8 +76,8 @@ def maintain(
 ) -> None:
     """Run maintenance jobs (consolidate, decay, reflect ...).
 
-    JOB is one of expire, consolidate, enrich, categorize, crossrefs, decay, reflect,
-    summarize; without JOB, every job runs in that order. Jobs work on --scope unless
+    JOB is one of expire, consolidate, enrich, resolve, categorize, crossrefs, decay,
+    reflect, summarize; without JOB, every job runs in that order. Jobs work on --scope unless
     --all-scopes is given. Each run is logged (see --log); rerunning a job is safe.
     --due runs only the jobs whose cron schedule (setting maintenance_schedule) fired
     since their last scheduled run, over every scope; --daemon does that until stopped

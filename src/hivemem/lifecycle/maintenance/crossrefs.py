@@ -7,10 +7,17 @@ most ``crossref_max`` (10), in ``cross_refs``. Each memory is done once (a newer
 finds the older ones it relates to; ``mem.related(id)`` reads links both ways), so a
 rerun changes nothing. Episodes are left out: there are many, and consolidation turns
 them into facts.
+
+corvid updates cross-references on save: ``ScopedMemory.save`` calls ``on_save`` after
+its commit (setting ``crossrefs_on_save``, on by default), which links the new memory in
+a short transaction of its own and marks it done, so ``related`` answers at once and the
+job only catches what other writers made (consolidation, summaries, imports) or a save
+that crashed between its commit and its links.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ...types import Kind, Memory
@@ -18,6 +25,7 @@ from ...types import Related as Related
 from .similarity import candidates, jaccard, words
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ...store.handles import StoreHandle
     from . import JobContext
 
 NAME = "crossrefs"
@@ -26,9 +34,28 @@ KINDS = (Kind.FACT, Kind.NOTE, Kind.SUMMARY, Kind.REFLECTION)
 
 
 def related_to(ctx: JobContext, memory: Memory) -> list[tuple[str, float]]:
-    s = ctx.settings
+    return _related(ctx.store, ctx.scope, memory, ctx.now)
+
+
+def on_save(store: StoreHandle, memory: Memory) -> int:
+    """corvid's cross-reference update on save: link ``memory`` (just committed) to the
+    related memories of its scope and mark it done for the job; the number of links."""
+    s = store.settings
+    if not s.crossrefs_on_save or memory.kind not in KINDS or not memory.is_active:
+        return 0
+    pairs = _related(store, memory.scope, memory, store.clock())  # reads outside the lock
+    with store.atomic():
+        store.job_state.set_related(memory.scope, memory.id, pairs)
+        store.job_state.mark(NAME, [memory.id], store.clock())
+    return len(pairs)
+
+
+def _related(
+    store: StoreHandle, scope: str, memory: Memory, now: datetime
+) -> list[tuple[str, float]]:
+    s = store.settings
     mine = words(memory.content)
-    found = candidates(ctx.store, ctx.scope, memory.content, KINDS, ctx.now, 5 * s.crossref_max)
+    found = candidates(store, scope, memory.content, KINDS, now, 5 * s.crossref_max)
     scored = []
     for other in found:
         if other.id == memory.id:

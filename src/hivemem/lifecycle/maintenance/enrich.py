@@ -37,6 +37,7 @@ from ...providers.entities import (
     EntityType,
     Mention,
     canonical,
+    entity_type,
     extract,
     lookup_keys,
 )
@@ -209,10 +210,9 @@ def _llm_type(name: str, value: object) -> EntityType:
     if isinstance(value, str):
         if value.strip().lower() == "date":
             return EntityType.DATE
-        try:
-            return EntityType(value.strip().lower())
-        except ValueError:
-            pass
+        named = entity_type(value)  # "org" (ADR 005's word) is an organization
+        if named is not None:
+            return named
     return cue_type(name)  # "name" (older replies) or unknown: the regex's cues
 
 

@@ -7,8 +7,12 @@ the key up to its first ``.``, ``/``, ``:``, ``-`` or ``_``) and, when keyless, 
 category. A group of at least ``summarize_min_group`` (2) becomes one ``summary`` memory
 (type ``historical``, ``source_ids`` = its members; at most ``summarize_max_group`` per
 summary) and its members are archived, all in one transaction; a group of one is left
-alone. Archived members stay readable by id and in history; the summary is what search
-finds. Identity, lesson and decision memories are never summarized.
+alone. The summary's key is corvid's ``summary:{prefix}:{date}`` (the group's key prefix,
+or its category for keyless memories; the date of the run), so it is recalled by key;
+when that key already names an active memory (a second part of a big group, or a
+category named as a key prefix) the next free ``summary:{prefix}:{date}:{n}`` is used.
+Archived members stay readable by id and in history; the summary is what search finds.
+Identity, lesson and decision memories are never summarized.
 """
 
 from __future__ import annotations
@@ -42,6 +46,19 @@ def group_of(memory: Memory) -> str:
     if memory.key:
         return "key:" + _PREFIX.split(memory.key, maxsplit=1)[0].lower()
     return "category:" + memory.category
+
+
+def free_key(ctx: JobContext, prefix: str) -> str:
+    """corvid's ``summary:{prefix}:{date}``, or with ``:{n}`` the first one no active
+    memory of the scope holds (inside the write, so two runs cannot take one key)."""
+    date = f"{ctx.now:%Y-%m-%d}"
+    room = ctx.settings.max_key_chars - len(f"summary::{date}:99")
+    base = f"summary:{prefix[: max(1, room)]}:{date}"
+    key, n = base, 1
+    while ctx.store.memories.by_key([ctx.scope], key) is not None:
+        n += 1
+        key = f"{base}:{n}"
+    return key
 
 
 def run(ctx: JobContext) -> None:
@@ -108,6 +125,7 @@ def _summarize(ctx: JobContext, label: str, members: list[Memory]) -> None:
             ctx.scope,
             s,
             now,
+            key=free_key(ctx, name),
             content=fit(f"{heading}:\n{body}", s.max_content_bytes),
             kind=Kind.SUMMARY,
             type=MemoryType.HISTORICAL,

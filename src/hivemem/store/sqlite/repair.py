@@ -51,10 +51,18 @@ class RepairMixin:
         except (_driver().DatabaseError, MemoryError) as exc:
             return False, str(exc) or "damaged"
 
+    def _integrity(self) -> list[str]:
+        """``PRAGMA integrity_check`` on the writer connection. On a pooled read
+        connection it also checks FTS5 against the index structure that connection
+        cached when it last read the index: after writes since, it reported "malformed
+        inverted index" for a sound file (a fresh connection and the writer said ok)."""
+        with self.on_writer():
+            return [r[0] for r in self._read("PRAGMA integrity_check")]
+
     def _health_reads(self) -> dict[str, Any]:
         one = self._read
         return {
-            "integrity": lambda: [r[0] for r in one("PRAGMA integrity_check")],
+            "integrity": self._integrity,
             "fts": self._fts_check,
             "memories_without_chunks": lambda: one(
                 "SELECT COUNT(*) FROM memories m WHERE NOT EXISTS "

@@ -1,0 +1,142 @@
+"""Word lists the regex entity pass types names by (``providers/entities.py``).
+
+Measured with ``hivemem eval entities`` (docs/retrieval.md): typing every unknown proper
+name ``person`` made 3 of 4 "people" wrong in real dialogue ("Nature", "Plus", "Netflix",
+"LGBTQ", "Tues"). A name is now a person only on evidence: a given name below, a title,
+a greeting or a relation word before it ("Hey Jo", "my friend Sam"), a speech verb after
+it; a name with no cue is ``other`` (a name whose kind the regex cannot tell; the
+``enrich`` job may type it). All lower case.
+"""
+
+from __future__ import annotations
+
+
+def words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# Common given names (English-speaking countries first, then frequent names of other
+# languages) and their usual short forms. Not exhaustive: a name missing here is still
+# found, typed ``other`` unless the text gives a person cue.
+_GIVEN_TEXT = """
+    aaron abby abigail ada adam adrian aidan aisha alan albert alex alexa alexander alexandra
+    alexis alfred ali alice alicia alison allison amanda amber amelia amy ana andrea andrew
+    andy angela angie ann anna anne annie anthony antonio april arthur ashley audrey austin
+    ava barbara barry becky ben benjamin beth betty bill billy blake bob bobby brad bradley
+    brandon brenda brian brittany bruce bryan caitlin cal caleb calvin cameron carl carla
+    carlos carmen carol caroline carolyn carrie casey catherine cathy charles charlie
+    charlotte chelsea cheryl chloe chris christian christina christine christopher cindy
+    claire clara claudia colin connor craig cynthia dan dana daniel danielle danny darren
+    dave david dawn dean deb debbie deborah debra denise dennis derek diana diane dina
+    dominic don donald donna doris dorothy doug douglas dylan ed eddie edward eileen elaine
+    eleanor elena eli elijah elizabeth ella ellen ellie emily emma eric erica erik erin
+    ethan eva evan evelyn frank fred freddie gabriel gail gary gavin gena george gerald
+    gina glen glenn gloria gordon grace greg gregory hailey hannah harold harper harry
+    heather helen henry holly howard hugh hunter ian irene isaac isabel isabella jack
+    jackie jacob jake james jamie jan jane janet janice jason jay jean jeff jeffrey jen
+    jenna jennifer jenny jeremy jerry jess jesse jessica jill jim jimmy jo joan joanna
+    joanne jodi joe joel joey john johnny jon jonathan jordan jose joseph josh joshua joy
+    joyce juan judith judy julia julie justin karen kate katherine kathleen kathy katie
+    kay keith kelly ken kenneth kevin kim kimberly kristen kyle larry laura lauren leah lee
+    leo leon liam lily linda lisa liz logan lori louis louise lucas lucy luis luke lydia
+    madison maggie mandy marcus margaret maria marie marilyn mark martha martin mary
+    mason matt matthew maya megan mel melanie melissa mia michael michelle mike mila
+    miranda molly monica nancy naomi natalie nate nathan neil nicholas nick nicole noah
+    nora oliver olivia oscar owen paige pam pamela patricia patrick paul paula peggy
+    peter phil philip phillip rachel ralph randy ray raymond rebecca richard rick rita rob
+    robert robin roger ron ronald rose ruby russell ruth ryan sally sam samantha samuel
+    sandra sara sarah scott sean seth shannon sharon shawn sheila shirley simon sofia
+    sophia sophie stacy stan stephanie stephen steve steven stuart sue susan suzanne tara
+    ted teresa terry theo theresa thomas tiffany tim timothy tina toby todd tom tommy tony
+    tracy travis troy tyler valerie vanessa veronica vicky victor victoria vincent walter
+    wayne wendy will william zach zachary zoe
+    aarav abdul ahmed akira alejandro ana andre andreas anya arjun aya carlo chen diego
+    dmitri elif emil emile fatima felix francesca francois fernando giulia giovanni hans
+    hiroshi igor ines ivan javier jorge juan julien kai karim kenji klaus lars leila lena
+    luca lukas malik marco mateo mei mohammed muhammad nadia nikolai nina olga omar pablo
+    pedro pierre priya rahul raj ravi rosa sakura sanjay santiago sasha sergei sofia sven
+    tariq vikram wei yuki yusuf
+"""
+GIVEN_NAMES = words(_GIVEN_TEXT)
+
+# Words right before a name that make it a person: greetings, thanks and exclamations
+# that address someone ("Hey Mel", "Thanks Caroline!", "Wow John").
+ADDRESS_WORDS = words(
+    """hey hi hello hiya howdy yo dear thanks thank thx ty wow congrats congratulations bye
+    goodbye cheers sorry welcome morning evening night great nice cool awesome ok okay
+    yeah yes no oh aw aww haha lol sure"""
+)
+# Words before a name (after my/his/her/our/your/their) that make it a person or a pet:
+# "my friend Sam", "her sister-in-law Rachel", "our dog Daisy", "named Kyle".
+RELATION_WORDS = words(
+    """friend friends wife husband son daughter mom mum mother dad father sister brother
+    boss colleague coworker co-worker partner boyfriend girlfriend fiance fiancé fiancee
+    aunt uncle cousin grandma grandpa grandmother grandfather niece nephew neighbor
+    neighbour teacher instructor coach manager roommate kid child baby dog cat puppy kitten
+    pet sister-in-law brother-in-law mother-in-law father-in-law mentor doctor therapist
+    student classmate buddy pal bestie twin"""
+)
+NAMING_WORDS = frozenset({"named", "name's", "name’s"})
+# Verbs right after a name that make it a person ("Gail says", "Khan said").
+SPEECH_VERBS = words("said says told tells asked asks replied replies wrote writes thinks thought")
+
+# Capitalised words that are no names: time zones, the 12-hour clock, weekday
+# abbreviations and plurals ("Tues", "Fridays"), and interjections that open a turn.
+NOT_NAMES = words(
+    """utc gmt cet cest eet eest wet west pst pdt est edt cst cdt mst mdt akst hst ist jst kst
+    aest aedt acst awst nzst nzdt sgt hkt bst msk am pm a.m p.m
+    mon tue tues wed weds thu thur thurs fri sat sun
+    mondays tuesdays wednesdays thursdays fridays saturdays sundays
+    oof ooh oops mmm hmm huh meh whoa woah yikes gosh geez jeez dang damn darn gotcha
+    wanna gonna gotta lemme dunno alright aight yay yup nope nah ugh argh phew psst shh
+    plus man dude bro wish bet anyway anyhow noted"""
+)
+
+# All-capital words that are common nouns, not names ("the API", "a TV", "ICU stays").
+COMMON_ACRONYMS = words(
+    """api apis ai tv pm am vip icu seo ml ceo cto cfo coo vp hr faq faqs diy asap fyi ok
+    lol omg btw imo imho tbh eta pr prs qa ui ux cli sdk sdks url urls pdf pdfs csv json
+    html css http https dns cpu gpu ram ssd usb gps id ids pin atm dm dms ps rsvp tbd eod
+    wfh pto kpi kpis okr okrs roi mvp poc sla slo rfc prd ceo tl dr tldr dob ssn vat gst
+    diy bbq abc aka eg ie etc ft lb lbs kg km mph hd uhd led lcd dvd cd cds mp diy iq
+    nda sms mms wifi ip os ios ev evs suv suvs rv phd mba bsc msc"""
+)
+
+# Capitalised adjectives and nouns of peoples, languages and regions ("Korean chili",
+# "European vacation"): ``concept``, as spaCy's NORP maps in the enrich job.
+DEMONYMS = words(
+    """american americans african asian european europeans mediterranean latin
+    british english scottish irish welsh french german germans italian spanish portuguese
+    dutch swedish norwegian danish finnish polish russian ukrainian greek turkish
+    hungarian hungarians czech austrian swiss belgian romanian bulgarian serbian croatian
+    mexican canadian brazilian argentinian argentine chilean peruvian colombian cuban
+    chinese japanese korean vietnamese thai indian pakistani indonesian filipino
+    australian egyptian moroccan nigerian kenyan israeli iranian arab arabic persian
+    jewish muslim christian catholic buddhist hindu lgbt lgbtq lgbtq+ hispanic latino
+    latina nordic scandinavian caribbean"""
+)
+
+# Words that open a place's name or end it: "Mount Everest", "Lake Tahoe", "Fort Wayne",
+# "Vernal Falls", "West County", "Amazon Rainforest".
+PLACE_HEADS = words("mount mt lake fort port saint st san santa cape isle")
+PLACE_TAILS = words(
+    """street st avenue ave road rd boulevard blvd lane square park bridge island islands
+    lake river mountains mountain falls trail beach bay valley county city state province
+    district region rainforest forest desert canyon coast harbor harbour airport station
+    stadium speedway museum gallery cathedral church temple palace castle tower hotel
+    resort residence pub cafe café bar restaurant market mall zoo garden gardens"""
+)
+# Abbreviations of places written in capitals ("the UK", "NYC").
+PLACE_ACRONYMS = words("uk us usa nyc la gb eu uae sf dc")
+# Words that end an organisation's name beyond the legal forms of entities.py.
+ORG_TAILS = words(
+    """airways airlines times news post journal magazine club united fc studios records
+    media press hospital clinic school college academy church band orchestra"""
+)
+# Apps and platforms an agent's memory often names (beyond entities.py's developer tools).
+APPS = words(
+    """youtube linkedin facebook twitter instagram tiktok snapchat whatsapp telegram
+    signal discord reddit pinterest netflix spotify hulu zoom skype notion evernote canva
+    trello todoist airbnb uber lyft paypal venmo shopify wordpress medium substack
+    duolingo strava fitbit tripit kindle alexa siri chrome firefox safari"""
+)
