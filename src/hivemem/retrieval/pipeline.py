@@ -280,7 +280,9 @@ def _vector_reads(
         scopes, vector, query, fetch, now, indexer.identity, settings.vector_pool
     )
     notes = []
-    if backend.vectors.has_pending():  # on the thread that searched (its answer is cached)
+    # The searched scopes' queue only (issue 25); on the thread that searched (its answer
+    # is cached there).
+    if backend.vectors.has_pending(scopes):
         notes.append(
             "some memories are still being embedded: found by keyword only until "
             "then (run `hivemem reindex`, or store.flush(), to finish now)"
@@ -394,11 +396,8 @@ def _lifted(exact: list[Ranked], rest: list[Ranked]) -> list[Ranked]:
 def _add_keyword(candidates: dict[str, _Candidate], keyword: list[KeywordCandidate]) -> None:
     for rank, k in enumerate(keyword, start=1):
         c = candidates.setdefault(k.match.memory_id, _Candidate(k.match.memory_id))
-        c.lanes["keyword"] = {
-            "rank": rank,
-            "bm25": round(k.match.bm25, 6),
-            "coverage": round(k.coverage, 6),
-        }
+        # No raw BM25 here: SQLite's is FTS5's, over every tenant's rows (issue 25).
+        c.lanes["keyword"] = {"rank": rank, "coverage": round(k.coverage, 6)}
         if k.window > 0:
             c.lanes["keyword"]["window"] = round(k.window, 6)
         c.lane_scores["keyword"] = k.coverage
