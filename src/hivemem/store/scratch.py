@@ -71,15 +71,16 @@ def term_counts(
 ) -> dict[int, dict[str, int]]:
     """For each ``(id, text)``: how often each of ``terms`` (index tokens: porter stems)
     occurs in it, as the keyword index counts. Only the words that could stem to one of
-    them are tokenized (``word_stems``, kept): those starting with a term's first two
-    letters (porter rewrites the end of a word, never its first two letters), and any
-    word with a letter outside ASCII (diacritics are removed before stemming). Tokenizing
-    every word of a kilobyte text costs many times more."""
+    them are tokenized (``word_stems``, kept): those starting with a term's stem less its
+    last two letters (at least its first two: porter rewrites at most the last two
+    letters of what it keeps, e.g. bay -> bai, nobility -> nobl), and any word with a
+    letter outside ASCII (diacritics are removed before stemming). Tokenizing every word
+    of a kilobyte text costs many times more."""
     wanted = set(terms)
     out: dict[int, dict[str, int]] = {rowid: {} for rowid, _ in texts}
     if not wanted:
         return out
-    starts = sorted({t[:2] for t in wanted}, key=lambda t: (-len(t), t))
+    starts = tuple(sorted({t[: max(2, len(t) - 2)] for t in wanted}, key=lambda t: (-len(t), t)))
     # An ASCII text lowercased, ``_`` a separator (the tokenizer's): ``\b`` bounds its words.
     candidates = re.compile(r"\b(?:" + "|".join(map(re.escape, starts)) + r")\w*")
     words_of = {}
@@ -87,7 +88,9 @@ def term_counts(
         if text.isascii():
             words = candidates.findall(text.lower().replace("_", " "))
         else:  # case folding outside ASCII is the tokenizer's: words as written
-            words = [w for w in _WORD.findall(text) if not w.isascii() or w[:2].lower() in starts]
+            words = [
+                w for w in _WORD.findall(text) if not w.isascii() or w.lower().startswith(starts)
+            ]
         words_of[rowid] = words
     tokens_of = word_stems({w for words in words_of.values() for w in words})
     for rowid, words in words_of.items():

@@ -100,6 +100,7 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, ScopedBM25, RepairM
         self._postings = termcounts.Postings()  # small scopes' rows per term
         self._scope_lengths: dict[tuple[str, ...], tuple[int, int]] = {}  # scoped_bm25.py
         self._phrase_hits: dict[tuple[Any, tuple[str, ...], str], int] = {}
+        self._term_cache: dict[tuple[int, int], dict[str, int]] = {}
         self._commits = 0  # this connection's commits (data_version counts the others')
         try:
             self._conn = sqlite_driver.connect(
