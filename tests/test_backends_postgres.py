@@ -17,7 +17,7 @@ import hivemem
 from hivemem import Query, Settings
 from hivemem.errors import MissingDependency, StoreError
 from hivemem.store.keyword_query import KeywordQuery
-from hivemem.store.postgres import NotOnPostgres, migrations, redact
+from hivemem.store.postgres import NotOnPostgres, migrations, redact, secrets_of
 from hivemem.store.postgres import vectors as pgvectors
 
 CORPUS = [
@@ -328,9 +328,87 @@ def test_an_unreachable_server_is_one_line_naming_the_fix(tmp_path):
 def test_redact_hides_passwords_in_the_authority_and_the_parameters():
     assert redact("postgresql://u:p%40ss@h:5432/db") == "postgresql://u:***@h:5432/db"
     assert redact("postgresql://h/db?user=u&password=x1&sslmode=require") == (
-        "postgresql://h/db?user=u&password=***&sslmode=require"
+        "postgresql://u:***@h/db?sslmode=require"
     )
     assert redact("postgresql://u@h/db") == "postgresql://u@h/db"
+
+
+# (location, the password in it, what the location shows)
+REDACTED = [
+    ("postgresql://u@h:5432/db?pass%77ord=S3cret-a", "S3cret-a", "postgresql://u:***@h:5432/db"),
+    ("postgresql://u@h/db?%70%61%73%73%77%6f%72%64=S3cret-b", "S3cret-b", "postgresql://u:***@h/db"),
+    ("postgresql://u:S3cret-c@h/db?sslmode=disable", "S3cret-c", "postgresql://u:***@h/db?sslmode=disable"),
+    ("postgresql://u:S3cret-d@h/db?password=S3cret-e", "S3cret-d", "postgresql://u:***@h/db"),
+    ("postgresql://u:S3cret-d@h/db?password=S3cret-e", "S3cret-e", "postgresql://u:***@h/db"),
+    ("postgresql://u:p%40S3cret-f@h/db", "p@S3cret-f", "postgresql://u:***@h/db"),
+    ("postgresql://u:p%40S3cret-f@h/db", "p%40S3cret-f", "postgresql://u:***@h/db"),
+    ("postgresql://u@h/db?password=a%26S3cret-g", "a&S3cret-g", "postgresql://u:***@h/db"),
+    ("postgresql:///db?host=/run/pg&user=u&pass%77ord=S3cret-h", "S3cret-h",
+     "postgresql://u:***@/db?host=/run/pg"),
+    ("postgresql://u@h1:5,h2:6/db?pass%77ord=S3cret-i", "S3cret-i", "postgresql://u:***@h1:5,h2:6/db"),
+    ("postgresql://u@h/db?sslpassword=S3cret-j&sslmode=require", "S3cret-j",
+     "postgresql://u@h/db?sslmode=require&sslpassword=***"),
+    ("postgresql://u@h/db?unknown=1&PASS%57ORD=S3cret-k", "S3cret-k",
+     "postgresql://u@h/db?unknown=1&PASSWORD=***"),
+    ("host=h user=u password=S3cret-l dbname=d", "S3cret-l", "postgresql://u:***@h/d"),
+    ("host=h user=u password='S3cret m' dbname=d", "S3cret m", "postgresql://u:***@h/d"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("location", "password", "shown"), REDACTED)
+def test_redact_works_from_the_parsed_parameters_not_a_pattern(location, password, shown):
+    """Issue 25: ``?pass%77ord=SECRET`` is libpq's ``password`` (names are decoded), and
+    a pattern over the text missed it. The shown form is built from the parsed
+    parameters; ``secrets_of`` finds every password to scrub from server messages."""
+    assert redact(location) == shown
+    assert password not in redact(location)
+    assert password in secrets_of(location)
+
+
+def test_the_environments_pgpassword_is_scrubbed_too(monkeypatch):
+    monkeypatch.setenv("PGPASSWORD", "S3cret-env")
+    assert "S3cret-env" in secrets_of("postgresql://u@h/db")
+    assert redact("postgresql://u@h/db") == "postgresql://u@h/db"
+
+
+@pytest.mark.parametrize("form", ["userinfo", "parameter", "encoded name", "environment"])
+def test_no_form_of_the_password_shows_in_the_location_doctor_or_errors(
+    password_user, monkeypatch, form, caplog
+):
+    """``store.location``, ``hivemem doctor`` (text and JSON) and the error of a wrong
+    password never show it, however the URL gives it."""
+    from click.testing import CliRunner
+
+    from hivemem.frontends.cli import main
+
+    caplog.set_level(logging.DEBUG)
+    base = password_user.replace("hm_user:{}@", "hm_user@").replace("/postgres?", "/hivemem_test?")
+
+    def url(password: str) -> str:
+        if form == "userinfo":
+            return password_user.format(password).replace("/postgres?", "/hivemem_test?")
+        if form == "parameter":
+            return f"{base}&password={password}"
+        if form == "encoded name":
+            return f"{base}&pass%77ord={password}"
+        monkeypatch.setenv("PGPASSWORD", password)
+        return base
+
+    good = url("pw-Sekrit-42")
+    with hivemem.open(good, embedder="none") as store:
+        assert "pw-Sekrit-42" not in store.location and "hm_user" in store.location
+    runner = CliRunner()
+    for args in (["doctor"], ["doctor", "--json"], ["stats"]):
+        done = runner.invoke(main, ["--db", good, *args])
+        assert "pw-Sekrit-42" not in done.output, (args, done.output)
+        assert "hm_user" in done.output or args == ["stats"], done.output
+    bad = url("pw-Wrong-77")
+    with pytest.raises(StoreError) as info:
+        hivemem.open(bad, embedder="none")
+    assert "pw-Wrong-77" not in str(info.value) and "user or password is wrong" in str(info.value)
+    done = runner.invoke(main, ["--db", bad, "doctor"])
+    assert done.exit_code != 0 and "pw-Wrong-77" not in done.output, done.output
+    assert "pw-Sekrit-42" not in caplog.text and "pw-Wrong-77" not in caplog.text
 
 
 def test_a_missing_extra_says_how_to_install_it(monkeypatch):

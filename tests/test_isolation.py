@@ -23,7 +23,7 @@ INVALID_SCOPES = [
     ("", "is empty"),
     (" ", "is empty"),
     ("\t\n ", "is empty"),
-    ("team-a\x00", "control character"),
+    ("team-a\x00", "NUL character"),
     ("team\x1b[31ma", "control character"),
     ("team\x7f", "control character"),
     ("x" * 201, "exceeds the limit of 200"),

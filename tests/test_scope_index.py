@@ -141,9 +141,9 @@ def test_a_match_confined_to_a_small_scope_finds_and_scores_what_an_unconfined_o
             lambda sql: matches.append(sql) if "bm25" in sql else None
         )
 
-        def run() -> list[tuple[str, float]]:
+        def run() -> list[tuple[str, float, dict]]:
             return [
-                (h.memory.id, h.explain.lanes["keyword"]["bm25"])
+                (h.memory.id, h.score, h.explain.to_dict())
                 for h in small.search("otter heron quarry")
             ]
 
@@ -185,3 +185,73 @@ def test_matched_terms_asked_of_the_index_agree_with_the_scratch_tokenizer(tmp_p
         expected = {cid: held for cid, held in scratch.matches(chunks, terms).items() if held}
         assert from_index == expected
         assert store._backend.matched_terms(ids, terms) == scratch.matches(chunks, terms)
+
+
+@pytest.mark.parametrize("syntax", ["deploy billing e-mail", '"deploy billing" OR runn*'])
+def test_the_scoped_bm25_is_fts5s_formula_on_the_scopes_statistics(tmp_path, syntax):
+    """Issue 25: where the visible scopes do not hold the whole index, the chunks FTS5
+    found are scored again over the scopes' statistics (``scoped_bm25.py``). Given the
+    whole index's statistics instead, the same code must give FTS5's own bm25."""
+    import math
+    import random
+    from datetime import UTC, datetime
+
+    from hivemem import Query
+    from hivemem.store.keyword_query import KeywordQuery, parse, phrase_tokens, phrases_of
+    from hivemem.store.sqlite.scoped_bm25 import ScopeStats
+
+    words = ["deploy", "billing", "rollback", "e-mail", "postgres", "running", "runners"]
+    rng = random.Random(3)
+    with hivemem.open(tmp_path / "m.db", embedder="none") as store:
+        mem = store.scope("b")
+        for i in range(60):
+            mem.save(" ".join(rng.choice(words) for _ in range(rng.randint(2, 30))) + f" n{i}")
+        backend = store._backend
+        keywords = parse(syntax) if '"' in syntax else KeywordQuery.any_of(syntax.split())
+        found = backend.keyword_search(
+            ["b"], Query(text="x", limit=50), keywords, 50, datetime.now(UTC)
+        )
+        assert len(found) > 20
+        total, everything = termcounts.chunk_totals(backend._read_raw, ["b"])
+        assert total == everything  # one scope: FTS5's numbers are the scope's
+        keys = (termcounts.scope_key("b"),)
+        phrases = [p for p in phrases_of(keywords.tree()) if phrase_tokens(p)]
+        with backend._cache_lock():
+            hits = [
+                backend._hits(backend._read_raw, ["b"], keys, p, total, total + 1) for p in phrases
+            ]
+            average = backend._average_length(backend._read_raw, keys, total)
+        stats = ScopeStats(
+            total,
+            average,
+            tuple(tuple(phrase_tokens(p)) for p in phrases),
+            tuple(max(math.log((total - n + 0.5) / (n + 0.5)), 1e-6) for n in hits),
+            sum(hits),
+        )
+        again = {m.chunk_id: m.bm25 for m in backend._scoped_bm25(backend._read_raw, stats, found)}
+        assert all(abs(again[m.chunk_id] - m.bm25) < 1e-9 for m in found)
+
+
+def test_term_counts_equal_the_tokenizers_own_counts():
+    """``scratch.term_counts`` reads only the words that can stem to a query term (their
+    first two letters, or a letter outside ASCII): it must count what tokenizing the
+    whole text counts, for every term of the texts."""
+    from collections import Counter
+
+    from hivemem.evaluation.bench import DEFAULT_SEED, CorpusGenerator
+    from hivemem.evaluation.bench_long import long_turns
+    from hivemem.store import scratch
+
+    texts = [t["content"] for t in long_turns(CorpusGenerator(DEFAULT_SEED), 40, 600, "t")]
+    texts += [
+        "The bay, the BAYS and baying; sensibility, sensible, nobility, hopping, hoped.",
+        "Café crème, naïve Zoë, ÉCOLE, école_primaire and e-mail/e_mail; don't 3.5 v2",
+        "flies, skies, ties, dying, lying, conflated, troubled, rational, relational",
+        "Ünïcödé wörds, straße, İstanbul, ﬁle, Ⅻ, ２０２６, ＡＢＣ, x_y_z, CamelCase",
+    ]
+    rows = list(enumerate(texts, start=1))
+    whole = {i: Counter(scratch.tokens(text)) for i, text in rows}
+    terms = sorted({t for counts in whole.values() for t in counts})
+    counted = scratch.term_counts(rows, terms)
+    for i, _ in rows:
+        assert counted[i] == dict(whole[i]), (i, set(counted[i].items()) ^ set(whole[i].items()))

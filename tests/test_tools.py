@@ -134,7 +134,7 @@ def test_an_alias_and_its_argument_with_different_values_is_an_error(mem):
             "got nan",
         ),
         ("memory_search", {"query": "x", "max_results": 2.5}, "max_results", "got a number"),
-        ("confirm_fact", {"id": "a\x00b"}, None, ""),
+        ("confirm_fact", {"id": "a\x00b"}, "id", "NUL"),
     ],
 )
 def test_bad_arguments_are_clear_errors_naming_the_argument(mem, name, args, field, message):

@@ -287,6 +287,86 @@ def test_the_vaults_secret_values_are_never_shown(client, tokens, store):
     assert "[REDACTED]" in client.get(f"/ui/scopes/team-a/memories/{early.id}", token).text
 
 
+# Markup the templates make, which a page must hold as elements, never as text.
+_TAGS = ("label", "select", "span", "section", "table", "tr", "td", "a", "ul", "li")
+
+
+def test_pages_keep_their_markup_when_the_vault_holds_a_secret(client, tokens, seeded, store):
+    """Issue 25: one secret in any scope's vault turned every macro's markup into text
+    (the filters, the memory table, the badges and the overview counts showed as
+    literal ``<label>…`` / ``&lt;span…``). The secret is still redacted everywhere."""
+    secret = "team-b-vault-secret-4711"
+    store.scope("team-a").save(f"the old relay password was {secret}", key="relay")
+    store.vault("team-b").set("relay_password", secret, secret=True)
+    token = tokens["writer"]
+    lesson = seeded["lesson"]
+    pages = {
+        "/ui/scopes/team-a": ['<table class="counts">', '<section class="card">'],
+        "/ui/scopes/team-a/memories": ['<select name="type">', '<span class="badge kind">'],
+        "/ui/scopes/team-a/search?q=deploy+friday": ['<select name="kind">', '<span class="badge'],
+        f"/ui/scopes/team-a/memories/{lesson.id}": ['<span class="badge type">'],
+        "/ui/scopes/team-a/entities": ["<table"],
+        "/ui/scopes/team-a/entity?name=caroline": ['<table class="list">'],
+        "/ui/scopes/team-a/sessions": ["<table"],
+        "/ui/scopes/team-a/sessions/s-1": ['<ul class="items">', '<span class="badge'],
+        "/ui/scopes/team-a/search?q=relay+password": ["[REDACTED]"],
+    }
+    for url, wanted in pages.items():
+        page = client.get(url, token)
+        assert page.status_code == 200, (url, page.text[:300])
+        for markup in wanted:
+            assert markup in page.text, (url, markup)
+        for tag in _TAGS:
+            assert f"&lt;{tag} " not in page.text and f"&lt;{tag}&gt;" not in page.text, (url, tag)
+            assert f"&amp;lt;{tag}" not in page.text, (url, tag)
+        assert secret not in page.text, url
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "offset=99999999999999999999",
+        f"offset={2**63}",
+        f"offset={2**63 - 1}",
+        "offset=-1",
+        "offset=1e3",
+        "limit=99999999999999999999",
+        f"limit={2**63}",
+        "limit=-5",
+        f"cursor=2026-01-01T00:00:00%7E{'9' * 30}",
+    ],
+)
+def test_huge_or_bad_numbers_in_the_query_are_a_422_or_an_empty_page(client, tokens, seeded, query):
+    """Issue 25: ``?offset=`` past 2**63 was an HTTP 500 (OverflowError on SQLite,
+    NumericValueOutOfRange on PostgreSQL). Every number of a page goes through the
+    bounds the API uses (``hivemem.arguments``): a clear 422, or a page past the end."""
+    token = tokens["writer"]
+    for page in ("entities", "sessions", "memories", "search?q=deploy"):
+        url = f"/ui/scopes/team-a/{page}{'&' if '?' in page else '?'}{query}"
+        response = client.get(url, token)
+        assert response.status_code in (200, 422), (url, response.status_code, response.text[:300])
+        if response.status_code == 422:
+            assert "offset" in response.text or "limit" in response.text, url
+
+
+def test_a_nul_in_a_name_or_id_is_a_422_naming_the_field(client, tokens, seeded):
+    """Issue 25: ``?name=%00`` was an HTTP 500 on PostgreSQL (a raw psycopg.DataError)."""
+    token = tokens["writer"]
+    for url, field in [
+        ("/ui/scopes/team-a/entity?name=%00", "name"),
+        ("/ui/scopes/team-a/entity?name=Caro%00line", "name"),
+        ("/ui/scopes/team-a/entities?prefix=ca%00", "prefix"),
+        ("/ui/scopes/team-a/memories/a%00b", "id"),
+        ("/ui/scopes/team-a/sessions/s%00", "session_id"),
+        ("/ui/scopes/team-a/memories?session=s%00", "session_id"),
+        ("/ui/scopes/team-a/memories?tag=t%00", "tags"),
+        ("/ui/scopes/team-a/memories?cursor=2026-01-01T00:00:00%7Ea%00", "cursor"),
+    ]:
+        response = client.get(url, token)
+        assert response.status_code == 422, (url, response.status_code, response.text[:300])
+        assert f"field: {field}" in response.text, (url, response.text[-600:])
+
+
 def test_sign_in_with_a_token_sets_a_strict_httponly_cookie_and_csrf_guards_posts(
     client, tokens, seeded, store
 ):

@@ -42,6 +42,7 @@ START_KEY = "browser-test-start-key"
 HOSTILE_SCRIPT = "<script>alert('script ran')</script> remember the launch codes"
 HOSTILE_ATTR = '"><img src=x onerror=alert("img ran")> the attribute breakout'
 VIEWPORT = {"width": 1200, "height": 800}
+VAULT_SECRET = "relay-vault-secret-8812"
 
 
 class StepClock:
@@ -99,12 +100,25 @@ def _seed(store, clock: StepClock) -> dict:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     """A store file, its tokens and a real server on 127.0.0.1."""
+    yield from _serve(tmp_path_factory.mktemp("ui") / "memory.db")
+
+
+@pytest.fixture(scope="module")
+def served_with_secret(tmp_path_factory):
+    """The same store with one secret in team-b's vault, its value also in a memory of
+    team-a written before the secret was registered (the scrubber redacts it)."""
+    yield from _serve(tmp_path_factory.mktemp("ui-secret") / "memory.db", secret=VAULT_SECRET)
+
+
+def _serve(path: Path, secret: str | None = None):
     import uvicorn
 
     clock = StepClock()
-    path = tmp_path_factory.mktemp("ui") / "memory.db"
     store = hivemem.open(path, clock=clock, embedder="hash")
     made = _seed(store, clock)
+    if secret is not None:
+        made["leak"] = store.scope("team-a").save(f"the relay password was {secret}", key="relay")
+        store.vault("team-b").set("relay_password", secret, secret=True)
     tokens = store.tokens
     secrets = {
         label: tokens.create(label, scopes, store.clock())[1]
@@ -412,3 +426,46 @@ def test_the_keyboard_reaches_search_and_actions(page, served):
     page.keyboard.press("Enter")
     page.wait_for_url("**/memories")
     assert re.search(r"/ui/scopes/team-a/memories$", page.url)
+
+
+def test_every_page_keeps_its_elements_when_the_vault_holds_a_secret(browser, served_with_secret):
+    """Issue 25: with any secret in any scope's vault, the filters, the memory table, the
+    badges and the overview counts showed as literal ``<label>…`` / ``&lt;span…`` text.
+    Each page must hold real elements, no markup as text, and never the secret."""
+    served = served_with_secret
+    context = browser.new_context(base_url=served["url"], viewport=VIEWPORT)
+    context.set_default_timeout(15_000)
+    page = context.new_page()
+    made = served["made"]
+    sign_in(page, served["tokens"]["alice"], "/ui/scopes/team-a")
+    pages = {
+        "/ui/scopes/team-a": ["table.counts", "section.card", "svg.chart"],
+        "/ui/scopes/team-a/memories": ["select[name=type]", "table.list tbody tr", "span.badge"],
+        "/ui/scopes/team-a/search?q=relay+password": ["select[name=kind]", ".hit", "span.badge"],
+        f"/ui/scopes/team-a/memories/{made['leak'].id}": ["span.badge.kind"],
+        f"/ui/scopes/team-a/memories/{made['deploy-day'].id}": ["span.badge.type"],
+        "/ui/scopes/team-a/entities": ["table.list tbody tr"],
+        "/ui/scopes/team-a/entity?name=caroline": ["table.list tbody tr", "span.badge"],
+        "/ui/scopes/team-a/sessions": ["table tbody tr"],
+        "/ui/scopes/team-a/sessions/chat-42": ["ol.turns li", "ul.items li", "span.badge"],
+    }
+    try:
+        for url, selectors in pages.items():
+            page.goto(url)
+            for selector in selectors:
+                assert page.locator(selector).count() >= 1, (url, selector)
+            text = page.inner_text("body")
+            for tag in ("<label", "<select", "<span", "<section", "<table", "<tr", "<td", "<li"):
+                assert tag not in text, (url, tag, text[:400])
+            assert "&lt;" not in text and "&amp;" not in text, (url, text[:400])
+            assert VAULT_SECRET not in page.content(), url
+        page.goto(f"/ui/scopes/team-a/memories/{made['leak'].id}")
+        assert "[REDACTED]" in page.inner_text("main")
+        page.goto("/ui/scopes/team-a/memories")
+        page.select_option("select[name=type]", "decision")
+        page.click(".filters button")
+        rows = page.locator("table.list tbody tr")
+        assert rows.count() >= 1
+        assert all("decision" in rows.nth(i).inner_text() for i in range(rows.count()))
+    finally:
+        context.close()

@@ -35,11 +35,15 @@ def bad_character(field: str, position: int) -> InvalidInput:
 
 
 def storable(value: str, field: str) -> str:
-    """``value`` unchanged if it is valid UTF-8 text (no unpaired surrogate)."""
+    """``value`` unchanged if both backends can store it and look it up: valid UTF-8
+    text (no unpaired surrogate) without a NUL character (PostgreSQL's text cannot hold
+    one: a NUL in a name or id reached it as a raw driver error, issue 25)."""
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise bad_character(field, exc.start) from None
+    if "\x00" in value:
+        raise InvalidInput(field, f"contains a NUL character at position {value.index(chr(0))}")
     return value
 
 

@@ -3,7 +3,8 @@ query strings, form bodies and credentials (a writer's bearer token, a signed-in
 session with its CSRF token or a forged one, nothing, a forged token), answers below 500:
 a page, a redirect, or the inspector's error page with the status the JSON API would
 give. The routes are read from the app itself, so a new page is fuzzed without a change
-here. Found missing: the HTTP fuzz (test_fuzz_http.py) covered only the JSON API."""
+here. Found missing: the HTTP fuzz (test_fuzz_http.py) covered only the JSON API; then
+(issue 25) the paging parameters (offset, prefix, cursor, newer) and numbers past 2**63."""
 
 from __future__ import annotations
 
@@ -24,7 +25,11 @@ from .hostile import FUZZ, hostile_text, tally
 PLAUSIBLE = ["team-a", "swarm", "deploy-window", "Alice", "s1", "correct", "promote", "1"]
 FIELDS = ["csrf", "content", "reason", "to", "name", "alias", "token", "next", "key"]
 QUERY = ["q", "kind", "type", "tag", "status", "since", "until", "limit", "page", "next",
-         "name", "done", "session", "category", "doctor", "key"]  # fmt: skip
+         "name", "done", "session", "category", "doctor", "key", "offset", "prefix",
+         "cursor", "newer"]  # fmt: skip
+# Numbers as a query string holds them: past SQLite's and PostgreSQL's 64-bit integers
+# (issue 25: ``?offset=99999999999999999999`` was an HTTP 500), negative, not whole.
+NUMBERS = [str(10**20), str(2**63), str(2**63 - 1), str(2**64), "-1", "1e3", "0x10", "9" * 5000]
 
 
 def _ui_routes(app) -> list[tuple[str, str]]:
@@ -97,7 +102,10 @@ def test_the_inspector_has_routes_to_fuzz():
 @given(data=st.data())
 def test_ui_route(ui, method, path, data):
     app, writer, cookie, csrf, plausible = ui
-    texts = st.one_of(hostile_text(), st.sampled_from(plausible), st.sampled_from(plausible))
+    texts = st.one_of(
+        hostile_text(), st.sampled_from(plausible), st.sampled_from(plausible),
+        st.sampled_from(NUMBERS),
+    )  # fmt: skip
     url = re.sub(r"\{(\w+)\}", lambda m: _piece(data.draw(texts, m.group(1))), path)
     query = data.draw(
         st.lists(st.tuples(st.one_of(st.sampled_from(QUERY), hostile_text()), texts), max_size=3),

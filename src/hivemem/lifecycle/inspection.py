@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .. import arguments
 from ..clock import to_text
 from ..errors import InvalidInput, NotFound
 from ..providers.entities import canonical
@@ -119,7 +120,7 @@ def parse_cursor(cursor: str | None) -> tuple[str, str] | None:
         raise InvalidInput("cursor", f"not a page cursor: {cursor!r}") from None
     if not sep or not memory_id or len(memory_id) > 100:
         raise InvalidInput("cursor", f"not a page cursor: {cursor!r}")
-    return when, memory_id
+    return when, arguments.storable(memory_id, "cursor")
 
 
 def page(
@@ -249,18 +250,16 @@ def entities(
     if prefix:
         rules.utf8(prefix, "prefix")
         clean = canonical(prefix)
-    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        raise InvalidInput("offset", f"expected a whole number >= 0, got {offset!r}")
     return mem.store.inspection.entities(
-        mem.visible, clean, rules.limit(limit, maximum=500), offset
+        mem.visible, clean, rules.limit(limit, maximum=500), arguments.offset(offset)
     )
 
 
 def sessions(mem: ScopedHandle, *, limit: int = PAGE_SIZE, offset: int = 0) -> list[SessionInfo]:
     """The own scope's sessions, latest activity first."""
-    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        raise InvalidInput("offset", f"expected a whole number >= 0, got {offset!r}")
-    return mem.store.inspection.sessions(mem.name, rules.limit(limit, maximum=500), offset)
+    return mem.store.inspection.sessions(
+        mem.name, rules.limit(limit, maximum=500), arguments.offset(offset)
+    )
 
 
 def session(mem: ScopedHandle, session_id: str, *, limit: int = 200) -> SessionView:

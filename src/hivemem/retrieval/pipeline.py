@@ -409,11 +409,8 @@ def _lifted(exact: list[Ranked], rest: list[Ranked]) -> list[Ranked]:
 def _add_keyword(candidates: dict[str, _Candidate], keyword: list[KeywordCandidate]) -> None:
     for rank, k in enumerate(keyword, start=1):
         c = candidates.setdefault(k.match.memory_id, _Candidate(k.match.memory_id))
-        c.lanes["keyword"] = {
-            "rank": rank,
-            "bm25": round(k.match.bm25, 6),
-            "coverage": round(k.coverage, 6),
-        }
+        # No raw BM25 here: SQLite's is FTS5's, over every tenant's rows (issue 25).
+        c.lanes["keyword"] = {"rank": rank, "coverage": round(k.coverage, 6)}
         if k.window > 0:
             c.lanes["keyword"]["window"] = round(k.window, 6)
         c.lane_scores["keyword"] = k.coverage

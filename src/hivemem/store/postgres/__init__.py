@@ -15,11 +15,11 @@ Needs the ``postgres`` extra: ``pip install 'hivemem[postgres]'``.
 from __future__ import annotations
 
 import functools
-import re
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from ...errors import MissingDependency, StoreError
+from .conninfo import redact as redact
+from .conninfo import secrets_of as secrets_of
 
 SCHEMES = ("postgresql://", "postgres://")
 INSTALL = "pip install 'hivemem[postgres]'"
@@ -46,30 +46,6 @@ def qmark(sql: str) -> str:
 def is_url(location: object) -> bool:
     """Whether ``location`` names a PostgreSQL database rather than a SQLite file."""
     return isinstance(location, str) and location.lower().startswith(SCHEMES)
-
-
-def redact(url: str) -> str:
-    """``url`` with its password (in the authority or a ``password=`` parameter) replaced
-    by ``***``: the form every message, log line and ``store.location`` shows."""
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if "@" in netloc:
-        auth, host = netloc.rsplit("@", 1)
-        if ":" in auth:
-            user = auth.split(":", 1)[0]
-            netloc = f"{user}:***@{host}"
-    query = re.sub(r"(?i)(password=)[^&]*", r"\1***", parts.query)
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-
-
-def secrets_of(url: str) -> list[str]:
-    """The password(s) in ``url``, to scrub from any server message that echoes them."""
-    out = []
-    parts = urlsplit(url)
-    if parts.password:
-        out.append(parts.password)
-    out += [v for v in re.findall(r"(?i)password=([^&]*)", parts.query) if v]
-    return [s for s in out if s]
 
 
 def require_driver() -> Any:

@@ -80,6 +80,14 @@ class PostgresDatabase(Transactions, Memories, KeywordIndex, Health, Protocol):
         """``_q`` of a statement written with SQLite's ``?`` placeholders."""
         ...
 
+    def _index_size(self) -> int:
+        """The keyword index's size (its highest chunk id), cached (``keyword.py``)."""
+        ...
+
+    def _scope_totals(self, scopes: tuple[str, ...] | None, size: int) -> tuple[int, float]:
+        """(chunks, average length) of the scopes' keyword index, cached (``keyword.py``)."""
+        ...
+
     def _write(self, sql: str, params: Sequence[Any] = ()) -> Any:
         """``_x`` of a statement written with SQLite's ``?`` placeholders."""
         ...

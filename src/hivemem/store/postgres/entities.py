@@ -10,7 +10,6 @@ in the same order and never deadlock.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -22,8 +21,6 @@ from ..entity_rows import Describes, aliases_of_new
 if TYPE_CHECKING:  # pragma: no cover
     from ...providers.entities import Mention
     from .database import PostgresDatabase
-
-_TOTAL_TTL = 1.0  # seconds the server's memory count is trusted (plus own inserts)
 
 
 def link_mentions(
@@ -102,8 +99,7 @@ class PgEntityIndex(Describes):
 
     def __init__(self, backend: PostgresDatabase) -> None:
         self._db = backend
-        self._total: tuple[int, float] | None = None  # (MAX(seq), when read)
-        self.added = 0  # memories this process inserted since (``PostgresBackend.insert``)
+        self.added = 0  # memories this process inserted (counted by the writes; unread)
 
     def _entities(self, where: str, params: Sequence[Any], aliases: bool = True) -> list[Entity]:
         gather = (
@@ -190,12 +186,8 @@ class PgEntityIndex(Describes):
     # this schema the ``protected`` and ``summary`` columns).
 
     def total_memories(self, scopes: Sequence[str]) -> int:
-        """The N of the entity lane's IDF: the newest insertion sequence number (as
-        SQLite's max rowid: cheap, and close enough), read at most every
-        ``_TOTAL_TTL`` seconds plus the memories this process inserted since."""
-        now = time.monotonic()
-        if self._total is not None and now - self._total[1] < _TOTAL_TTL:
-            return self._total[0] + self.added
-        total = int(self._db._q("SELECT COALESCE(MAX(seq), 0) FROM memories")[0][0])
-        self._total, self.added = (total, now), 0
-        return total
+        """The N of the entity lane's IDF: the chunks of ``scopes`` (about their
+        memories), the keyword lane's cached count of the same scopes. Never the whole
+        store's: another tenant's writes must not move this scope's scores (issue 25)."""
+        db = self._db
+        return db._scope_totals(tuple(sorted(set(scopes))), db._index_size())[0]

@@ -10,13 +10,15 @@ Same score. ``ts_rank`` is not BM25, so the score is computed in SQL with FTS5's
 (k1 = 1.2, b = 0.75, idf = ln((N - n + 0.5) / (n + 0.5)), at least 1e-6), over the
 matched chunks only: term frequencies are the lexemes' position counts, the document
 length is ``chunks.length``. The statistics (N, average length, each term's n) are the
-whole index's, as FTS5's, so scores equal SQLite's; they are cached and re-read when the
-index has grown or shrunk by more than 1% (BM25 weights barely move in between), and
-the n's are the ones ``term_stats`` just read. The coverage weights above the protocol
-use per-scope statistics (``term_stats(terms, scopes)``, as SQLite's counts read from
-its keyword index): a GIN count per new term and scope set, cached like the rest
-(measured before at 10k: ~55 ms of a 150 ms search on a loaded machine for a query of
-new terms; a per-scope vocabulary kept by a job would make it a lookup).
+visible scopes' (issue 25: no number or order of an answer may depend on what the caller
+cannot read; SQLite's lane re-scores FTS5's whole-index BM25 the same way), cached and
+re-read when the index has grown or shrunk by more than 1% (BM25 weights barely move in
+between), and the n's are the ones ``term_stats`` just read. The coverage weights above
+the protocol use the same per-scope statistics (``term_stats(terms, scopes)``, as
+SQLite's counts read from its keyword index): a GIN count per new term and scope set,
+cached like the rest (measured before at 10k: ~55 ms of a 150 ms search on a loaded
+machine for a query of new terms; a per-scope vocabulary kept by a job would make it a
+lookup).
 
 The query. The lane passes a neutral ``KeywordQuery`` (``store/keyword_query.py``):
 terms with a mode, or a caller's FTS5-syntax query parsed into a tree. ``to_tsquery``
@@ -463,8 +465,12 @@ class KeywordMixin:
         newest_first = keywords.newest_first
         wanted = limit * _VERIFY_PAGE if verify else limit
         size = self._index_size()
-        total, avgdl = self._scope_totals(None, size)
-        freq = self._freq(None, list(phrases), size)
+        # The statistics of the visible scopes only (issue 25: the whole index's let one
+        # tenant's writes move another's scores and order); ``term_stats`` read the same
+        # counts for this search, so they come from the cache.
+        key = tuple(sorted(set(scopes)))
+        total, avgdl = self._scope_totals(key, size)
+        freq = self._freq(key, list(phrases), size)
         weight: dict[str, float] = {}
         for phrase, lexeme in phrases.items():
             n = freq.get(phrase, 0)

@@ -93,7 +93,12 @@ _COUNT_TTL = 30.0  # seconds a scope's vector count is trusted for the plan choi
 _BOUND_TTL = 5.0  # seconds a search trusts the recorded identity
 _VECTORS_MAX = 10_000  # chunk vectors kept for MMR (~15 MB at 384 dimensions)
 _PENDING_TTL = 0.5  # seconds a search's reading of the queue answers has_pending
-_PENDING_SQL = "SELECT EXISTS (SELECT 1 FROM vector_queue)"
+# Chunks of the searched scopes waiting for vectors (issue 25: not of every scope, or a
+# search answer would say whether another tenant just wrote).
+_PENDING_SQL = (
+    "SELECT EXISTS (SELECT 1 FROM vector_queue q JOIN chunks c ON c.id = q.chunk_id "
+    "WHERE c.scope = ANY(%s))"
+)
 # A flush of at least this many queued chunks into a table holding less than a tenth as
 # many vectors drops the HNSW index and builds it once at the end. At 10k vectors the
 # build is ~7x faster than growing the graph per insert; at 1M, hours against minutes.
@@ -396,14 +401,21 @@ class PgVectorIndex:
         )
         return [PendingChunk(*r) for r in rows]
 
-    def has_pending(self) -> bool:
-        """Whether chunks wait for vectors. Right after a search on this thread (within
-        ``_PENDING_TTL``), the answer read with it, once; else a read."""
+    def has_pending(self, scopes: Sequence[str] | None = None) -> bool:
+        """Whether chunks (of ``scopes``; None: of any scope) wait for vectors. Right
+        after a search of these scopes on this thread (within ``_PENDING_TTL``), the
+        answer read with it, once; else a read."""
         seen = getattr(self._pending_seen, "value", None)
         self._pending_seen.value = None
-        if seen is not None and time.monotonic() - seen[1] < _PENDING_TTL:
-            return seen[0]
-        return bool(self._db._q("SELECT 1 FROM vector_queue LIMIT 1"))
+        if scopes is None:
+            return bool(self._db._q("SELECT 1 FROM vector_queue LIMIT 1"))
+        if (
+            seen is not None
+            and time.monotonic() - seen[1] < _PENDING_TTL
+            and seen[2] == tuple(sorted(set(scopes)))
+        ):
+            return bool(seen[0])
+        return bool(self._db._q(_PENDING_SQL, [list(scopes)])[0][0])
 
     def cached(self, model: str, hashes: Sequence[str]) -> dict[str, bytes]:
         unique = list(dict.fromkeys(hashes))
@@ -571,14 +583,18 @@ class PgVectorIndex:
             k = max(pool, fetch * 2)
             while True:
                 params = {"q": q, "scope": scope, "k": k, **named}
-                statements = [(sql, params), (_PENDING_SQL, ())]
+                statements = [(sql, params), (_PENDING_SQL, [list(scopes)])]
                 if big:  # iterative scans, ef_search following k: all in one round trip
                     ef = str(max(40, min(k, 1000)))
                     statements.insert(0, (_HNSW_SETTINGS, [ef]))
                 else:
                     statements.insert(0, (_EXACT_SETTINGS, ()))
                 *_, passed, pending = self._db._q_batch(statements)
-                self._pending_seen.value = (bool(pending[0][0]), time.monotonic())
+                self._pending_seen.value = (
+                    bool(pending[0][0]),
+                    time.monotonic(),
+                    tuple(sorted(set(scopes))),
+                )
                 memories = {r[1] for r in passed}
                 if len(memories) >= fetch or k >= _KNN_MAX or k >= count:
                     rows.extend(passed)

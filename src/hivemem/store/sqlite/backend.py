@@ -58,6 +58,7 @@ from .maintenance import SQLiteMaintenance
 from .pool import PooledReads, ReadPool, ThreadRole
 from .purge import SQLitePurge
 from .repair import RepairMixin
+from .scoped_bm25 import ALL_MATCHES_MAX, ScopedBM25
 from .vectors import SQLiteVectorIndex, load_extension
 
 
@@ -70,7 +71,7 @@ def _is_driver_failure(exc: BaseException) -> bool:
     )
 
 
-class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, RepairMixin):
+class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, ScopedBM25, RepairMixin):
     """See ``hivemem.store.protocols.Backend`` for the contract of each method.
 
     ``read_connections``: the size of the read pool (``pool.py``); 0 reads through the
@@ -98,6 +99,9 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, RepairMixin):
         # (scopes, stem) -> (chunks of the scopes with it, the scopes' chunks): term_stats
         self._scope_freq: dict[tuple[tuple[str, ...], str], tuple[int, int]] = {}
         self._postings = termcounts.Postings()  # small scopes' rows per term
+        self._scope_lengths: dict[tuple[str, ...], tuple[int, int]] = {}  # scoped_bm25.py
+        self._phrase_hits: dict[tuple[Any, tuple[str, ...], str], int] = {}
+        self._term_cache: dict[tuple[int, int], dict[str, int]] = {}
         self._commits = 0  # this connection's commits (data_version counts the others')
         try:
             self._conn = sqlite_driver.connect(
@@ -479,7 +483,9 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, RepairMixin):
 
         When the visible scopes hold at most half of the index, the MATCH itself is
         confined to them (``termcounts.scope_filter``): FTS5 walks and scores their rows
-        only. ``bm25`` weighs the scope key column 0, so it never changes a score.
+        only. ``bm25`` weighs the scope key column 0, so it never changes a score. FTS5's
+        statistics are the whole index's: when the scopes do not hold all of it, the
+        chunks found are scored again over theirs (``scoped_bm25.py``, issue 25).
 
         Both statements fix their join order (``CROSS JOIN``: index first, then chunks,
         then memories by id). Without it, a connection that has no planner statistics yet
@@ -503,9 +509,22 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, RepairMixin):
                     # unconfined MATCH walks and scores every tenant's rows. Outcome:
                     # the MATCH is confined to the scopes' keys (same hits, same scores).
                     match = f"{termcounts.scope_filter(scopes)} AND ({match})"
-                return self._keyword_plans(
-                    query, match, filters, filter_params, limit, newest_first
+                # FTS5's bm25 is the whole index's: scored again over the scopes, every
+                # match of theirs when they are few (issue 25, ``scoped_bm25.py``).
+                stats = self._scope_stats(self._read_raw, scopes, keywords)
+                wanted = limit
+                if (
+                    stats is not None
+                    and not newest_first
+                    and stats.matches_at_most <= ALL_MATCHES_MAX
+                ):
+                    wanted = max(limit, stats.matches_at_most)
+                found = self._keyword_plans(
+                    query, match, filters, filter_params, wanted, newest_first
                 )
+                if stats is None:
+                    return found
+                return self._scoped_bm25(self._read_raw, stats, found)[:limit]
         except (sqlite_driver.DatabaseError, StoreError) as exc:
             raise search_error(
                 exc, self.location, keywords.expression is not None, stopped[0], time_limit_s

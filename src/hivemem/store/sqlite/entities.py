@@ -19,6 +19,7 @@ from ...clock import from_text, to_text
 from ...types import Entity, ListFilter, Query
 from ..entity_rows import Describes, aliases_of_new
 from ..rows import placeholders
+from . import termcounts
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...providers.entities import Mention
@@ -190,9 +191,10 @@ class SQLiteEntityIndex(Describes):
             link_mentions(self._db._conn, scope, memory_id, mentions, to_text(when))
 
     def total_memories(self, scopes: Sequence[str]) -> int:
-        """Memories of the scopes (any status): the N of the entity lane's IDF. Read
-        from the sessions-independent max rowid, which is cheap and close enough."""
-        return int(self._db._read("SELECT COALESCE(MAX(seq), 0) FROM memories")[0][0])
+        """The N of the entity lane's IDF: the chunks of ``scopes`` (about their
+        memories; kept per scope by ``scope_chunks``, one row read). Never the whole
+        store's: another tenant's writes must not move this scope's scores (issue 25)."""
+        return termcounts.chunk_totals(self._db._read, scopes)[0]
 
 
 def stamp(when: datetime) -> str:

@@ -254,8 +254,22 @@ class SQLiteVectorIndex:
         )
         return [PendingChunk(*r) for r in rows]
 
-    def has_pending(self) -> bool:
-        return bool(self._db._read("SELECT 1 FROM vector_queue LIMIT 1"))
+    def has_pending(self, scopes: Sequence[str] | None = None) -> bool:
+        """Whether chunks (of ``scopes``; None: of any scope) wait for vectors. A
+        search asks for its own scopes only (issue 25: another tenant's writes must not
+        show in its answer); the queue is walked, it is short once the worker keeps up."""
+        if not self._db._read("SELECT 1 FROM vector_queue LIMIT 1"):
+            return False
+        if scopes is None:
+            return True
+        return bool(
+            self._db._read(
+                "SELECT 1 FROM vector_queue q CROSS JOIN chunks c ON c.id = q.chunk_id "
+                "CROSS JOIN memories m ON m.id = c.memory_id "
+                f"WHERE m.scope IN ({placeholders(scopes)}) LIMIT 1",
+                list(scopes),
+            )
+        )
 
     def cached(self, model: str, hashes: Sequence[str]) -> dict[str, bytes]:
         out: dict[str, bytes] = {}

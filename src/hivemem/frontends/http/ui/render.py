@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import quote
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup
 from starlette.responses import HTMLResponse
 
 HERE = Path(__file__).resolve().parent
@@ -30,11 +31,19 @@ HEADERS = {
 
 def environment(scrub: Callable[[str], str]) -> Environment:
     """The template environment. ``finalize`` scrubs each value before it is escaped,
-    so a secret is matched in its raw form whatever characters it holds."""
+    so a secret is matched in its raw form whatever characters it holds.
+
+    Markup (what a macro returns: its values were finalized one by one inside it) stays
+    markup: scrubbed, then marked safe again. ``Markup`` is a ``str``, and a scrub that
+    matched anything returns a plain ``str``, which autoescape would print as text
+    (issue 25: every list page showed its filters and badges as literal HTML once the
+    vault held a secret). ``[REDACTED]`` holds no character HTML treats specially."""
 
     def finalize(value: Any) -> Any:
         if value is None:
             return ""
+        if isinstance(value, Markup):
+            return Markup(scrub(str(value)))  # noqa: S704 - built from escaped values
         if isinstance(value, str):
             return scrub(value)
         return value

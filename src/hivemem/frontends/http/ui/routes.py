@@ -580,12 +580,14 @@ def mount(app: Any, api: Any, start_key: str | None = None) -> Ui:
 
 
 def _int(raw: str, name: str) -> int:
+    """A whole number of the query string; its bounds are the library's (an offset:
+    ``hivemem.arguments.offset``, checked by the read it is passed to, as for the API)."""
     try:
         value = int(raw)
     except ValueError:
-        raise InvalidInput(name, f"expected a whole number, got {raw!r}") from None
+        raise InvalidInput(name, f"expected a whole number, got {raw[:40]!r}") from None
     if value < 0:
-        raise InvalidInput(name, f"expected a whole number >= 0, got {raw!r}")
+        raise InvalidInput(name, f"expected a whole number >= 0, got {value}")
     return value
 
 
