@@ -97,6 +97,18 @@ def test_mcp_client_config_starts_the_server_as_a_client_does(tmp_path):
     assert lines[-1] == "search: Never deploy on Fridays"
 
 
+def test_langgraph_store_recalls_across_threads(tmp_path):
+    assert _run_example("langgraph_store.py", tmp_path) == [
+        "Noted.",
+        "I recall: I drink oat milk in my coffee",
+        "Nothing yet.",
+        "namespaces: [('users', 'ada')]",
+    ]
+    with hivemem.open(tmp_path / "example.db", embedder="none") as store:
+        [fact] = store.scope("users.ada").list()
+        assert fact.attributes["value"] == {"text": "I drink oat milk in my coffee"}
+
+
 def test_every_example_is_run_by_a_test():
     source = Path(__file__).read_text()
     for example in EXAMPLES.glob("*.py"):

@@ -47,7 +47,7 @@ from ..types import (
     as_tuple,
     resolve_enum,
 )
-from ..write import audit, categories, chains, learning, promotion, retry, rights, rules
+from ..write import audit, categories, chains, expiry, learning, promotion, retry, rights, rules
 from ..write import purge as purgemod
 from ..write.redact import scrubs_output
 
@@ -504,6 +504,11 @@ class ScopedMemory:
         """Soft-delete every active memory of the own scope; returns how many. (To erase
         them for good: ``purge_all``.)"""
         return purgemod.delete_all(self, updated_by or self.actor)
+
+    def renew(self, ids: Sequence[str], *, expires_at: datetime | str | None) -> int:
+        """Move the expiry of active memories of the own scope (``None`` = never) without
+        a new version; returns how many were renewed (``hivemem.write.expiry``)."""
+        return expiry.renew(self, ids, expires_at)
 
     def purge(self, id_or_key: str, **options: Any) -> PurgeReport:
         """Erase for good the chain holding ``id_or_key`` (own scope, or a led one) and
