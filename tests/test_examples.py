@@ -109,6 +109,17 @@ def test_langgraph_store_recalls_across_threads(tmp_path):
         assert fact.attributes["value"] == {"text": "I drink oat milk in my coffee"}
 
 
+def test_claude_memory_tool_keeps_every_edit(tmp_path):
+    assert _run_example("claude_memory_tool.py", tmp_path) == [
+        "Here're the files and directories up to 2 levels deep in /memories, "
+        "excluding hidden items:",
+        "File created successfully at: /memories/coffee.md",
+        "The memory file has been edited. Here is the snippet showing the change "
+        "(with line numbers):",
+        "versions: ['Takes coffee black', 'Takes coffee with oat milk']",
+    ]
+
+
 def test_every_example_is_run_by_a_test():
     source = Path(__file__).read_text()
     for example in EXAMPLES.glob("*.py"):
