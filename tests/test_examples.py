@@ -120,6 +120,16 @@ def test_claude_memory_tool_keeps_every_edit(tmp_path):
     ]
 
 
+def test_openai_agents_session_keeps_turns_and_tools_find_facts(tmp_path):
+    assert _run_example("openai_agents_session.py", tmp_path) == [
+        "session items: 1",
+        "found: Staging is Postgres 16 on db-stage-2",
+    ]
+    with hivemem.open(tmp_path / "example.db", embedder="none") as store:
+        [turn] = store.scope("agent-1").list(kind="episode")
+        assert (turn.session_id, turn.role) == ("chat-1", "user")
+
+
 def test_every_example_is_run_by_a_test():
     source = Path(__file__).read_text()
     for example in EXAMPLES.glob("*.py"):
