@@ -179,6 +179,8 @@ def test_search_filters_pagination_and_prefix(lg):
     assert [i.key for i in page] == ["k7", "k6", "k5", "k4"]
     with pytest.raises(InvalidInput, match="unknown operator"):
         lg.search(("users",), filter={"n": {"$regex": "x"}})
+    with pytest.raises(InvalidInput, match="unknown operator"):
+        lg.search(("nothing-here",), filter={"n": {"$regex": "x"}})  # refused before reading
 
 
 def test_semantic_search_ranks_by_the_index_fields(store):

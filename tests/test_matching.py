@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hivemem import InvalidInput
-from hivemem.retrieval.matching import matches
+from hivemem.retrieval.matching import matches, validate
 
 DOC = {"n": 3, "flag": True, "name": "ada", "tags": ["a", "b"], "meta": {"lang": "en", "v": 2}}
 
@@ -44,3 +44,9 @@ def test_conditions(conditions, expected):
 def test_bad_filters_are_invalid_input(conditions):
     with pytest.raises(InvalidInput):
         matches(DOC, conditions)
+    with pytest.raises(InvalidInput):
+        validate(conditions)  # before any document is read
+
+
+def test_good_filters_validate():
+    validate({"n": {"$gt": 1, "$in": [1]}, "meta": {"lang": "en"}, "x": None})

@@ -314,7 +314,8 @@ class ScopedMemory:
 
         Each item is a mapping with the arguments of ``add_episode`` (``content``,
         ``session_id``, ``role``, ``event_time``, ``attributes``, ``tags``, ``type``,
-        ``source``). ``wait=True`` returns only once their vectors are stored.
+        ``source``, ``expires_at``: the TTL policy's unless given). ``wait=True`` returns
+        only once their vectors are stored.
         """
         s = self.settings
         items = arguments.batch(items)
@@ -330,6 +331,7 @@ class ScopedMemory:
             "tags",
             "type",
             "source",
+            "expires_at",
         }
         for index, item in enumerate(items):
             if index >= s.max_batch:
@@ -350,6 +352,7 @@ class ScopedMemory:
                     tags=item.get("tags"),
                     attributes=item.get("attributes"),
                     event_time=item.get("event_time"),
+                    expires_at=item.get("expires_at", _DEFAULT),
                     session_id=session_id,
                     role=role,
                 )

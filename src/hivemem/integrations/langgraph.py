@@ -60,7 +60,7 @@ from langgraph.store.base import (  # noqa: E402 - after the dependency check
 from ..errors import InvalidInput, NotFound  # noqa: E402
 from ..facade.database import Store  # noqa: E402
 from ..facade.memory import ScopedMemory  # noqa: E402
-from ..retrieval.matching import matches  # noqa: E402
+from ..retrieval.matching import matches, validate  # noqa: E402
 from ..types import Memory, Status  # noqa: E402
 
 __all__ = ["HiveMemStore"]
@@ -210,6 +210,7 @@ class HiveMemStore(BaseStore):
         return None
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
+        validate(op.filter)
         scopes = self._scopes_under(op.namespace_prefix)
         if not scopes or op.limit <= 0:
             return []

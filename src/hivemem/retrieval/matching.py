@@ -79,6 +79,21 @@ def _condition(value: Any, condition: Any) -> bool:
     return value is not _MISSING and equal(value, condition)
 
 
+def validate(conditions: Mapping[str, Any] | None) -> None:
+    """Raise ``InvalidInput`` for a filter that no document could be checked against
+    (an unknown operator, ``$in`` without a list), before any document is read."""
+    if conditions is None:
+        return
+    if not isinstance(conditions, Mapping):
+        raise InvalidInput("filter", "expected a mapping of field to condition")
+    for condition in conditions.values():
+        _condition(_MISSING, condition)
+        if isinstance(condition, Mapping) and any(str(k).startswith("$") for k in condition):
+            for operator in ("$in", "$nin"):
+                if operator in condition:
+                    _member(None, condition[operator])
+
+
 def matches(document: Mapping[str, Any], conditions: Mapping[str, Any] | None) -> bool:
     """Whether ``document`` meets every condition of ``conditions`` (``None``: yes)."""
     if conditions is None:
