@@ -130,6 +130,14 @@ def test_openai_agents_session_keeps_turns_and_tools_find_facts(tmp_path):
         assert (turn.session_id, turn.role) == ("chat-1", "user")
 
 
+def test_llamaindex_memory_brings_monday_into_thursday(tmp_path):
+    [line] = _run_example("llamaindex_memory.py", tmp_path)
+    assert line.endswith("user: I take my coffee with oat milk, never cow milk.")
+    with hivemem.open(tmp_path / "example.db", embedder="none") as store:
+        episodes = store.scope("assistant").list(kind="episode")
+        assert episodes and {e.session_id for e in episodes} == {"monday"}
+
+
 def test_every_example_is_run_by_a_test():
     source = Path(__file__).read_text()
     for example in EXAMPLES.glob("*.py"):
