@@ -173,6 +173,8 @@ def test_odd_but_confined_paths_stay_names_under_the_root(tool, mem, path, key):
 def test_bad_commands_are_tool_errors_not_tracebacks(tool):
     for command, message in [
         ({"command": "view"}, "Parameter `path` is required for command: view"),
+        ({"command": "format", "path": "/memories"}, "Unknown command: format"),
+        ({"path": "/memories"}, "Unknown command"),
         ({"command": "create", "path": "/memories/a"}, "`file_text` is required"),
         (
             {"command": "insert", "path": "/memories/a", "insert_line": "one", "insert_text": "x"},

@@ -156,13 +156,19 @@ class HiveMemMemoryTool(BetaAbstractMemoryTool):
         except HiveMemError as exc:
             raise ToolError(str(exc)) from exc
 
-    def execute(self, command: BetaMemoryTool20250818Command) -> Any:
-        for name, kind in _PARAMETERS.get(command.command, {}).items():
+    def run(self, command: BetaMemoryTool20250818Command) -> Any:
+        """Check the command's parameters, then run it; what the SDK's ``call`` runs."""
+        which = getattr(command, "command", None)
+        if which not in _PARAMETERS:
+            raise ToolError(f"Unknown command: {which}")
+        for name, kind in _PARAMETERS[which].items():
             value = getattr(command, name, None)
             if not isinstance(value, kind) or isinstance(value, bool):
-                raise ToolError(f"Parameter `{name}` is required for command: {command.command}")
+                raise ToolError(f"Parameter `{name}` is required for command: {which}")
         with self._translated():
-            return super().execute(command)
+            return getattr(self, which)(command)
+
+    execute = run  # the SDK dispatches through ``execute``
 
     # ------------------------------------------------------------------ the six commands
 
@@ -316,8 +322,11 @@ class HiveMemAsyncMemoryTool(BetaAsyncAbstractMemoryTool):
     async def _run(self, method: Callable[[Any], _T], command: Any) -> _T:
         return await to_thread.run_sync(method, command)
 
+    async def call(self, input: object) -> Any:  # noqa: A002 - the SDK's name
+        return await to_thread.run_sync(self.tool.call, input)
+
     async def execute(self, command: BetaMemoryTool20250818Command) -> Any:
-        return await self._run(self.tool.execute, command)
+        return await self._run(self.tool.run, command)
 
     async def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
         return await self._run(self.tool.view, command)
