@@ -138,6 +138,12 @@ def test_llamaindex_memory_brings_monday_into_thursday(tmp_path):
         assert episodes and {e.session_id for e in episodes} == {"monday"}
 
 
+def test_google_adk_memory_finds_the_session(tmp_path):
+    assert _run_example("google_adk_memory.py", tmp_path) == ["user: My shoe size is 38"]
+    with hivemem.open(tmp_path / "example.db", embedder="none") as store:
+        assert len(store.scope("adk:shop:ada").list(kind="episode")) == 2
+
+
 def test_every_example_is_run_by_a_test():
     source = Path(__file__).read_text()
     for example in EXAMPLES.glob("*.py"):

@@ -10,11 +10,12 @@ adapter without its framework raises ``MissingDependency`` with that install com
 - ``hivemem.integrations.claude``: ``HiveMemMemoryTool``, Claude's memory tool;
 - ``hivemem.integrations.openai_agents``: HiveMem's tools as function tools and
   ``HiveMemSession``, an OpenAI Agents SDK session;
-- ``hivemem.integrations.llamaindex``: ``HiveMemMemoryBlock``, a LlamaIndex memory block.
+- ``hivemem.integrations.llamaindex``: ``HiveMemMemoryBlock``, a LlamaIndex memory block;
+- ``hivemem.integrations.google_adk``: ``HiveMemMemoryService``, a Google ADK memory
+  service.
 
 Left out, with the MCP route instead (docs/frameworks.md): AutoGen (autogen-core pins
-protobuf 5, HiveMem's onnx needs 6+), CrewAI (pins mcp < 2, openai < 3) and Google ADK
-(its install downgrades opentelemetry-api and websockets below the pins here).
+protobuf 5, HiveMem's onnx needs 6+) and CrewAI (pins mcp < 2, openai < 3).
 """
 
 from __future__ import annotations
