@@ -97,6 +97,53 @@ def test_mcp_client_config_starts_the_server_as_a_client_does(tmp_path):
     assert lines[-1] == "search: Never deploy on Fridays"
 
 
+def test_langgraph_store_recalls_across_threads(tmp_path):
+    assert _run_example("langgraph_store.py", tmp_path) == [
+        "Noted.",
+        "I recall: I drink oat milk in my coffee",
+        "Nothing yet.",
+        "namespaces: [('users', 'ada')]",
+    ]
+    with hivemem.open(tmp_path / "example.db", embedder="none") as store:
+        [fact] = store.scope("users.ada").list()
+        assert fact.attributes["value"] == {"text": "I drink oat milk in my coffee"}
+
+
+def test_claude_memory_tool_keeps_every_edit(tmp_path):
+    assert _run_example("claude_memory_tool.py", tmp_path) == [
+        "Here're the files and directories up to 2 levels deep in /memories, "
+        "excluding hidden items:",
+        "File created successfully at: /memories/coffee.md",
+        "The memory file has been edited. Here is the snippet showing the change "
+        "(with line numbers):",
+        "versions: ['Takes coffee black', 'Takes coffee with oat milk']",
+    ]
+
+
+def test_openai_agents_session_keeps_turns_and_tools_find_facts(tmp_path):
+    assert _run_example("openai_agents_session.py", tmp_path) == [
+        "session items: 1",
+        "found: Staging is Postgres 16 on db-stage-2",
+    ]
+    with hivemem.open(tmp_path / "example.db", embedder="none") as store:
+        [turn] = store.scope("agent-1").list(kind="episode")
+        assert (turn.session_id, turn.role) == ("chat-1", "user")
+
+
+def test_llamaindex_memory_brings_monday_into_thursday(tmp_path):
+    [line] = _run_example("llamaindex_memory.py", tmp_path)
+    assert line.endswith("user: I take my coffee with oat milk, never cow milk.")
+    with hivemem.open(tmp_path / "example.db", embedder="none") as store:
+        episodes = store.scope("assistant").list(kind="episode")
+        assert episodes and {e.session_id for e in episodes} == {"monday"}
+
+
+def test_google_adk_memory_finds_the_session(tmp_path):
+    assert _run_example("google_adk_memory.py", tmp_path) == ["user: My shoe size is 38"]
+    with hivemem.open(tmp_path / "example.db", embedder="none") as store:
+        assert len(store.scope("adk:shop:ada").list(kind="episode")) == 2
+
+
 def test_every_example_is_run_by_a_test():
     source = Path(__file__).read_text()
     for example in EXAMPLES.glob("*.py"):

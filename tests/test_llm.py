@@ -329,7 +329,7 @@ def test_get_llm_knows_the_built_ins_and_lists_them_for_an_unknown_name(server):
     ("module", "llm", "install"),
     [
         ("openai", OpenAIChatLLM("m"), "pip install 'hivemem[openai]'"),
-        ("anthropic", AnthropicLLM("claude-sonnet-4-5"), "pip install anthropic"),
+        ("anthropic", AnthropicLLM("claude-sonnet-4-5"), "pip install 'hivemem[anthropic]'"),
     ],
 )
 def test_a_missing_client_gives_the_install_command(monkeypatch, module, llm, install):

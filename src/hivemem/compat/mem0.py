@@ -14,6 +14,10 @@ Mapping (nothing here re-implements a rule; every call goes through the facade):
   an episode of session ``run_id`` (or a new session id). No LLM runs on this path
   (``infer`` is accepted and ignored): facts are drawn from episodes later, by
   consolidation. An exact duplicate of an existing fact is reported with event ``NONE``.
+- ``expiration_date`` (``YYYY-MM-DD`` or a full time) is the memories' ``expires_at``:
+  they leave search and lists after it. ``filters`` beyond the ids match the
+  ``metadata`` given on ``add`` (``hivemem.retrieval.matching``: equality or ``$gt``,
+  ``$in`` … operators).
 - ``update`` is a correction (a new version superseding the old); ``delete`` is soft;
   ``delete_all(user_id=…, purge=True)`` erases a user's data for good.
   Ids stay usable: an old id resolves to the current version of its chain.
@@ -29,12 +33,15 @@ from typing import Any
 
 from uuid6 import uuid7
 
+from .. import arguments
 from ..errors import InvalidInput, NotFound
 from ..facade.database import Store
 from ..facade.database import open as open_store
 from ..facade.memory import ScopedMemory
+from ..retrieval import matching
 from ..types import Memory as Record
 from ..types import Status
+from ..write.rules import DEFAULT as _DEFAULT
 
 _ID_FIELDS = ("user_id", "agent_id", "run_id")
 _META_KEY = "metadata"
@@ -89,8 +96,49 @@ class Memory:
         return handle, self._extra(ids, handle)
 
     @staticmethod
-    def _matches(record: Record, extra: Mapping[str, str]) -> bool:
-        return all(record.attributes.get(k) == v for k, v in extra.items())
+    def _matches(
+        record: Record, extra: Mapping[str, str], filters: Mapping[str, Any] | None = None
+    ) -> bool:
+        if not all(record.attributes.get(k) == v for k, v in extra.items()):
+            return False
+        wanted = {k: v for k, v in (filters or {}).items() if k not in _ID_FIELDS}
+        return not wanted or matching.matches(record.attributes.get(_META_KEY) or {}, wanted)
+
+    def scope_for(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        filters: Mapping[str, Any] | None = None,
+    ) -> str:
+        """The scope the identity given lives in (``user:<id>`` …): what a server checks
+        its caller may reach before calling."""
+        return self._resolve(filters, user_id, agent_id, run_id)[0].name
+
+    def scope_of(self, memory_id: str) -> str:
+        """The scope holding ``memory_id`` (``NotFound`` when none of the identity
+        scopes does)."""
+        return self._current(memory_id)[0].name
+
+    @staticmethod
+    def _wanted(top_k: Any, limit: Any, default: int) -> int:
+        """How many results: ``top_k`` (Mem0's newer name) or ``limit``, else ``default``."""
+        for field, value in (("top_k", top_k), ("limit", limit)):
+            if value is not None:
+                return arguments.limit(value, field, maximum=1000)
+        return default
+
+    @staticmethod
+    def _expiry(expiration_date: str | None) -> Any:
+        """``expires_at`` for ``expiration_date``: a date alone means the end of that
+        day (UTC); ``None`` keeps the TTL policy."""
+        if expiration_date is None:
+            return _DEFAULT
+        if not isinstance(expiration_date, str):
+            raise InvalidInput("expiration_date", "expected a date (YYYY-MM-DD) or a time")
+        text = expiration_date.strip()
+        return f"{text}T23:59:59.999999+00:00" if len(text) == 10 else text
 
     def _format(self, record: Record, score: float | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -141,16 +189,22 @@ class Memory:
         run_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         infer: bool = True,  # accepted for compatibility; no LLM runs on the write path
+        expiration_date: str | None = None,
         **_: Any,
     ) -> dict[str, Any]:
         ids = self._ids(None, user_id=user_id, agent_id=agent_id, run_id=run_id)
+        expires_at = self._expiry(expiration_date)
         handle = self._handle(ids)
         attributes: dict[str, Any] = {**self._extra(ids, handle)}
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise InvalidInput("metadata", "expected an object")
         if metadata:
             attributes[_META_KEY] = dict(metadata)
         if isinstance(messages, str):
             started = self.store.clock()
-            record = handle.save(messages, attributes=attributes, source="conversation")
+            record = handle.save(
+                messages, attributes=attributes, source="conversation", expires_at=expires_at
+            )
             event = "ADD" if record.created_at >= started else "NONE"  # NONE: exact duplicate
             return {"results": [{"id": record.id, "memory": record.content, "event": event}]}
         if not isinstance(messages, Sequence):
@@ -166,6 +220,7 @@ class Memory:
                     "session_id": session,
                     "role": message.get("role") or "user",
                     "attributes": attributes,
+                    "expires_at": expires_at,
                 }
             )
         records = handle.add_episodes(items)
@@ -185,14 +240,16 @@ class Memory:
         **_: Any,
     ) -> dict[str, Any]:
         handle, extra = self._resolve(filters, user_id, agent_id, run_id)
-        wanted = top_k or limit or 10
+        wanted = self._wanted(top_k, limit, 10)
+        matching.validate(filters)
+        narrowed = extra or any(k not in _ID_FIELDS for k in filters or {})
         hits = handle.search(
-            query, limit=min(1000, wanted * (3 if extra else 1)), min_score=threshold or 0.0
+            query, limit=min(1000, wanted * (3 if narrowed else 1)), min_score=threshold or 0.0
         )
         results = [
             self._format(h.memory, h.score)
             for h in hits
-            if h.memory.is_active and self._matches(h.memory, extra)
+            if h.memory.is_active and self._matches(h.memory, extra, filters)
         ]
         return {"results": results[:wanted]}
 
@@ -212,8 +269,10 @@ class Memory:
         **_: Any,
     ) -> dict[str, Any]:
         handle, extra = self._resolve(filters, user_id, agent_id, run_id)
-        wanted = top_k or limit or 100
-        records = [r for r in handle.list(limit=10_000) if self._matches(r, extra)]
+        wanted = self._wanted(top_k, limit, 100)
+        matching.validate(filters)
+        listed = handle.list(limit=10_000, include_expired=False)
+        records = [r for r in listed if self._matches(r, extra, filters)]
         return {"results": [self._format(r) for r in records[:wanted]]}
 
     def update(self, memory_id: str, data: str) -> dict[str, Any]:

@@ -47,7 +47,7 @@ from ..types import (
     as_tuple,
     resolve_enum,
 )
-from ..write import audit, categories, chains, learning, promotion, retry, rights, rules
+from ..write import audit, categories, chains, expiry, learning, promotion, retry, rights, rules
 from ..write import purge as purgemod
 from ..write.redact import scrubs_output
 
@@ -323,7 +323,8 @@ class ScopedMemory:
 
         Each item is a mapping with the arguments of ``add_episode`` (``content``,
         ``session_id``, ``role``, ``event_time``, ``attributes``, ``tags``, ``type``,
-        ``source``). ``wait=True`` returns only once their vectors are stored.
+        ``source``, ``expires_at``: the TTL policy's unless given). ``wait=True`` returns
+        only once their vectors are stored.
         """
         s = self.settings
         items = arguments.batch(items)
@@ -339,6 +340,7 @@ class ScopedMemory:
             "tags",
             "type",
             "source",
+            "expires_at",
         }
         for index, item in enumerate(items):
             if index >= s.max_batch:
@@ -359,6 +361,7 @@ class ScopedMemory:
                     tags=item.get("tags"),
                     attributes=item.get("attributes"),
                     event_time=item.get("event_time"),
+                    expires_at=item.get("expires_at", _DEFAULT),
                     session_id=session_id,
                     role=role,
                 )
@@ -513,6 +516,11 @@ class ScopedMemory:
         """Soft-delete every active memory of the own scope; returns how many. (To erase
         them for good: ``purge_all``.)"""
         return purgemod.delete_all(self, updated_by or self.actor)
+
+    def renew(self, ids: Sequence[str], *, expires_at: datetime | str | None) -> int:
+        """Move the expiry of active memories of the own scope (``None`` = never) without
+        a new version; returns how many were renewed (``hivemem.write.expiry``)."""
+        return expiry.renew(self, ids, expires_at)
 
     def purge(self, id_or_key: str, **options: Any) -> PurgeReport:
         """Erase for good the chain holding ``id_or_key`` (own scope, or a led one) and

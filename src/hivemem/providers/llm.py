@@ -9,7 +9,8 @@ providers among entry points of the group ``hivemem.llms`` and the built-ins:
   server) through the ``openai`` client's ``base_url`` (extra: ``hivemem[openai]``).
   Structured output asks for ``response_format={"type": "json_schema", ...}``; a server
   that refuses it (400/422) is remembered and asked in the prompt instead.
-- ``anthropic``: the Anthropic Messages API (``pip install anthropic``), schema in the prompt.
+- ``anthropic``: the Anthropic Messages API (``pip install 'hivemem[anthropic]'``), schema in
+  the prompt.
 
 Replies are read by ``parse_json_reply`` (code fences, prose around the JSON and trailing
 commas tolerated) and checked by ``schema_errors``; a reply that fails is sent back once
@@ -409,8 +410,8 @@ class OpenAIChatLLM(_ChatLLM):
 
 
 class AnthropicLLM(_ChatLLM):
-    """The Anthropic Messages API (``pip install anthropic``). System messages become the
-    ``system`` argument; structured output is asked for in it and parsed tolerantly. The
+    """The Anthropic Messages API (``pip install 'hivemem[anthropic]'``). System messages
+    become the ``system`` argument; structured output is asked for in it and parsed tolerantly. The
     client reads ``ANTHROPIC_API_KEY`` when no ``api_key`` is given."""
 
     provider = "anthropic"
@@ -422,7 +423,9 @@ class AnthropicLLM(_ChatLLM):
             try:
                 import anthropic
             except ImportError:
-                raise MissingDependency("the Anthropic LLM", "pip install anthropic") from None
+                raise MissingDependency(
+                    "the Anthropic LLM", "pip install 'hivemem[anthropic]'"
+                ) from None
             self._client = anthropic.Anthropic(
                 api_key=self._api_key,
                 base_url=self.base_url,

@@ -35,7 +35,7 @@ from ...errors import HiveMemError, InvalidInput
 from ...facade.database import Store
 from ...settings import Settings
 from ...store.tokens import TokenInfo
-from . import ui
+from . import mem0_routes, ui
 from .docs import mount_docs
 from .errors import ERROR_SCHEMA, STATUSES, error_body, error_headers, from_library
 from .middleware import BodyTooLarge, Guard, log, render
@@ -332,6 +332,7 @@ def create_app(
             app.openapi_schema = schema
         return app.openapi_schema
 
+    mem0_routes.mount(app, api, _json_body, json_response)  # Mem0's REST routes: /mem0
     app.openapi = openapi  # type: ignore[method-assign]
     ui.mount(app, api, ui_start_key)  # the web inspector: /ui (hivemem.frontends.http.ui)
     # Inside Starlette's own error middleware: a bug answers in the one error shape.
