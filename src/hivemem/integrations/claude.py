@@ -233,13 +233,14 @@ class HiveMemMemoryTool(BetaAbstractMemoryTool):
                 f"in {command.path}."
             )
         if count > 1:
-            lines, start = [], 0
+            at: list[int] = []
+            start = 0
             while (found := content.find(old, start)) != -1:
-                lines.append(content[:found].count("\n") + 1)
+                at.append(content[:found].count("\n") + 1)
                 start = found + 1
             raise ToolError(
                 f"No replacement was performed. Multiple occurrences of old_str `{old}` in "
-                f"lines: {', '.join(map(str, lines))}. Please ensure it is unique"
+                f"lines: {', '.join(map(str, at))}. Please ensure it is unique"
             )
         changed = content[: content.find(old)].count("\n")
         new = self.memory.correct(memory.id, content.replace(old, command.new_str), reason="edit")

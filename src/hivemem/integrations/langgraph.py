@@ -82,7 +82,7 @@ class HiveMemStore(BaseStore):
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
     ) -> None:
-        config = dict(index or {})
+        config: dict[str, Any] = dict(index or {})
         unsupported = sorted(set(config) - {"fields"})
         if unsupported:
             raise InvalidInput(
@@ -103,7 +103,8 @@ class HiveMemStore(BaseStore):
             if isinstance(op, GetOp):
                 results.append(self._get(op))
             elif isinstance(op, PutOp):
-                results.append(self._put(op))
+                self._put(op)
+                results.append(None)
             elif isinstance(op, SearchOp):
                 results.append(self._search(op))
             elif isinstance(op, ListNamespacesOp):

@@ -93,7 +93,7 @@ def mount(
         await check(request, lambda: mem0.scope_of(memory_id), write)
 
     tags: list[str | Any] = ["mem0"]
-    shape = {"tags": tags, "responses": _RESPONSES}
+    shape: dict[str, Any] = {"tags": tags, "responses": _RESPONSES}
 
     @app.post(f"{PREFIX}/memories", operation_id="mem0_add", **shape)
     async def add(request: Request) -> Response:
