@@ -84,7 +84,7 @@ class PostgresDatabase(Transactions, Memories, KeywordIndex, Health, Protocol):
         """The keyword index's size (its highest chunk id), cached (``keyword.py``)."""
         ...
 
-    def _scope_totals(self, scopes: tuple[str, ...] | None, size: int) -> tuple[int, float]:
+    def _scope_totals(self, scopes: tuple[str, ...] | None) -> tuple[int, float]:
         """(chunks, average length) of the scopes' keyword index, cached (``keyword.py``)."""
         ...
 

@@ -190,4 +190,4 @@ class PgEntityIndex(Describes):
         memories), the keyword lane's cached count of the same scopes. Never the whole
         store's: another tenant's writes must not move this scope's scores (issue 25)."""
         db = self._db
-        return db._scope_totals(tuple(sorted(set(scopes))), db._index_size())[0]
+        return db._scope_totals(tuple(sorted(set(scopes))))[0]

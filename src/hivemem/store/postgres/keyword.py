@@ -73,6 +73,7 @@ K1, B = 1.2, 0.75
 # The keyword statement is never prepared (``_timed``): a custom plan every time.
 _PREPARE: bool | None = False
 _SIZE_TTL = 1.0  # seconds the index size read from the server is trusted (plus own writes)
+_SCOPED_STATS_S = 60  # a scope's own counts are re-read at least this often (``_mark``)
 _TEXTS_MAX = 20_000  # chunk texts kept for ``matched_terms`` (a chunk's text never changes)
 # A newest-first query whose terms match at most this many chunks (the cached counts
 # summed) sorts its matches before checking their memories (see keyword_search).
@@ -219,6 +220,7 @@ class KeywordMixin:
         self._scope_stats: dict[tuple[str, ...], tuple[int, int, int]] = {}
         self._size_read: tuple[int, float] | None = None  # (MAX(chunks.id), when)
         self._size_added = 0  # chunks this process inserted since that read
+        self._scope_added: dict[str, int] = {}  # chunks this process inserted, per scope
         self._texts: dict[int, str] = {}  # chunk id -> text (ids are never reused)
 
     def _remember_texts(self, rows: Sequence[tuple[int, str]]) -> None:
@@ -247,6 +249,8 @@ class KeywordMixin:
         tokens = [scratch.tokens(r[3]) for r in rows]
         with self._stats_lock:
             self._size_added += len(rows)
+            for row in rows:
+                self._scope_added[row[1]] = self._scope_added.get(row[1], 0) + 1
         self._x(
             "WITH added AS (INSERT INTO chunks (memory_id, scope, seq, text, text_hash, "
             "length, terms) SELECT t.memory_id, t.scope, t.seq, t.text, t.hash, t.length, "
@@ -333,25 +337,34 @@ class KeywordMixin:
     def _fresh(self, cached: tuple[Any, ...] | None, size: int) -> bool:
         return cached is not None and abs(size - cached[-1]) <= max(50, size // 100)
 
-    def _freq(
-        self, scopes: tuple[str, ...] | None, phrases: Sequence[str], size: int
-    ) -> dict[str, int]:
+    def _mark(self, scopes: tuple[str, ...] | None) -> int:
+        """What a cached statistic of ``scopes`` is checked against (``_fresh``): for the
+        whole index its size; for some scopes only what touches them — this process's
+        writes into them, and the minute (a count of theirs is re-read at least once a
+        minute, for other nodes' writes into them). Never the other scopes' writes: a
+        count of scope B refreshed because scope A grew would let A watch B's answers
+        change, and B watch A's writes (issue 25, item 12)."""
+        if scopes is None:
+            return self._index_size()
+        with self._stats_lock:
+            own = sum(self._scope_added.get(scope, 0) for scope in scopes)
+        return own + int(time.monotonic() // _SCOPED_STATS_S) * 1_000_000_000
+
+    def _freq(self, scopes: tuple[str, ...] | None, phrases: Sequence[str]) -> dict[str, int]:
         """Chunks holding each tsquery phrase, in ``scopes`` (None: every scope)."""
-        return self._freqs([scopes], phrases, size)[0]
+        return self._freqs([scopes], phrases)[0]
 
     def _freqs(
-        self,
-        scope_sets: Sequence[tuple[str, ...] | None],
-        phrases: Sequence[str],
-        size: int,
+        self, scope_sets: Sequence[tuple[str, ...] | None], phrases: Sequence[str]
     ) -> list[dict[str, int]]:
         """``_freq`` for each of ``scope_sets``: the counts not cached yet are read in one
         statement for all of them (one GIN scan per phrase counts every scope set)."""
         outs: list[dict[str, int]] = [{} for _ in scope_sets]
+        marks = [self._mark(scopes) for scopes in scope_sets]
         stale: list[str] = []
         with self._stats_lock:
             for phrase in dict.fromkeys(phrases):
-                for out, scopes in zip(outs, scope_sets, strict=True):
+                for out, scopes, size in zip(outs, scope_sets, marks, strict=True):
                     cached = self._doc_freq.get((scopes, phrase))
                     if self._fresh(cached, size):
                         out[phrase] = cached[0]  # type: ignore[index]
@@ -390,14 +403,15 @@ class KeywordMixin:
             if len(self._doc_freq) > 50_000:
                 self._doc_freq.clear()
             for phrase, *found in rows:
-                for out, scopes, n in zip(outs, scope_sets, found, strict=True):
+                for out, scopes, n, size in zip(outs, scope_sets, found, marks, strict=True):
                     if phrase not in out:  # a count still fresh in the cache stays
                         out[phrase] = int(n)
                         self._doc_freq[(scopes, phrase)] = (out[phrase], size)
         return outs
 
-    def _scope_totals(self, scopes: tuple[str, ...] | None, size: int) -> tuple[int, float]:
+    def _scope_totals(self, scopes: tuple[str, ...] | None) -> tuple[int, float]:
         """(chunks, average length) of the scopes' keyword index (None: every scope)."""
+        size = self._mark(scopes)
         with self._stats_lock:
             cached = self._scope_stats.get(scopes)  # type: ignore[arg-type]
         if not self._fresh(cached, size):
@@ -431,12 +445,12 @@ class KeywordMixin:
             }
 
         if scopes is None:
-            everywhere = per_term(self._freq(None, phrases, size))
+            everywhere = per_term(self._freq(None, phrases))
             return TermStats(size, everywhere, everywhere)
         key = tuple(sorted(set(scopes)))
-        total, _ = self._scope_totals(key, size)
+        total, _ = self._scope_totals(key)
         # Both counts of a new term in one statement (the whole index's and the scopes').
-        whole, scoped = self._freqs([None, key], phrases, size)
+        whole, scoped = self._freqs([None, key], phrases)
         everywhere = per_term(whole)
         return TermStats(total, per_term(scoped), everywhere)
 
@@ -464,13 +478,12 @@ class KeywordMixin:
         tsquery, phrases, verify = compiled
         newest_first = keywords.newest_first
         wanted = limit * _VERIFY_PAGE if verify else limit
-        size = self._index_size()
         # The statistics of the visible scopes only (issue 25: the whole index's let one
         # tenant's writes move another's scores and order); ``term_stats`` read the same
         # counts for this search, so they come from the cache.
         key = tuple(sorted(set(scopes)))
-        total, avgdl = self._scope_totals(key, size)
-        freq = self._freq(key, list(phrases), size)
+        total, avgdl = self._scope_totals(key)
+        freq = self._freq(key, list(phrases))
         weight: dict[str, float] = {}
         for phrase, lexeme in phrases.items():
             n = freq.get(phrase, 0)
