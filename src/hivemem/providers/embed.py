@@ -155,7 +155,7 @@ MODELS = {
         output="last_hidden_state",
         token_types=True,
         weights_int8=True,
-        match_floor=0.3,
+        match_floor=0.35,
     ),
     "paraphrase-MiniLM-L3-v2": BundledModel(
         name="paraphrase-MiniLM-L3-v2",

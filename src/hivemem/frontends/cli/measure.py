@@ -237,7 +237,8 @@ def bench(
     queued are flushed; then single and batched writes and the same natural-language questions are
     timed (p50/p95/p99) keyword only, hybrid, and in the vector lane alone. The vectors
     come from the hash embedder at the default model's dimension (the index costs the
-    same); the real model is timed once per run: load, sentences/s, query embedding.
+    same); each bundled model is timed once per run: load, sentences/s, ingest with
+    embeddings (memories stored and embedded per second), query embedding.
     Progress goes to stderr (--quiet: none). HIVEMEM_* settings apply. With
     --long-scopes, the long-memory corpus too: scopes of ~1 kB turns, searched at limit
     10 and 50, the first query of each scope and warm ones.
