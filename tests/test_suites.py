@@ -161,7 +161,7 @@ def test_eval_all_keep_option_keeps_the_stores(tmp_path):
     args = ["eval", "all", "--locomo", str(_locomo(tmp_path)), "--keep", str(keep), "--json"]
     first = CliRunner().invoke(main, args, env={"HIVEMEM_EMBEDDER": "hash"})
     assert first.exit_code == 0, first.output
-    assert len(list(keep.glob("*.db"))) == 2  # episodes and mixed
+    assert len(list(keep.glob("*.db"))) == 3  # episodes, mixed and paraphrase
     second = CliRunner().invoke(main, args, env={"HIVEMEM_EMBEDDER": "hash"})
     assert second.exit_code == 0, second.output
     before, after = json.loads(first.stdout), json.loads(second.stdout)
