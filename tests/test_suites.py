@@ -1,4 +1,4 @@
-"""`hivemem eval all`: three suites from one run, each beside plain BM25."""
+"""`hivemem eval all`: four suites from one run, each beside plain BM25."""
 
 from __future__ import annotations
 
@@ -110,7 +110,7 @@ def test_longmemeval_reads_gzip_and_scores_sessions_and_turns(tmp_path):
     assert "+ 2 kB system prompt" in format_suite(report)
 
 
-def test_eval_all_runs_the_three_suites(tmp_path, monkeypatch):
+def test_eval_all_runs_the_four_suites(tmp_path, monkeypatch):
     result = CliRunner().invoke(
         main,
         [
@@ -125,14 +125,12 @@ def test_eval_all_runs_the_three_suites(tmp_path, monkeypatch):
     )
     assert result.exit_code == 0, result.output
     names = [r["suite"] for r in json.loads(result.stdout)]
-    assert names == ["LongMemEval", "LoCoMo episodes", "LoCoMo mixed"]
+    assert names == ["LongMemEval", "LoCoMo episodes", "LoCoMo mixed", "Paraphrase"]
     only = CliRunner().invoke(
         main, ["eval", "all", "--locomo", str(_locomo(tmp_path)), "--suite", "locomo"]
     )
     assert only.exit_code == 0, only.output
     assert "LoCoMo episodes" in only.output and "LoCoMo mixed" not in only.output
-    nothing = CliRunner().invoke(main, ["eval", "all"])
-    assert nothing.exit_code != 0 and "--locomo" in nothing.output
 
 
 def test_a_kept_store_is_reused_by_the_next_run_and_scores_the_same(tmp_path, monkeypatch):
@@ -163,7 +161,7 @@ def test_eval_all_keep_option_keeps_the_stores(tmp_path):
     args = ["eval", "all", "--locomo", str(_locomo(tmp_path)), "--keep", str(keep), "--json"]
     first = CliRunner().invoke(main, args, env={"HIVEMEM_EMBEDDER": "hash"})
     assert first.exit_code == 0, first.output
-    assert len(list(keep.glob("*.db"))) == 2  # episodes and mixed
+    assert len(list(keep.glob("*.db"))) == 3  # episodes, mixed and paraphrase
     second = CliRunner().invoke(main, args, env={"HIVEMEM_EMBEDDER": "hash"})
     assert second.exit_code == 0, second.output
     before, after = json.loads(first.stdout), json.loads(second.stdout)

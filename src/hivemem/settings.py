@@ -94,7 +94,8 @@ class Settings:
     # Embeddings and the vector lane.
     embedder: str = _setting(
         "local",
-        "Embedder for the vector lane: `local` (bundled offline model), `hash` (tests), "
+        "Embedder for the vector lane: `local` (bundled offline model, all-MiniLM-L6-v2), "
+        "`local-l3` (the bundled default until 2026-11, paraphrase-MiniLM-L3-v2), `hash` (tests), "
         "`openai` (needs hivemem[openai]; configured by the embed_* settings), or `none` "
         "(keyword only).",
     )
@@ -154,7 +155,21 @@ class Settings:
     vector_floor: float = _setting(
         0.1,
         "Cosine similarity that maps to a vector-lane score of 0 (what unrelated texts "
-        "score with the default model); 1.0 maps to 1.",
+        "score with the bundled models); 1.0 maps to 1.",
+    )
+
+    match_floor: float = _setting(
+        -1.0,
+        "Cosine under which the vector lane's best match does not count as a match: when "
+        "it is under this and the keyword lane's evidence is weak too, a search returns "
+        "no hit. -1 (default): the model's calibrated floor (`hivemem eval silence`; "
+        "none for models nobody calibrated); 0 turns it off.",
+    )
+    first_person_queries: bool = _setting(
+        True,
+        'The vector lane embeds a question about "the user" in the first person '
+        '("Where does the user live?" → "Where do I live?"), as users write their own '
+        "turns; the keyword lane searches the question as written.",
     )
 
     # Fusion and ranking.
@@ -166,6 +181,13 @@ class Settings:
         "score in [0, 1]) or `rrf` (reciprocal rank fusion, normalised to [0, 1]).",
     )
     keyword_weight: float = _setting(0.6, "Weight of the keyword lane in weighted fusion.")
+    keyword_ties: int = _setting(
+        3,
+        "When more than this many memories tie at the keyword lane's best score (a "
+        "question whose only keyword is a common word), the lane's weight is scaled by "
+        "keyword_ties / tied, so the vector lane can find the answer by meaning; 0 turns "
+        "this off.",
+    )
     vector_weight: float = _setting(0.4, "Weight of the vector lane in weighted fusion.")
     entity_weight: float = _setting(
         0.1, "Weight of the entity lane in weighted fusion (0 turns the lane off)."
@@ -507,6 +529,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "chunk_overlap_tokens": (0, 100_000),  # and below chunk_tokens (check)
     "default_decay_rate": (0.0, 100.0),
     "candidate_multiplier": (1, 100),
+    "keyword_ties": (0, 100_000),
     "superseded_factor": _UNIT,
     "max_query_terms": (1, 1_000),
     "fts_time_limit_ms": (0, 3_600_000),  # 0 stops at SQLite's first progress check
@@ -519,6 +542,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "search_embed_max": (0, 4_096),
     "search_embed_ms": (0.0, 60_000.0),
     "vector_floor": (0.0, 0.99),
+    "match_floor": (-1.0, 0.99),
     "keyword_weight": _UNIT,
     "vector_weight": _UNIT,
     "entity_weight": _UNIT,

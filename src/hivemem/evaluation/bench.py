@@ -65,7 +65,7 @@ from .. import text as textmod
 from ..errors import HiveMemError
 from ..facade.database import Store
 from ..facade.database import open as open_store
-from ..providers.embed import HashEmbedder
+from ..providers.embed import DEFAULT_MODEL, MODELS, HashEmbedder, LocalEmbedder
 from ..settings import Settings
 from ..types import Query
 from .bench_report import (
@@ -368,12 +368,16 @@ def run_bench(
     notify = progress or _quiet
     generator = CorpusGenerator(seed)
     # The model first: a missing model fails the run before minutes of loading.
-    model_result = (
-        _bench_model(generator, model_sentences, model_queries, settings.embed_batch_size, notify)
+    models = (
+        tuple(
+            _bench_model(generator, model_sentences, model_queries, settings, notify, model=name)
+            for name in bundled_models()
+        )
         if model
-        else None
+        else ()
     )
     ryw = bench_read_your_writes(generator, settings, notify) if model else None
+    model_result = models[0] if models else None
     questions = generator.questions(queries + _WARMUP)  # the last ones only warm up
     results = []
     with tempfile.TemporaryDirectory(prefix="hivemem-bench-") as scratch:
@@ -389,6 +393,7 @@ def run_bench(
         results=tuple(results),
         model=model_result,
         read_your_writes=ryw,
+        models=models,
         vector_embedder=HashEmbedder(VECTOR_DIMENSION).identity,
         queries=queries,
         writes=writes,
@@ -710,18 +715,26 @@ def _time_vector_lane(
     return _time_calls("vector lane", call, prepare(measured), prepare(warmup), notify)
 
 
+def bundled_models() -> list[str]:
+    """The bundled models, the default first."""
+    return [DEFAULT_MODEL, *sorted(set(MODELS) - {DEFAULT_MODEL})]
+
+
 def _bench_model(
     generator: CorpusGenerator,
     sentences: int,
     queries: int,
-    batch_size: int,
+    settings: Settings,
     notify: Progress,
+    *,
+    model: str = DEFAULT_MODEL,
 ) -> ModelResult:
-    """The bundled model (``LocalEmbedder``): a cold first call, corpus turns in
-    batches of ``batch_size`` (as the worker sends them), single questions."""
-    from ..providers.embed import LocalEmbedder
-
-    embedder = LocalEmbedder()
+    """A bundled model (``LocalEmbedder``): a cold first call, corpus turns in
+    batches of ``embed_batch_size`` (as the worker sends them), single questions, and
+    the same turns ingested with embeddings (add_episodes into a fresh store, then
+    flush: memories stored and embedded per second)."""
+    batch_size = settings.embed_batch_size
+    embedder = LocalEmbedder(model=model)
     texts = [item["content"] for item in generator.episodes(sentences)]
     questions = generator.questions(queries)
     notify("model", 0, sentences + queries)
@@ -746,6 +759,15 @@ def _bench_model(
         if n % 20 == 0 or n == queries:
             notify("model", sentences + n, sentences + queries)
     seconds = sum(batch_timings) / 1e9
+    with tempfile.TemporaryDirectory(prefix="hivemem-bench-model-") as scratch:
+        t0 = time.perf_counter_ns()
+        with open_store(Path(scratch) / "m.db", settings=settings, embedder=embedder) as store:
+            mem = store.scope(_SCOPE)
+            turns = list(generator.episodes(sentences))
+            for start in range(0, len(turns), LOAD_BATCH):
+                mem.add_episodes(turns[start : start + LOAD_BATCH])
+            store.flush()
+        ingest_s = (time.perf_counter_ns() - t0) / 1e9
     return ModelResult(
         model=embedder.identity,
         threads=embedder.threads,
@@ -756,4 +778,5 @@ def _bench_model(
         sentences_per_s=_rate(sentences, seconds),
         embed_batch=LatencyStats.of(batch_timings),
         query_embedding=LatencyStats.of(query_timings),
+        ingest_per_s=_rate(sentences, ingest_s),
     )

@@ -111,6 +111,9 @@ class ModelResult:
     sentences_per_s: float
     embed_batch: LatencyStats  # one embed_batch call of ``batch_size`` texts
     query_embedding: LatencyStats  # embed_batch([question]): what hybrid search adds
+    # The same turns stored by add_episodes into a fresh store with this model, then
+    # flushed: memories stored and embedded per second (the write path and the worker).
+    ingest_per_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -131,7 +134,7 @@ class BenchReport:
     """The results per corpus size, with what is needed to compare runs."""
 
     results: tuple[SizeResult, ...]
-    model: ModelResult | None  # None with --no-model
+    model: ModelResult | None  # None with --no-model (the default model's figures)
     read_your_writes: ReadYourWritesResult | None  # None with --no-model
     vector_embedder: str  # identity of the embedder that filled the vector index
     queries: int
@@ -143,11 +146,14 @@ class BenchReport:
     # One load per size: the keyword-only one, then its file's vectors by one flush
     # (``hivemem.evaluation.bench._load_bulk``); the load rows are then the same load.
     bulk_load: bool = False
+    # Every bundled model, the default first (``model`` is the first).
+    models: tuple[ModelResult, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data (``hivemem bench --json``): dicts, lists, numbers, text."""
         data = dataclasses.asdict(self)
         data["results"] = list(data["results"])
+        data["models"] = list(data["models"])
         return data
 
 
@@ -245,20 +251,37 @@ def format_table(report: BenchReport) -> str:
     lines = _columns(("", [f"N={r.size:,}" for r in results]), rows)
     model = report.model
     if model is not None:
+        models = report.models or (model,)
         lines.append("")
         lines.extend(
             _columns(
-                (f"embedding model {model.model}", [f"{model.threads} threads"]),
+                (
+                    f"embedding model ({model.threads} threads)",
+                    [m.model + (" (default)" if m is models[0] else "") for m in models],
+                ),
                 [
-                    ("first call incl. model load (s)", [f"{model.first_call_seconds:.2f}"]),
+                    (
+                        "first call incl. model load (s)",
+                        [f"{m.first_call_seconds:.2f}" for m in models],
+                    ),
                     (
                         f"{model.sentences:,} sentences, embed_batch x{model.batch_size}"
                         " (sentences/s)",
-                        [f"{model.sentences_per_s:,.0f}"],
+                        [f"{m.sentences_per_s:,.0f}" for m in models],
                     ),
-                    (f"embed_batch x{model.batch_size} p50 (ms)", [_ms(model.embed_batch.p50_ms)]),
+                    (
+                        f"ingest with embeddings, {model.sentences:,} turns (memories/s)",
+                        [f"{m.ingest_per_s:,.0f}" for m in models],
+                    ),
+                    (
+                        f"embed_batch x{model.batch_size} p50 (ms)",
+                        [_ms(m.embed_batch.p50_ms) for m in models],
+                    ),
                     *[
-                        (f"query embedding {p} (ms)", [_ms(getattr(model.query_embedding, f))])
+                        (
+                            f"query embedding {p} (ms)",
+                            [_ms(getattr(m.query_embedding, f)) for m in models],
+                        )
                         for p, f in (("p50", "p50_ms"), ("p95", "p95_ms"))
                     ],
                 ],

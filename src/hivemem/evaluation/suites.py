@@ -1,4 +1,4 @@
-"""One evaluation over three suites (``hivemem eval all``), each beside plain BM25.
+"""One evaluation over four suites (``hivemem eval all``), each beside plain BM25.
 
 - **LongMemEval** (``longmemeval``): every question's haystack in its own scope, every
   turn an episode; turn any@k (a ``has_answer`` turn in the top k) and session any@k
@@ -9,6 +9,9 @@
   saved as facts without a session and its session summaries saved as summaries — what a
   store looks like once an agent or the consolidation job has written facts. A hit when
   an evidence turn, or an observation citing one, is in the top k.
+- **Paraphrase** (``paraphrase``, bundled): 222 questions whose answer turn shares no
+  content word with them, hidden among ~2,000 real dialogue turns in one scope
+  (``evaluation/paraphrase.py``); hit@k. Plain BM25 scores 0 by construction.
 
 Every table comes from one run: HiveMem's search (p50/p95 per search, query embedding
 included, and the query embedding alone), plain BM25 over the same chunks (FTS5's
@@ -48,6 +51,8 @@ from .locomo import (
     text_table,
 )
 from .longmemeval import load_longmemeval
+from .paraphrase import SCOPE as PARAPHRASE_SCOPE
+from .paraphrase import load_distractors, load_pairs, placed
 
 Progress = Callable[[str, int, int], None]
 
@@ -172,6 +177,19 @@ def longmemeval_suite(path: str | Path, *, limit_questions: int | None = None) -
         item = Item(q.text, q.question_type, q.answer_turns, q.answer_session_ids)
         units.append(Unit(f"lme:{q.question_id}", docs, (item,)))
     return Suite("LongMemEval", tuple(units), ("session@5", "session@10", "turn@5", "turn@10"), 50)
+
+
+def paraphrase_suite() -> Suite:
+    """The bundled paraphrase suite (``evaluation/paraphrase.py``): one scope holding
+    every answer among ~2,000 real dialogue turns; each question's gold is its answer."""
+    pairs = load_pairs()
+    docs = tuple(
+        Doc(text, "episode", (key,) if key else (), session=session, role="user")
+        for session, text, key in placed(pairs, load_distractors())
+    )
+    items = tuple(Item(p.question, p.domain, (p.key,)) for p in pairs)
+    unit = Unit(PARAPHRASE_SCOPE, docs, items)
+    return Suite("Paraphrase", (unit,), ("hit@1", "hit@5", "hit@10"), 10)
 
 
 # ----------------------------------------------------------------------------- running
@@ -542,9 +560,14 @@ def format_suite(report: SuiteReport) -> str:
 
 
 def suites_for(
-    locomo: str | Path | None, longmemeval: str | Path | None, limit_questions: int | None
+    locomo: str | Path | None,
+    longmemeval: str | Path | None,
+    limit_questions: int | None,
+    *,
+    paraphrase: bool = True,
 ) -> Iterator[Suite]:
-    """The suites of ``hivemem eval all``, in table order (LongMemEval first)."""
+    """The suites of ``hivemem eval all``, in table order (LongMemEval first, the bundled
+    paraphrase suite last)."""
     if longmemeval is not None:
         yield longmemeval_suite(longmemeval, limit_questions=limit_questions)
     if locomo is not None:
@@ -553,6 +576,11 @@ def suites_for(
             if limit_questions is not None:
                 suite = replace(suite, units=_first_items(suite.units, limit_questions))
             yield suite
+    if paraphrase:
+        suite = paraphrase_suite()
+        if limit_questions is not None:
+            suite = replace(suite, units=_first_items(suite.units, limit_questions))
+        yield suite
 
 
 def _first_items(units: Sequence[Unit], count: int) -> tuple[Unit, ...]:

@@ -25,13 +25,14 @@ import functools
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Protocol, TypeVar
 
 import numpy as np
 
 from .. import text as textmod
+from ..providers import embed as embedmod
 from ..providers import entities as entitymod
 from ..settings import Settings
 from ..store.protocols import Backend, VectorMatch
@@ -98,6 +99,10 @@ def search(
 ) -> list[Hit]:
     """Hits for ``query`` in ``scopes``, best first (see the module docstring)."""
     fetch = lane_fetch(query.limit, settings.candidate_multiplier)
+    if settings.first_person_queries and not query.fts_syntax:
+        # A question about "the user" is read in the first person, as the user's own
+        # turns are written: "user" is who asks, not what is sought (text.as_first_person).
+        query = replace(query, text=textmod.as_first_person(query.text))
     notes: list[str] = []
     candidates: dict[str, _Candidate] = {}
 
@@ -145,7 +150,7 @@ def search(
             lanes_run.append("vector")
     if entity_run and _entity_lane(entity_reads(), candidates):
         lanes_run.append("entity")
-    if not candidates:
+    if not candidates or _nothing_matches(candidates, lanes_run, indexer, settings):
         return []
 
     fused = _fuse(candidates, lanes_run, settings)
@@ -200,7 +205,9 @@ def search(
         scored = _rerank(reranker, focus, scored, settings, notes)
         exact: list[Ranked] = []
     else:
-        exact, scored = _split_exact(scored, [] if query.fts_syntax else terms)
+        exact, scored = _split_exact(
+            scored, [] if query.fts_syntax else terms, settings.keyword_ties
+        )
     room = query.limit - len(exact)
     if settings.mmr_lambda < 1.0:  # each group diversified within itself
         if len(exact) > 1:
@@ -369,7 +376,9 @@ def _add_neighbours(
                 c.lanes["context"] = {"of": anchors.index(anchor) + 1, "score": round(value, 6)}
 
 
-def _split_exact(scored: list[Ranked], terms: Sequence[str]) -> tuple[list[Ranked], list[Ranked]]:
+def _split_exact(
+    scored: list[Ranked], terms: Sequence[str], ties: int = 0
+) -> tuple[list[Ranked], list[Ranked]]:
     """The candidates whose best chunk holds every term of the query, and the others.
 
     Trigger: a memory matches the query's words exactly (a unique token, an id, every
@@ -389,7 +398,9 @@ def _split_exact(scored: list[Ranked], terms: Sequence[str]) -> tuple[list[Ranke
         return item.memory.status is not Status.SUPERSEDED and wanted <= set(item.candidate.matched)
 
     exact = [s for s in scored if is_exact(s)]
-    if not exact or len(exact) == len(scored):
+    if not exact or len(exact) == len(scored) or 0 < ties < len(exact):
+        # More exact matches than ``keyword_ties``: the words do not single any out
+        # ("live" in forty memories); fusion orders them with the others.
         return [], scored
     return exact, [s for s in scored if not is_exact(s)]
 
@@ -418,6 +429,38 @@ def _add_keyword(candidates: dict[str, _Candidate], keyword: list[KeywordCandida
         c.matched = k.matched
 
 
+def _nothing_matches(
+    candidates: dict[str, _Candidate],
+    lanes_run: Sequence[str],
+    indexer: QueryEmbedder,
+    settings: Settings,
+) -> bool:
+    """True when no candidate is a match worth returning: the vector lane ran and its
+    best cosine is under the model's calibrated match floor (``match_floor``; the
+    ``match_floor`` setting overrides it), and the keyword lane's evidence is weak (its
+    best coverage, times ``ranking.lane_confidence``, under ``MATCH_KEYWORD_FLOOR``).
+    Then an unrelated question gets no hit rather than the least unrelated memories
+    (measured: ``hivemem eval silence``). Without a vector lane or a calibrated model,
+    every candidate stays (a keyword match is a match)."""
+    if "vector" not in lanes_run:
+        return False
+    floor = settings.match_floor
+    if floor < 0:
+        floor = embedmod.match_floor(indexer.identity) or 0.0
+    if floor <= 0:
+        return False
+    cosines = [c.lanes["vector"]["cosine"] for c in candidates.values() if "vector" in c.lanes]
+    if max(cosines, default=0.0) >= floor:
+        return False
+    keyword = {k: c.lane_scores.get("keyword", 0.0) for k, c in candidates.items()}
+    evidence = max(keyword.values(), default=0.0)
+    evidence *= ranking.lane_confidence(keyword, settings.keyword_ties or len(keyword))
+    return evidence < MATCH_KEYWORD_FLOOR
+
+
+MATCH_KEYWORD_FLOOR = 0.5  # keyword evidence that always counts as a match (see above)
+
+
 def _fuse(
     candidates: dict[str, _Candidate], lanes_run: Sequence[str], settings: Settings
 ) -> dict[str, float]:
@@ -441,6 +484,11 @@ def _fuse(
         for lane in lanes_run
     }
     weights = _weights(settings)
+    if "vector" in lane_scores and "keyword" in lane_scores and settings.keyword_ties > 0:
+        # A keyword lane that ties many memories at its best cannot tell them apart:
+        # its weight shrinks, and a memory the vector lane found by meaning can win.
+        confidence = ranking.lane_confidence(lane_scores["keyword"], settings.keyword_ties)
+        weights["keyword"] *= confidence
     absolute = ranking.weighted(lane_scores, weights)
     if settings.fusion != "minmax" or not absolute:
         return absolute

@@ -75,6 +75,23 @@ def weighted(
     return fused
 
 
+def lane_confidence(scores: Mapping[str, float], decisive: int) -> float:
+    """How much a lane's ranking says about which memory is right, in (0, 1]: 1 when at
+    most ``decisive`` memories share its best score, ``decisive / n`` when ``n`` do.
+
+    A keyword query of one common word ("Where do I live now?" → ``live``) gives every
+    memory holding the word the same full coverage: the lane cannot tell the answer
+    from forty others, and with its full weight those forty outrank a memory the vector
+    lane found by meaning. Scaling the lane's weight by this factor leaves a lane that
+    picks out a few memories (most questions of LoCoMo and LongMemEval) as it was."""
+    found = [v for v in scores.values() if v > 0]
+    if not found or decisive <= 0:
+        return 1.0
+    best = max(found)
+    tied = sum(1 for v in found if v >= best * (1.0 - 1e-6))
+    return min(1.0, decisive / tied)
+
+
 def calibrate_cosine(similarity: float, floor: float, ceiling: float = 1.0) -> float:
     """Map a cosine similarity to [0, 1]: ``floor`` (what unrelated texts score with this
     model) → 0, ``ceiling`` → 1, linear between, clipped."""

@@ -1,0 +1,178 @@
+"""Silence when nothing matches (``hivemem eval silence``): the match floor, measured.
+
+A search whose best vector match is under the model's match floor and whose keyword
+evidence is weak returns no hit (``retrieval.pipeline._nothing_matches``). This command
+measures it the way the floor was calibrated: one scope of ``size`` (10,000) real
+dialogue turns — LoCoMo's turns and LongMemEval's user turns, in file order — and the
+100 bundled questions on subjects none of them is about (``data/unrelated_queries.json``:
+mineral hardness, enzyme names, treaty dates). It prints how many of the 100 get any hit
+with the floor in use, and, with the floor off, each question's best vector cosine and
+keyword evidence: the floor that silences every question with weak keyword evidence is
+the largest such cosine (``suggested``), which is what ``providers.embed.MODELS`` stores
+per model. What the floor costs in recall is what ``hivemem eval all`` reports with
+``HIVEMEM_MATCH_FLOOR=0`` beside the default (docs/retrieval.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import hashlib
+import json
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..facade.database import open as open_store
+from ..providers.embed import match_floor
+from ..retrieval import ranking
+from ..retrieval.pipeline import MATCH_KEYWORD_FLOOR
+from ..settings import Settings
+from .locomo import load_locomo
+
+SCOPE = "silence"
+QUERIES_FILE = "unrelated_queries.json"
+Progress = Callable[[str, int, int], None]
+
+
+def unrelated_queries() -> list[str]:
+    raw = resources.files(__package__).joinpath("data", QUERIES_FILE).read_bytes()
+    return [str(q) for q in json.loads(raw)]
+
+
+def corpus(locomo: str | Path, longmemeval: str | Path, size: int) -> list[str]:
+    """``size`` real turns: LoCoMo's (``speaker: text``), then LongMemEval's user turns,
+    each text once, in file order."""
+    texts: dict[str, None] = {}
+    for conversation in load_locomo(locomo):
+        for turn in conversation.turns:
+            texts.setdefault(f"{turn.speaker}: {turn.text}", None)
+    if len(texts) < size:
+        opener = gzip.open if str(longmemeval).endswith(".gz") else open
+        with opener(longmemeval, "rt", encoding="utf-8") as handle:
+            raw = json.load(handle)
+        for question in raw:
+            for session in question["haystack_sessions"]:
+                for turn in session:
+                    content = str(turn.get("content", "")).strip()
+                    if turn.get("role") == "user" and content:
+                        texts.setdefault(content, None)
+                    if len(texts) >= size:
+                        break
+    return list(texts)[:size]
+
+
+@dataclass(frozen=True)
+class SilenceReport:
+    identity: str | None
+    floor: float | None
+    memories: int
+    queries: int
+    answered: int  # queries that got at least one hit with the floor in use
+    suggested: float | None  # the floor that silences every query with weak keywords
+    strong_keyword: int  # queries whose keyword evidence alone counts as a match
+    best_cosines: list[float]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "identity": self.identity,
+            "floor": self.floor,
+            "memories": self.memories,
+            "queries": self.queries,
+            "answered": self.answered,
+            "suggested_floor": self.suggested,
+            "strong_keyword": self.strong_keyword,
+            "best_cosine_max": max(self.best_cosines, default=None),
+        }
+
+
+def run_silence(
+    locomo: str | Path,
+    longmemeval: str | Path,
+    settings: Settings | None = None,
+    *,
+    size: int = 10_000,
+    keep: Path | None = None,
+    progress: Progress | None = None,
+) -> SilenceReport:
+    settings = (settings or Settings()).replace(track_access=False)
+    notify = progress or (lambda stage, done, total: None)
+    texts = corpus(locomo, longmemeval, size)
+    queries = unrelated_queries()
+    digest = hashlib.sha256(repr((texts, settings.embedder)).encode()).hexdigest()[:12]
+    with contextlib.nullcontext(str(keep)) if keep else tempfile.TemporaryDirectory() as folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        db = Path(folder) / f"silence-{digest}.db"
+        fresh = not db.exists()
+        with open_store(db, settings=settings) as store:
+            mem = store.scope(SCOPE)
+            if fresh:
+                for start in range(0, len(texts), settings.max_batch):
+                    batch = texts[start : start + settings.max_batch]
+                    mem.add_episodes(
+                        {"content": t, "role": "user", "session_id": f"s{start}"} for t in batch
+                    )
+                    notify("silence: storing", start + len(batch), len(texts))
+                store.flush()
+            identity = store.indexer.identity if store.indexer.enabled else None
+        answered = 0
+        with open_store(db, settings=settings) as store:
+            for done, query in enumerate(queries, start=1):
+                answered += bool(store.scope(SCOPE).search(query, limit=10))
+                notify("silence: floor in use", done, len(queries))
+        best: list[float] = []
+        strong = 0
+        with open_store(db, settings=settings.replace(match_floor=0.0)) as store:
+            for done, query in enumerate(queries, start=1):
+                hits = store.scope(SCOPE).search(query, limit=60)
+                cosines = [
+                    h.explain.lanes["vector"]["cosine"] for h in hits if "vector" in h.explain.lanes
+                ]
+                keyword = {
+                    h.memory.id: h.explain.lanes["keyword"]["coverage"]
+                    for h in hits
+                    if "keyword" in h.explain.lanes
+                }
+                evidence = max(keyword.values(), default=0.0) * ranking.lane_confidence(
+                    keyword, settings.keyword_ties or len(keyword)
+                )
+                if evidence >= MATCH_KEYWORD_FLOOR:
+                    strong += 1
+                else:
+                    best.append(max(cosines, default=0.0))
+                notify("silence: floor off", done, len(queries))
+    floor = settings.match_floor if settings.match_floor >= 0 else match_floor(identity)
+    return SilenceReport(
+        identity=identity,
+        floor=floor,
+        memories=len(texts),
+        queries=len(queries),
+        answered=answered,
+        suggested=round(max(best) + 0.005, 3) if best else None,
+        strong_keyword=strong,
+        best_cosines=sorted(best),
+    )
+
+
+def format_silence(report: SilenceReport) -> str:
+    floor = "none" if not report.floor else f"{report.floor:.3f}"
+    suggested = "n/a" if report.suggested is None else f"{report.suggested:.3f}"
+    cosines = report.best_cosines
+    spread = (
+        f"best cosine of each: min {cosines[0]:.3f}, median {cosines[len(cosines) // 2]:.3f}, "
+        f"max {cosines[-1]:.3f}"
+        if cosines
+        else "no query with weak keyword evidence"
+    )
+    return "\n".join(
+        [
+            f"Silence: {report.queries} unrelated questions over {report.memories:,} memories "
+            f"in one scope; model {report.identity or 'none'}, match floor {floor}",
+            f"answered with any hit: {report.answered} of {report.queries} "
+            f"(target: 0); keyword evidence alone a match: {report.strong_keyword}",
+            f"with the floor off, {spread}; floor that silences them all: {suggested}",
+        ]
+    )
