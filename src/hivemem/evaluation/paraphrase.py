@@ -107,7 +107,7 @@ def build_distractors(
         for session_id, session in zip(
             question["haystack_session_ids"], question["haystack_sessions"], strict=True
         ):
-            turns = []
+            turns: list[str] = []
             for turn in session:
                 content = turn.get("content", "").strip()
                 if turn.get("role") != "user" or not shortest <= len(content) <= longest:
