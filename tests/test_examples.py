@@ -121,10 +121,13 @@ def test_claude_memory_tool_keeps_every_edit(tmp_path):
 
 
 def test_openai_agents_session_keeps_turns_and_tools_find_facts(tmp_path):
-    assert _run_example("openai_agents_session.py", tmp_path) == [
-        "session items: 1",
-        "found: Staging is Postgres 16 on db-stage-2",
-    ]
+    items, found = _run_example("openai_agents_session.py", tmp_path)
+    assert items == "session items: 1"
+    # the saved fact or the turn that said it: both hold the answer, equally by keyword
+    assert found.lower() in (
+        "found: staging is postgres 16 on db-stage-2",
+        "found: remember: staging is postgres 16 on db-stage-2",
+    )
     with hivemem.open(tmp_path / "example.db", embedder="none") as store:
         [turn] = store.scope("agent-1").list(kind="episode")
         assert (turn.session_id, turn.role) == ("chat-1", "user")

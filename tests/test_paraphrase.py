@@ -152,4 +152,9 @@ def test_a_model_nobody_calibrated_keeps_every_candidate(tmp_path):
         assert mem.search("billing quantum chromodynamics lattice gauge theory")
     strict = Settings().replace(match_floor=0.9)
     with hivemem.open(tmp_path / "m.db", settings=strict, embedder="hash") as store:
-        assert store.scope("u").search("billing quantum chromodynamics lattice gauge theory") == []
+        # Nothing shares a word and nothing is near in meaning: silence …
+        assert store.scope("u").search("quantum chromodynamics lattice gauge theory") == []
+        # … but a shared word is a match, whatever the floor ("where does alice live?"
+        # over "I live in Berlin" was silenced by a floor on weak keyword evidence).
+        hits = store.scope("u").search("billing quantum chromodynamics lattice gauge theory")
+        assert [h.memory.content for h in hits] == ["billing quarterly review"]

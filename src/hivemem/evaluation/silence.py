@@ -1,13 +1,13 @@
 """Silence when nothing matches (``hivemem eval silence``): the match floor, measured.
 
 A search whose best vector match is under the model's match floor and whose keyword
-evidence is weak returns no hit (``retrieval.pipeline._nothing_matches``). This command
+lane found nothing returns no hit (``retrieval.pipeline._nothing_matches``). This command
 measures it the way the floor was calibrated: one scope of ``size`` (10,000) real
 dialogue turns — LoCoMo's turns and LongMemEval's user turns, in file order — and the
 100 bundled questions on subjects none of them is about (``data/unrelated_queries.json``:
 mineral hardness, enzyme names, treaty dates). It prints how many of the 100 get any hit
 with the floor in use, and, with the floor off, each question's best vector cosine and
-keyword evidence: the floor that silences every question with weak keyword evidence is
+keyword evidence: the floor that silences every question without keyword evidence is
 the largest such cosine (``suggested``), which is what ``providers.embed.MODELS`` stores
 per model. What the floor costs in recall is what ``hivemem eval all`` reports with
 ``HIVEMEM_MATCH_FLOOR=0`` beside the default (docs/retrieval.md).
@@ -139,7 +139,7 @@ def run_silence(
                 evidence = max(keyword.values(), default=0.0) * ranking.lane_confidence(
                     keyword, settings.keyword_ties or len(keyword)
                 )
-                if evidence >= MATCH_KEYWORD_FLOOR:
+                if evidence > MATCH_KEYWORD_FLOOR:
                     strong += 1
                 else:
                     best.append(max(cosines, default=0.0))

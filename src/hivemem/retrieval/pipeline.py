@@ -437,11 +437,13 @@ def _nothing_matches(
 ) -> bool:
     """True when no candidate is a match worth returning: the vector lane ran and its
     best cosine is under the model's calibrated match floor (``match_floor``; the
-    ``match_floor`` setting overrides it), and the keyword lane's evidence is weak (its
-    best coverage, times ``ranking.lane_confidence``, under ``MATCH_KEYWORD_FLOOR``).
-    Then an unrelated question gets no hit rather than the least unrelated memories
+    ``match_floor`` setting overrides it), and the keyword lane found nothing (its best
+    coverage, times ``ranking.lane_confidence``, at most ``MATCH_KEYWORD_FLOOR``). Then
+    an unrelated question gets no hit rather than the least unrelated memories
     (measured: ``hivemem eval silence``). Without a vector lane or a calibrated model,
-    every candidate stays (a keyword match is a match)."""
+    every candidate stays: a keyword match is a match. (A floor of 0.5 on the keyword
+    evidence silenced "where does alice live?" over "I live in Berlin": one of two
+    words, cosine 0.23; any shared selective word now keeps the hits.)"""
     if "vector" not in lanes_run:
         return False
     floor = settings.match_floor
@@ -455,10 +457,10 @@ def _nothing_matches(
     keyword = {k: c.lane_scores.get("keyword", 0.0) for k, c in candidates.items()}
     evidence = max(keyword.values(), default=0.0)
     evidence *= ranking.lane_confidence(keyword, settings.keyword_ties or len(keyword))
-    return evidence < MATCH_KEYWORD_FLOOR
+    return evidence <= MATCH_KEYWORD_FLOOR
 
 
-MATCH_KEYWORD_FLOOR = 0.5  # keyword evidence that always counts as a match (see above)
+MATCH_KEYWORD_FLOOR = 0.0  # keyword evidence above this always counts as a match (see above)
 
 
 def _fuse(
