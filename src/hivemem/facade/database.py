@@ -71,14 +71,20 @@ def open(  # noqa: A001 - the library's entry point reads best as hivemem.open()
     llm: LLM | str | None = None,
     llm_api_key: str | None = None,
     embed_api_key: str | None = None,
+    create: bool = True,
 ) -> Store:
     """Open (creating if needed) the store at ``path`` — a file, ``":memory:"``, or a
     ``postgresql://`` URL (the ``postgres`` extra; docs/postgres.md).
 
     With no path: ``$HIVEMEM_DB``, else ``memory.db`` in the user data folder. Pending
-    schema migrations are applied on open. ``embedder`` is an ``Embedder`` or the name of
-    a registered one (default: the ``embedder`` setting, the bundled offline model;
-    ``"none"`` for keyword search only). The model loads on first use, not here.
+    schema migrations are applied on open. A missing file becomes a new store
+    (``store.created`` is then true); with ``create=False`` it is ``NotAStore`` instead
+    and nothing is made (the CLI's reads open so). A SQLite file of another program is
+    always ``NotAStore``, and left byte for byte as it was.
+
+    ``embedder`` is an ``Embedder`` or the name of a registered one (default: the
+    ``embedder`` setting, the bundled offline model; ``"none"`` for keyword search only).
+    The model loads on first use, not here.
     ``reranker`` likewise (default: the ``reranker`` setting, none). ``llm`` is an
     ``LLM`` or a provider name (default: the ``llm`` setting, none), used by maintenance
     jobs only; ``llm_api_key`` is its key (the CLI reads ``HIVEMEM_LLM_API_KEY``).
@@ -88,14 +94,14 @@ def open(  # noqa: A001 - the library's entry point reads best as hivemem.open()
     settings = settings or Settings()
     if path is None:
         path = default_path()
-        if not is_url(path):
+        if not is_url(path) and create:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
     model = resolve_embedder(
         settings.embedder if embedder is None else embedder, settings, embed_api_key
     )
     ranker = resolve_reranker(settings.reranker if reranker is None else reranker)
     chat = resolve_llm(settings.llm if llm is None else llm, settings, llm_api_key)
-    backend = open_backend(path, settings)
+    backend = open_backend(path, settings, create=create)
     try:
         return Store(
             backend, settings=settings, clock=clock, embedder=model, reranker=ranker, llm=chat
@@ -213,6 +219,12 @@ class Store:
             "store.backup_rows, "
             "store.health); docs/architecture.md"
         )
+
+    @property
+    def created(self) -> bool:
+        """This open made the store: the file did not exist, or held no tables (the
+        CLI says so on stderr, so a mistyped ``--db`` shows at once)."""
+        return bool(getattr(self._backend, "created", False))
 
     @property
     def memories(self) -> Memories:

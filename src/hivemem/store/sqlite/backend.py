@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ...clock import from_text, to_text
-from ...errors import Conflict, StoreError, TryAgain
+from ...errors import Conflict, NotAStore, StoreError, TryAgain
 from ...providers.entities import Mention
 from ...types import ListFilter, Memory, Query, Status
 from ..fts5 import to_fts5
@@ -78,14 +78,27 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, RepairMixin):
     _driver_errors = (sqlite_driver.DatabaseError, MemoryError)
 
     def __init__(
-        self, path: str | Path, *, busy_timeout_ms: int = 10_000, read_connections: int = 2
+        self,
+        path: str | Path,
+        *,
+        busy_timeout_ms: int = 10_000,
+        read_connections: int = 2,
+        create: bool = True,
     ) -> None:
         self.location = str(path)
+        self.created = False  # this open made the store (its first migration ran here)
         if self.location != ":memory:":
-            parent = Path(self.location).expanduser().resolve().parent
+            file = Path(self.location).expanduser()
+            if not create and not file.exists():
+                raise NotAStore(
+                    f"no HiveMem store at {self.location} (nothing was created): check the "
+                    "path, or create one with `hivemem --db PATH init` "
+                    "(hivemem.open(path) in Python)"
+                )
+            parent = file.resolve().parent
             if not parent.exists():
                 raise StoreError(f"cannot open {self.location}: folder {parent} does not exist")
-            self.location = str(Path(self.location).expanduser())
+            self.location = str(file)
         self._lock = threading.RLock()
         self._stats_lock = threading.RLock()  # the keyword statistics' caches
         self._depth = 0
@@ -162,10 +175,13 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, RepairMixin):
         delay = 0.005
         while True:
             try:
+                # Before anything writes: another program's database stays as it was.
+                migrations.refuse_foreign(self._conn, self.location)
                 mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
                 self._conn.execute("PRAGMA synchronous = NORMAL")
                 migrations.refuse_newer(self._conn, self.location)
-                migrations.apply(self._conn, to_text(datetime.now().astimezone()))
+                done = migrations.apply(self._conn, to_text(datetime.now().astimezone()))
+                self.created = migrations.FIRST in done
                 return str(mode)
             except OperationalError as exc:
                 busy = "locked" in str(exc) or "busy" in str(exc)
