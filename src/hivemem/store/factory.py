@@ -24,6 +24,7 @@ from .sqlite import migrations as sqlite_migrations
 from .sqlite.backend import SQLiteBackend
 from .sqlite.backup import SQLiteBackupRows
 from .sqlite.database import DRIVER_NAME, sqlite_driver
+from .sqlite.salvage import RawRow as RawRow
 from .sqlite.salvage import Salvage as Salvage
 from .sqlite.salvage import SalvageReader as SalvageReader
 from .sqlite.vault import SQLiteVault
@@ -99,6 +100,7 @@ def analyze(backend: Any) -> None:
 
 
 __all__ = [
+    "RawRow",
     "Salvage",
     "SalvageReader",
     "analyze",

@@ -147,8 +147,13 @@ def export_(
             click.echo(f"  rows set aside: {len(report.rejected)} ({kept})", err=True)
         elif aside is not None:
             aside.unlink(missing_ok=True)
-        for memory_id in report.undecodable[:_SHOWN_PROBLEMS]:
-            click.echo(f"  undecodable row {memory_id!r}", err=True)
+        if report.unreadable_ranges:
+            shown = ", ".join(
+                f"{lo}" if lo == hi else f"{lo}-{hi}"
+                for lo, hi in report.unreadable_ranges[:_SHOWN_PROBLEMS]
+            )
+            more = " …" if len(report.unreadable_ranges) > _SHOWN_PROBLEMS else ""
+            click.echo(f"  could not read (damaged pages), rowids: {shown}{more}", err=True)
         if not include_secrets and not report.secrets_redacted:
             click.echo("warning: the vault could not be read: secrets were not redacted", err=True)
         if not report.complete:
