@@ -14,6 +14,7 @@ from typing import Any
 
 import platformdirs
 
+from .. import arguments
 from ..clock import Clock, system_clock
 from ..errors import InvalidInput, StoreError
 from ..lifecycle.indexer import Indexer
@@ -92,6 +93,8 @@ def open(  # noqa: A001 - the library's entry point reads best as hivemem.open()
     ``embed_api_key`` (the CLI reads ``HIVEMEM_EMBED_API_KEY``).
     """
     settings = settings or Settings()
+    if clock is None or not callable(clock):
+        raise InvalidInput("clock", "expected a function returning the time (a callable)")
     if path is None:
         path = default_path()
         if not is_url(path) and create:
@@ -347,7 +350,7 @@ class Store:
         """Block until every queued chunk has its vector; returns how many were embedded
         (``progress(done, total)`` is called per batch). Raises if the embedder fails
         (the chunks stay queued)."""
-        return self.indexer.flush(progress)
+        return self.indexer.flush(arguments.callback(progress, "progress"))
 
     def index_written(self, wait: bool) -> None:
         """After a committed write: embed its chunks now (``wait``) or in the background.
@@ -369,7 +372,7 @@ class Store:
         ``force``); on a store already of this model, embed only the chunks still
         queued. ``progress(done, total)`` is called per batch. Returns the chunks
         embedded: 0 when there was nothing to do."""
-        return self.indexer.reindex(progress, force=force)
+        return self.indexer.reindex(arguments.callback(progress, "progress"), force=force)
 
     @property
     def location(self) -> str:

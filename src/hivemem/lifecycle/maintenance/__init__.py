@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from ... import arguments
 from ... import text as textmod
 from ...errors import HiveMemError, InvalidInput
 from ...providers.entities import extract
@@ -215,6 +216,7 @@ def run_job(
     committed before a failure stays (jobs commit per batch and resume on the next run).
     """
     job = get_job(name)
+    progress = arguments.callback(progress, "progress")
     if scope is not None:
         scope = rules.name(scope, "scope", store.settings.max_scope_chars)
     scopes: list[str | None] = [scope] if scope is not None else list(store.scopes())
