@@ -92,3 +92,19 @@ def test_none_still_means_no_hook(filled, tmp_path):
     assert run_job(filled, "decay", progress=None)[0].status == "ok"
     with pytest.raises(InvalidInput):
         ContextProvider(filled.scope("team-a"), count_tokens="words")
+
+
+class _Broken:
+    """Has every attribute a provider protocol names, but the method is a value."""
+
+    name = identity = "broken:1"
+    dimension = 1
+    score = embed_batch = complete = "not a function"
+
+
+@pytest.mark.parametrize("provider", ["embedder", "reranker", "llm"])
+def test_a_provider_whose_method_is_not_callable_is_refused_at_open(provider, tmp_path):
+    with pytest.raises(InvalidInput) as err:
+        hivemem.open(tmp_path / "m.db", **{provider: _Broken()})
+    assert err.value.field == provider and "callable" in str(err.value)
+    assert not (tmp_path / "m.db").exists()

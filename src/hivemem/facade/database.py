@@ -136,8 +136,12 @@ def resolve_embedder(
         )
     if isinstance(embedder, str):
         return get_embedder(embedder)
-    if not isinstance(embedder, Embedder):
-        raise InvalidInput("embedder", "expected an Embedder or the name of a registered one")
+    if not isinstance(embedder, Embedder) or not callable(getattr(embedder, "embed_batch", None)):
+        raise InvalidInput(
+            "embedder",
+            "expected an Embedder (identity, dimension and a callable embed_batch(texts)) or "
+            "the name of a registered one",
+        )
     return embedder
 
 
@@ -159,8 +163,12 @@ def resolve_llm(
             timeout=settings.llm_timeout,
             max_retries=settings.llm_max_retries,
         )
-    if not isinstance(llm, LLM):
-        raise InvalidInput("llm", "expected an LLM or the name of a registered provider")
+    if not isinstance(llm, LLM) or not callable(getattr(llm, "complete", None)):
+        raise InvalidInput(
+            "llm",
+            "expected an LLM (identity and a callable complete(messages, schema)) or the "
+            "name of a registered provider",
+        )
     return llm
 
 
