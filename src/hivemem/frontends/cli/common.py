@@ -115,7 +115,7 @@ class Env:
         """The store of ``--db``. Reads never create one (``create=False``: a missing
         file is ``NotAStore``, exit 6, naming the path); a command that puts something
         in the store passes ``create=True``, and a store it makes is said once on stderr,
-        with the folders it made for it (docs/cli.md, "Which commands create a store")."""
+        with the folders it made for it (the rule is in ``hivemem --help``, README)."""
         if self._store is None:
             self._store = open_store(self.db, self.settings, create=create)
         return self._store
