@@ -292,6 +292,25 @@ def test_copy_reads_its_source_and_creates_its_target(tmp_path):
     assert f"created a new HiveMem store at {target}" in result.output
 
 
+def test_a_read_on_an_empty_file_leaves_it_empty(tmp_path):
+    empty = tmp_path / "typo.db"
+    empty.touch()
+    result = CliRunner().invoke(main, ["--db", str(empty), "search", "deploy"])
+    assert result.exit_code == 6 and f"no HiveMem store at {empty}" in result.output
+    assert empty.stat().st_size == 0 and listing(tmp_path) == ["typo.db"]
+
+
+def test_a_new_store_whose_pages_are_still_in_its_log_is_read(tmp_path):
+    path = tmp_path / "m.db"
+    writer = hivemem.open(path, embedder="none")  # held open: nothing checkpointed yet
+    writer.scope("default").save("deploy on Mondays")
+    try:
+        with hivemem.open(path, embedder="none", create=False) as reader:
+            assert [m.content for m in reader.scope("default").list()] == ["deploy on Mondays"]
+    finally:
+        writer.close()
+
+
 def test_the_library_creates_unless_told_not_to(tmp_path):
     path = tmp_path / "memory.db"
     with pytest.raises(NotAStore, match=f"no HiveMem store at {path}"):

@@ -69,6 +69,17 @@ def _is_driver_failure(exc: BaseException) -> bool:
     )
 
 
+def _no_store_yet(file: Path) -> bool:
+    """Nothing at ``file`` a read could open: no file, or an empty one (``touch``) with no
+    write-ahead log holding a store's first pages beside it."""
+    if not file.exists():
+        return True
+    if file.is_dir() or file.stat().st_size > 0:
+        return False
+    wal = file.with_name(file.name + "-wal")
+    return not (wal.exists() and wal.stat().st_size > 0)
+
+
 class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, RepairMixin):
     """See ``hivemem.store.protocols.Backend`` for the contract of each method.
 
@@ -89,7 +100,7 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, RepairMixin):
         self.created = False  # this open made the store (its first migration ran here)
         if self.location != ":memory:":
             file = Path(self.location).expanduser()
-            if not create and not file.exists():
+            if not create and _no_store_yet(file):
                 raise NotAStore(
                     f"no HiveMem store at {self.location} (nothing was created): check the "
                     "path, or create one with `hivemem --db PATH init` "
