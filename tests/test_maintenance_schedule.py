@@ -120,3 +120,13 @@ def test_maintain_due_uses_the_schedule(run, db_path):
     assert {r["job"] for r in json.loads(first.output)} == set(scheduler.job_names())
     second = run("maintain", "--due", "--json")
     assert json.loads(second.output) == []
+
+
+@pytest.mark.parametrize("limit", ["99999999999999999999999", "0", "-5"])
+def test_the_run_log_limit_is_checked(run, limit):
+    """Found by the long fuzz (issue #25): ``maintain --log --limit 10**23`` was an
+    OverflowError traceback; 0 and -5 listed every run."""
+    run("init")
+    result = run("maintain", "--log", "--limit", limit)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert result.stderr.strip().splitlines()[-1].startswith("error: limit:")

@@ -278,7 +278,10 @@ def _plain(counts: Counter[str]) -> dict[str, int]:
 
 
 def run_log(store: StoreHandle, job: str | None = None, scope: str | None = None, limit: int = 50):
-    """The newest runs first (``RunRecord``), of one job and/or scope when given."""
+    """The newest runs first (``RunRecord``), of one job and/or scope when given;
+    ``limit`` 1 to 10,000 (``InvalidInput`` otherwise: a huge one overflowed SQLite's
+    integer, found by the long fuzz of issue #25)."""
+    limit = arguments.limit(limit, "limit")
     if job is not None:
         job = get_job(job).name
     return store.scrubbed(store.run_log.runs(job, scope, limit))
