@@ -130,3 +130,11 @@ def test_the_run_log_limit_is_checked(run, limit):
     result = run("maintain", "--log", "--limit", limit)
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert result.stderr.strip().splitlines()[-1].startswith("error: limit:")
+
+
+def test_the_run_log_of_a_scope_that_is_not_text_is_invalid_input(store):
+    """Found by the long fuzz (issue #25): ``--scope $'\\x80' maintain --log`` (a byte that
+    is not UTF-8) was a UnicodeEncodeError from the driver."""
+    with pytest.raises(hivemem.InvalidInput) as err:
+        run_log(store, "decay", "\udc80")
+    assert err.value.field == "scope"

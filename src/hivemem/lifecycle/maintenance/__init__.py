@@ -282,6 +282,8 @@ def run_log(store: StoreHandle, job: str | None = None, scope: str | None = None
     ``limit`` 1 to 10,000 (``InvalidInput`` otherwise: a huge one overflowed SQLite's
     integer, found by the long fuzz of issue #25)."""
     limit = arguments.limit(limit, "limit")
+    if scope is not None:  # a scope that is not valid text: InvalidInput, not a driver error
+        scope = rules.name(scope, "scope", store.settings.max_scope_chars)
     if job is not None:
         job = get_job(job).name
     return store.scrubbed(store.run_log.runs(job, scope, limit))
