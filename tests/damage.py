@@ -339,3 +339,37 @@ def readable_rows(path: Path, rowids: dict[int, str]) -> set[str]:
         for suffix in ("", *SIDE_FILES):
             Path(f"{probe}{suffix}").unlink(missing_ok=True)
     return found
+
+
+def rows_plain_sql_reads(path: Path, rowids: dict[int, str]) -> set[str]:
+    """The stricter oracle of issue #25: every row a plain connection returns for
+    ``SELECT * … WHERE rowid = ?``, with text read as bytes (so a flipped byte in any text
+    column does not hide the row), by the id a rescue spells for it (bytes that are not
+    UTF-8 as U+FFFD). Every one must be saved by the rescue: exported, or set aside with
+    its fields as read."""
+    probe = path.with_name(path.name + ".oracle-bytes")
+    copy(path, probe)
+    found: set[str] = set()
+    try:
+        conn = sqlite3.connect(f"file:{probe}?mode=ro", uri=True)
+        conn.text_factory = bytes
+        conn.execute("PRAGMA writable_schema = ON")
+    except sqlite3.DatabaseError:
+        return found
+    try:
+        for rowid in range(1, max(rowids) + 1):
+            try:
+                row = conn.execute("SELECT * FROM memories WHERE rowid = ?", [rowid]).fetchone()
+                head = conn.execute("SELECT id FROM memories WHERE rowid = ?", [rowid]).fetchone()
+            except (sqlite3.DatabaseError, MemoryError):
+                continue
+            if row is not None and head is not None:
+                value = head[0]
+                found.add(
+                    value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+                )
+    finally:
+        conn.close()
+        for suffix in ("", *SIDE_FILES):
+            Path(f"{probe}{suffix}").unlink(missing_ok=True)
+    return found

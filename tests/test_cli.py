@@ -214,7 +214,7 @@ def test_user_errors_are_one_line_with_the_right_exit_code(run, tmp_path):
     result = CliRunner().invoke(main, ["--db", str(not_a_store), "list"])
     _error(result, 6, "cannot open")
     result = CliRunner().invoke(main, ["--db", str(tmp_path / "no" / "such" / "dir.db"), "list"])
-    _error(result, 6, "does not exist")
+    _error(result, 6, "no HiveMem store at")
     usage = run("add", "x", "--episode")
     assert usage.exit_code == 2 and "--episode needs --session and --role" in usage.output
 

@@ -170,6 +170,7 @@ def test_completion_scripts_and_the_completion_protocol(run):
 
 
 def test_no_color_turns_colour_off(run):
+    run("init")  # a read of a missing store is exit 6; here: a missing memory, exit 3
     coloured = run("show", "missing", color=True)
     assert "\x1b[" in coloured.stderr
     plain = run("show", "missing", color=True, env={"NO_COLOR": "1"})

@@ -153,7 +153,7 @@ def test_round_trip_sqlite_postgres_sqlite_compares_everything(tmp_path, pg_url,
     for src, dst in ((first, pg_url), (pg_url, last)):
         done = runner.invoke(main, ["copy", str(src), str(dst), "--json"])
         assert done.exit_code == 0, done.output
-        assert json.loads(done.output)["memories"] == 37
+        assert json.loads(done.stdout)["memories"] == 37
     with hivemem.open(first, embedder="none") as a, hivemem.open(last, embedder="none") as c:
         original, back = dump(a), dump(c)
     assert original["maintenance_runs"] and original["cross_refs"] and original["vectors"]

@@ -101,6 +101,7 @@ def test_maintain_runs_one_job_or_all_and_shows_the_log(run, db_path):
 
 
 def test_maintain_errors_are_one_line(run):
+    run("init")  # on a missing store every maintain is exit 6 (reads never create one)
     result = run("maintain", "defrag")
     assert result.exit_code == 2
     assert result.stderr.strip().splitlines()[-1].startswith("error: job: unknown job 'defrag'")
@@ -119,3 +120,21 @@ def test_maintain_due_uses_the_schedule(run, db_path):
     assert {r["job"] for r in json.loads(first.output)} == set(scheduler.job_names())
     second = run("maintain", "--due", "--json")
     assert json.loads(second.output) == []
+
+
+@pytest.mark.parametrize("limit", ["99999999999999999999999", "0", "-5"])
+def test_the_run_log_limit_is_checked(run, limit):
+    """Found by the long fuzz (issue #25): ``maintain --log --limit 10**23`` was an
+    OverflowError traceback; 0 and -5 listed every run."""
+    run("init")
+    result = run("maintain", "--log", "--limit", limit)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert result.stderr.strip().splitlines()[-1].startswith("error: limit:")
+
+
+def test_the_run_log_of_a_scope_that_is_not_text_is_invalid_input(store):
+    """Found by the long fuzz (issue #25): ``--scope $'\\x80' maintain --log`` (a byte that
+    is not UTF-8) was a UnicodeEncodeError from the driver."""
+    with pytest.raises(hivemem.InvalidInput) as err:
+        run_log(store, "decay", "\udc80")
+    assert err.value.field == "scope"

@@ -460,13 +460,14 @@ def test_the_cli_writes_as_the_agent_setting(db_path, monkeypatch):
     plain = CliRunner().invoke(main, [*base, "Tea at four"])
     monkeypatch.setenv("HIVEMEM_AGENT", "ops-bot")
     named = CliRunner().invoke(main, [*base, "Coffee at nine"])
-    assert json.loads(plain.output)["updated_by"] == "team"
-    assert json.loads(named.output)["updated_by"] == "ops-bot"
+    assert json.loads(plain.stdout)["updated_by"] == "team"  # stderr: "created a new …"
+    assert json.loads(named.stdout)["updated_by"] == "ops-bot"
 
 
 def test_what_a_maintenance_job_writes_is_signed_by_the_job(store, clock):
     """``updated_by`` on the rows no handle wrote: consolidated facts, the session summary,
-    the conflict's lowered fact, the reflection, the summary of old memories."""
+    the reflection, the summary of old memories. The conflict's lowered fact keeps its
+    author: a derived confidence is not an edit (issue #25)."""
     mem = store.scope("team", actor="agent-7")
     old = mem.save("Alice lives in Berlin")
     mem.save("Deploy checklist v1", key="project:deploy")
@@ -485,7 +486,7 @@ def test_what_a_maintenance_job_writes_is_signed_by_the_job(store, clock):
     assert by_source["reflection"] == "maintenance:reflect"
     assert by_source["summary"] == "maintenance:summarize"
     assert mem.get(old.id).confidence == 0.3
-    assert mem.get(old.id).updated_by == "maintenance:consolidate"
+    assert mem.get(old.id).updated_by == "agent-7"
     manual = [m.updated_by for m in mem.list() if m.source == "manual" and m.id != old.id]
     assert manual and set(manual) == {"agent-7"}  # the handle's own writes
 

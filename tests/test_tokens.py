@@ -138,6 +138,7 @@ def test_cli_create_list_revoke(db_path):
 def test_cli_errors_are_one_line_and_an_exit_code(db_path):
     no_scope = run(db_path, "token", "create", "ci")
     assert no_scope.exit_code == 2 and "--read SCOPE" in no_scope.output
+    run(db_path, "init")  # revoke on a missing store is exit 6: reads never create one
     missing = run(db_path, "token", "revoke", "nope")
     assert missing.exit_code == 3 and missing.output.startswith("error: ")
     blank = run(db_path, "token", "create", "ci", "--read", " ")

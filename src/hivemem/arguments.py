@@ -185,3 +185,12 @@ def limit(value: object, field: str = "limit", maximum: int = 10_000) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
         raise InvalidInput(field, f"expected a whole number from 1 to {maximum}, got {value!r}")
     return value
+
+
+def callback(value: Any, field: str) -> Any:
+    """``value`` when it is ``None`` or callable; else ``InvalidInput`` naming it, at the
+    call that took it, instead of a ``TypeError`` deep inside a write or a job after
+    its work began (a progress hook, ``clock``, ``on_start``, ``on_report``)."""
+    if value is None or callable(value):
+        return value
+    raise InvalidInput(field, f"expected a function (a callable) or None, got {_kind(value)}")

@@ -79,6 +79,13 @@ class StoreError(HiveMemError):
     exit_code = 6
 
 
+class NotAStore(StoreError):
+    """The path holds no HiveMem store and nothing was made there: a missing file opened
+    for reading (``hivemem.open(path, create=False)``; the CLI's reads), or a file of
+    another program (a SQLite database with tables of its own, a text file), which is
+    left byte for byte as it was. Not a damaged store: nothing to rescue."""
+
+
 class StoreFull(StoreError):
     """The disk (or the filesystem quota) holding the store is full: the write was rolled
     back whole, nothing of it was saved, and everything acknowledged before is intact.

@@ -222,6 +222,7 @@ def test_cli_bad_arguments_are_one_line_errors_with_exit_code_2(cli, args):
 def test_cli_with_real_non_utf8_bytes_prints_no_traceback(db_path, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("HIVEMEM_")}
     env.update(HIVEMEM_DB=str(db_path), HIVEMEM_EMBEDDER="hash")
+    hivemem.open(db_path, embedder="none").close()  # reads never create a store (#25)
     code = "import sys; from hivemem.frontends.cli import main; sys.exit(main())"
     for args in ([b"confirm", b"\x80"], [b"vault", b"list", b"--prefix", b"\x80"]):
         proc = subprocess.run(

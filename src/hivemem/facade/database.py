@@ -14,6 +14,7 @@ from typing import Any
 
 import platformdirs
 
+from .. import arguments
 from ..clock import Clock, system_clock
 from ..errors import InvalidInput, StoreError
 from ..lifecycle.indexer import Indexer
@@ -71,14 +72,20 @@ def open(  # noqa: A001 - the library's entry point reads best as hivemem.open()
     llm: LLM | str | None = None,
     llm_api_key: str | None = None,
     embed_api_key: str | None = None,
+    create: bool = True,
 ) -> Store:
     """Open (creating if needed) the store at ``path`` — a file, ``":memory:"``, or a
     ``postgresql://`` URL (the ``postgres`` extra; docs/postgres.md).
 
     With no path: ``$HIVEMEM_DB``, else ``memory.db`` in the user data folder. Pending
-    schema migrations are applied on open. ``embedder`` is an ``Embedder`` or the name of
-    a registered one (default: the ``embedder`` setting, the bundled offline model;
-    ``"none"`` for keyword search only). The model loads on first use, not here.
+    schema migrations are applied on open. A missing file becomes a new store
+    (``store.created`` is then true); with ``create=False`` it is ``NotAStore`` instead
+    and nothing is made (the CLI's reads open so). A SQLite file of another program is
+    always ``NotAStore``, and left byte for byte as it was.
+
+    ``embedder`` is an ``Embedder`` or the name of a registered one (default: the
+    ``embedder`` setting, the bundled offline model; ``"none"`` for keyword search only).
+    The model loads on first use, not here.
     ``reranker`` likewise (default: the ``reranker`` setting, none). ``llm`` is an
     ``LLM`` or a provider name (default: the ``llm`` setting, none), used by maintenance
     jobs only; ``llm_api_key`` is its key (the CLI reads ``HIVEMEM_LLM_API_KEY``).
@@ -86,16 +93,18 @@ def open(  # noqa: A001 - the library's entry point reads best as hivemem.open()
     ``embed_api_key`` (the CLI reads ``HIVEMEM_EMBED_API_KEY``).
     """
     settings = settings or Settings()
+    if clock is None or not callable(clock):
+        raise InvalidInput("clock", "expected a function returning the time (a callable)")
     if path is None:
         path = default_path()
-        if not is_url(path):
+        if not is_url(path) and create:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
     model = resolve_embedder(
         settings.embedder if embedder is None else embedder, settings, embed_api_key
     )
     ranker = resolve_reranker(settings.reranker if reranker is None else reranker)
     chat = resolve_llm(settings.llm if llm is None else llm, settings, llm_api_key)
-    backend = open_backend(path, settings)
+    backend = open_backend(path, settings, create=create)
     try:
         return Store(
             backend, settings=settings, clock=clock, embedder=model, reranker=ranker, llm=chat
@@ -129,8 +138,12 @@ def resolve_embedder(
         return get_embedder(embedder, model=(settings or Settings()).embed_model_path)
     if isinstance(embedder, str):
         return get_embedder(embedder)
-    if not isinstance(embedder, Embedder):
-        raise InvalidInput("embedder", "expected an Embedder or the name of a registered one")
+    if not isinstance(embedder, Embedder) or not callable(getattr(embedder, "embed_batch", None)):
+        raise InvalidInput(
+            "embedder",
+            "expected an Embedder (identity, dimension and a callable embed_batch(texts)) or "
+            "the name of a registered one",
+        )
     return embedder
 
 
@@ -152,8 +165,12 @@ def resolve_llm(
             timeout=settings.llm_timeout,
             max_retries=settings.llm_max_retries,
         )
-    if not isinstance(llm, LLM):
-        raise InvalidInput("llm", "expected an LLM or the name of a registered provider")
+    if not isinstance(llm, LLM) or not callable(getattr(llm, "complete", None)):
+        raise InvalidInput(
+            "llm",
+            "expected an LLM (identity and a callable complete(messages, schema)) or the "
+            "name of a registered provider",
+        )
     return llm
 
 
@@ -215,6 +232,12 @@ class Store:
             "store.backup_rows, "
             "store.health); docs/architecture.md"
         )
+
+    @property
+    def created(self) -> bool:
+        """This open made the store: the file did not exist, or held no tables (the
+        CLI says so on stderr, so a mistyped ``--db`` shows at once)."""
+        return bool(getattr(self._backend, "created", False))
 
     @property
     def memories(self) -> Memories:
@@ -337,7 +360,7 @@ class Store:
         """Block until every queued chunk has its vector; returns how many were embedded
         (``progress(done, total)`` is called per batch). Raises if the embedder fails
         (the chunks stay queued)."""
-        return self.indexer.flush(progress)
+        return self.indexer.flush(arguments.callback(progress, "progress"))
 
     def index_written(self, wait: bool) -> None:
         """After a committed write: embed its chunks now (``wait``) or in the background.
@@ -359,7 +382,7 @@ class Store:
         ``force``); on a store already of this model, embed only the chunks still
         queued. ``progress(done, total)`` is called per batch. Returns the chunks
         embedded: 0 when there was nothing to do."""
-        return self.indexer.reindex(progress, force=force)
+        return self.indexer.reindex(arguments.callback(progress, "progress"), force=force)
 
     @property
     def location(self) -> str:

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import arguments
 from .. import text as textmod
 from ..errors import Conflict, InvalidInput
 from ..store.factory import is_url
@@ -109,6 +110,7 @@ def copy_store(
     Raises ``Conflict`` when ``target`` already holds data and ``resume`` is false, or
     when a row of the target differs from the source's row with the same identity;
     ``InvalidInput`` when both are the same store."""
+    progress = arguments.callback(progress, "progress")
     if _same(source.location, target.location):
         raise InvalidInput("DST", f"is the same store as SRC ({source.location})")
     started = time.perf_counter()

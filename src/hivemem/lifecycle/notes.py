@@ -160,6 +160,8 @@ def index_folder(
     docstring). ``on_start(total)`` is called once the files are counted and
     ``progress(1)`` after each file (a progress bar). Raises ``InvalidInput`` for a
     missing folder; per-file problems are reported in ``skipped``, never raised."""
+    progress = arguments.callback(progress, "progress")
+    on_start = arguments.callback(on_start, "on_start")
     root = resolve_folder(folder)
     settings = mem.settings
     files = note_files(root, extensions_of(settings.notes_extensions))
@@ -283,6 +285,7 @@ def watch_folder(
     """Index ``folder``, then again after every change under it, until ``stop_event``
     is set (or Ctrl-C). ``on_report`` gets each pass's report. Returns the number of
     passes. Needs ``hivemem[watch]``."""
+    on_report = arguments.callback(on_report, "on_report")
     watchfiles = require_watchfiles()
     root = resolve_folder(folder)
     passes = 0

@@ -54,6 +54,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import IO, TYPE_CHECKING, Any
 
+from .. import arguments
 from .. import text as textmod
 from ..errors import Conflict, HiveMemError, InvalidInput
 from ..providers.entities import extract
@@ -99,6 +100,7 @@ def export_jsonl(
     are redacted from every line unless ``include_secrets`` (and secret vault entries
     left out). ``details``, when given, receives ``records`` (counts per record kind) and
     ``left_out`` (what was not exported, counted)."""
+    progress = arguments.callback(progress, "progress")
     chosen = _scope_list(scopes, store.settings)
     with store.snapshot():
         count = store.memories.stats(chosen, store.clock())["total"]
@@ -230,6 +232,8 @@ def import_jsonl(
     the store changed under the import between its check and a batch (``imported``
     then counts the rows of the batches committed before; a rerun completes it).
     """
+    progress = arguments.callback(progress, "progress")
+    checked = arguments.callback(checked, "checked")
     target = rules.name(scope, "scope", store.settings.max_scope_chars, optional=True)
     run = _Import(store, target, progress, max(1, batch), checked)
     # The checked rows wait in a temporary copy (in memory up to a few MB, then on

@@ -19,9 +19,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
+from .. import arguments
 from ..errors import HiveMemError, StoreError
 from ..settings import Settings
-from ..store.factory import Salvage, SalvageReader
+from ..store.factory import RawRow, Salvage, SalvageReader
 from ..write.redact import Scrubber
 from .exported_rows import memory_from_dict
 from .portability import FORMAT_VERSION
@@ -56,7 +57,8 @@ class RescueReport:
         return (
             f"rows counted before: {counted}; exported: {self.exported}; unreadable: "
             f"{self.unreadable}; undecodable: {len(self.undecodable)}; set aside (would not "
-            f"import): {len(self.rejected)}; exported with garbled text: {len(self.garbled)}"
+            f"import, undecodable rows as read): {len(self.rejected)}; exported with garbled "
+            f"text: {len(self.garbled)}"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -91,6 +93,7 @@ def rescue_jsonl(
     ``{"reason": …, "row": …}`` lines, so the export imports whole and nothing read is
     dropped. Raises ``StoreError`` only when nothing of the file can be read (not a
     SQLite file, no memories table)."""
+    progress = arguments.callback(progress, "progress")
     reader = SalvageReader(path)
     try:
         if not reader.readable():
@@ -156,6 +159,10 @@ def _records(
     """Each readable row as an export record, and why it would not import (or None)."""
     settings = Settings()
     for memory in reader.rows(report):
+        if isinstance(memory, RawRow):  # saved as read, set aside: it cannot be imported
+            if scopes is None or memory.fields.get("scope") in scopes:
+                yield clean(memory.fields), memory.why
+            continue
         if scopes is not None and memory.scope not in scopes:
             continue
         record = clean(memory.to_dict())

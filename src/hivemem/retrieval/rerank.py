@@ -51,8 +51,12 @@ def resolve_reranker(reranker: Reranker | str | None) -> Reranker | None:
         return None
     if isinstance(reranker, str):
         return get_reranker(reranker)
-    if not isinstance(reranker, Reranker):
-        raise InvalidInput("reranker", "expected a Reranker or the name of a registered one")
+    if not isinstance(reranker, Reranker) or not callable(getattr(reranker, "score", None)):
+        raise InvalidInput(
+            "reranker",
+            "expected a Reranker (a name and a callable score(query, texts)) or the name of "
+            "a registered one",
+        )
     return reranker
 
 

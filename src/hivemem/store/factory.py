@@ -25,6 +25,7 @@ from .sqlite import migrations as sqlite_migrations
 from .sqlite.backend import SQLiteBackend
 from .sqlite.backup import SQLiteBackupRows
 from .sqlite.database import DRIVER_NAME, sqlite_driver
+from .sqlite.salvage import RawRow as RawRow
 from .sqlite.salvage import Salvage as Salvage
 from .sqlite.salvage import SalvageReader as SalvageReader
 from .sqlite.vault import SQLiteVault
@@ -33,15 +34,17 @@ from .tokens import TokenTable
 from .ui_sessions import UiSessionTable
 
 
-def open_backend(location: str | Path, settings: Settings) -> Backend:
+def open_backend(location: str | Path, settings: Settings, *, create: bool = True) -> Backend:
     """The backend for ``location`` (PostgreSQL needs the ``postgres`` extra: without it
-    ``MissingDependency`` says how to install it)."""
+    ``MissingDependency`` says how to install it). ``create=False``: a missing file is
+    ``NotAStore`` and nothing is made (a PostgreSQL database always exists first)."""
     if is_url(location):
         return open_postgres(str(location), timeout_s=settings.busy_timeout_ms / 1000)
     return SQLiteBackend(
         location,
         busy_timeout_ms=settings.busy_timeout_ms,
         read_connections=settings.read_connections,
+        create=create,
     )
 
 
@@ -98,6 +101,7 @@ def analyze(backend: Any) -> None:
 
 
 __all__ = [
+    "RawRow",
     "Salvage",
     "SalvageReader",
     "analyze",

@@ -364,11 +364,23 @@ class MaintenanceStatements(RunLogStatements):
             "ORDER BY m.id LIMIT ?",
         )
 
+    def set_confidence(self, scope: str, memory_id: str, value: float) -> None:
+        """Inside a write: a confidence a job derived (decay, a contradiction found by
+        consolidation). Not an edit: no version is made, and ``updated_by`` and
+        ``updated_at`` stay those of whoever wrote the text, so ``history``, the
+        inspector's timeline and exports keep its author (issue #25: a decay run signed
+        every fact ``maintenance:decay``)."""
+        self._db._write(
+            "UPDATE memories SET confidence = ? WHERE scope = ? AND id = ?",
+            [value, scope, memory_id],
+        )
+
     def set_decay(
         self, scope: str, memory_id: str, base: float, anchor: datetime, value: float, now: datetime
     ) -> None:
-        """Inside a write: the decayed confidence and the state it was computed from."""
-        self._db.update(scope, memory_id, now, confidence=value, updated_by="maintenance:decay")
+        """Inside a write: the decayed confidence and the state it was computed from
+        (``set_confidence``: the text's author and time stay)."""
+        self.set_confidence(scope, memory_id, value)
         self._db._write(
             "INSERT INTO decay_state (memory_id, base, anchor, applied) VALUES (?, ?, ?, ?) "
             "ON CONFLICT (memory_id) DO UPDATE SET base = excluded.base, "

@@ -605,6 +605,10 @@ class JobState(Protocol):
         self, scope: str, kinds: Sequence[Kind | str], after: str, limit: int
     ) -> list[Any]: ...
 
+    def set_confidence(self, scope: str, memory_id: str, value: float) -> None:
+        """A derived confidence: neither a version nor a change of author."""
+        ...
+
     def set_decay(
         self, scope: str, memory_id: str, base: float, anchor: datetime, value: float, now: datetime
     ) -> None: ...

@@ -43,7 +43,8 @@ from .common import (
     envvar="HIVEMEM_DB",
     show_envvar=True,
     metavar="PATH",
-    help="The store file (default: memory.db in the user data folder).",
+    help="The store file (default: memory.db in the user data folder); a "
+    "postgresql:// URL for PostgreSQL.",
 )
 @click.option(
     "--scope",
@@ -72,6 +73,13 @@ def main(ctx: click.Context, db: str | None, scope: str, shared: tuple[str, ...]
     Errors are one line on stderr, `error: <message>`; `--json` output is described in
     docs/json.md. NO_COLOR turns colour off; `hivemem completion SHELL` prints the
     shell completion script.
+
+    --db: reads never create a store. A command that reads (search, list, export,
+    doctor ...) or changes what is there (forget, correct, maintain ...) fails on a
+    missing path with one line naming it (exit 6); only a command that puts something
+    in the store (init, add, import, index, vault set, token create, serve-http,
+    serve-mcp, and copy's DST) creates one, with its missing folders, and says so once
+    on stderr. A SQLite file of another program is refused (exit 6) and left unchanged.
     """
     tolerate_any_terminal()
     if no_color():

@@ -14,7 +14,7 @@ from typing import IO, Any
 
 import click
 
-from ... import Conflict, InvalidInput, Settings, Store, StoreError
+from ... import Conflict, InvalidInput, NotAStore, Settings, Store, StoreError
 from ...evaluation import doctor
 from ...facade.database import default_path
 from ...lifecycle.portability import ImportReport, export_jsonl, import_jsonl
@@ -32,7 +32,7 @@ def init(env: Env) -> None:
     The folder of --db is created too. Opening an existing store applies pending schema
     migrations.
     """
-    store = env.store(create_folder=True)
+    store = env.store(create=True)
     schema = store.health.schema_version()
     click.echo(f"{store.location}")
     click.echo(f"schema: {', '.join(schema)}")
@@ -112,6 +112,8 @@ def export_(
                     details=details,
                 ),
             )
+    except NotAStore:
+        raise  # no store at all (missing, or another program's file): nothing to rescue
     except StoreError as exc:
         click.echo(f"warning: {exc}", err=True)
         click.echo("exporting every memory that can still be read, row by row", err=True)
@@ -130,7 +132,12 @@ def export_(
                 )
             return reports[-1].exported
 
-        _write_whole(file, rescue)
+        try:
+            _write_whole(file, rescue)
+        except BaseException:  # nothing could be read: no file of set-aside rows either
+            if aside is not None:
+                aside.unlink(missing_ok=True)
+            raise
         report = reports[-1]
         click.echo(f"{report.summary()} → {where}", err=True)
         for memory_id, why in report.rejected[:_SHOWN_PROBLEMS]:
@@ -140,8 +147,13 @@ def export_(
             click.echo(f"  rows set aside: {len(report.rejected)} ({kept})", err=True)
         elif aside is not None:
             aside.unlink(missing_ok=True)
-        for memory_id in report.undecodable[:_SHOWN_PROBLEMS]:
-            click.echo(f"  undecodable row {memory_id!r}", err=True)
+        if report.unreadable_ranges:
+            shown = ", ".join(
+                f"{lo}" if lo == hi else f"{lo}-{hi}"
+                for lo, hi in report.unreadable_ranges[:_SHOWN_PROBLEMS]
+            )
+            more = " …" if len(report.unreadable_ranges) > _SHOWN_PROBLEMS else ""
+            click.echo(f"  could not read (damaged pages), rowids: {shown}{more}", err=True)
         if not include_secrets and not report.secrets_redacted:
             click.echo("warning: the vault could not be read: secrets were not redacted", err=True)
         if not report.complete:
@@ -234,15 +246,15 @@ def import_(env: Env, file: str, into_scope: str | None, no_embed: bool, as_json
     bar (--no-embed leaves that to `hivemem reindex`; until then they are found by
     keyword).
     """
-    store = env.store(create_folder=True)
-    with store.indexer.owning():  # this command embeds what it imports, all of it
+    with contextlib.ExitStack() as stack:  # the file opens first: a missing one makes no store
         if file == "-":
-            with _utf8(sys.stdin.buffer, "r") as stdin:
-                report = _import(store, stdin, into_scope, 0)
+            fp, total = stack.enter_context(_utf8(sys.stdin.buffer, "r")), 0
         else:
             total = _count_lines(file)
-            with _open(file) as fp:
-                report = _import(store, fp, into_scope, total)
+            fp = stack.enter_context(_open(file))
+        store = env.store(create=True)
+        stack.enter_context(store.indexer.owning())  # it embeds what it imports, all of it
+        report = _import(store, fp, into_scope, total)
         _fail_unless_ok(report, as_json)
         embedded = 0 if no_embed else _embed_queued(store)
     queued = store.indexer.pending() if store.indexer.enabled else 0
@@ -379,6 +391,8 @@ def doctor_(env: Env, repair: bool, as_json: bool) -> None:
     """
     try:
         store = env.store()
+    except NotAStore:
+        raise  # no store there, or another program's file: one line, exit 6
     except StoreError as exc:  # a file too damaged to open is a finding, not a crash
         store, fixed = None, None
         report = doctor.unopenable(env.db or str(default_path()), exc)

@@ -13,6 +13,7 @@ re-invented here.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -41,7 +42,11 @@ EXIT_CODES = (
     (3, "not found (no memory, key, session or token by that name)"),
     (4, "conflict (e.g. a key that already has an active memory)"),
     (5, "a missing optional dependency (the message has the install command)"),
-    (6, "store error (not a HiveMem file, a newer schema, a damaged file, a full disk)"),
+    (
+        6,
+        "store error (no store at that path, not a HiveMem file, a newer schema, a "
+        "damaged file, a full disk)",
+    ),
     (7, "forbidden (this handle has no right to change that scope)"),
     (
         8,
@@ -162,28 +167,47 @@ class Env:
     settings: Settings
     _store: Store | None = field(default=None, repr=False)
 
-    def store(self, *, create_folder: bool = False) -> Store:
+    def store(self, *, create: bool = False) -> Store:
+        """The store of ``--db``. Reads never create one (``create=False``: a missing
+        file is ``NotAStore``, exit 6, naming the path); a command that puts something
+        in the store passes ``create=True``, and a store it makes is said once on stderr,
+        with the folders it made for it (the rule is in ``hivemem --help``, README)."""
         if self._store is None:
-            if create_folder and self.db and self.db != ":memory:" and "://" not in self.db:
-                Path(self.db).expanduser().parent.mkdir(parents=True, exist_ok=True)
-            # The LLM's key is read here, at the edge, and never printed (settings.llm).
-            key = os.environ.get(LLM_API_KEY_ENV) or None
-            self._store = hivemem.open(
-                self.db,
-                settings=self.settings,
-                llm_api_key=key,
-                embed_api_key=os.environ.get(EMBED_API_KEY_ENV) or None,
-            )
+            self._store = open_store(self.db, self.settings, create=create)
         return self._store
 
-    def memory(self) -> ScopedMemory:
-        store = self.store()
+    def memory(self, *, create: bool = False) -> ScopedMemory:
+        store = self.store(create=create)
         return store.scope(self.scope, shared=self.shared, actor=store.settings.agent or None)
 
     def close(self) -> None:
         if self._store is not None:
             self._store.close()
             self._store = None
+
+
+def open_store(location: str | None, settings: Settings, *, create: bool, **options: Any) -> Store:
+    """``hivemem.open`` for a command: the LLM's and the embedder's keys read here, at the
+    edge (never printed); with ``create``, the missing folders of a new file are made,
+    and a store this call made is announced on stderr, once."""
+    made: list[Path] = []
+    if create and location and location != ":memory:" and "://" not in location:
+        folder = Path(location).expanduser().absolute().parent
+        made = [p for p in (folder, *folder.parents) if not p.exists()]
+        folder.mkdir(parents=True, exist_ok=True)
+    options.setdefault("llm_api_key", os.environ.get(LLM_API_KEY_ENV) or None)
+    options.setdefault("embed_api_key", os.environ.get(EMBED_API_KEY_ENV) or None)
+    try:
+        store = hivemem.open(location, settings=settings, create=create, **options)
+    except BaseException:
+        for folder in made:  # the folders made for a store that did not open
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
+    if store.created:
+        also = f" (and its folder {made[0]})" if made else ""
+        click.echo(f"created a new HiveMem store at {store.location}{also}", err=True)
+    return store
 
 
 pass_env = click.make_pass_decorator(Env)

@@ -9,12 +9,10 @@ from typing import Any
 
 import click
 
-import hivemem
-
 from ...errors import InvalidInput
 from ...lifecycle.copying import copy_store
 from ...store.factory import is_url
-from .common import Env, echo_json, json_option, pass_env
+from .common import Env, echo_json, json_option, open_store, pass_env
 
 
 def _source(location: str) -> str:
@@ -49,10 +47,12 @@ def copy(env: Env, src: str, dst: str, resume: bool, as_json: bool) -> None:
     skipped, a different row is refused. Prints a progress bar on a terminal and the
     counts at the end. --db is not used.
     """
-    options: dict[str, Any] = {"settings": env.settings, "embedder": "none"}
+    options: dict[str, Any] = {"embedder": "none"}
     with contextlib.ExitStack() as stack:
-        source = stack.enter_context(hivemem.open(_source(src), **options))
-        target = stack.enter_context(hivemem.open(dst, **options))
+        source = stack.enter_context(
+            open_store(_source(src), env.settings, create=False, **options)
+        )
+        target = stack.enter_context(open_store(dst, env.settings, create=True, **options))
         bars: dict[str, Any] = {}
         seen: dict[str, int] = {}
 

@@ -11,8 +11,8 @@ from ...store.tokens import TokenInfo
 from .common import Env, echo_json, json_option, pass_env
 
 
-def _tokens(env: Env) -> Tokens:
-    return env.store(create_folder=True).tokens
+def _tokens(env: Env, *, create: bool = False) -> Tokens:
+    return env.store(create=create).tokens
 
 
 def _line(token: TokenInfo) -> str:
@@ -64,12 +64,10 @@ def serve_http(
     host = host or settings.http_host
     port = settings.http_port if port is None else port
     if workers > 1:
-        serve_forked(
-            lambda: env.store(create_folder=True), env.close, host, port, settings, workers
-        )
+        serve_forked(lambda: env.store(create=True), env.close, host, port, settings, workers)
         return
     serve(
-        env.store(create_folder=True),
+        env.store(create=True),
         host,
         port,
         settings,
@@ -84,7 +82,7 @@ def serve_http(
 @click.command("ui")
 @click.option(
     "--port",
-    type=int,
+    type=click.IntRange(0, 65_535),
     default=None,
     help="Port to listen on (default: setting http_port, or a free one when it is taken).",
 )
@@ -117,7 +115,7 @@ def ui(env: Env, port: int | None, no_browser: bool) -> None:
             webbrowser.open(link)
 
     serve(
-        env.store(create_folder=True),
+        env.store(),  # the inspector reads: a missing store is an error, not a new file
         "127.0.0.1",
         chosen,
         settings,
@@ -174,7 +172,7 @@ def token_create(
     scopes.update({scope: "write" for scope in write})
     if not scopes:
         raise click.UsageError("grant at least one scope with --read SCOPE or --write SCOPE")
-    info, secret = _tokens(env).create(name, scopes, env.store().clock())
+    info, secret = _tokens(env, create=True).create(name, scopes, env.store().clock())
     if as_json:
         echo_json({**info.to_dict(), "token": secret})
         return

@@ -116,7 +116,7 @@ def add(
     """
     text = read_content(content)
     extra: dict[str, Any] = {"source": source} if source else {}
-    env.store(create_folder=True)  # like init and serve-mcp: a new store in a new folder
+    env.store(create=True)  # a write: a new store (and folder) is made, and said
     if episode:
         if key or kind or reason or minor:
             raise click.UsageError("--episode takes no --key, --kind, --reason or --minor")

@@ -60,9 +60,10 @@ def index(env: Env, folder: str, watch: bool, as_json: bool) -> None:
     notes_max_file_bytes are skipped with a warning. Prints the counts: added, updated,
     unchanged, removed, skipped.
     """
-    mem = env.memory()
     if watch:
-        require_watchfiles()  # a missing extra fails before "watching" is printed
+        require_watchfiles()  # a missing extra fails before anything is made or printed
+    mem = env.memory(create=True)
+    if watch:
         click.echo(f"watching {folder} (Ctrl-C to stop)", err=True)
         watch_folder(mem, folder, on_report=lambda report: _report(report, as_json))
         return

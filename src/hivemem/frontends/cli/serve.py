@@ -87,7 +87,7 @@ def serve_mcp(
     names = tools.select(tool_set)  # an unknown profile or tool fails before the store opens
     if learning_scope is not None:
         env.settings = env.settings.replace(learning_scope=learning_scope)
-    store = env.store(create_folder=True)
+    store = env.store(create=True)
     mem = mcp_server.bind(
         store, scope or env.scope, shared or env.shared, lead_of=lead_of or None, agent=agent
     )

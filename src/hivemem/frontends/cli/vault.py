@@ -55,7 +55,7 @@ def set_(env: Env, key: str, value: str | None, secret: bool, value_json: bool) 
             parsed = json.loads(value)
         except ValueError as exc:
             raise InvalidInput("value", f"not valid JSON: {exc}") from None
-    entry = env.store().vault(env.scope).set(key, parsed, secret=secret)
+    entry = env.store(create=True).vault(env.scope).set(key, parsed, secret=secret)
     kind = "secret" if entry.is_secret else "value"
     click.echo(f"set {kind} {entry.key!r} in scope {entry.scope!r}", err=True)
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from ... import arguments
 from ... import text as textmod
 from ...errors import HiveMemError, InvalidInput
 from ...providers.entities import extract
@@ -215,6 +216,7 @@ def run_job(
     committed before a failure stays (jobs commit per batch and resume on the next run).
     """
     job = get_job(name)
+    progress = arguments.callback(progress, "progress")
     if scope is not None:
         scope = rules.name(scope, "scope", store.settings.max_scope_chars)
     scopes: list[str | None] = [scope] if scope is not None else list(store.scopes())
@@ -276,7 +278,12 @@ def _plain(counts: Counter[str]) -> dict[str, int]:
 
 
 def run_log(store: StoreHandle, job: str | None = None, scope: str | None = None, limit: int = 50):
-    """The newest runs first (``RunRecord``), of one job and/or scope when given."""
+    """The newest runs first (``RunRecord``), of one job and/or scope when given;
+    ``limit`` 1 to 10,000 (``InvalidInput`` otherwise: a huge one overflowed SQLite's
+    integer, found by the long fuzz of issue #25)."""
+    limit = arguments.limit(limit, "limit")
+    if scope is not None:  # a scope that is not valid text: InvalidInput, not a driver error
+        scope = rules.name(scope, "scope", store.settings.max_scope_chars)
     if job is not None:
         job = get_job(job).name
     return store.scrubbed(store.run_log.runs(job, scope, limit))

@@ -363,14 +363,8 @@ def _dedup_or_link(
         judged = ctx.store.memories.get_many([ctx.scope], verdict)
         contradicted = [m for m in judged if m.status is Status.ACTIVE and m.kind is Kind.FACT]
     for other in contradicted:
-        if other.confidence > s.conflict_confidence:
-            ctx.store.memories.update(
-                ctx.scope,
-                other.id,
-                ctx.clock(),
-                confidence=s.conflict_confidence,
-                updated_by=WRITER,
-            )
+        if other.confidence > s.conflict_confidence:  # a derived number: its author stays
+            maint.set_confidence(ctx.scope, other.id, s.conflict_confidence)
         ctx.counts["conflicts"] += 1
     if contradicted:
         first = contradicted[0]

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ...clock import from_text, to_text
-from ...errors import Conflict, StoreError, TryAgain
+from ...errors import Conflict, NotAStore, StoreError, TryAgain
 from ...providers.entities import Mention
 from ...types import ListFilter, Memory, Query, Status
 from ..fts5 import to_fts5
@@ -71,6 +71,17 @@ def _is_driver_failure(exc: BaseException) -> bool:
     )
 
 
+def _no_store_yet(file: Path) -> bool:
+    """Nothing at ``file`` a read could open: no file, or an empty one (``touch``) with no
+    write-ahead log holding a store's first pages beside it."""
+    if not file.exists():
+        return True
+    if file.is_dir() or file.stat().st_size > 0:
+        return False
+    wal = file.with_name(file.name + "-wal")
+    return not (wal.exists() and wal.stat().st_size > 0)
+
+
 class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, ScopedBM25, RepairMixin):
     """See ``hivemem.store.protocols.Backend`` for the contract of each method.
 
@@ -80,14 +91,27 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, ScopedBM25, RepairM
     _driver_errors = (sqlite_driver.DatabaseError, MemoryError)
 
     def __init__(
-        self, path: str | Path, *, busy_timeout_ms: int = 10_000, read_connections: int = 2
+        self,
+        path: str | Path,
+        *,
+        busy_timeout_ms: int = 10_000,
+        read_connections: int = 2,
+        create: bool = True,
     ) -> None:
         self.location = str(path)
+        self.created = False  # this open made the store (its first migration ran here)
         if self.location != ":memory:":
-            parent = Path(self.location).expanduser().resolve().parent
+            file = Path(self.location).expanduser()
+            if not create and _no_store_yet(file):
+                raise NotAStore(
+                    f"no HiveMem store at {self.location} (nothing was created): check the "
+                    "path, or create one with `hivemem --db PATH init` "
+                    "(hivemem.open(path) in Python)"
+                )
+            parent = file.resolve().parent
             if not parent.exists():
                 raise StoreError(f"cannot open {self.location}: folder {parent} does not exist")
-            self.location = str(Path(self.location).expanduser())
+            self.location = str(file)
         self._lock = threading.RLock()
         self._stats_lock = threading.RLock()  # the keyword statistics' caches
         self._depth = 0
@@ -167,10 +191,13 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, ScopedBM25, RepairM
         delay = 0.005
         while True:
             try:
+                # Before anything writes: another program's database stays as it was.
+                migrations.refuse_foreign(self._conn, self.location)
                 mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
                 self._conn.execute("PRAGMA synchronous = NORMAL")
                 migrations.refuse_newer(self._conn, self.location)
-                migrations.apply(self._conn, to_text(datetime.now().astimezone()))
+                done = migrations.apply(self._conn, to_text(datetime.now().astimezone()))
+                self.created = migrations.FIRST in done
                 return str(mode)
             except OperationalError as exc:
                 busy = "locked" in str(exc) or "busy" in str(exc)

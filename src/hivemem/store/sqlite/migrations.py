@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ... import text as textmod
-from ...errors import StoreError
+from ...errors import NotAStore, StoreError
 from . import termcounts
+from .database import OperationalError
 
 Connection = Any  # a DB-API connection of the sqlite3 family
 
@@ -91,6 +92,40 @@ def apply(conn: Connection, now: str, upto: str | None = None) -> list[str]:
         if m.name == upto:
             break
     return done
+
+
+FIRST = "0001_memories"  # every HiveMem store has applied it
+
+
+def refuse_foreign(conn: Connection, location: str) -> None:
+    """Refuse a SQLite database of another program, before anything is written to it.
+
+    A HiveMem store records ``0001_memories`` in ``migrations``. A file without tables
+    (new, or empty) becomes a store; so does one holding only an empty ``migrations``
+    table (a first open stopped before its first migration). Any other table means the
+    file is someone else's: migrating it would add HiveMem's tables to their database
+    (issue #25), so it is refused and left byte for byte as it was.
+    """
+    tables = [
+        row[0]
+        for row in conn.execute(
+            "SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite!_%' ESCAPE '!' "
+            "ORDER BY type = 'table' DESC, name"
+        )
+    ]
+    if not tables:
+        return
+    try:
+        names = applied(conn)
+    except OperationalError:  # another program's ``migrations`` table, of other columns
+        names = ["?"]
+    if FIRST in names or (tables == ["migrations"] and not names):
+        return
+    shown = ", ".join(tables[:5]) + (f" and {len(tables) - 5} more" if len(tables) > 5 else "")
+    raise NotAStore(
+        f"{location} is not a HiveMem store (it is another SQLite database, holding {shown}); "
+        "it was left unchanged: give the path of a HiveMem store, or of a new file"
+    )
 
 
 def refuse_newer(conn: Connection, location: str) -> None:

@@ -6,8 +6,10 @@ entry that points past a truncated end does not make the whole file unreadable),
 never through ``hivemem.open``: a store too damaged to open is still read. It walks the
 ``memories`` table by rowid ranges, which need only the table's own b-tree; a range that
 fails is split in halves down to single rows, so one bad page costs the rows on it and
-no others. A row whose fields cannot be decoded is reported by id. Nothing is written to
-the damaged file.
+no others. A row whose fields cannot be decoded into a memory (a damaged time, status or
+JSON field) is still saved: ``rows`` yields it as a ``RawRow``, its columns as read (text
+with U+FFFD for bytes that are not UTF-8), for the rescue to set aside. Nothing is
+written to the damaged file.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any
 
 from ...errors import StoreError
 from ...types import Memory
-from ..rows import SELECT, row_to_memory
+from ..rows import COLUMNS, SELECT, row_to_memory
 
 try:  # pragma: no cover - which driver is present depends on the install
     import sqlean as sqlite_driver
@@ -46,6 +48,15 @@ class Salvage:
     ranges: list[tuple[int, int]] = field(default_factory=list)  # rowid ranges that failed
     highest: int = 0  # the highest rowid read
     seen: set[int] = field(default_factory=set)  # every rowid read
+
+
+@dataclass(frozen=True)
+class RawRow:
+    """A row read whose fields do not make a memory: every column as read, and why."""
+
+    id: str
+    fields: dict[str, Any]
+    why: str
 
 
 class SalvageReader:
@@ -125,8 +136,9 @@ class SalvageReader:
             return highest, True
         return max(os.path.getsize(self.location) // 8, 1), False
 
-    def rows(self, report: Salvage) -> Iterator[Memory]:
-        """Every memory that can be read, in rowid order; ``report`` counts the rest."""
+    def rows(self, report: Salvage) -> Iterator[Memory | RawRow]:
+        """Every row that can be read, in rowid order: a ``Memory``, or a ``RawRow`` when
+        its fields cannot be decoded; ``report`` counts the rest."""
         counted = self._one("SELECT COUNT(*) FROM memories")
         report.counted = counted if isinstance(counted, int) else None
         bound, exact = self._upper_bound()
@@ -151,7 +163,9 @@ class SalvageReader:
         report.unreadable = sum(1 for rowid in failed if rowid <= last)
         report.ranges = _ranges([rowid for rowid in failed if rowid <= last])
 
-    def _range(self, lo: int, hi: int, report: Salvage, failed: list[int]) -> Iterator[Memory]:
+    def _range(
+        self, lo: int, hi: int, report: Salvage, failed: list[int]
+    ) -> Iterator[Memory | RawRow]:
         self._garbled.clear()
         try:
             rows = self._select("rowid BETWEEN ? AND ?", (lo, hi))
@@ -177,7 +191,7 @@ class SalvageReader:
             f"SELECT rowid, {SELECT} FROM memories m WHERE {where} ORDER BY rowid", params
         ).fetchall()
 
-    def _decode(self, rows: list[Any], report: Salvage) -> Iterator[Memory]:
+    def _decode(self, rows: list[Any], report: Salvage) -> Iterator[Memory | RawRow]:
         garbled = list(self._garbled)
         for row in rows:
             report.highest = max(report.highest, row[0])
@@ -186,11 +200,25 @@ class SalvageReader:
                 report.garbled.append(str(row[1]))
             try:
                 memory = row_to_memory(row[1:])
-            except Exception:  # garbled fields: any decoding error of any field
+            except Exception as exc:  # garbled fields: any decoding error of any field
                 report.undecodable.append(str(row[1]))
+                fields = {
+                    name: _plain(value) for name, value in zip(COLUMNS, row[1:], strict=False)
+                }
+                why = f"undecodable ({type(exc).__name__}: {str(exc)[:200]})"
+                yield RawRow(str(row[1]), fields, why)
                 continue
             report.read += 1
             yield memory
+
+
+def _plain(value: Any) -> Any:
+    """A column as JSON can hold it (a blob as text with U+FFFD for bad bytes)."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, float) and value != value:  # NaN: not JSON
+        return None
+    return value
 
 
 def _ranges(rowids: list[int]) -> list[tuple[int, int]]:
