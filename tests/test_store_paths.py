@@ -63,6 +63,9 @@ COMMANDS: dict[str, tuple[list[str], str]] = {
     "eval decay": ([], NO_STORE),
     "eval locomo": ([], NO_STORE),
     "eval longmemeval": ([], NO_STORE),
+    "eval paraphrase": ([], NO_STORE),
+    "eval silence": ([], NO_STORE),
+    "eval entities": ([], NO_STORE),
     "maintain": (["decay"], NEEDS),
     "serve-http": (SERVE_HTTP, CREATES),
     "ui": (["--no-browser", "--port", "{port}"], NEEDS),  # a taken port: it cannot serve
@@ -77,8 +80,24 @@ COMMANDS: dict[str, tuple[list[str], str]] = {
     "vault set": (["k", "v"], CREATES),
     "completion": (["bash"], NO_STORE),
     "mcp-config": ([], NO_STORE),
+    # a local PostgreSQL in a folder of its own (--data), never --db: tests/test_postgres_local.py
+    "postgres start": ([], NO_STORE),
+    "postgres url": ([], NO_STORE),
+    "postgres stop": ([], NO_STORE),
 }
-NOT_RUN = {"bench", "eval all", "eval decay", "eval locomo", "eval longmemeval"}  # slow
+NOT_RUN = {
+    "bench",
+    "eval all",
+    "eval decay",
+    "eval locomo",
+    "eval longmemeval",
+    "eval paraphrase",
+    "eval silence",
+    "eval entities",
+    "postgres start",  # would start a server in the user's data folder
+    "postgres url",
+    "postgres stop",
+}  # slow, or not about --db
 OPENING = [name for name, (_, kind) in COMMANDS.items() if kind != NO_STORE and name != "copy"]
 
 
