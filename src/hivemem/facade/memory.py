@@ -682,7 +682,7 @@ class ScopedMemory:
         hits = run(q)
         if not hits and q.categories:
             hits = categories.unfiltered(run(replace(q, categories=())), q.categories)
-        if hits and self.settings.track_access:
+        if hits and self.settings.track_access and self.settings.access_counts == "search":
             self._touch([h.memory.id for h in hits])
         return hits
 
