@@ -114,8 +114,7 @@ class Settings:
     )
     search_limit: int = _setting(
         10,
-        "Results a search tool returns when the call gives no limit (openhive's "
-        "memory_search: 5).",
+        "Results a search tool returns when the call gives no limit (openhive's memory_search: 5).",
     )
 
     # Embeddings and the vector lane.

@@ -759,21 +759,23 @@ class ScopedMemory:
         session_id: str | None = None,
         max_entries: int = 50,
         max_tokens: int | None = None,
+        *,
+        profile: str | None = None,
+        max_relevant: int | None = None,
+        min_score: float | None = None,
     ) -> str:
         """The memory block for a system prompt: pinned memories by priority, then those
         of earlier sessions relevant to ``query`` (``session_id`` is the current session,
-        excluded), then the latest reflection, within ``max_entries`` and ``max_tokens``
-        (tiktoken where available offline, else an estimate). See ``hivemem.lifecycle.context``."""
+        excluded; hits above ``min_score``), then the latest reflection, within
+        ``max_entries`` and ``max_tokens`` (tiktoken where available offline, else an
+        estimate); ``profile`` picks a seed's recipe. See ``hivemem.lifecycle.context``."""
         from ..lifecycle.context import build_context
 
-        block = build_context(
-            self,
-            query=query,
-            session_id=session_id,
-            max_entries=max_entries,
-            max_tokens=max_tokens,
-        )
-        return block
+        return build_context(
+            self, query=query, session_id=session_id, max_entries=max_entries,
+            max_tokens=max_tokens, profile=profile, max_relevant=max_relevant,
+            min_score=min_score,
+        )  # fmt: skip
 
     def _touch(self, ids: list[str]) -> None:
         self._backend.touch(self.visible, ids, self._now())
