@@ -16,6 +16,7 @@ import hivemem
 
 from ... import Settings
 from . import admin, maintain, measure, memories
+from . import context as context_commands
 from . import copy as copy_commands
 from . import http as http_commands
 from . import notes as notes_commands
@@ -74,6 +75,7 @@ def main(ctx: click.Context, db: str | None, scope: str, shared: tuple[str, ...]
 for _command in (
     admin.init,
     *memories.COMMANDS,
+    *context_commands.COMMANDS,
     *admin.COMMANDS,
     *copy_commands.COMMANDS,
     *measure.COMMANDS,

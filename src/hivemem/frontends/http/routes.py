@@ -36,6 +36,7 @@ REST_ROUTES: dict[str, tuple[str, str, dict[str, str]]] = {
     "memory_purge": ("POST", "/memories/{id}/purge", {"id": "id"}),
     "memory_purge_all": ("POST", "/purge", {}),
     "add_task_result": ("POST", "/tasks", {}),
+    "memory_context": ("POST", "/context", {}),
 }
 
 _ERROR_STATUSES = (400, 401, 403, 404, 409, 413, 422, 500, 501, 503, 507)
