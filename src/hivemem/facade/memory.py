@@ -78,6 +78,7 @@ class ScopedMemory:
         settings = store.settings
         scope = rules.name(name, "scope", settings.max_scope_chars)
         assert scope is not None
+        rules.scope_slug(scope, settings, store._backend.scopes)
         shared_clean: list[str] = []
         for other in as_tuple(shared):
             clean = rules.name(other, "shared", settings.max_scope_chars)

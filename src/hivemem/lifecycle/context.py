@@ -176,7 +176,7 @@ def _optional_text(value: object, field: str) -> str | None:
     raise InvalidInput(field, f"expected text or nothing, got {value.__class__.__name__}")
 
 
-def _bullet(memory: Memory, *, dated: bool = False) -> str:
+def bullet(memory: Memory, *, dated: bool = False) -> str:
     text = " ".join(memory.content.split())
     label = f"**{memory.key}**: " if memory.key else ""
     if not dated:
@@ -429,7 +429,7 @@ def _reserved(
     entries = len(wanted) + (reflection is not None)
     if block.max_tokens is None:
         return entries, 0
-    relevant = sum(block.count(_bullet(m, dated=True) + "\n") for m in wanted)
+    relevant = sum(block.count(bullet(m, dated=True) + "\n") for m in wanted)
     if wanted:
         relevant += block.count(f"\n### {recipe.relevant_title}\n")
     tokens = min(relevant, math.floor(RELEVANT_SHARE * block.max_tokens))
@@ -453,7 +453,7 @@ def _add_pinned(mem: ScopedHandle, block: _Block) -> int:
             if not identity and len(block.entries) >= block.max_entries:
                 left_out += 1  # no room for any entry: skip counting its tokens
                 continue
-            text = _bullet(memory)
+            text = bullet(memory)
             cost = block.cost(title, text)
             if identity or block.fits(cost):
                 block.add(title, text, memory, cost)
@@ -531,7 +531,7 @@ def _add_relevant(block: _Block, hits: list[Memory], title: str, max_relevant: i
             break
         if memory.id in shown or memory.content_hash in seen:
             continue
-        text = _bullet(memory, dated=True)
+        text = bullet(memory, dated=True)
         cost = block.cost(title, text)
         if block.fits(cost):
             block.add(title, text, memory, cost)

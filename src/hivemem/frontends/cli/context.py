@@ -42,9 +42,9 @@ def context(
     min_score: float | None,
     as_json: bool,
 ) -> None:
-    """Print the memory block for the next prompt about QUERY (- reads standard input).
+    """Print the memory block for a prompt about QUERY.
 
-    Pinned memories (identity, lessons, decisions, current context), then the memories
+    QUERY is the user's message or the task (- reads standard input). Pinned memories (identity, lessons, decisions, current context), then the memories
     of earlier sessions relevant to QUERY, then the latest reflection, within the
     budget. Nothing is printed for an empty block (a note on stderr says so).
     """
