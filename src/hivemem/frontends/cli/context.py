@@ -44,9 +44,10 @@ def context(
 ) -> None:
     """Print the memory block for a prompt about QUERY.
 
-    QUERY is the user's message or the task (- reads standard input). Pinned memories (identity, lessons, decisions, current context), then the memories
-    of earlier sessions relevant to QUERY, then the latest reflection, within the
-    budget. Nothing is printed for an empty block (a note on stderr says so).
+    QUERY is the user's message or the task (- reads standard input). The block holds
+    the pinned memories (identity, lessons, decisions, current context), then the
+    memories of earlier sessions relevant to QUERY, then the latest reflection, within
+    the budget. Nothing is printed for an empty block (a note on stderr says so).
     """
     block = context_block(
         env.memory(),
