@@ -133,3 +133,36 @@ def test_the_slug_rule_refuses_new_names_and_keeps_existing_scopes_readable(db_p
     assert sorted(store.scopes()) == ["Team A"]
     store.close()
     assert _open(db_path, clock).scope("../evil team").name == "../evil team"  # rule off
+
+
+def test_serve_mcp_with_openhives_tools_applies_its_defaults(db_path):
+    """A real ``hivemem serve-mcp --tools openhive`` process: memory_search answers 5 by
+    default, and a new scope whose name is no slug is refused before it serves."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import anyio
+
+    pytest.importorskip("mcp")
+    from mcp import Client, StdioServerParameters
+
+    with hivemem.open(db_path, embedder="hash") as store:
+        for i in range(8):
+            store.scope("ops-team").save(f"release train note {i}")
+    cmd = [sys.executable, "-c", "from hivemem.frontends.cli import main; main()"]
+    args = ["--db", str(db_path), "serve-mcp", "--scope", "ops-team", "--tools", "openhive"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HIVEMEM_")}
+    env["HIVEMEM_EMBEDDER"] = "hash"
+    params = StdioServerParameters(command=cmd[0], args=[*cmd[1:], *args], env=env)
+
+    async def main():
+        async with Client(params) as client:
+            return await client.call_tool("memory_search", {"query": "release train"})
+
+    answer = json.loads(anyio.run(main).content[0].text)
+    assert answer["count"] == 5
+    bad = [*cmd, "--db", str(db_path), "serve-mcp", "--scope", "Evil Team", "--tools", "openhive"]
+    refused = subprocess.run(bad, env=env, capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2 and "slug" in refused.stderr
