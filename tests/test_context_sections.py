@@ -26,10 +26,10 @@ TOPICS = [
 
 
 @pytest.fixture
-def real(tmp_path, clock):
+def real(db_path, clock):
     """The bundled model: the floor is about what real scores mean."""
     store = hivemem.open(
-        tmp_path / "memory.db",
+        db_path,
         clock=clock,
         embedder="local",
         settings=hivemem.Settings(consolidate_on_session_switch=False),
@@ -124,9 +124,9 @@ def test_profiles_pick_a_seeds_recipe(mem, clock):
     assert err.value.field == "min_score"
 
 
-def test_the_store_profile_setting_picks_the_recipe(tmp_path, clock):
+def test_the_store_profile_setting_picks_the_recipe(db_path, clock):
     store = hivemem.open(
-        tmp_path / "m.db", clock=clock, settings=hivemem.Settings(profile="openhive")
+        db_path, clock=clock, embedder="hash", settings=hivemem.Settings(profile="openhive")
     )
     mem = store.scope("team")
     mem.save("You are Ada", type="identity")
