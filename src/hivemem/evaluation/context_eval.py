@@ -67,23 +67,23 @@ class _Count:
     def __init__(self, floors: tuple[float, ...]) -> None:
         self.n = 0
         self.block = dict.fromkeys(floors, 0)
+        self.tokens = dict.fromkeys(floors, 0)
         self.bm25 = 0
-        self.tokens = 0
 
-    def add(self, found: dict[float, bool], bm25: bool, tokens: int) -> None:
+    def add(self, found: dict[float, tuple[bool, int]], bm25: bool) -> None:
         self.n += 1
-        for floor, hit in found.items():
+        for floor, (hit, tokens) in found.items():
             self.block[floor] += hit
+            self.tokens[floor] += tokens
         self.bm25 += bm25
-        self.tokens += tokens
 
     def to_dict(self) -> dict[str, Any]:
         n = max(self.n, 1)
         return {
             "n": self.n,
             "block": {str(f): round(v / n, 4) for f, v in self.block.items()},
+            "tokens": {str(f): round(v / n, 1) for f, v in self.tokens.items()},
             "bm25": round(self.bm25 / n, 4),
-            "tokens": round(self.tokens / n, 1),
         }
 
 
@@ -133,14 +133,14 @@ def run_context_suite(
                             count_tokens=estimate_tokens,
                         )
                         ids = [m["id"] for s in block.sections for m in s["memories"]]
-                        found[floor] = _evidence(ids, labels, gold)
+                        found[floor] = (_evidence(ids, labels, gold), block.tokens)
                         if floor == floors[0]:
                             budget = block.tokens
                     plain = _bm25(store, unit.scope, item.text, 50)
                     bm25 = _evidence(_fill(mem, plain, budget), labels, gold)
-                    by_category.setdefault(item.category, _Count(floors)).add(found, bm25, budget)
+                    by_category.setdefault(item.category, _Count(floors)).add(found, bm25)
                     if item.headline:
-                        overall.add(found, bm25, budget)
+                        overall.add(found, bm25)
                     notify(f"{suite.name}: context", done, total)
     return ContextReport(
         suite=suite.name,
@@ -176,9 +176,8 @@ def format_context(report: ContextReport) -> str:
     floors = [str(f) for f in report.floors]
     header = (
         "category",
-        *[f"in block (floor {f})" for f in floors],
-        "BM25 same tokens",
-        "tokens",
+        *[f"in block (floor {f}, tokens)" for f in floors],
+        f"BM25 in the tokens of floor {floors[0]}",
         "n",
     )
     rows: list[tuple[str, ...]] = [header]
@@ -186,9 +185,8 @@ def format_context(report: ContextReport) -> str:
         rows.append(
             (
                 name,
-                *[f"{values['block'][f]:.3f}" for f in floors],
+                *[f"{values['block'][f]:.3f} ({values['tokens'][f]:.0f})" for f in floors],
                 f"{values['bm25']:.3f}",
-                f"{values['tokens']:.0f}",
                 str(values["n"]),
             )
         )

@@ -641,6 +641,68 @@ def context_(
         echo_json([r.to_dict() for r in reports])
 
 
+@eval_.command(name="access")
+@click.option(
+    "--locomo",
+    "locomo_path",
+    type=click.Path(exists=True, dir_okay=False),
+    help="LoCoMo JSON (locomo10.json): the episodes and mixed suites.",
+)
+@click.option(
+    "--longmemeval",
+    "lme_path",
+    type=click.Path(exists=True, dir_okay=False),
+    help="LongMemEval JSON, plain or .gz.",
+)
+@click.option(
+    "--suite",
+    "only",
+    type=click.Choice(["longmemeval", "locomo", "locomo-mixed"]),
+    multiple=True,
+    help="Run only these suites (repeatable).",
+)
+@click.option(
+    "--limit-questions", type=click.IntRange(min=1), metavar="N", help="About N per suite."
+)
+@click.option(
+    "--keep", type=click.Path(file_okay=False), metavar="DIR", help="As `eval all --keep`."
+)
+@json_option
+@pass_env
+def access_(
+    env: Env,
+    locomo_path: str | None,
+    lme_path: str | None,
+    only: tuple[str, ...],
+    limit_questions: int | None,
+    keep: str | None,
+    as_json: bool,
+) -> None:
+    """Every question searched twice, with searches counted as accesses or not.
+
+    Measures whether an access boost earned by being found lets a ranking reinforce
+    itself (the access_counts setting); a kept store is copied, never changed.
+    """
+    from ...evaluation.access_eval import format_access, run_access_suite
+
+    if locomo_path is None and lme_path is None:
+        raise InvalidInput("path", "give --locomo PATH and/or --longmemeval PATH")
+    names = {"LongMemEval": "longmemeval", "LoCoMo episodes": "locomo"}
+    names["LoCoMo mixed"] = "locomo-mixed"
+    reports = []
+    for suite in suites_for(locomo_path, lme_path, limit_questions):
+        if only and names[suite.name] not in only:
+            continue
+        report = run_access_suite(
+            suite, env.settings, progress=_stage_printer(), keep=Path(keep) if keep else None
+        )
+        reports.append(report)
+        if not as_json:
+            click.echo(format_access(report) + "\n")
+    if as_json:
+        echo_json([r.to_dict() for r in reports])
+
+
 def _progress() -> Any:
     """Questions done, on stderr (rewritten in place on a terminal)."""
     printer = _stage_printer()
