@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 
 from click.testing import CliRunner
-from test_suites import _locomo
 
 from hivemem import Settings
 from hivemem.evaluation.access_eval import format_access, run_access_suite
 from hivemem.evaluation.context_eval import format_context, run_context_suite
 from hivemem.evaluation.suites import locomo_suite
 from hivemem.frontends.cli import main
+from test_suites import _locomo
 
 SETTINGS = Settings(embedder="hash")
 
