@@ -7,12 +7,15 @@ this order, each memory one bullet (the reflection a paragraph):
    first), current context (newest first). Facts, notes and summaries only: raw episodes
    and reflections are never pinned.
 2. Memories from earlier sessions relevant to ``query`` (hybrid search; the current
-   session excluded; nothing pinned repeated, a text said twice shown once), each with its
-   date.
-3. The latest reflection.
+   session excluded; only hits scoring at least ``min_score``; nothing pinned repeated, a
+   text said twice shown once), each with its date.
+3. The latest reflection, without its lines that repeat a memory shown above.
 
-Only active, unexpired memories appear. The budget is ``max_entries`` memories and, when
-given, ``max_tokens`` for the WHOLE block (headings included): entries are taken in the
+``profile`` picks a seed's recipe instead (``RECIPES``). Only active, unexpired memories
+appear. The budget is ``max_entries`` memories and, when given, ``max_tokens`` for the
+WHOLE block (headings included). The relevance section and the reflection hold their
+share of it (``RELEVANT_SHARE``, ``REFLECTION_SHARE``) when they have something to show,
+so pinned memories never crowd them out; within the shares, entries are taken in the
 order above while they fit, and one that does not fit is left out (a smaller one after it
 may still fit). Left-out memories keep their type and stay searchable; nothing is
 written. Identity entries are exempt: never dropped, even past the budget (that is logged
