@@ -298,7 +298,7 @@ RECIPES: Mapping[str, Recipe] = {
 
 RELEVANT_SHARE = 0.4  # of max_entries and max_tokens, held for the relevance section
 REFLECTION_SHARE = 0.2  # of max_tokens, held for the latest reflection
-MIN_SCORE = 0.15  # the relevance floor: hits scoring below it are not shown (measured)
+MIN_SCORE = 0.05  # the relevance floor: hits scoring below it are not shown (measured)
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,7 @@ from .common import Env, echo_json, json_option, pass_env, read_content
     help="A seed's recipe (default: the profile setting, else hivemem: all three sections).",
 )
 @click.option("--max-relevant", type=int, help="Most memories in the relevance section.")
-@click.option("--min-score", type=float, help="Relevance floor in [0, 1] (default 0.15).")
+@click.option("--min-score", type=float, help="Relevance floor in [0, 1] (default 0.05).")
 @json_option
 @pass_env
 def context(

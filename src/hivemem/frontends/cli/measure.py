@@ -589,7 +589,7 @@ def all_(
     "floors",
     type=click.FloatRange(0, 1),
     multiple=True,
-    help="Relevance floor; repeatable, one column each (default: context's, 0.15).",
+    help="Relevance floor; repeatable, one column each (default: context's, 0.05).",
 )
 @click.option("--max-entries", default=50, show_default=True, type=int, help="Block entries.")
 @click.option("--max-tokens", type=int, help="Block tokens (default: no cap).")
