@@ -72,7 +72,9 @@ def test_sixty_one_facts_never_crowd_out_the_relevant_one(real, clock):
 def test_the_relevance_section_takes_only_hits_above_its_floor(real, clock):
     real.add_episode("I moved to Berlin last spring", session_id="s0", role="user")
     real.add_episode("I am allergic to peanuts", session_id="s1", role="user")
-    real.add_episode("The deploy of the payments API failed on Friday", session_id="s2", role="user")
+    real.add_episode(
+        "The deploy of the payments API failed on Friday", session_id="s2", role="user"
+    )
     real.store.flush()
     block = real.context("How did the deploy of the payments API go?", session_id="now")
     relevant = _section(block, "Relevant from earlier sessions")

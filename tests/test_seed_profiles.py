@@ -6,6 +6,8 @@ are more, scope names held to the slug rule without locking an existing scope ou
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 import hivemem
@@ -30,7 +32,7 @@ def test_a_profile_sets_every_default_of_its_seed_and_explicit_values_win():
         "linear",
     )
     assert swarm.replace(decay_weight=0.3).decay_weight == 0.3  # even HiveMem's own default
-    assert Settings().access_counts == "search" and Settings().search_limit == 10
+    assert Settings().access_counts == "get" and Settings().search_limit == 10
     with pytest.raises(InvalidInput) as err:
         Settings(profile="mem0")
     assert err.value.field == "profile"
@@ -76,10 +78,14 @@ def test_under_swarm_only_a_get_counts_and_the_boost_is_linear(db_path, clock):
     assert access_boost(3, 1.5, curve="linear") == pytest.approx(1.3)
 
 
-def test_by_default_a_search_counts_an_access(mem):
+def test_by_default_a_search_restarts_the_decay_clock_but_earns_no_boost(mem, clock):
     saved = mem.save("The build cache lives on the NFS share")
+    clock.advance(days=3)
     mem.search("build cache")
-    assert mem.get(saved.id).access_count == 1
+    assert "access" not in mem.search("build cache")[0].explain.factors  # no boost earned
+    seen = mem.get(saved.id)  # the get counts after it is read
+    assert seen.access_count == 0 and seen.last_accessed > saved.created_at + timedelta(days=3)
+    assert mem.search("build cache")[0].explain.factors["access"] > 1.0  # the get's
 
 
 def test_openhive_memory_search_returns_five_and_decays_to_half_at_thirty_days(db_path, clock):

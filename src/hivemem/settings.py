@@ -106,11 +106,11 @@ class Settings:
         True, "Reads bump access_count/last_accessed of what they return (see access_counts)."
     )
     access_counts: str = _setting(
-        "search",
-        "Which reads count as an access: `search` (searches and gets; decay_from "
-        "last_access keeps facts in use alive through them: docs/seeds.md) or `get` "
-        "(reading one memory only, Agent Swarm's memory-get: searches leave counts and "
-        "decay clocks alone).",
+        "get",
+        "Which reads count an access (access_count, the boost): `get` (reading one "
+        "memory, Agent Swarm's memory-get; a search only sets last_accessed, the clock "
+        "decay_from=last_access restarts, so a ranking cannot reinforce itself while "
+        "facts in use stay alive) or `search` (searches too; measured in docs/seeds.md).",
     )
     search_limit: int = _setting(
         10,

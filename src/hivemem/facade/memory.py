@@ -683,8 +683,8 @@ class ScopedMemory:
         hits = run(q)
         if not hits and q.categories:
             hits = categories.unfiltered(run(replace(q, categories=())), q.categories)
-        if hits and self.settings.track_access and self.settings.access_counts == "search":
-            self._touch([h.memory.id for h in hits])
+        if hits and self.settings.track_access:  # under access_counts=get: the clock only
+            self._touch([h.memory.id for h in hits], int(self.settings.access_counts == "search"))
         return hits
 
     @scrubs_output
@@ -778,8 +778,8 @@ class ScopedMemory:
             min_score=min_score,
         )  # fmt: skip
 
-    def _touch(self, ids: list[str]) -> None:
-        self._backend.touch(self.visible, ids, self._now())
+    def _touch(self, ids: list[str], count: int = 1) -> None:
+        self._backend.touch(self.visible, ids, self._now(), count)
 
 
 def _statuses(value: object) -> tuple[Status, ...]:
