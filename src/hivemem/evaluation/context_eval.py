@@ -43,6 +43,7 @@ class ContextReport:
     floors: tuple[float, ...]
     max_entries: int
     max_tokens: int | None
+    max_relevant: int | None
     questions: int
     by_category: dict[
         str, dict[str, Any]
@@ -56,6 +57,7 @@ class ContextReport:
             "floors": list(self.floors),
             "max_entries": self.max_entries,
             "max_tokens": self.max_tokens,
+            "max_relevant": self.max_relevant,
             "questions": self.questions,
             "overall": self.overall,
             "by_category": self.by_category,
@@ -94,6 +96,7 @@ def run_context_suite(
     floors: tuple[float, ...] = (MIN_SCORE,),
     max_entries: int = 50,
     max_tokens: int | None = None,
+    max_relevant: int | None = None,
     progress: Progress | None = None,
     keep: Path | None = None,
 ) -> ContextReport:
@@ -129,6 +132,7 @@ def run_context_suite(
                             query=item.text,
                             max_entries=max_entries,
                             max_tokens=max_tokens,
+                            max_relevant=max_relevant,
                             min_score=floor,
                             count_tokens=estimate_tokens,
                         )
@@ -147,6 +151,7 @@ def run_context_suite(
         floors=floors,
         max_entries=max_entries,
         max_tokens=max_tokens,
+        max_relevant=max_relevant,
         questions=overall.n,
         by_category={k: v.to_dict() for k, v in sorted(by_category.items())},
         overall=overall.to_dict(),
@@ -191,6 +196,8 @@ def format_context(report: ContextReport) -> str:
             )
         )
     cap = f", max_tokens {report.max_tokens}" if report.max_tokens else ", no token cap"
+    if report.max_relevant is not None:
+        cap += f", max_relevant {report.max_relevant}"
     lines = [
         f"{report.suite}: evidence in the context block, {report.questions} questions "
         f"(max_entries {report.max_entries}{cap})"

@@ -593,6 +593,7 @@ def all_(
 )
 @click.option("--max-entries", default=50, show_default=True, type=int, help="Block entries.")
 @click.option("--max-tokens", type=int, help="Block tokens (default: no cap).")
+@click.option("--max-relevant", type=int, help="Relevance section entries (default: 10).")
 @click.option(
     "--keep", type=click.Path(file_okay=False), metavar="DIR", help="As `eval all --keep`."
 )
@@ -607,6 +608,7 @@ def context_(
     floors: tuple[float, ...],
     max_entries: int,
     max_tokens: int | None,
+    max_relevant: int | None,
     keep: str | None,
     as_json: bool,
 ) -> None:
@@ -630,6 +632,7 @@ def context_(
             env.settings,
             max_entries=max_entries,
             max_tokens=max_tokens,
+            max_relevant=max_relevant,
             progress=_stage_printer(),
             keep=Path(keep) if keep else None,
             **({"floors": floors} if floors else {}),
