@@ -275,7 +275,7 @@ class Recipe:
 
     pinned: bool = True
     relevant_kinds: tuple[Kind, ...] = _RELEVANT_KINDS
-    max_relevant: int = 10
+    max_relevant: int | None = None  # None: the section's share of max_entries
     relevant_title: str = _RELEVANT_TITLE
     reflection: bool = True
 
@@ -379,7 +379,7 @@ def context_block(
 
     ``profile`` picks a seed's recipe (``RECIPES``; default: the ``profile`` setting,
     else all three sections). ``max_relevant`` caps the relevance section (default: the
-    recipe's, 10) and ``min_score`` is its floor (default ``MIN_SCORE``): a hit scoring
+    recipe's count, else its share of ``max_entries``: 20 of 50) and ``min_score`` is its floor (default ``MIN_SCORE``): a hit scoring
     below it is not shown. The relevance section and the reflection hold their share of
     the budget (``RELEVANT_SHARE``, ``REFLECTION_SHARE``): pinned memories never crowd
     them out. ``count_tokens`` is the token counter; by default
@@ -387,9 +387,7 @@ def context_block(
     otherwise ``estimate_tokens`` (documented there).
     """
     name, recipe = recipe_of(mem, profile)
-    if max_relevant is None:
-        max_relevant = recipe.max_relevant
-    max_entries, max_tokens, max_relevant = _check_limits(max_entries, max_tokens, max_relevant)
+    max_entries, max_tokens, max_relevant = _limits(recipe, max_entries, max_tokens, max_relevant)
     floor = MIN_SCORE if min_score is None else min_score
     if isinstance(floor, bool) or not isinstance(floor, int | float) or not 0 <= floor <= 1:
         raise InvalidInput("min_score", f"expected a number from 0 to 1, got {floor!r:.60}")
@@ -418,6 +416,19 @@ def context_block(
     # The memories came through the facade, already scrubbed; the block is output too.
     text = mem.store.scrub(block.trim_to_budget())
     return ContextBlock(text, name, count(text) if text else 0, block.sections())
+
+
+def _limits(
+    recipe: Recipe, max_entries: object, max_tokens: object, max_relevant: object
+) -> tuple[int, int | None, int]:
+    """The budget, checked; ``max_relevant`` by default the recipe's count, else the
+    relevance section's share of ``max_entries`` (20 of 50)."""
+    entries, tokens, _ = _check_limits(max_entries, max_tokens, 0)
+    if max_relevant is None:
+        max_relevant = recipe.max_relevant
+    if max_relevant is None:
+        max_relevant = max(1, math.floor(RELEVANT_SHARE * entries))
+    return _check_limits(entries, tokens, max_relevant)
 
 
 def _reserved(
@@ -597,10 +608,8 @@ class ContextProvider:
         profile: str | None = None,
     ) -> None:
         self.profile, recipe = recipe_of(mem, profile)
-        if max_relevant is None:
-            max_relevant = recipe.max_relevant
-        self.max_entries, self.max_tokens, self.max_relevant = _check_limits(
-            max_entries, max_tokens, max_relevant
+        self.max_entries, self.max_tokens, self.max_relevant = _limits(
+            recipe, max_entries, max_tokens, max_relevant
         )
         if count_tokens is not None and not callable(count_tokens):
             raise InvalidInput("count_tokens", "expected a callable text -> int")
