@@ -382,9 +382,9 @@ def context_block(
     recipe's count, else its share of ``max_entries``: 20 of 50) and ``min_score`` is its
     floor (default ``MIN_SCORE``): a hit scoring below it is not shown. The relevance
     section and the reflection hold their share of the budget (``RELEVANT_SHARE``,
-    ``REFLECTION_SHARE``): pinned memories never crowd them out. ``count_tokens`` is the token counter; by default
-    ``default_token_counter()``: tiktoken when installed with its encoding on disk,
-    otherwise ``estimate_tokens`` (documented there).
+    ``REFLECTION_SHARE``): pinned memories never crowd them out. ``count_tokens`` is the
+    token counter; by default ``default_token_counter()``: tiktoken when installed with
+    its encoding on disk, otherwise ``estimate_tokens`` (documented there).
     """
     name, recipe = recipe_of(mem, profile)
     max_entries, max_tokens, max_relevant = _limits(recipe, max_entries, max_tokens, max_relevant)
