@@ -176,6 +176,10 @@ def test_http_context_route_and_tool_route(store):
         _check_answer(rest.json())
         tool = _http(app, "POST", "/v1/scopes/team-a/tools/memory_context", token, json=body)
         assert tool.json() == rest.json()
+        markdown = {"Accept": "text/markdown"}
+        text = _http(app, "POST", "/v1/scopes/team-a/context", token, json=body, headers=markdown)
+        assert text.headers["content-type"].startswith("text/markdown")
+        assert text.text == rest.json()["block"]
         budget = {"query": QUERY, "max_tokens": 40, "profile": "assistant"}
         small = _http(app, "POST", "/v1/scopes/team-a/context", token, json=budget).json()
         assert small["profile"] == "assistant" and small["tokens"] <= 40

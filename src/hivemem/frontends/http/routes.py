@@ -103,6 +103,8 @@ class Route:
                 "content": {"application/json": {"schema": {"type": "object"}}},
             }
         }
+        if self.tool == "memory_context":  # Accept: text/markdown gives the block alone
+            responses["200"]["content"]["text/markdown"] = {"schema": {"type": "string"}}
         for status in _ERROR_STATUSES:
             responses[str(status)] = {
                 "description": STATUSES[status][1],
