@@ -87,6 +87,7 @@ CALLS = [
     ("memory_purge", {"id": "deploy", "dry_run": True}),
     ("memory_purge_all", {"confirm": "lead", "dry_run": True}),
     ("add_task_result", {"output": "Migrated the billing tables", "task_id": "t1"}),
+    ("memory_context", {"query": "deploy window", "max_tokens": 200}),
     ("memory_delete", {"id": "billing"}),
 ]
 
@@ -117,6 +118,7 @@ def test_every_tool_answers_through_mcp_as_the_table_does(team):
     assert out["memory_related"]["related"] == []  # the crossrefs job has not run
     assert out["memory_purge"]["purged"]["dry_run"] is True
     assert out["add_task_result"]["memory"]["source"] == "task_completion"
+    assert out["memory_context"]["block"].startswith("## Memory")
     assert out["memory_purge_all"]["purged"]["counts"]["memories"] >= 3
     assert out["memory_delete"]["memory"]["status"] == "deleted"
     worker = store.scope("worker", shared=["swarm"])

@@ -181,7 +181,7 @@ def test_a_damaged_file_is_a_clean_store_error_on_the_read_path(tmp_path):
 
 def test_access_counts_are_batched_visible_at_once_and_written_on_close(tmp_path):
     path = tmp_path / "m.db"
-    with _open(path) as store:
+    with _open(path, access_counts="search") as store:
         mem = store.scope("a")
         saved = mem.save("The owl hunts at night")
         for _ in range(3):
@@ -199,7 +199,7 @@ def test_access_counts_are_batched_visible_at_once_and_written_on_close(tmp_path
 
 def test_access_counts_are_flushed_by_the_timer(tmp_path):
     path = tmp_path / "m.db"
-    with _open(path) as store:
+    with _open(path, access_counts="search") as store:
         mem = store.scope("a")
         mem.save("The lark sings at dawn")
         mem.search("lark")
@@ -215,7 +215,7 @@ def test_access_counts_are_flushed_by_the_timer(tmp_path):
 
 
 def test_access_counts_stay_in_their_scope(tmp_path):
-    with _open(tmp_path / "m.db") as store:
+    with _open(tmp_path / "m.db", access_counts="search") as store:
         a, b = store.scope("a"), store.scope("b")
         in_a = a.save("shared words here")
         in_b = b.save("shared words here")

@@ -71,7 +71,8 @@ def durable_url(pg_url):
 
 def test_access_counts_and_hnsw_settings_stay_local(durable_url, monkeypatch):
     monkeypatch.setattr(pgvectors, "EXACT_MAX", 1)  # every scope through HNSW
-    with hivemem.open(durable_url, embedder="hash") as store:
+    settings = hivemem.Settings(access_counts="search")
+    with hivemem.open(durable_url, embedder="hash", settings=settings) as store:
         mem = store.scope("a")
         saved = mem.save("the kettle is in the second cupboard")
         store.flush()

@@ -113,9 +113,16 @@ def test_fts_syntax_is_opt_in(loaded):
 
 
 def test_search_counts_access(loaded):
+    """By default (``access_counts=get``) a search only restarts the decay clock
+    (``last_accessed``) and a get counts; with ``access_counts=search`` a search counts
+    too."""
     hit = loaded.search("Pixel")[0]
-    assert loaded.get(hit.memory.id).access_count == 1  # get read it before its own bump
-    assert loaded.get(hit.memory.id).access_count == 2
+    got = loaded.get(hit.memory.id)
+    assert got.access_count == 0 and got.last_accessed is not None
+    assert loaded.get(hit.memory.id).access_count == 1  # the get before it counted
+    loaded.settings = loaded.settings.replace(access_counts="search")
+    loaded.search("Pixel")
+    assert loaded.get(hit.memory.id).access_count == 3  # get, search, get
 
 
 def test_empty_store_and_empty_query_give_no_hits(mem):

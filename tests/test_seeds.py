@@ -124,7 +124,7 @@ def test_swarm_hyphenated_tools_answer_in_mcp_and_http(store, app):
     ]
     assert json.loads(found.content[0].text)["results"][0]["id"] == memory.id
     assert json.loads(got.content[0].text)["memory"]["id"] == memory.id
-    assert worker.store.memories.get(["worker-1"], memory.id).access_count == 2  # search, get
+    assert worker.store.memories.get(["worker-1"], memory.id).access_count == 1  # the get
     assert json.loads(deleted.content[0].text)["memory"]["status"] == "deleted"
     token = store.tokens.create("w", {"worker-1": "write"}, store.clock())[1]
     again = worker.save("Retry with backoff on 429", key="retry")

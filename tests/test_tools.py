@@ -31,6 +31,7 @@ DESIGN_TOOLS = [
     "memory_purge",
     "memory_purge_all",
     "add_task_result",
+    "memory_context",
 ]
 
 

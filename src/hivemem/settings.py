@@ -29,12 +29,27 @@ def _setting(default: Any, help: str) -> Any:
 
 @dataclass(frozen=True)
 class Settings:
+    profile: str = _setting(
+        "",
+        "Seed profile whose defaults apply wholesale: `openhive`, `swarm`, `corvid` or "
+        "`assistant` (empty: HiveMem's own). Every setting still at HiveMem's default "
+        "takes the profile's value (docs/seeds.md lists them); `replace()` and "
+        "HIVEMEM_* variables win over it. It also picks the context() recipe.",
+    )
+
     # Content limits (write path).
     max_content_bytes: int = _setting(
         256 * 1024, "Largest memory content accepted, in UTF-8 bytes."
     )
     max_key_chars: int = _setting(200, "Longest key accepted.")
     max_scope_chars: int = _setting(200, "Longest scope name accepted.")
+    scope_names: str = _setting(
+        "any",
+        "Which new scope names are accepted: `any` (any text without control characters; "
+        "names are always bound as parameters) or `slug` (openhive's rule: lowercase "
+        "letters and digits in hyphen-separated words, e.g. `ops-team`). A scope that "
+        "already holds memories stays readable under either.",
+    )
     max_tags: int = _setting(64, "Most tags on one memory.")
     max_tag_chars: int = _setting(100, "Longest tag accepted.")
     max_attributes_bytes: int = _setting(
@@ -88,7 +103,18 @@ class Settings:
         "Natural-language searches are bounded by max_query_terms and keyword_match_budget.",
     )
     track_access: bool = _setting(
-        True, "Searches and gets bump access_count/last_accessed of what they return."
+        True, "Reads bump access_count/last_accessed of what they return (see access_counts)."
+    )
+    access_counts: str = _setting(
+        "get",
+        "Which reads count an access (access_count, the boost): `get` (reading one "
+        "memory, Agent Swarm's memory-get; a search only sets last_accessed, the clock "
+        "decay_from=last_access restarts, so a ranking cannot reinforce itself while "
+        "facts in use stay alive) or `search` (searches too; measured in docs/seeds.md).",
+    )
+    search_limit: int = _setting(
+        10,
+        "Results a search tool returns when the call gives no limit (openhive's memory_search: 5).",
     )
 
     # Embeddings and the vector lane.
@@ -246,6 +272,12 @@ class Settings:
     )
     max_access_boost: float = _setting(
         1.5, "Highest multiplier for often-used memories (1 = no boost)."
+    )
+    access_curve: str = _setting(
+        "smooth",
+        "How the access boost grows with the count: `smooth` "
+        "(1 + (max - 1)(1 - e^(-count/10))) or `linear` (Agent Swarm's "
+        "1 + min(count/10, max - 1)).",
     )
     access_recency_hours: float = _setting(
         48.0,
@@ -480,6 +512,11 @@ class Settings:
     mcp_port: int = _setting(8766, "Port `hivemem serve-mcp --transport http` listens on.")
 
     def __post_init__(self) -> None:
+        if self.profile in SEED_PROFILES:
+            defaults = _defaults()
+            for name, value in SEED_PROFILES[self.profile].items():
+                if getattr(self, name) == defaults[name]:
+                    object.__setattr__(self, name, value)
         check(self)
 
     @classmethod
@@ -492,28 +529,103 @@ class Settings:
         return out
 
     def replace(self, **changes: Any) -> Settings:
-        return dataclasses.replace(self, **changes)
+        """A copy with ``changes``; a value given here wins over the profile's, even
+        when it is HiveMem's default."""
+        new = dataclasses.replace(self, **changes)
+        if new.profile:
+            for name, value in changes.items():
+                object.__setattr__(new, name, value)
+            check(new)
+        return new
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         """Settings with ``HIVEMEM_<NAME>`` environment variables applied."""
         environ = os.environ if environ is None else environ
         changes: dict[str, Any] = {}
+        names: dict[str, str] = {}
         base = cls()
+        profile = environ.get(ENV_PREFIX + "PROFILE", "").strip()
+        for field_name, env_name in SEED_ENV.get(profile, {}).items():
+            if env_name in environ:  # the seed's own variable name (HIVEMEM_* wins)
+                names[field_name] = env_name
         for f in dataclasses.fields(cls):
-            raw = environ.get(ENV_PREFIX + f.name.upper())
-            if raw is None:
-                continue
-            changes[f.name] = _parse(f.name, raw, getattr(base, f.name))
+            if ENV_PREFIX + f.name.upper() in environ:
+                names[f.name] = ENV_PREFIX + f.name.upper()
+        for name, env_name in names.items():
+            changes[name] = _parse(name, environ[env_name], getattr(base, name), env_name)
         if "ttl_days" in changes:
             changes["ttl_days"] = {**base.ttl_days, **changes["ttl_days"]}
         try:
-            return dataclasses.replace(base, **changes)
+            if "profile" in changes:
+                base = dataclasses.replace(base, profile=changes.pop("profile"))
+            return base.replace(**changes) if changes else base
         except InvalidInput as exc:  # name the variable the value came from
-            if exc.field not in changes:
+            if exc.field not in names:
                 raise
             message = str(exc).split(": ", 1)[-1]
-            raise InvalidInput(ENV_PREFIX + exc.field.upper(), message) from None
+            raise InvalidInput(names[exc.field], message) from None
+
+
+# ----------------------------------------------------------------------------- profiles
+
+# Each seed's defaults (docs/seeds.md): a profile sets every one of them at once.
+SEED_PROFILES: Mapping[str, Mapping[str, Any]] = {
+    # openhive: score x 0.5 at 30 days (identity and lesson exempt), 0.7 vector + 0.3
+    # keyword, memory_search returns 5, team names are slugs.
+    "openhive": {
+        "decay_profile": "exponential",
+        "half_life_days": 30.0,
+        "decay_weight": 1.0,
+        "fusion": "weighted",
+        "vector_weight": 0.7,
+        "keyword_weight": 0.3,
+        "search_limit": 5,
+        "scope_names": "slug",
+    },
+    # Agent Swarm: similarity x 2^(-age/14) x (1 + min(count/10, 0.5) x recency), only
+    # memory-get counts an access, candidates at 3x the limit.
+    "swarm": {
+        "decay_profile": "recency",
+        "recency_half_life_days": 14.0,
+        "decay_weight": 1.0,
+        "max_access_boost": 1.5,
+        "access_recency_hours": 48.0,
+        "access_curve": "linear",
+        "access_counts": "get",
+        "candidate_multiplier": 3,
+    },
+    # corvid-agent: step decay in full (<7 d 1.0, 7-30 d 0.8, 30-90 d 0.6, older 0.4),
+    # no access signal.
+    "corvid": {"decay_profile": "step", "decay_weight": 1.0, "max_access_boost": 1.0},
+    # The assistant extension: RRF (k 60) over its lanes; facts decay at 0.1 a day from
+    # their last access.
+    "assistant": {
+        "fusion": "rrf",
+        "rrf_k": 60.0,
+        "default_decay_rate": 0.1,
+        "decay_formula": "exponential",
+        "decay_from": "last_access",
+    },
+}
+
+# The seeds' own environment variable names, read under their profile
+# (HIVEMEM_PROFILE=swarm) beside HIVEMEM_*, which wins where both are set.
+SEED_ENV: Mapping[str, Mapping[str, str]] = {
+    "swarm": {
+        "recency_half_life_days": "MEMORY_RECENCY_HALF_LIFE_DAYS",
+        "max_access_boost": "MEMORY_ACCESS_BOOST_MAX",
+        "access_recency_hours": "MEMORY_ACCESS_RECENCY_HOURS",
+        "candidate_multiplier": "MEMORY_CANDIDATE_MULTIPLIER",
+    },
+}
+
+
+def _defaults() -> dict[str, Any]:
+    return {
+        f.name: f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+        for f in dataclasses.fields(Settings)
+    }
 
 
 # ----------------------------------------------------------------------------- ranges
@@ -530,6 +642,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "default_decay_rate": (0.0, 100.0),
     "candidate_multiplier": (1, 100),
     "keyword_ties": (0, 100_000),
+    "search_limit": (1, 100),
     "superseded_factor": _UNIT,
     "max_query_terms": (1, 1_000),
     "fts_time_limit_ms": (0, 3_600_000),  # 0 stops at SQLite's first progress check
@@ -589,6 +702,10 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "decay_formula": ("exponential", "power"),
     "decay_from": ("last_access", "created"),
     "credential_policy": ("redact", "reject", "allow"),
+    "profile": ("", "openhive", "swarm", "corvid", "assistant"),
+    "scope_names": ("any", "slug"),
+    "access_counts": ("get", "search"),
+    "access_curve": ("smooth", "linear"),
 }
 
 
@@ -658,8 +775,7 @@ def _check_number(name: str, value: Any, kind: type) -> None:
         raise InvalidInput(name, f"expected {what} in [{shown}], got {value!r:.60}")
 
 
-def _parse(name: str, raw: str, default: Any) -> Any:
-    env_name = ENV_PREFIX + name.upper()
+def _parse(name: str, raw: str, default: Any, env_name: str) -> Any:
     try:
         if isinstance(default, bool):
             lowered = raw.strip().lower()

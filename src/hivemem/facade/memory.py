@@ -78,6 +78,7 @@ class ScopedMemory:
         settings = store.settings
         scope = rules.name(name, "scope", settings.max_scope_chars)
         assert scope is not None
+        rules.scope_slug(scope, settings, store._backend.scopes)
         shared_clean: list[str] = []
         for other in as_tuple(shared):
             clean = rules.name(other, "shared", settings.max_scope_chars)
@@ -700,8 +701,8 @@ class ScopedMemory:
         hits = run(q)
         if not hits and q.categories:
             hits = categories.unfiltered(run(replace(q, categories=())), q.categories)
-        if hits and self.settings.track_access:
-            self._touch([h.memory.id for h in hits])
+        if hits and self.settings.track_access:  # under access_counts=get: the clock only
+            self._touch([h.memory.id for h in hits], int(self.settings.access_counts == "search"))
         return hits
 
     @scrubs_output
@@ -777,24 +778,26 @@ class ScopedMemory:
         session_id: str | None = None,
         max_entries: int = 50,
         max_tokens: int | None = None,
+        *,
+        profile: str | None = None,
+        max_relevant: int | None = None,
+        min_score: float | None = None,
     ) -> str:
         """The memory block for a system prompt: pinned memories by priority, then those
         of earlier sessions relevant to ``query`` (``session_id`` is the current session,
-        excluded), then the latest reflection, within ``max_entries`` and ``max_tokens``
-        (tiktoken where available offline, else an estimate). See ``hivemem.lifecycle.context``."""
+        excluded; hits above ``min_score``), then the latest reflection, within
+        ``max_entries`` and ``max_tokens`` (tiktoken where available offline, else an
+        estimate); ``profile`` picks a seed's recipe. See ``hivemem.lifecycle.context``."""
         from ..lifecycle.context import build_context
 
-        block = build_context(
-            self,
-            query=query,
-            session_id=session_id,
-            max_entries=max_entries,
-            max_tokens=max_tokens,
-        )
-        return block
+        return build_context(
+            self, query=query, session_id=session_id, max_entries=max_entries,
+            max_tokens=max_tokens, profile=profile, max_relevant=max_relevant,
+            min_score=min_score,
+        )  # fmt: skip
 
-    def _touch(self, ids: builtins.list[str]) -> None:
-        self._backend.touch(self.visible, ids, self._now())
+    def _touch(self, ids: builtins.list[str], count: int = 1) -> None:
+        self._backend.touch(self.visible, ids, self._now(), count)
 
 
 def _statuses(value: object) -> tuple[Status, ...]:

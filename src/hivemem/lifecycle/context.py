@@ -7,12 +7,15 @@ this order, each memory one bullet (the reflection a paragraph):
    first), current context (newest first). Facts, notes and summaries only: raw episodes
    and reflections are never pinned.
 2. Memories from earlier sessions relevant to ``query`` (hybrid search; the current
-   session excluded; nothing pinned repeated, a text said twice shown once), each with its
-   date.
-3. The latest reflection.
+   session excluded; only hits scoring at least ``min_score``; nothing pinned repeated, a
+   text said twice shown once), each with its date.
+3. The latest reflection, without its lines that repeat a memory shown above.
 
-Only active, unexpired memories appear. The budget is ``max_entries`` memories and, when
-given, ``max_tokens`` for the WHOLE block (headings included): entries are taken in the
+``profile`` picks a seed's recipe instead (``RECIPES``). Only active, unexpired memories
+appear. The budget is ``max_entries`` memories and, when given, ``max_tokens`` for the
+WHOLE block (headings included). The relevance section and the reflection hold their
+share of it (``RELEVANT_SHARE``, ``REFLECTION_SHARE``) when they have something to show,
+so pinned memories never crowd them out; within the shares, entries are taken in the
 order above while they fit, and one that does not fit is left out (a smaller one after it
 may still fit). Left-out memories keep their type and stay searchable; nothing is
 written. Identity entries are exempt: never dropped, even past the budget (that is logged
@@ -176,7 +179,7 @@ def _optional_text(value: object, field: str) -> str | None:
     raise InvalidInput(field, f"expected text or nothing, got {value.__class__.__name__}")
 
 
-def _bullet(memory: Memory, *, dated: bool = False) -> str:
+def bullet(memory: Memory, *, dated: bool = False) -> str:
     text = " ".join(memory.content.split())
     label = f"**{memory.key}**: " if memory.key else ""
     if not dated:
@@ -235,6 +238,21 @@ class _Block:
         body = "".join(f"\n### {title}\n" + "".join(lines) for title, lines in sections.items())
         return _HEADER + body
 
+    def sections(self) -> list[dict[str, Any]]:
+        """Each section's title and its memories (id, key, type, kind, the line shown)."""
+        out: dict[str, list[dict[str, Any]]] = {}
+        for e in self.entries:
+            out.setdefault(e.section, []).append(
+                {
+                    "id": e.memory.id,
+                    "key": e.memory.key,
+                    "type": e.memory.type.value,
+                    "kind": e.memory.kind.value,
+                    "text": e.text,
+                }
+            )
+        return [{"title": title, "memories": items} for title, items in out.items()]
+
     def trim_to_budget(self) -> str:
         """The rendered block, dropping the last non-identity entries while the whole
         text is over ``max_tokens`` by the counter (rare: only where counts do not add)."""
@@ -250,6 +268,70 @@ class _Block:
         return text
 
 
+@dataclass(frozen=True, slots=True)
+class Recipe:
+    """What a profile's block holds: the pinned section or not, which kinds the
+    relevance section searches and how many it shows, its title, the reflection or not."""
+
+    pinned: bool = True
+    relevant_kinds: tuple[Kind, ...] = _RELEVANT_KINDS
+    max_relevant: int | None = None  # None: the section's share of max_entries
+    relevant_title: str = _RELEVANT_TITLE
+    reflection: bool = True
+
+
+# The block each seed builds (docs/context.md "Profiles"); "hivemem" is all three.
+RECIPES: Mapping[str, Recipe] = {
+    "hivemem": Recipe(),
+    # openhive's buildMemorySection: the pinned types only, ~50 entries.
+    "openhive": Recipe(relevant_kinds=(), reflection=False),
+    # The assistant's ContextProvider: hybrid_search(prompt, kind="fact", limit=5,
+    # current session excluded) and the latest reflection.
+    "assistant": Recipe(pinned=False, relevant_kinds=(Kind.FACT,), max_relevant=5),
+    # Agent Swarm's runner: the top matches for the task as "Relevant Past Knowledge".
+    "swarm": Recipe(
+        pinned=False, max_relevant=5, relevant_title="Relevant Past Knowledge", reflection=False
+    ),
+    # corvid-agent injects nothing itself: HiveMem's block.
+    "corvid": Recipe(),
+}
+
+RELEVANT_SHARE = 0.4  # of max_entries and max_tokens, held for the relevance section
+REFLECTION_SHARE = 0.2  # of max_tokens, held for the latest reflection
+MIN_SCORE = 0.05  # the relevance floor: hits scoring below it are not shown (measured)
+
+
+@dataclass(frozen=True, slots=True)
+class ContextBlock:
+    """The block and what it is made of: ``text`` is what ``build_context`` returns;
+    ``sections`` lists each section's title and the memories in it, in order."""
+
+    text: str
+    profile: str
+    tokens: int
+    sections: list[dict[str, Any]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "block": self.text,
+            "profile": self.profile,
+            "tokens": self.tokens,
+            "entries": sum(len(s["memories"]) for s in self.sections),
+            "sections": self.sections,
+        }
+
+
+def recipe_of(mem: ScopedHandle, profile: object) -> tuple[str, Recipe]:
+    """The profile's name and recipe: ``profile``, else the store's ``profile`` setting,
+    else HiveMem's. ``InvalidInput`` names the choices."""
+    if profile is None:
+        profile = getattr(mem, "settings", None) and mem.settings.profile or "hivemem"
+    if not isinstance(profile, str) or profile.strip().lower() not in RECIPES:
+        raise InvalidInput("profile", f"expected one of {', '.join(RECIPES)}, got {profile!r:.60}")
+    name = profile.strip().lower()
+    return name, RECIPES[name]
+
+
 def build_context(
     mem: ScopedHandle,
     *,
@@ -257,39 +339,119 @@ def build_context(
     session_id: str | None = None,
     max_entries: int = 50,
     max_tokens: int | None = None,
-    max_relevant: int = 10,
+    max_relevant: int | None = None,
     count_tokens: TokenCounter | None = None,
+    profile: str | None = None,
+    min_score: float | None = None,
 ) -> str:
     """The memory block for a system prompt, or ``""`` when there is nothing to show.
 
-    See the module docstring for the sections and the budget rules. ``max_relevant`` caps
-    the second section (search always finds *something*; a handful of the best is what a
-    prompt needs). ``count_tokens`` is the token counter; by default
-    ``default_token_counter()``: tiktoken when installed with its encoding on disk,
-    otherwise ``estimate_tokens`` (documented there). The returned block never exceeds
-    ``max_tokens`` by that counter, unless identity memories alone do.
+    See the module docstring for the sections and the budget rules, and
+    ``context_block`` for the arguments. The returned block never exceeds
+    ``max_tokens`` by the token counter, unless identity memories alone do.
     """
-    max_entries, max_tokens, max_relevant = _check_limits(max_entries, max_tokens, max_relevant)
+    return context_block(
+        mem,
+        query=query,
+        session_id=session_id,
+        max_entries=max_entries,
+        max_tokens=max_tokens,
+        max_relevant=max_relevant,
+        count_tokens=count_tokens,
+        profile=profile,
+        min_score=min_score,
+    ).text
+
+
+def context_block(
+    mem: ScopedHandle,
+    *,
+    query: str | None = None,
+    session_id: str | None = None,
+    max_entries: int = 50,
+    max_tokens: int | None = None,
+    max_relevant: int | None = None,
+    count_tokens: TokenCounter | None = None,
+    profile: str | None = None,
+    min_score: float | None = None,
+) -> ContextBlock:
+    """The block with its sections (``ContextBlock``).
+
+    ``profile`` picks a seed's recipe (``RECIPES``; default: the ``profile`` setting,
+    else all three sections). ``max_relevant`` caps the relevance section (default: the
+    recipe's count, else its share of ``max_entries``: 20 of 50) and ``min_score`` is its
+    floor (default ``MIN_SCORE``): a hit scoring below it is not shown. The relevance
+    section and the reflection hold their share of the budget (``RELEVANT_SHARE``,
+    ``REFLECTION_SHARE``): pinned memories never crowd them out. ``count_tokens`` is the
+    token counter; by default ``default_token_counter()``: tiktoken when installed with
+    its encoding on disk, otherwise ``estimate_tokens`` (documented there).
+    """
+    name, recipe = recipe_of(mem, profile)
+    max_entries, max_tokens, max_relevant = _limits(recipe, max_entries, max_tokens, max_relevant)
+    floor = MIN_SCORE if min_score is None else min_score
+    if isinstance(floor, bool) or not isinstance(floor, int | float) or not 0 <= floor <= 1:
+        raise InvalidInput("min_score", f"expected a number from 0 to 1, got {floor!r:.60}")
     query = _optional_text(query, "query")
     session_id = _optional_text(session_id, "session_id")
     count = count_tokens or default_token_counter()
     block = _Block(count, max_entries, max_tokens)
 
-    left_out = _add_pinned(mem, block)
-    _warn_if_tight(block, left_out)
-    if query and query.strip() and max_relevant and not block.full():
-        _add_relevant(mem, block, query, session_id, max_relevant)
-    if not block.full():
-        reflections = mem.list(kind=Kind.REFLECTION, include_expired=False, limit=1)
-        if reflections:
-            latest = reflections[0]
-            title = f"Latest reflection ({latest.created_at.date().isoformat()})"
-            text = latest.content.strip()
-            cost = block.cost(title, text)
-            if block.fits(cost):
-                block.add(title, text, latest, cost)
+    hits: list[Memory] = []
+    if recipe.relevant_kinds and query and query.strip() and max_relevant:
+        hits = _relevant_hits(mem, query, session_id, recipe, max_relevant, max_entries, floor)
+    reflection = None
+    if recipe.reflection:
+        latest = mem.list(kind=Kind.REFLECTION, include_expired=False, limit=1)
+        reflection = latest[0] if latest else None
+    if recipe.pinned:
+        entries, tokens = _reserved(block, hits, reflection, recipe, max_relevant)
+        block.max_entries = max(0, max_entries - entries)
+        block.max_tokens = None if max_tokens is None else max(0, max_tokens - tokens)
+        left_out = _add_pinned(mem, block)
+        block.max_entries, block.max_tokens = max_entries, max_tokens
+        _warn_if_tight(block, left_out)
+    _add_relevant(block, hits, recipe.relevant_title, max_relevant)
+    if reflection is not None and not block.full():
+        _add_reflection(block, reflection)
     # The memories came through the facade, already scrubbed; the block is output too.
-    return mem.store.scrub(block.trim_to_budget())
+    text = mem.store.scrub(block.trim_to_budget())
+    return ContextBlock(text, name, count(text) if text else 0, block.sections())
+
+
+def _limits(
+    recipe: Recipe, max_entries: object, max_tokens: object, max_relevant: object
+) -> tuple[int, int | None, int]:
+    """The budget, checked; ``max_relevant`` by default the recipe's count, else the
+    relevance section's share of ``max_entries`` (20 of 50)."""
+    entries, tokens, _ = _check_limits(max_entries, max_tokens, 0)
+    if max_relevant is None:
+        max_relevant = recipe.max_relevant
+    if max_relevant is None:
+        max_relevant = max(1, math.floor(RELEVANT_SHARE * entries))
+    return _check_limits(entries, tokens, max_relevant)
+
+
+def _reserved(
+    block: _Block, hits: list[Memory], reflection: Memory | None, recipe: Recipe, max_relevant: int
+) -> tuple[int, int]:
+    """Entries and tokens held back from the pinned memories: the relevance section's
+    hits (at most ``RELEVANT_SHARE`` of each limit) and the reflection (one entry, at
+    most ``REFLECTION_SHARE`` of the tokens). Nothing is held for a section that has
+    nothing to show, so a block without a query is all pinned memories, as before."""
+    share = max(1, math.floor(RELEVANT_SHARE * block.max_entries))
+    wanted = hits[: min(max_relevant, share)]
+    entries = len(wanted) + (reflection is not None)
+    if block.max_tokens is None:
+        return entries, 0
+    relevant = sum(block.count(bullet(m, dated=True) + "\n") for m in wanted)
+    if wanted:
+        relevant += block.count(f"\n### {recipe.relevant_title}\n")
+    tokens = min(relevant, math.floor(RELEVANT_SHARE * block.max_tokens))
+    if reflection is not None:
+        title = _reflection_title(reflection)
+        cost = block.count(f"\n### {title}\n") + block.count(reflection.content.strip() + "\n")
+        tokens += min(cost, math.floor(REFLECTION_SHARE * block.max_tokens))
+    return entries, tokens
 
 
 def _add_pinned(mem: ScopedHandle, block: _Block) -> int:
@@ -305,7 +467,7 @@ def _add_pinned(mem: ScopedHandle, block: _Block) -> int:
             if not identity and len(block.entries) >= block.max_entries:
                 left_out += 1  # no room for any entry: skip counting its tokens
                 continue
-            text = _bullet(memory)
+            text = bullet(memory)
             cost = block.cost(title, text)
             if identity or block.fits(cost):
                 block.add(title, text, memory, cost)
@@ -344,31 +506,83 @@ def _warn_if_tight(block: _Block, left_out: int) -> None:
         )
 
 
-def _add_relevant(
-    mem: ScopedHandle, block: _Block, query: str, session_id: str | None, max_relevant: int
-) -> None:
-    shown = {e.memory.id for e in block.entries}
-    seen = {e.memory.content_hash for e in block.entries}  # one line per distinct text
-    want = min(max_relevant, block.max_entries - len(block.entries))
-    hits = mem.search(
+def _relevant_hits(
+    mem: ScopedHandle,
+    query: str,
+    session_id: str | None,
+    recipe: Recipe,
+    max_relevant: int,
+    max_entries: int,
+    floor: float,
+) -> list[Memory]:
+    """The search's hits above ``floor`` (active, of the recipe's kinds, the current
+    session excluded), one per distinct text, best first. Fetched with headroom for the
+    pinned memories they may repeat."""
+    want = min(max_relevant, max_entries)
+    found = mem.search(
         query,
-        limit=min(1000, want + len(shown)),
-        kind=_RELEVANT_KINDS,
+        limit=min(1000, 2 * want + 10),
+        kind=recipe.relevant_kinds,
         exclude_sessions=session_id,
         status=Status.ACTIVE,
+        min_score=floor,
     )
-    added = 0
-    for hit in hits:
-        if added >= want or block.full():
-            break
-        if hit.memory.id in shown or hit.memory.content_hash in seen:
-            continue
-        text = _bullet(hit.memory, dated=True)
-        cost = block.cost(_RELEVANT_TITLE, text)
-        if block.fits(cost):
-            block.add(_RELEVANT_TITLE, text, hit.memory, cost)
+    out: list[Memory] = []
+    seen: set[str] = set()
+    for hit in found:
+        if hit.memory.content_hash not in seen:
             seen.add(hit.memory.content_hash)
+            out.append(hit.memory)
+    return out
+
+
+def _add_relevant(block: _Block, hits: list[Memory], title: str, max_relevant: int) -> None:
+    shown = {e.memory.id for e in block.entries}
+    seen = {e.memory.content_hash for e in block.entries}  # one line per distinct text
+    added = 0
+    for memory in hits:
+        if added >= max_relevant or block.full():
+            break
+        if memory.id in shown or memory.content_hash in seen:
+            continue
+        text = bullet(memory, dated=True)
+        cost = block.cost(title, text)
+        if block.fits(cost):
+            block.add(title, text, memory, cost)
+            seen.add(memory.content_hash)
             added += 1
+
+
+def _reflection_title(reflection: Memory) -> str:
+    return f"Latest reflection ({reflection.created_at.date().isoformat()})"
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def _add_reflection(block: _Block, reflection: Memory) -> None:
+    """The latest reflection, without its lines that repeat a memory the block already
+    shows (an extractive reflection lists facts, often the pinned ones); left out when
+    nothing of its own remains."""
+    held = {_norm(e.memory.content) for e in block.entries}
+    lines = [
+        line
+        for line in reflection.content.strip().splitlines()
+        if _norm(line.lstrip("-• ").strip()) not in held
+    ]
+    own = [line for line in lines if line.strip() and not line.lstrip().startswith("- …")]
+    if not any(line.lstrip().startswith("- ") for line in own) and any(
+        line.lstrip().startswith("- ") for line in reflection.content.splitlines()
+    ):
+        lines = own  # every listed item is already shown: keep only its summary lines
+    text = "\n".join(lines).strip()
+    if not text:
+        return
+    title = _reflection_title(reflection)
+    cost = block.cost(title, text)
+    if block.fits(cost):
+        block.add(title, text, reflection, cost)
 
 
 # ----------------------------------------------------------------------------- provider
@@ -389,11 +603,13 @@ class ContextProvider:
         max_entries: int = 50,
         max_tokens: int | None = None,
         *,
-        max_relevant: int = 10,
+        max_relevant: int | None = None,
         count_tokens: TokenCounter | None = None,
+        profile: str | None = None,
     ) -> None:
-        self.max_entries, self.max_tokens, self.max_relevant = _check_limits(
-            max_entries, max_tokens, max_relevant
+        self.profile, recipe = recipe_of(mem, profile)
+        self.max_entries, self.max_tokens, self.max_relevant = _limits(
+            recipe, max_entries, max_tokens, max_relevant
         )
         if count_tokens is not None and not callable(count_tokens):
             raise InvalidInput("count_tokens", "expected a callable text -> int")
@@ -415,6 +631,7 @@ class ContextProvider:
             max_tokens=self.max_tokens,
             max_relevant=self.max_relevant,
             count_tokens=self.count_tokens,
+            profile=self.profile,
         )
 
     def system_message(

@@ -560,6 +560,7 @@ def adjustments(memory: Memory, settings: Settings, now: datetime) -> dict[str, 
         ),
         full_hours=settings.access_recency_hours,
         fade_days=settings.access_fade_days,
+        curve=settings.access_curve,
     )
     if boost > 1.0:
         factors["access"] = boost

@@ -144,18 +144,22 @@ def access_boost(
     hours_since_access: float | None = None,
     full_hours: float = 48.0,
     fade_days: float = 14.0,
+    curve: str = "smooth",
 ) -> float:
     """``1 + (max_boost - 1) * (1 - exp(-count / saturation)) * recency``: 1.0 for a
     memory never returned, approaching ``max_boost`` for one used often — in full when
     it was last used within ``full_hours`` (Agent Swarm: 48 h), then fading by half every
     ``fade_days`` (a memory used often long ago is no longer "in use"). Without a last
-    access time the boost is not faded."""
+    access time the boost is not faded. ``curve="linear"`` is Agent Swarm's count term,
+    ``min(count / saturation, max_boost - 1)``."""
     if access_count <= 0 or max_boost <= 1.0:
         return 1.0
     recency = 1.0
     if hours_since_access is not None and hours_since_access > full_hours:
         late = (hours_since_access - full_hours) / 24.0
         recency = 0.5 ** (late / fade_days) if fade_days > 0 else 0.0
+    if curve == "linear":
+        return 1.0 + min(access_count / saturation, max_boost - 1.0) * recency
     return 1.0 + (max_boost - 1.0) * (1.0 - math.exp(-access_count / saturation)) * recency
 
 

@@ -376,8 +376,11 @@ class Memories(Protocol):
         """Set plain fields (confidence, decay_rate, tags, attributes …) of one row."""
         ...
 
-    def touch(self, scopes: Sequence[str], memory_ids: Sequence[str], now: datetime) -> None:
-        """Count an access of each memory (best effort; may be queued and written later)."""
+    def touch(
+        self, scopes: Sequence[str], memory_ids: Sequence[str], now: datetime, count: int = 1
+    ) -> None:
+        """Count an access of each memory (best effort; may be queued and written later):
+        ``access_count`` + ``count`` (1, or 0 to set only ``last_accessed``)."""
         ...
 
     def flush_access(self) -> int:

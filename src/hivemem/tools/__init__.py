@@ -24,6 +24,7 @@ from typing import Any
 from ..arguments import MAX_OFFSET
 from ..errors import HiveMemError, InvalidInput
 from ..facade.memory import ScopedMemory
+from ..lifecycle.context import RECIPES as CONTEXT_PROFILES
 from . import handlers as h
 from . import profiles
 from .handlers import LEARNING_TYPES, memory_dict, store_of
@@ -119,14 +120,15 @@ TOOLS: dict[str, Tool] = {
         ),
         _tool(
             "memory_list",
-            """List current memories, newest first, optionally of one type, kind, tag or
-            category.""",
+            """List current memories (active, not expired), newest first, optionally of
+            one type, kind, tag or category. more says whether there are more than
+            max_results; next_offset reads the next page.""",
             obj(
                 type=FILTERS["properties"]["type"],
                 kind=FILTERS["properties"]["kind"],
                 tags=FILTERS["properties"]["tags"],
                 category=FILTERS["properties"]["category"],
-                max_results={**MAX, "default": 20},
+                max_results={**MAX, "default": h.LIST_LIMIT},
                 offset={
                     "type": "integer",
                     "minimum": 0,
@@ -348,6 +350,51 @@ TOOLS: dict[str, Tool] = {
             ),
             h.add_task_result,
             True,
+        ),
+        _tool(
+            "memory_context",
+            """The memory block for your next prompt, in markdown: the pinned memories
+            (identity, lessons, decisions, current context), the memories of earlier
+            sessions most relevant to query, and the latest reflection, within a budget
+            of entries and tokens. Call it before answering and put block in your
+            context.""",
+            obj(
+                query=string("The user's message or the task: what the block is for.", 4000),
+                session_id=string("The current session (its turns are left out).", 200),
+                max_entries={
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 10000,
+                    "default": 50,
+                    "description": "Most memories in the block.",
+                },
+                max_tokens={
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 10**9,
+                    "description": "Most tokens in the block, headings included.",
+                },
+                profile=string(
+                    "A seed's recipe: hivemem (all three sections), openhive (pinned "
+                    "only), assistant (facts and the reflection), swarm (relevant past "
+                    "knowledge), corvid (as hivemem). Default: the server's profile.",
+                    enum=list(CONTEXT_PROFILES),
+                ),
+                max_relevant={
+                    "type": "integer",
+                    "minimum": 0,
+                    "maximum": 1000,
+                    "description": "Most memories in the relevance section.",
+                },
+                min_score={
+                    "type": "number",
+                    "minimum": 0,
+                    "maximum": 1,
+                    "description": "Relevance floor: hits scoring below it are left out.",
+                },
+            ),
+            h.memory_context,
+            False,
         ),
     )
 }

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..errors import InvalidInput
 from ..facade.memory import ScopedMemory
+from ..lifecycle import context
 from ..retrieval import snippets
 from ..types import Hit, Memory
 from ..write import audit, categories, facts
@@ -84,7 +85,7 @@ def memory_search(mem: ScopedMemory, a: dict[str, Any]) -> dict[str, Any]:
     f = a.get("filters") or {}
     hits = mem.search(
         a["query"],
-        a.get("max_results", 10),
+        a.get("max_results", mem.settings.search_limit),
         type=f.get("type"),
         kind=f.get("kind"),
         tags=f.get("tags"),
@@ -157,7 +158,7 @@ def search_memory(mem: ScopedMemory, a: dict[str, Any]) -> dict[str, Any]:
         kind, category = "fact", PREFERENCE
     hits = mem.search(
         a["query"],
-        a.get("limit", 10),
+        a.get("limit", mem.settings.search_limit),
         kind=kind,
         tags=[a["tag"]] if a.get("tag") else None,
         category=category,
@@ -171,15 +172,30 @@ def memory_get(mem: ScopedMemory, a: dict[str, Any]) -> dict[str, Any]:
 
 
 def memory_list(mem: ScopedMemory, a: dict[str, Any]) -> dict[str, Any]:
+    """openhive's ``memory_list``: the current (active, unexpired) entries; one row past
+    the page says whether there are ``more`` (then ``next_offset`` reads them)."""
+    limit, offset = a.get("max_results", LIST_LIMIT), a.get("offset", 0)
     memories = mem.list(
         type=a.get("type"),
         kind=a.get("kind"),
         tags=a.get("tags"),
-        limit=a.get("max_results", 20),
-        offset=a.get("offset", 0),
+        limit=limit + 1,
+        offset=offset,
         category=a.get("category"),
+        include_expired=False,
     )
-    return {"count": len(memories), "memories": [brief(m) for m in memories]}
+    more = len(memories) > limit
+    out: dict[str, Any] = {
+        "count": min(len(memories), limit),
+        "more": more,
+        "memories": [brief(m) for m in memories[:limit]],
+    }
+    if more:
+        out["next_offset"] = offset + limit
+    return out
+
+
+LIST_LIMIT = 100  # memory_list's page: every active entry of a team's memory, as the seed
 
 
 def memory_delete(mem: ScopedMemory, a: dict[str, Any]) -> dict[str, Any]:
@@ -286,3 +302,18 @@ def add_task_result(mem: ScopedMemory, a: dict[str, Any]) -> dict[str, Any]:
         tags=a.get("tags"),
     )
     return {"memory": memory_dict(memory), "supersedes_id": memory.supersedes_id}
+
+
+def memory_context(mem: ScopedMemory, a: dict[str, Any]) -> dict[str, Any]:
+    """The memory block for the next prompt (``ScopedMemory.context``), with its
+    sections."""
+    return context.context_block(
+        mem,
+        query=a.get("query"),
+        session_id=a.get("session_id"),
+        max_entries=a.get("max_entries", 50),
+        max_tokens=a.get("max_tokens"),
+        profile=a.get("profile"),
+        max_relevant=a.get("max_relevant"),
+        min_score=a.get("min_score"),
+    ).to_dict()

@@ -17,6 +17,7 @@ ALIASES: Mapping[str, str] = {
     "q": "query",
     "search": "query",
     "question": "query",
+    "prompt": "query",
     "limit": "max_results",
     "k": "max_results",
     "top_k": "max_results",

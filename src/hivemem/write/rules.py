@@ -240,3 +240,22 @@ def build_memory(
         category=valid_category(category) if category is not None else "general",
         updated_by=name(updated_by, "updated_by", 200, optional=True),
     )
+
+
+# openhive's team-name rule (the ``scope_names=slug`` setting): lowercase letters and
+# digits in words joined by single hyphens, e.g. ``ops-team``, ``worker-1``.
+SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+
+
+def scope_slug(scope: str, settings: Settings, existing: Any) -> None:
+    """Under ``scope_names=slug`` a new scope's name must be a slug (openhive's
+    ``SLUG_RE``), else ``InvalidInput``. A scope that already holds rows (``existing()``
+    lists the store's scopes; asked only for a name that is no slug) stays readable:
+    tightening the rule never locks a team out of its memory."""
+    if settings.scope_names != "slug" or SLUG.match(scope) or scope in existing():
+        return
+    raise InvalidInput(
+        "scope",
+        f"{scope!r} is not a slug (lowercase letters and digits joined by hyphens, e.g. "
+        "'ops-team'): the scope_names setting is 'slug'",
+    )

@@ -15,7 +15,14 @@ import click
 import hivemem
 
 from ... import Settings
-from . import admin, maintain, measure, memories
+from . import (
+    admin,
+    eval_context,  # noqa: F401  (its eval commands join `hivemem eval`)
+    maintain,
+    measure,
+    memories,
+)
+from . import context as context_commands
 from . import copy as copy_commands
 from . import http as http_commands
 from . import notes as notes_commands
@@ -92,6 +99,7 @@ def main(ctx: click.Context, db: str | None, scope: str, shared: tuple[str, ...]
 for _command in (
     admin.init,
     *memories.COMMANDS,
+    *context_commands.COMMANDS,
     *admin.COMMANDS,
     *copy_commands.COMMANDS,
     *measure.COMMANDS,

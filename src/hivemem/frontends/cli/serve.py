@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import click
 
+from ...settings import SEED_PROFILES
 from .common import Env, pass_env
 
 
@@ -51,8 +54,9 @@ from .common import Env, pass_env
     default=None,
     metavar="PROFILE|LIST",
     help="Which tools to offer: a profile (all, core, openhive, assistant, adr005, "
-    "corvid, swarm) or a comma-separated list of tool names (default: all). See "
-    "docs/tools.md.",
+    "corvid, swarm) or a comma-separated list of tool names (default: all). A seed's "
+    "profile also applies its settings (setting profile), unless HIVEMEM_PROFILE is set. "
+    "See docs/tools.md.",
 )
 @click.option("--host", default=None, help="Address for --transport http (default: mcp_host).")
 @click.option(
@@ -87,6 +91,9 @@ def serve_mcp(
     names = tools.select(tool_set)  # an unknown profile or tool fails before the store opens
     if learning_scope is not None:
         env.settings = env.settings.replace(learning_scope=learning_scope)
+    seed = (tool_set or "").strip().lower()
+    if seed in SEED_PROFILES and not env.settings.profile:  # the seed's defaults too
+        env.settings = dataclasses.replace(env.settings, profile=seed)
     store = env.store(create=True)
     mem = mcp_server.bind(
         store, scope or env.scope, shared or env.shared, lead_of=lead_of or None, agent=agent

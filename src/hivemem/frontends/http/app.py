@@ -213,6 +213,16 @@ async def arguments(request: Request, route: Route, tool: Any) -> dict[str, Any]
     return args
 
 
+def _wants_markdown(request: Request) -> bool:
+    """``Accept: text/markdown`` (or ``text/plain``) ahead of JSON: the context block as
+    the text to paste into a prompt."""
+    accept = request.headers.get("accept", "").lower()
+    text = min((accept.find(t) for t in ("text/markdown", "text/plain") if t in accept), default=-1)
+    return text >= 0 and (
+        "application/json" not in accept or text < accept.find("application/json")
+    )
+
+
 def _endpoint(api: Api, route: Route) -> Any:
     async def endpoint(request: Request) -> Response:
         tool = toolsmod.NAMED[route.tool]
@@ -224,6 +234,8 @@ def _endpoint(api: Api, route: Route) -> Any:
             return toolsmod.call(mem, tool.name, args)
 
         result = await api.run(tool, run)
+        if tool.name == "memory_context" and _wants_markdown(request):
+            return Response(result["block"], 200, media_type="text/markdown; charset=utf-8")
         return json_response(result)
 
     endpoint.__name__ = route.operation_id

@@ -36,6 +36,7 @@ REST_ROUTES: dict[str, tuple[str, str, dict[str, str]]] = {
     "memory_purge": ("POST", "/memories/{id}/purge", {"id": "id"}),
     "memory_purge_all": ("POST", "/purge", {}),
     "add_task_result": ("POST", "/tasks", {}),
+    "memory_context": ("POST", "/context", {}),
 }
 
 _ERROR_STATUSES = (400, 401, 403, 404, 409, 413, 422, 500, 501, 503, 507)
@@ -102,6 +103,8 @@ class Route:
                 "content": {"application/json": {"schema": {"type": "object"}}},
             }
         }
+        if self.tool == "memory_context":  # Accept: text/markdown gives the block alone
+            responses["200"]["content"]["text/markdown"] = {"schema": {"type": "string"}}
         for status in _ERROR_STATUSES:
             responses[str(status)] = {
                 "description": STATUSES[status][1],

@@ -682,18 +682,21 @@ class PostgresBackend(KeywordMixin):
         """Nothing is queued: ``touch`` writes at once."""
         return 0
 
-    def touch(self, scopes: Sequence[str], memory_ids: Sequence[str], now: datetime) -> None:
-        """Best effort: rows another transaction holds are skipped, never waited for."""
+    def touch(
+        self, scopes: Sequence[str], memory_ids: Sequence[str], now: datetime, count: int = 1
+    ) -> None:
+        """Best effort: rows another transaction holds are skipped, never waited for.
+        ``count=0`` sets ``last_accessed`` only."""
         if not memory_ids:
             return
         clause, params = self._scope_clause(scopes)
         sql = (
-            "UPDATE memories AS u SET access_count = u.access_count + 1, "
+            "UPDATE memories AS u SET access_count = u.access_count + %s, "
             "last_accessed = %s FROM (SELECT m.id FROM memories m WHERE "
             f"{clause} AND m.id = ANY(%s) ORDER BY m.id FOR UPDATE SKIP LOCKED) s "
             "WHERE u.id = s.id"
         )
-        values = [to_text(now), *params, list(memory_ids)]
+        values = [count, to_text(now), *params, list(memory_ids)]
         if self.in_write():  # the caller's transaction holds it
             self._x(sql, values)
             return

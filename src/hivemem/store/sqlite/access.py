@@ -60,7 +60,10 @@ class AccessLog:
         self._timer: threading.Timer | None = None
         self._closed = False
 
-    def record(self, scopes: Sequence[str], memory_ids: Sequence[str], now: datetime) -> None:
+    def record(
+        self, scopes: Sequence[str], memory_ids: Sequence[str], now: datetime, count: int = 1
+    ) -> None:
+        """Queue ``count`` (1, or 0: only ``last_accessed``) for each memory."""
         if not memory_ids:
             return
         key_scopes = tuple(scopes)
@@ -70,10 +73,10 @@ class AccessLog:
             self._pending_scopes.add(key_scopes)
             for memory_id in dict.fromkeys(memory_ids):
                 key = (key_scopes, memory_id)
-                count, _ = self._pending.get(key, (0, now))
-                if count == 0 and len(self._pending) >= LIMIT:
+                if key not in self._pending and len(self._pending) >= LIMIT:
                     continue  # lossy by design: the queue stays bounded
-                self._pending[key] = (count + 1, now)
+                queued, _ = self._pending.get(key, (0, now))
+                self._pending[key] = (queued + count, now)
             due = len(self._pending) >= self._max_pending
             if self._timer is None and not due:
                 self._timer = threading.Timer(self._flush_after_s, self._on_timer)

@@ -708,15 +708,19 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, ScopedBM25, RepairM
             [*params, scope, memory_id],
         )
 
-    def touch(self, scopes: Sequence[str], memory_ids: Sequence[str], now: datetime) -> None:
+    def touch(
+        self, scopes: Sequence[str], memory_ids: Sequence[str], now: datetime, count: int = 1
+    ) -> None:
         """Queue the access (``access.py``): written in batches off the read path. With
-        the pool off (one connection, as before it) the counts are written at once."""
+        the pool off (one connection, as before it) the counts are written at once.
+        ``count=0`` sets ``last_accessed`` only."""
         if self._pool is not None:
-            self._access.record(scopes, memory_ids, now)
+            self._access.record(scopes, memory_ids, now, count)
             return
         # access counts are a ranking hint: a busy database skips them (reads fail open)
         with suppress(StoreError, OperationalError):
-            self._write_access({(tuple(scopes), m): (1, now) for m in dict.fromkeys(memory_ids)})
+            batch = {(tuple(scopes), m): (count, now) for m in dict.fromkeys(memory_ids)}
+            self._write_access(batch)
 
     def flush_access(self) -> int:
         """Write the queued access counts now; returns how many memories they touched."""
