@@ -106,7 +106,8 @@ def run_context_suite(
     notify = progress or (lambda stage, done, total: None)
     floors = tuple(dict.fromkeys(floors)) or (MIN_SCORE,)
     started = time.perf_counter()
-    overall, by_category = _Count(floors), {}
+    overall = _Count(floors)
+    by_category: dict[Any, _Count] = {}
     with _store_folder(keep) as folder:
         db, saved = _kept_paths(folder, suite, settings)
         if saved.exists() and db.exists():

@@ -45,7 +45,6 @@ from ..types import (
     Source,
     Status,
     as_tuple,
-    resolve_enum,
 )
 from ..write import audit, categories, chains, expiry, learning, promotion, retry, rights, rules
 from ..write import purge as purgemod
@@ -615,7 +614,7 @@ class ScopedMemory:
         common["categories"] = categories.valid(category)
         flt = ListFilter(
             **common,
-            statuses=_statuses(status) or (Status.ACTIVE,),
+            statuses=rules.statuses(status) or (Status.ACTIVE,),
             include_expired=bool(include_expired),
             key=rules.name(key, "key", self.settings.max_key_chars, optional=True),
         )
@@ -666,7 +665,7 @@ class ScopedMemory:
         else:
             if not isinstance(query, str):
                 raise InvalidInput("query", f"expected text, got {query.__class__.__name__}")
-            statuses = _statuses(status)
+            statuses = rules.statuses(status)
             if Status.DELETED in statuses:
                 raise InvalidInput("status", "deleted memories are never searchable")
             size = rules.limit(limit, maximum=1000)  # named first when several are bad
@@ -783,11 +782,8 @@ class ScopedMemory:
         max_relevant: int | None = None,
         min_score: float | None = None,
     ) -> str:
-        """The memory block for a system prompt: pinned memories by priority, then those
-        of earlier sessions relevant to ``query`` (``session_id`` is the current session,
-        excluded; hits above ``min_score``), then the latest reflection, within
-        ``max_entries`` and ``max_tokens`` (tiktoken where available offline, else an
-        estimate); ``profile`` picks a seed's recipe. See ``hivemem.lifecycle.context``."""
+        """The memory block for a system prompt, within ``max_entries`` and ``max_tokens``
+        (its sections, shares and floor: ``hivemem.lifecycle.context.build_context``)."""
         from ..lifecycle.context import build_context
 
         return build_context(
@@ -798,7 +794,3 @@ class ScopedMemory:
 
     def _touch(self, ids: builtins.list[str], count: int = 1) -> None:
         self._backend.touch(self.visible, ids, self._now(), count)
-
-
-def _statuses(value: object) -> tuple[Status, ...]:
-    return tuple(resolve_enum(Status, x, "status") for x in as_tuple(value))

@@ -30,7 +30,6 @@ from ..types import (
     Related,
     Status,
     as_tuple,
-    resolve_enum,
 )
 from ..write import rules
 from .maintenance import RunRecord, run_log
@@ -148,7 +147,7 @@ def page(
     stored_since = rules.optional_time(since, "since")
     stored_until = rules.optional_time(until, "until")
     common = rules.filters(mem.settings, kind, type, tags, session_id)
-    statuses = tuple(resolve_enum(Status, s, "status") for s in as_tuple(status))
+    statuses = rules.statuses(status)
     categories = tuple(as_tuple(category))
     for name in categories:
         if name not in CATEGORIES:

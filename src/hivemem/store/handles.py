@@ -203,6 +203,7 @@ class ScopedHandle(Scope, Protocol):
         kind: Kinds = None,
         exclude_sessions: Sequence[str] | str | None = None,
         status: Statuses = None,
+        min_score: float = 0.0,
     ) -> list[Hit]: ...
 
     def history(self, id_or_key: str) -> list[Memory]: ...

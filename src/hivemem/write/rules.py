@@ -259,3 +259,9 @@ def scope_slug(scope: str, settings: Settings, existing: Any) -> None:
         f"{scope!r} is not a slug (lowercase letters and digits joined by hyphens, e.g. "
         "'ops-team'): the scope_names setting is 'slug'",
     )
+
+
+def statuses(value: object) -> tuple[Status, ...]:
+    """A status filter (one status or several) as ``Status`` values; an unknown one is
+    ``InvalidInput`` naming the valid ones."""
+    return tuple(resolve_enum(Status, x, "status") for x in as_tuple(value))
