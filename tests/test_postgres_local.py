@@ -102,3 +102,12 @@ def test_the_docs_block_runs_as_pasted():
         subprocess.run(["bash", "-c", "hivemem postgres stop"], env=env, timeout=120)
         shutil.rmtree(home, ignore_errors=True)
     assert "Deploys need a green CI run" in outputs[-2]  # the search found the saved memory
+
+
+def test_a_folder_that_cannot_be_looked_at_is_one_error_line(tmp_path):
+    too_long = str(tmp_path / ("x" * 300))
+    for command in ("url", "stop", "start"):
+        result = _cli("postgres", command, "--data", too_long)
+        assert result.exit_code == 6, (command, result.output)
+        assert "cannot be read: File name too long" in result.stderr
+        assert "Traceback" not in result.output

@@ -212,10 +212,7 @@ class EntityIndex(Protocol):
         type: str | None = None,  # noqa: A002 - the domain's word
         summary: str | None = None,
         protected: bool | None = None,
-    ) -> bool:
-        """Set an entity's type, summary and/or protected flag; False when the scope
-        already has an entity of that name with that type (``store/entity_rows.py``)."""
-        ...
+    ) -> bool: ...  # False: the scope has that name with that type (entity_rows.py)
 
 
 class Resolutions(Protocol):

