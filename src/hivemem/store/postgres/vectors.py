@@ -401,6 +401,10 @@ class PgVectorIndex:
         )
         return [PendingChunk(*r) for r in rows]
 
+    def writer_free(self) -> bool:
+        """Always: vectors go in by row, beside any other transaction (no store lock)."""
+        return True
+
     def has_pending(self, scopes: Sequence[str] | None = None) -> bool:
         """Whether chunks (of ``scopes``; None: of any scope) wait for vectors. Right
         after a search of these scopes on this thread (within ``_PENDING_TTL``), the

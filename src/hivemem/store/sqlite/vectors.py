@@ -254,6 +254,14 @@ class SQLiteVectorIndex:
         )
         return [PendingChunk(*r) for r in rows]
 
+    def writer_free(self) -> bool:
+        """Whether a write would start now, not after another thread's transaction: the
+        writer connection's lock is free (taken and given back at once)."""
+        if not self._db._lock.acquire(blocking=False):
+            return False
+        self._db._lock.release()
+        return True
+
     def has_pending(self, scopes: Sequence[str] | None = None) -> bool:
         """Whether chunks (of ``scopes``; None: of any scope) wait for vectors. A
         search asks for its own scopes only (issue 25: another tenant's writes must not
