@@ -103,14 +103,18 @@ def test_bulk_flush_stores_the_incremental_vectors_and_answers(pg_url, clock, mo
 def test_bulk_copy_into_postgres_builds_the_index_once(tmp_path, pg_url, clock, monkeypatch):
     monkeypatch.setattr(pgvectors, "BULK_MIN", 100)
     src = tmp_path / "src.db"
-    with hivemem.open(src, embedder="hash", clock=clock) as store:
+    # The keyword-ties rule weighs the keyword lane by how many of its candidates tie,
+    # and each backend's lane fetches its own number of candidates: off here, so the
+    # orders compared are the copy's, not the two keyword plans' page sizes.
+    same = Settings(keyword_ties=0)
+    with hivemem.open(src, embedder="hash", clock=clock, settings=same) as store:
         store.scope("team-a").add_episodes(_episodes(200, 4))
         store.flush()
         mem = store.scope("team-a")
         expected = [[r.memory.id for r in mem.search(q, limit=5)] for q in QUESTIONS]
     with (
-        hivemem.open(src, embedder="hash", clock=clock) as source,
-        hivemem.open(pg_url, embedder="hash", clock=clock) as dst,
+        hivemem.open(src, embedder="hash", clock=clock, settings=same) as source,
+        hivemem.open(pg_url, embedder="hash", clock=clock, settings=same) as dst,
     ):
         report = copy_store(source, dst)
         assert report.vectors == 200
