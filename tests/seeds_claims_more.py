@@ -313,10 +313,9 @@ def _(c):
     "swarm",
     "Tunables by environment",
     context=True,
-    xfail="context branch: the seed's own MEMORY_* names under the swarm profile",
 )
 def _(c):
-    s = Settings.from_env({"MEMORY_RECENCY_HALF_LIFE_DAYS": "7"})
+    s = Settings.from_env({"HIVEMEM_PROFILE": "swarm", "MEMORY_RECENCY_HALF_LIFE_DAYS": "7"})
     assert s.recency_half_life_days == 7
 
 

@@ -79,11 +79,16 @@ def test_the_relevance_section_takes_only_hits_above_its_floor(real, clock):
     block = real.context("How did the deploy of the payments API go?", session_id="now")
     relevant = _section(block, "Relevant from earlier sessions")
     assert relevant == ["- [2026-01-01] user: The deploy of the payments API failed on Friday"]
-    # nothing about a cat: the one hit the search finds scores below the floor
+    # nothing about a cat: no memory shares a word and none is near in meaning, so the
+    # search is silent (the model's match floor) and the block has no relevance section
+    assert real.search("What is my cat called?") == []
+    assert real.context("What is my cat called?", session_id="now") == ""
+    # without the match floor the search finds the least unrelated turn, scored below
+    # the block's floor; that floor is the search's min_score: 0 shows it
+    real.settings = real.settings.replace(match_floor=0.0)
     [hit] = real.search("What is my cat called?")
     assert hit.score < 0.05 and "peanuts" in hit.memory.content
     assert real.context("What is my cat called?", session_id="now") == ""
-    # the floor is the search's min_score: 0 shows whatever the search found
     assert "peanuts" in real.context("What is my cat called?", session_id="now", min_score=0.0)
 
 

@@ -44,6 +44,7 @@ COMMANDS: dict[str, tuple[list[str], str]] = {
     "init": ([], CREATES),
     "add": (["deploy on Mondays"], CREATES),
     "search": (["deploy"], NEEDS),
+    "context": (["deploy"], NEEDS),
     "list": ([], NEEDS),
     "show": (["deploy-rule"], NEEDS),
     "history": (["deploy-rule"], NEEDS),
@@ -66,6 +67,8 @@ COMMANDS: dict[str, tuple[list[str], str]] = {
     "eval paraphrase": ([], NO_STORE),
     "eval silence": ([], NO_STORE),
     "eval entities": ([], NO_STORE),
+    "eval context": ([], NO_STORE),
+    "eval access": ([], NO_STORE),
     "maintain": (["decay"], NEEDS),
     "serve-http": (SERVE_HTTP, CREATES),
     "ui": (["--no-browser", "--port", "{port}"], NEEDS),  # a taken port: it cannot serve
@@ -94,6 +97,8 @@ NOT_RUN = {
     "eval paraphrase",
     "eval silence",
     "eval entities",
+    "eval context",
+    "eval access",
     "postgres start",  # would start a server in the user's data folder
     "postgres url",
     "postgres stop",
@@ -354,3 +359,17 @@ def test_library_text_is_one_line(tmp_path):
     with pytest.raises(NotAStore) as err:
         hivemem.open(other)
     assert "\n" not in str(err.value) and str(other) in str(err.value)
+
+
+def test_a_path_that_cannot_be_looked_at_is_one_error_line(tmp_path):
+    """A name too long for the file system (the CLI fuzz found it: a traceback)."""
+    too_long = str(tmp_path / ("x" * 300))
+    for args in (["stats"], ["add", "deploy on Mondays"], ["search", "deploy"]):
+        result = CliRunner().invoke(main, ["--db", too_long, *args])
+        assert result.exit_code == 6, (args, result.output)
+        assert result.stderr.startswith("error: cannot open ") and "File name too long" in (
+            result.stderr
+        )
+        assert "Traceback" not in result.output
+    with pytest.raises(hivemem.StoreError, match="File name too long"):
+        hivemem.open(too_long)

@@ -4,6 +4,7 @@ counting, measured on the evaluation suites (registered on ``measure.eval_``).""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -73,12 +74,8 @@ def context_(
 
     if locomo_path is None and lme_path is None:
         raise InvalidInput("path", "give --locomo PATH and/or --longmemeval PATH")
-    names = {"LongMemEval": "longmemeval", "LoCoMo episodes": "locomo"}
-    names["LoCoMo mixed"] = "locomo-mixed"
     reports = []
-    for suite in suites_for(locomo_path, lme_path, limit_questions):
-        if only and names[suite.name] not in only:
-            continue
+    for suite in _chosen(locomo_path, lme_path, limit_questions, only):
         report = run_context_suite(
             suite,
             env.settings,
@@ -142,12 +139,8 @@ def access_(
 
     if locomo_path is None and lme_path is None:
         raise InvalidInput("path", "give --locomo PATH and/or --longmemeval PATH")
-    names = {"LongMemEval": "longmemeval", "LoCoMo episodes": "locomo"}
-    names["LoCoMo mixed"] = "locomo-mixed"
     reports = []
-    for suite in suites_for(locomo_path, lme_path, limit_questions):
-        if only and names[suite.name] not in only:
-            continue
+    for suite in _chosen(locomo_path, lme_path, limit_questions, only):
         report = run_access_suite(
             suite, env.settings, progress=_stage_printer(), keep=Path(keep) if keep else None
         )
@@ -156,3 +149,18 @@ def access_(
             click.echo(format_access(report) + "\n")
     if as_json:
         echo_json([r.to_dict() for r in reports])
+
+
+_NAMES = {"LongMemEval": "longmemeval", "LoCoMo episodes": "locomo", "LoCoMo mixed": "locomo-mixed"}
+
+
+def _chosen(
+    locomo_path: str | None, lme_path: str | None, limit: int | None, only: tuple[str, ...]
+) -> list[Any]:
+    """The suites of the files given (not the bundled paraphrase suite, which has no
+    sessions to build a block from), or those of ``--suite``."""
+    return [
+        suite
+        for suite in suites_for(locomo_path, lme_path, limit)
+        if suite.name in _NAMES and (not only or _NAMES[suite.name] in only)
+    ]

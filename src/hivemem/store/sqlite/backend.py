@@ -102,13 +102,17 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, ScopedBM25, RepairM
         self.created = False  # this open made the store (its first migration ran here)
         if self.location != ":memory:":
             file = Path(self.location).expanduser()
-            if not create and _no_store_yet(file):
+            try:
+                absent = _no_store_yet(file)
+                parent = file.resolve().parent
+            except OSError as exc:  # a name too long, a folder that may not be looked at
+                raise StoreError(f"cannot open {self.location}: {exc.strerror}") from None
+            if not create and absent:
                 raise NotAStore(
                     f"no HiveMem store at {self.location} (nothing was created): check the "
                     "path, or create one with `hivemem --db PATH init` "
                     "(hivemem.open(path) in Python)"
                 )
-            parent = file.resolve().parent
             if not parent.exists():
                 raise StoreError(f"cannot open {self.location}: folder {parent} does not exist")
             self.location = str(file)
