@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from pathlib import Path
@@ -81,25 +82,25 @@ def test_every_acknowledged_write_is_read_at_once_from_other_threads(tmp_path):
     with _open(tmp_path / "m.db", read_connections=2) as store:
         mem = store.scope("a")
         misses: list[str] = []
-        stop = threading.Event()
 
-        def reader(ids):
-            while not stop.is_set() or ids:
-                if ids:
-                    memory_id = ids.pop()
-                    try:
-                        mem.get(memory_id)
-                    except hivemem.NotFound:
-                        misses.append(memory_id)
+        def reader(ids: queue.Queue[str | None]) -> None:
+            # Blocks until an id is handed over (a reader that spun on an empty list held
+            # the GIL from the writer: 155 s for 60 saves once a save ran a search too).
+            while (memory_id := ids.get(timeout=60)) is not None:
+                try:
+                    mem.get(memory_id)
+                except hivemem.NotFound:
+                    misses.append(memory_id)
 
-        queues = [[] for _ in range(4)]
+        queues: list[queue.Queue[str | None]] = [queue.Queue() for _ in range(4)]
         readers = [threading.Thread(target=reader, args=(q,)) for q in queues]
         for thread in readers:
             thread.start()
         for n in range(60):
             saved = mem.save(f"fact number {n}")  # acknowledged: then handed to a reader
-            queues[n % 4].append(saved.id)
-        stop.set()
+            queues[n % 4].put(saved.id)
+        for q in queues:
+            q.put(None)
         for thread in readers:
             thread.join()
         assert misses == []
