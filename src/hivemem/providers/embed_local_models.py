@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import HiveMemError, InvalidInput, MissingDependency
+from .embed import in_length_order
 
 Vector = Sequence[float]
 _INSTALL = "pip install 'hivemem[sentence-transformers]'"
@@ -316,13 +317,7 @@ class OnnxModelEmbedder:
         if not texts:
             return []
         self._load()
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # short padding
-        out: list[Vector] = [[] for _ in texts]
-        for start in range(0, len(order), self.batch_size):
-            part = order[start : start + self.batch_size]
-            for index, vector in zip(part, self._run([texts[i] for i in part]), strict=True):
-                out[index] = vector
-        return out
+        return in_length_order(texts, self.batch_size, self._run)
 
     def _run(self, texts: list[str]) -> list[Vector]:
         import numpy as np
