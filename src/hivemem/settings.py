@@ -513,7 +513,9 @@ class Settings:
     mcp_port: int = _setting(8766, "Port `hivemem serve-mcp --transport http` listens on.")
 
     def __post_init__(self) -> None:
-        if self.profile in SEED_PROFILES:
+        # A profile of the wrong type (a list: unhashable) is left to check(), which
+        # names it, instead of failing the lookup here (the settings fuzz found it).
+        if isinstance(self.profile, str) and self.profile in SEED_PROFILES:
             defaults = _defaults()
             for name, value in SEED_PROFILES[self.profile].items():
                 if getattr(self, name) == defaults[name]:

@@ -136,7 +136,8 @@ def export_(
             _write_whole(file, rescue)
         except BaseException:  # nothing could be read: no file of set-aside rows either
             if aside is not None:
-                aside.unlink(missing_ok=True)
+                with contextlib.suppress(OSError):  # one that cannot be made was not made
+                    aside.unlink(missing_ok=True)
             raise
         report = reports[-1]
         click.echo(f"{report.summary()} → {where}", err=True)
