@@ -62,7 +62,7 @@ def test_the_wheel_ships_every_data_file_the_code_reads(dist):
     src = ROOT / "src"
     wanted = {
         str(p.relative_to(src))
-        for p in src.rglob("*")
+        for p in (src / "hivemem").rglob("*")  # not src/*.egg-info: an install's own
         if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts
     }
     assert "hivemem/py.typed" in wanted

@@ -319,10 +319,11 @@ class Indexer:
             return 0  # nothing will embed them: no note says otherwise (issue 25, item 13)
         start = time.monotonic()
         queued = self._index.pending_in(scopes, max(0, limit) + 1)
-        if not queued or limit <= 0 or not self._index.writer_free():
-            # Nothing to do, or a transaction of another thread holds the writer: a
-            # search never waits for a write (tests/test_parallel_reads.py); the chunks
-            # are found by keyword this time, and the note says so.
+        if not queued or limit <= 0 or not self._index.writer_free(budget_s / 2):
+            # Nothing to do, or a transaction of another thread holds the writer past half
+            # the budget: a search never waits out a write (tests/test_parallel_reads.py);
+            # the chunks are found by keyword this time, and the note says so. A worker's
+            # batch (milliseconds) is waited for (test_read_your_writes: worker running).
             return len(queued)
         locked = self._embed_lock.acquire(timeout=max(0.0, budget_s / 2))
         try:

@@ -17,9 +17,11 @@ that crashed between its commit and its links.
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from ...errors import HiveMemError
 from ...types import Kind, Memory
 from ...types import Related as Related
 from .similarity import candidates, jaccard, words
@@ -31,6 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
 NAME = "crossrefs"
 HELP = "Link each memory to up to 10 related ones (word overlap), for mem.related(id)."
 KINDS = (Kind.FACT, Kind.NOTE, Kind.SUMMARY, Kind.REFLECTION)
+log = logging.getLogger(__name__)
 
 
 def related_to(ctx: JobContext, memory: Memory) -> list[tuple[str, float]]:
@@ -39,14 +42,23 @@ def related_to(ctx: JobContext, memory: Memory) -> list[tuple[str, float]]:
 
 def on_save(store: StoreHandle, memory: Memory) -> int:
     """corvid's cross-reference update on save: link ``memory`` (just committed) to the
-    related memories of its scope and mark it done for the job; the number of links."""
+    related memories of its scope and mark it done for the job; the number of links.
+
+    Fails open: the save it follows is committed, so a failure here (a full disk, a
+    lock held too long) must not be reported as the save's. It is logged, and the memory
+    is left unmarked for the ``crossrefs`` job (tests/test_disk_full.py: a save whose
+    links could not be written raised, though its row was stored)."""
     s = store.settings
     if not s.crossrefs_on_save or memory.kind not in KINDS or not memory.is_active:
         return 0
-    pairs = _related(store, memory.scope, memory, store.clock())  # reads outside the lock
-    with store.atomic():
-        store.job_state.set_related(memory.scope, memory.id, pairs)
-        store.job_state.mark(NAME, [memory.id], store.clock())
+    try:
+        pairs = _related(store, memory.scope, memory, store.clock())  # reads outside the lock
+        with store.atomic():
+            store.job_state.set_related(memory.scope, memory.id, pairs)
+            store.job_state.mark(NAME, [memory.id], store.clock())
+    except HiveMemError as exc:
+        log.warning("cross-references of %s left to the %s job: %s", memory.id, NAME, exc)
+        return 0
     return len(pairs)
 
 

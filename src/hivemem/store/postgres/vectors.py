@@ -401,7 +401,7 @@ class PgVectorIndex:
         )
         return [PendingChunk(*r) for r in rows]
 
-    def writer_free(self) -> bool:
+    def writer_free(self, wait_s: float = 0.0) -> bool:
         """Always: vectors go in by row, beside any other transaction (no store lock)."""
         return True
 

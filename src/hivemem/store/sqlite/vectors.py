@@ -254,10 +254,11 @@ class SQLiteVectorIndex:
         )
         return [PendingChunk(*r) for r in rows]
 
-    def writer_free(self) -> bool:
-        """Whether a write would start now, not after another thread's transaction: the
-        writer connection's lock is free (taken and given back at once)."""
-        if not self._db._lock.acquire(blocking=False):
+    def writer_free(self, wait_s: float = 0.0) -> bool:
+        """Whether a write can start within ``wait_s``, not only after another thread's
+        transaction: the writer connection's lock is free by then (taken and given back
+        at once). A worker's batch takes milliseconds; a long transaction outlasts it."""
+        if not self._db._lock.acquire(timeout=max(0.0, wait_s)):
             return False
         self._db._lock.release()
         return True
