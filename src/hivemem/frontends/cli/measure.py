@@ -4,6 +4,7 @@ quoted in the README."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 from typing import Any
@@ -569,6 +570,13 @@ def entities(env: Env, as_json: bool) -> None:
     help="Keep each suite's store in DIR and reuse it on the next run with the same data "
     "and embedder (only the searches run again; delete DIR to rebuild).",
 )
+@click.option(
+    "--dump",
+    type=click.Path(dir_okay=False, writable=True),
+    metavar="FILE",
+    help="Write each question's ranked memory ids and scores to FILE (JSON lines); "
+    "compare two runs over the same --keep DIR with python -m hivemem.evaluation.dumps.",
+)
 @json_option
 @pass_env
 def all_(
@@ -579,6 +587,7 @@ def all_(
     limit_questions: int | None,
     ablation: bool,
     keep: str | None,
+    dump: str | None,
     as_json: bool,
 ) -> None:
     """Score retrieval on LongMemEval, LoCoMo episodes, LoCoMo mixed and the bundled
@@ -595,19 +604,22 @@ def all_(
     names["Paraphrase"] = "paraphrase"
     reports = []
     printer = _stage_printer()
-    for suite in suites_for(locomo_path, lme_path, limit_questions):
-        if only and names[suite.name] not in only:
-            continue
-        report = run_suite(
-            suite,
-            env.settings,
-            ablation=ablation,
-            progress=printer,
-            keep=Path(keep) if keep else None,
-        )
-        reports.append(report)
-        if not as_json:
-            click.echo(format_suite(report) + "\n")
+    with contextlib.ExitStack() as stack:
+        dumped = stack.enter_context(open(dump, "w", encoding="utf-8")) if dump else None
+        for suite in suites_for(locomo_path, lme_path, limit_questions):
+            if only and names[suite.name] not in only:
+                continue
+            report = run_suite(
+                suite,
+                env.settings,
+                ablation=ablation,
+                progress=printer,
+                keep=Path(keep) if keep else None,
+                dump=dumped,
+            )
+            reports.append(report)
+            if not as_json:
+                click.echo(format_suite(report) + "\n")
     if as_json:
         echo_json([r.to_dict() for r in reports])
 

@@ -88,6 +88,7 @@ class ReadPool:
         self._for_snapshot = threading.Condition(mutex)
         self._watcher: Any = None
         self._watch_lock = threading.Lock()
+        self.tracer: Callable[[str], None] | None = None  # see ``PooledReads.tracing``
 
     def acquire(self, *, snapshot: bool = False) -> Any:
         """An idle connection, a new one while fewer than ``2 × size`` are open, else wait
@@ -116,6 +117,8 @@ class ReadPool:
                 (self._for_snapshot if snapshot else self._for_single).wait()
         try:
             conn = self._connect()
+            if self.tracer is not None:
+                conn.set_trace_callback(self.tracer)
             with self._cond:
                 self._born[id(conn)] = generation
             return conn
@@ -214,6 +217,14 @@ class ReadPool:
             with suppress(Exception):
                 conn.close()
 
+    def trace(self, callback: Callable[[str], None] | None) -> None:
+        """``callback`` gets every statement of the idle connections and of those opened
+        from now on (None: no longer)."""
+        with self._cond:
+            self.tracer = callback
+            for conn in self._idle:
+                conn.set_trace_callback(callback)
+
     @property
     def opened(self) -> int:
         """How many connections are open now (idle or lent)."""
@@ -276,6 +287,24 @@ class PooledReads:
             yield conn
         finally:
             self._pool.release(conn, snapshot=snapshot)
+
+    @contextmanager
+    def tracing(self, callback: Callable[[str], None]) -> Iterator[None]:
+        """``callback(sql)`` for every statement run inside, on any connection of this
+        store (the writer and the read pool; sqlite3's ``set_trace_callback``), on
+        whichever thread runs it: the measuring seam of ``hivemem bench``'s statements
+        per search. Connections lent out as it begins are not traced."""
+        with self._lock:
+            self._conn.set_trace_callback(callback)
+        if self._pool is not None:
+            self._pool.trace(callback)
+        try:
+            yield
+        finally:
+            if self._pool is not None:
+                self._pool.trace(None)
+            with self._lock:
+                self._conn.set_trace_callback(None)
 
     @contextmanager
     def on_writer(self) -> Iterator[None]:
