@@ -14,8 +14,9 @@ import click
 from ...errors import InvalidInput
 from ...evaluation import entities as entity_eval
 from ...evaluation.bench import format_table, run_bench
-from ...evaluation.bench_long import format_long, run_long_bench
+from ...evaluation.bench_long import LongBenchReport, format_long, run_long_bench
 from ...evaluation.bench_postgres import format_side_by_side, run_pg_bench
+from ...evaluation.bench_real_long import RealLongReport, format_real_long, run_real_long_bench
 from ...evaluation.decay_sim import PROFILES, simulate
 from ...evaluation.decay_sim import format_table as format_decay_table
 from ...evaluation.locomo import SYSTEM_PROMPT_PREAMBLE, eval_locomo, format_report
@@ -133,6 +134,13 @@ def _stage_printer(quiet: bool = False) -> Any:
     help="Turns per scope of the long-memory corpus.",
 )
 @click.option(
+    "--longmemeval",
+    "long_path",
+    type=click.Path(exists=True, dir_okay=False),
+    help="With --long-scopes: real turns instead, one scope per question of this "
+    "LongMemEval file (plain or .gz), timed beside plain FTS5 on the same texts.",
+)
+@click.option(
     "--bulk-load",
     is_flag=True,
     help="Load each corpus once, without an embedder, then embed its vectors in one flush "
@@ -238,6 +246,7 @@ def bench(
     keep_folder: str | None,
     long_scopes: int,
     long_turns: int,
+    long_path: str | None,
     bulk_load: bool,
     skip_sqlite: bool,
     quiet: bool,
@@ -267,7 +276,10 @@ def bench(
     embeddings (memories stored and embedded per second), query embedding.
     Progress goes to stderr (--quiet: none). HIVEMEM_* settings apply. With
     --long-scopes, the long-memory corpus too: scopes of ~1 kB turns, searched at limit
-    10 and 50, the first query of each scope and warm ones.
+    10 and 50, the first query of each scope and warm ones; with --longmemeval PATH,
+    real turns instead (one scope per question's haystack), beside plain FTS5 on the
+    same texts. Each size also prints the SQL statements and CPU ms per hybrid search,
+    by stage of the pipeline.
 
     With --ui, the same corpus is loaded and the inspector's pages are timed instead,
     through the whole HTTP app in process (see docs/inspector.md).
@@ -393,18 +405,22 @@ def bench(
         )
     except ValueError as exc:
         raise InvalidInput("bench", str(exc)) from None
-    long = (
-        run_long_bench(
+    long: LongBenchReport | RealLongReport | None = None
+    if long_scopes and long_path:
+        long = run_real_long_bench(
+            long_path, long_scopes, settings=env.settings, progress=_stage_printer(quiet)
+        )
+    elif long_scopes:
+        long = run_long_bench(
             long_scopes, long_turns, settings=env.settings, progress=_stage_printer(quiet)
         )
-        if long_scopes
-        else None
-    )
     if as_json:
         echo_json({**report.to_dict(), "long_memories": long.to_dict() if long else None})
     else:
         click.echo(format_table(report))
-        if long is not None:
+        if isinstance(long, RealLongReport):
+            click.echo("\n" + format_real_long(long))
+        elif long is not None:
             click.echo("\n" + format_long(long))
 
 
