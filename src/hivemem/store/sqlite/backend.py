@@ -535,7 +535,7 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, ScopedBM25, RepairM
         try:
             # one snapshot and one connection for both plans (the time limit is set on it)
             with self.snapshot(), self._reading() as conn, time_limit(conn, time_limit_s, stopped):
-                if termcounts.confines(self._read_raw, scopes):
+                if termcounts.confines(self._read_memo_raw, scopes):
                     # Trigger: the visible scopes hold at most half the index. Why: an
                     # unconfined MATCH walks and scores every tenant's rows. Outcome:
                     # the MATCH is confined to the scopes' keys (same hits, same scores).

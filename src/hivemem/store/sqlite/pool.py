@@ -44,7 +44,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
 
@@ -57,6 +57,7 @@ log = logging.getLogger("hivemem.store.sqlite")
 # (in commits) it looks at the WAL's size.
 WAL_RESTART_BYTES = 16 * 1024 * 1024
 WAL_CHECK_EVERY = 64
+_MEMO_MAX = 256  # statements ``_read_memo`` keeps for one version of the file
 WAL_DRAIN_S = 2.0  # longest wait for the searches in flight before a restart is skipped
 
 
@@ -255,6 +256,10 @@ class PooledReads:
     _commits = 0  # commits since the store opened (for the WAL check)
     _busy_timeout_ms = 10_000
     _driver_errors: tuple[type[BaseException], ...]
+    _version: Any  # the backend's: (data_version, own commits)
+    _cache_lock: Any
+    _memo: dict[tuple[str, tuple[Any, ...]], list[Any]] | None = None
+    _memo_version: Any = None
 
     @property
     def closed(self) -> bool:  # the host's
@@ -287,6 +292,35 @@ class PooledReads:
             yield conn
         finally:
             self._pool.release(conn, snapshot=snapshot)
+
+    def _read_memo(self, sql: str, params: Sequence[Any] = (), *, raw: bool = False) -> list[Any]:
+        """``_read``, kept until the file changes: for the small statements a search asks
+        more than once, or every search asks while nothing is written (the scopes' chunk
+        counts, the vector log's end, the meta rows). Keyed on the file's change counter
+        and this connection's commits (``_version``: inside a search's read view, the
+        counter its snapshot began under, so no extra statement); never inside a write
+        transaction, whose own uncommitted rows that counter does not see. The rows are
+        shared: callers must not change them. ``raw`` as ``_read``'s."""
+        if self._role.writing:
+            return list(self._read(sql, params, raw=raw))
+        version = self._version()
+        key = (sql, tuple(params))
+        with self._cache_lock():
+            memo = self._memo
+            if memo is None or self._memo_version != version or len(memo) > _MEMO_MAX:
+                memo = self._memo = {}
+                self._memo_version = version
+            rows = memo.get(key)
+        if rows is None:
+            rows = self._read(sql, params, raw=raw)
+            with self._cache_lock():
+                if self._memo_version == version and self._memo is not None:
+                    self._memo[key] = rows
+        return rows
+
+    def _read_memo_raw(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """``_read_memo`` leaving driver errors to the caller (as ``_read_raw``)."""
+        return self._read_memo(sql, params, raw=True)
 
     @contextmanager
     def tracing(self, callback: Callable[[str], None]) -> Iterator[None]:

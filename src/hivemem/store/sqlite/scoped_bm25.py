@@ -64,6 +64,7 @@ class ScopedBM25:
     ``KeywordStats``)."""
 
     _read: Any
+    _read_memo_raw: Any
     _cache_lock: Any
     _version: Any
     _scoped_freq: Any
@@ -76,7 +77,7 @@ class ScopedBM25:
     ) -> ScopeStats | None:
         """The statistics to score ``keywords`` over ``scopes``; None when the scopes
         hold the whole index (FTS5's own numbers are theirs then)."""
-        scoped, everything = termcounts.chunk_totals(read, scopes)
+        scoped, everything = termcounts.chunk_totals(self._read_memo_raw, scopes)
         if scoped >= everything or scoped == 0:
             return None
         phrases = [p for p in phrases_of(keywords.tree()) if phrase_tokens(p)]
