@@ -30,7 +30,8 @@ def _filled(path, **settings) -> hivemem.Store:
     )
     mem = store.scope("a")
     for n in range(30):
-        mem.add_episode(f"turn {n} about the harbour and the lighthouse {n % 7}", f"s{n // 10}", "user")
+        text = f"turn {n} about the harbour and the lighthouse {n % 7}"
+        mem.add_episode(text, f"s{n // 10}", "user")
     store.flush()
     return store
 

@@ -201,6 +201,8 @@ class ReadPool:
                 raise StoreError(f"the store {self.location} is closed; open it again to use it")
             if self._watcher is None:
                 self._watcher = self._connect()
+                if self.tracer is not None:
+                    self._watcher.set_trace_callback(self.tracer)
             return int(self._watcher.execute("PRAGMA data_version").fetchone()[0])
 
     def close(self) -> None:
@@ -219,12 +221,15 @@ class ReadPool:
                 conn.close()
 
     def trace(self, callback: Callable[[str], None] | None) -> None:
-        """``callback`` gets every statement of the idle connections and of those opened
-        from now on (None: no longer)."""
+        """``callback`` gets every statement of the idle connections, the change-counter
+        watcher and those opened from now on (None: no longer)."""
         with self._cond:
             self.tracer = callback
             for conn in self._idle:
                 conn.set_trace_callback(callback)
+        with self._watch_lock:
+            if self._watcher is not None:
+                self._watcher.set_trace_callback(callback)
 
     @property
     def opened(self) -> int:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from .. import scratch
@@ -132,7 +132,7 @@ class ScopedBM25:
             for weight, tf in zip(stats.idf, tfs, strict=True):
                 if tf:
                     score += weight * tf * (K1 + 1) / (tf + norm)
-            out.append(replace(match, bm25=score))
+            out.append(ChunkMatch(match.chunk_id, match.memory_id, match.seq, match.text, score))
         out.sort(key=lambda m: (-m.bm25, m.chunk_id))
         return out
 
