@@ -61,6 +61,9 @@ from .repair import RepairMixin
 from .scoped_bm25 import ALL_MATCHES_MAX, ScopedBM25
 from .vectors import SQLiteVectorIndex, load_extension
 
+# A CTE hint (SQLite 3.35+; the stdlib driver's system SQLite may be older).
+_ONCE = "MATERIALIZED " if sqlite_driver.sqlite_version_info >= (3, 35) else ""
+
 
 def _is_driver_failure(exc: BaseException) -> bool:
     """A failure of the file or the disk (a full disk, I/O, a damaged page), not of
@@ -580,13 +583,14 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, ScopedBM25, RepairM
         where, extra = self._filter_sql(query, now)
         filters = " AND ".join([clause, *where])
         # One statement: the pairs, and which neighbours pass the scope and filters
-        # (``passing``'s rule, as a set the pairs are looked up in).
+        # (``passing``'s rule, as a set the pairs are looked up in); each CTE evaluated
+        # once (inlined, the pairs' subqueries ran twice: 0.85 ms vs 0.33 at 20k).
         rows = self._read(
-            f"WITH pairs (anchor, before, after) AS (SELECT a.id, "
+            f"WITH pairs (anchor, before, after) AS {_ONCE}(SELECT a.id, "
             f"{side.format(op='<', order='DESC')}, {side.format(op='>', order='ASC')} "
             f"FROM memories a WHERE a.id IN ({placeholders(ids)}) AND a.kind = 'episode' "
             "AND a.session_id IS NOT NULL), "
-            "ok (id) AS (SELECT m.id FROM memories m WHERE m.id IN "
+            f"ok (id) AS {_ONCE}(SELECT m.id FROM memories m WHERE m.id IN "
             f"(SELECT before FROM pairs UNION SELECT after FROM pairs) AND {filters}) "
             "SELECT anchor, before, before IN ok, after, after IN ok FROM pairs",
             [*ids, *params, *extra],
