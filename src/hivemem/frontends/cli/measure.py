@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -593,6 +594,13 @@ def entities(env: Env, as_json: bool) -> None:
     help="Write each question's ranked memory ids and scores to FILE (JSON lines); "
     "compare two runs over the same --keep DIR with python -m hivemem.evaluation.dumps.",
 )
+@click.option(
+    "--now",
+    type=click.DateTime(formats=["%Y-%m-%dT%H:%M:%S"]),
+    metavar="TIME",
+    help="Search as of this UTC time (YYYY-MM-DDTHH:MM:SS), not the clock's: decay and "
+    "recency then score alike on every run (for --dump comparisons).",
+)
 @json_option
 @pass_env
 def all_(
@@ -604,6 +612,7 @@ def all_(
     ablation: bool,
     keep: str | None,
     dump: str | None,
+    now: datetime | None,
     as_json: bool,
 ) -> None:
     """Score retrieval on LongMemEval, LoCoMo episodes, LoCoMo mixed and the bundled
@@ -632,6 +641,7 @@ def all_(
                 progress=printer,
                 keep=Path(keep) if keep else None,
                 dump=dumped,
+                now=now.replace(tzinfo=UTC) if now else None,
             )
             reports.append(report)
             if not as_json:
