@@ -68,6 +68,7 @@ from ..facade.database import open as open_store
 from ..providers.embed import DEFAULT_MODEL, MODELS, HashEmbedder, LocalEmbedder
 from ..settings import Settings
 from ..types import Query
+from . import bench_search
 from .bench_report import (
     BenchReport,
     LatencyStats,
@@ -474,6 +475,7 @@ def _bench_one(
             "search hybrid", lambda q: len(mem.search(q, limit=10)), measured, warmup, notify
         )
         lane = _time_vector_lane(store, settings, measured, warmup, notify)
+        cost = bench_search.measure(lambda q: mem.search(q, limit=10), store, measured)
     finally:
         if keyword_store is not None:
             keyword_store.close()
@@ -505,6 +507,7 @@ def _bench_one(
         search_keyword_only=keyword,
         search_hybrid=hybrid,
         vector_lane=lane,
+        search_cost=cost,
         db_bytes=db_bytes,
         bytes_per_memory=round(db_bytes / total_memories, 1),
     )

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..store.factory import driver_info
+from . import bench_search
+from .bench_search import SearchCost
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,8 @@ class SizeResult:
     vector_lane: SearchStats  # backend.vectors.search(...) with a precomputed vector
     db_bytes: int  # the database file after close (WAL checkpointed)
     bytes_per_memory: float
+    # The hybrid questions once more: statements and CPU per search (bench_search.py).
+    search_cost: SearchCost | None = None
 
 
 @dataclass(frozen=True)
@@ -236,6 +240,7 @@ def format_table(report: BenchReport) -> str:
         *_latency_rows("search keyword only", [s.latency for s in keyword]),
         *_latency_rows("search hybrid (hash)", [s.latency for s in hybrid]),
         *_latency_rows("vector lane", [s.latency for s in lane]),
+        *bench_search.format_rows([r.search_cost for r in results]),
         ("keyword only mean hits", [f"{s.mean_results:.1f}" for s in keyword]),
         ("keyword only: no hit", [str(s.no_result) for s in keyword]),
         ("hybrid mean hits", [f"{s.mean_results:.1f}" for s in hybrid]),

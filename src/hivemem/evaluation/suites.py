@@ -33,14 +33,16 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from .. import text as textmod
+from ..clock import system_clock
 from ..facade.database import open as open_store
 from ..retrieval.keyword import best_chunk_per_memory
 from ..settings import Settings
 from ..store.keyword_query import KeywordQuery
 from ..types import Query, Status
+from . import dumps
 from .locomo import (
     LOCOMO_CATEGORIES,
     SYSTEM_PROMPT_PREAMBLE,
@@ -262,6 +264,8 @@ def run_suite(
     preamble: str = "",
     progress: Progress | None = None,
     keep: Path | None = None,
+    dump: IO[str] | None = None,
+    now: datetime | None = None,
 ) -> SuiteReport:
     """Store every unit in its own scope of one temporary store, search every item with
     HiveMem and with plain BM25, and score both (see the module docstring).
@@ -269,7 +273,10 @@ def run_suite(
     ``keep``: a folder where the suite's store stays after the run, and where a later run
     of the same suite with the same embedder finds it and only searches (LongMemEval
     takes about an hour to store and embed on 2 cores; a ranking experiment needs
-    minutes). ``ingest_seconds`` is then 0."""
+    minutes). ``ingest_seconds`` is then 0. ``dump``: a text file that gets one JSON line
+    per question of the main run (``hivemem.evaluation.dumps``). ``now``: the searches'
+    clock, fixed (decay and recency then give the same scores on every run; the store is
+    filled at the real time)."""
     settings = (settings or Settings()).replace(track_access=False)
     notify = progress or (lambda stage, done, total: None)
     with _store_folder(keep) as folder:
@@ -285,14 +292,18 @@ def run_suite(
             if keep is not None:
                 _write_labels(saved, labels)
         ingest = time.perf_counter() - started
-        main = _search_all(db, suite, settings, labels, preamble, notify, "hivemem", bm25=True)
+        main = _search_all(
+            db, suite, settings, labels, preamble, notify, "hivemem", bm25=True, dump=dump, now=now
+        )
         variants: dict[str, dict[str, float]] = {}
         if ablation:
             for name, change in ABLATIONS.items():
                 variant = settings.replace(**change) if change else settings
                 text = SYSTEM_PROMPT_PREAMBLE if name.startswith("+ 2 kB") else preamble
                 mode = "deep" if name == "+ deep mode" else "fast"
-                result = _search_all(db, suite, variant, labels, text, notify, name, mode=mode)
+                result = _search_all(
+                    db, suite, variant, labels, text, notify, name, mode=mode, now=now
+                )
                 variants[name] = result["overall"].rates()
     categories = {
         name: {
@@ -455,6 +466,8 @@ def _search_all(
     *,
     bm25: bool = False,
     mode: str = "fast",
+    dump: IO[str] | None = None,
+    now: datetime | None = None,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {
         "overall": _Tally(suite.metrics),
@@ -468,7 +481,8 @@ def _search_all(
     }
     total = sum(len(u.items) for u in suite.units)
     done = 0
-    with open_store(db, settings=settings) as store:
+    clock = system_clock if now is None else (lambda: now)
+    with open_store(db, settings=settings, clock=clock) as store:
         for unit in suite.units:
             mem = store.scope(unit.scope)
             for item in unit.items:
@@ -477,6 +491,8 @@ def _search_all(
                 started = time.perf_counter()
                 hits = mem.search(text, limit=suite.limit, mode=mode)
                 out["latencies"].append((time.perf_counter() - started) * 1000)
+                if dump is not None:
+                    dumps.write(dump, suite.name, unit.scope, item.text, hits)
                 ranked = [labels[h.memory.id] for h in hits if h.memory.id in labels]
                 gold = set(item.gold)
                 for hit in hits[:10]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
@@ -251,6 +251,13 @@ class Store:
     def snapshot(self) -> AbstractContextManager[None]:
         """A read-only transaction: one consistent view while writers go on."""
         return self._backend.snapshot()
+
+    def tracing(self, callback: Callable[[str], None]) -> AbstractContextManager[None] | None:
+        """``callback(sql)`` for every SQL statement the store runs inside the returned
+        context (a measuring seam: ``hivemem bench``'s statements per search); None where
+        the backend cannot say (only SQLite can)."""
+        tracing = getattr(self._backend, "tracing", None)
+        return None if tracing is None else tracing(callback)
 
     @property
     def keyword(self) -> KeywordIndex:

@@ -37,7 +37,7 @@ from ..providers import entities as entitymod
 from ..settings import Settings
 from ..store.protocols import Backend, VectorMatch
 from ..types import Explanation, Hit, Kind, Memory, MemoryType, Query, Status
-from . import hitset, learned, ranking
+from . import costs, hitset, learned, ranking
 from . import rerank as rerankmod
 from .hitset import Ranked
 from .keyword import KeywordCandidate, idf, keyword_lane
@@ -98,6 +98,7 @@ def search(
     reranker: Reranker | None = None,
 ) -> list[Hit]:
     """Hits for ``query`` in ``scopes``, best first (see the module docstring)."""
+    costs.lap("setup")  # the facade's part: arguments, fresh chunks, the read view
     fetch = lane_fetch(query.limit, settings.candidate_multiplier)
     if settings.first_person_queries and not query.fts_syntax:
         # A question about "the user" is read in the first person, as the user's own
@@ -125,6 +126,7 @@ def search(
     terms, keyword = keyword_lane(backend, scopes, query, settings, now, fetch)
     _add_keyword(candidates, keyword)
     lanes_run = ["keyword"] if terms or query.fts_syntax else []
+    costs.lap("keyword")
 
     if query.fts_syntax:
         pass  # FTS5 syntax is not language: the vector lane has nothing to embed
@@ -148,8 +150,10 @@ def search(
                 if c.chunk_id is None:
                     c.chunk_id, c.chunk_seq, c.chunk_text = match.chunk_id, match.seq, match.text
             lanes_run.append("vector")
+    costs.lap("vector")
     if entity_run and _entity_lane(entity_reads(), candidates):
         lanes_run.append("entity")
+    costs.lap("entity")
     if not candidates or _nothing_matches(candidates, lanes_run, indexer, settings):
         return []
 
@@ -164,7 +168,9 @@ def search(
     pool = min(2 * fetch, max(_POOL_FLOOR, 2 * query.limit, settings.rerank_depth))
     if len(fused) > pool:
         fused = dict(sorted(fused.items(), key=lambda item: -item[1])[:pool])
+    costs.lap("fusion")
     memories = {m.id: m for m in backend.get_many(scopes, list(fused))}
+    costs.lap("rows")
     # The session prior is about dialogue: only episodes belong to a session's mass, and
     # a memory saved on purpose (fact, decision, summary, note) keeps its score.
     sessions = {
@@ -239,6 +245,7 @@ def search(
         )
         snippet = textmod.snippet(c.chunk_text or memory.content, terms)
         hits.append(Hit(memory=memory, score=round(score, 6), explain=explain, snippet=snippet))
+    costs.lap("order")  # adjustments, one per memory, current versions, diversity, hits
     return hits
 
 

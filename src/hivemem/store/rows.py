@@ -4,6 +4,7 @@ SQLite backend and by migrations; no SQL is executed here."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -69,7 +70,12 @@ UPDATABLE = {
 
 
 def placeholders(values: Sequence[Any]) -> str:
-    return ", ".join("?" for _ in values)
+    return _placeholders(len(values))
+
+
+@functools.lru_cache(maxsize=512)
+def _placeholders(count: int) -> str:
+    return ", ".join("?" * count)
 
 
 _KINDS = {k.value: k for k in Kind}

@@ -4,7 +4,9 @@ quoted in the README."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +15,9 @@ import click
 from ...errors import InvalidInput
 from ...evaluation import entities as entity_eval
 from ...evaluation.bench import format_table, run_bench
-from ...evaluation.bench_long import format_long, run_long_bench
+from ...evaluation.bench_long import LongBenchReport, format_long, run_long_bench
 from ...evaluation.bench_postgres import format_side_by_side, run_pg_bench
+from ...evaluation.bench_real_long import RealLongReport, format_real_long, run_real_long_bench
 from ...evaluation.decay_sim import PROFILES, simulate
 from ...evaluation.decay_sim import format_table as format_decay_table
 from ...evaluation.locomo import SYSTEM_PROMPT_PREAMBLE, eval_locomo, format_report
@@ -132,6 +135,13 @@ def _stage_printer(quiet: bool = False) -> Any:
     help="Turns per scope of the long-memory corpus.",
 )
 @click.option(
+    "--longmemeval",
+    "long_path",
+    type=click.Path(exists=True, dir_okay=False),
+    help="With --long-scopes: real turns instead, one scope per question of this "
+    "LongMemEval file (plain or .gz), timed beside plain FTS5 on the same texts.",
+)
+@click.option(
     "--bulk-load",
     is_flag=True,
     help="Load each corpus once, without an embedder, then embed its vectors in one flush "
@@ -237,6 +247,7 @@ def bench(
     keep_folder: str | None,
     long_scopes: int,
     long_turns: int,
+    long_path: str | None,
     bulk_load: bool,
     skip_sqlite: bool,
     quiet: bool,
@@ -266,7 +277,10 @@ def bench(
     embeddings (memories stored and embedded per second), query embedding.
     Progress goes to stderr (--quiet: none). HIVEMEM_* settings apply. With
     --long-scopes, the long-memory corpus too: scopes of ~1 kB turns, searched at limit
-    10 and 50, the first query of each scope and warm ones.
+    10 and 50, the first query of each scope and warm ones; with --longmemeval PATH,
+    real turns instead (one scope per question's haystack), beside plain FTS5 on the
+    same texts. Each size also prints the SQL statements and CPU ms per hybrid search,
+    by stage of the pipeline.
 
     With --ui, the same corpus is loaded and the inspector's pages are timed instead,
     through the whole HTTP app in process (see docs/inspector.md).
@@ -392,18 +406,22 @@ def bench(
         )
     except ValueError as exc:
         raise InvalidInput("bench", str(exc)) from None
-    long = (
-        run_long_bench(
+    long: LongBenchReport | RealLongReport | None = None
+    if long_scopes and long_path:
+        long = run_real_long_bench(
+            long_path, long_scopes, settings=env.settings, progress=_stage_printer(quiet)
+        )
+    elif long_scopes:
+        long = run_long_bench(
             long_scopes, long_turns, settings=env.settings, progress=_stage_printer(quiet)
         )
-        if long_scopes
-        else None
-    )
     if as_json:
         echo_json({**report.to_dict(), "long_memories": long.to_dict() if long else None})
     else:
         click.echo(format_table(report))
-        if long is not None:
+        if isinstance(long, RealLongReport):
+            click.echo("\n" + format_real_long(long))
+        elif long is not None:
             click.echo("\n" + format_long(long))
 
 
@@ -569,6 +587,20 @@ def entities(env: Env, as_json: bool) -> None:
     help="Keep each suite's store in DIR and reuse it on the next run with the same data "
     "and embedder (only the searches run again; delete DIR to rebuild).",
 )
+@click.option(
+    "--dump",
+    type=click.Path(dir_okay=False, writable=True),
+    metavar="FILE",
+    help="Write each question's ranked memory ids and scores to FILE (JSON lines); "
+    "compare two runs over the same --keep DIR with python -m hivemem.evaluation.dumps.",
+)
+@click.option(
+    "--now",
+    type=click.DateTime(formats=["%Y-%m-%dT%H:%M:%S"]),
+    metavar="TIME",
+    help="Search as of this UTC time (YYYY-MM-DDTHH:MM:SS), not the clock's: decay and "
+    "recency then score alike on every run (for --dump comparisons).",
+)
 @json_option
 @pass_env
 def all_(
@@ -579,6 +611,8 @@ def all_(
     limit_questions: int | None,
     ablation: bool,
     keep: str | None,
+    dump: str | None,
+    now: datetime | None,
     as_json: bool,
 ) -> None:
     """Score retrieval on LongMemEval, LoCoMo episodes, LoCoMo mixed and the bundled
@@ -595,19 +629,23 @@ def all_(
     names["Paraphrase"] = "paraphrase"
     reports = []
     printer = _stage_printer()
-    for suite in suites_for(locomo_path, lme_path, limit_questions):
-        if only and names[suite.name] not in only:
-            continue
-        report = run_suite(
-            suite,
-            env.settings,
-            ablation=ablation,
-            progress=printer,
-            keep=Path(keep) if keep else None,
-        )
-        reports.append(report)
-        if not as_json:
-            click.echo(format_suite(report) + "\n")
+    with contextlib.ExitStack() as stack:
+        dumped = stack.enter_context(open(dump, "w", encoding="utf-8")) if dump else None
+        for suite in suites_for(locomo_path, lme_path, limit_questions):
+            if only and names[suite.name] not in only:
+                continue
+            report = run_suite(
+                suite,
+                env.settings,
+                ablation=ablation,
+                progress=printer,
+                keep=Path(keep) if keep else None,
+                dump=dumped,
+                now=now.replace(tzinfo=UTC) if now else None,
+            )
+            reports.append(report)
+            if not as_json:
+                click.echo(format_suite(report) + "\n")
     if as_json:
         echo_json([r.to_dict() for r in reports])
 

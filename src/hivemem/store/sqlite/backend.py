@@ -61,6 +61,9 @@ from .repair import RepairMixin
 from .scoped_bm25 import ALL_MATCHES_MAX, ScopedBM25
 from .vectors import SQLiteVectorIndex, load_extension
 
+# A CTE hint (SQLite 3.35+; the stdlib driver's system SQLite may be older).
+_ONCE = "MATERIALIZED " if sqlite_driver.sqlite_version_info >= (3, 35) else ""
+
 
 def _is_driver_failure(exc: BaseException) -> bool:
     """A failure of the file or the disk (a full disk, I/O, a damaged page), not of
@@ -535,7 +538,7 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, ScopedBM25, RepairM
         try:
             # one snapshot and one connection for both plans (the time limit is set on it)
             with self.snapshot(), self._reading() as conn, time_limit(conn, time_limit_s, stopped):
-                if termcounts.confines(self._read_raw, scopes):
+                if termcounts.confines(self._read_memo_raw, scopes):
                     # Trigger: the visible scopes hold at most half the index. Why: an
                     # unconfined MATCH walks and scores every tenant's rows. Outcome:
                     # the MATCH is confined to the scopes' keys (same hits, same scores).
@@ -576,20 +579,29 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, ScopedBM25, RepairM
             " AND n.session_id = a.session_id AND n.kind = 'episode'"
             " AND n.seq {op} a.seq ORDER BY n.seq {order} LIMIT 1)"
         )
-        pairs = self._read(
-            f"SELECT a.id, {side.format(op='<', order='DESC')}, "
-            f"{side.format(op='>', order='ASC')} FROM memories a "
-            f"WHERE a.id IN ({placeholders(ids)}) AND a.kind = 'episode' "
-            "AND a.session_id IS NOT NULL",
-            ids,
+        clause, params = self._scope_clause(scopes)
+        where, extra = self._filter_sql(query, now)
+        filters = " AND ".join([clause, *where])
+        # One statement: the pairs, and which neighbours pass the scope and filters
+        # (``passing``'s rule, as a set the pairs are looked up in); each CTE evaluated
+        # once (inlined, the pairs' subqueries ran twice: 0.85 ms vs 0.33 at 20k).
+        rows = self._read(
+            f"WITH pairs (anchor, before, after) AS {_ONCE}(SELECT a.id, "
+            f"{side.format(op='<', order='DESC')}, {side.format(op='>', order='ASC')} "
+            f"FROM memories a WHERE a.id IN ({placeholders(ids)}) AND a.kind = 'episode' "
+            "AND a.session_id IS NOT NULL), "
+            f"ok (id) AS {_ONCE}(SELECT m.id FROM memories m WHERE m.id IN "
+            f"(SELECT before FROM pairs UNION SELECT after FROM pairs) AND {filters}) "
+            "SELECT anchor, before, before IN ok, after, after IN ok FROM pairs",
+            [*ids, *params, *extra],
         )
-        found = {n for row in pairs for n in row[1:] if n is not None}
-        if not found:
-            return {}
-        passing = self.passing(scopes, list(found), query, now)
         out: dict[str, list[tuple[str, bool]]] = {}
-        for anchor, before, after in pairs:
-            sides = [(n, later) for n, later in ((before, False), (after, True)) if n in passing]
+        for anchor, before, before_ok, after, after_ok in rows:
+            sides = [
+                (n, later)
+                for n, later, ok in ((before, False, before_ok), (after, True, after_ok))
+                if n is not None and ok
+            ]
             if sides:
                 out[anchor] = sides
         return out

@@ -55,6 +55,10 @@ class SQLiteDatabase(Transactions, Protocol):
         """Rows of one statement; a driver error becomes ``StoreError``."""
         ...
 
+    def _read_memo(self, sql: str, params: Sequence[Any] = (), *, raw: bool = False) -> list[Any]:
+        """``_read``, kept until the file changes (``pool.py``); rows must not be changed."""
+        ...
+
     def _write(self, sql: str, params: Sequence[Any] = ()) -> Any:
         """One statement inside ``atomic()`` (outside it: a bug, ``RuntimeError``)."""
         ...

@@ -194,7 +194,7 @@ class SQLiteEntityIndex(Describes):
         """The N of the entity lane's IDF: the chunks of ``scopes`` (about their
         memories; kept per scope by ``scope_chunks``, one row read). Never the whole
         store's: another tenant's writes must not move this scope's scores (issue 25)."""
-        return termcounts.chunk_totals(self._db._read, scopes)[0]
+        return termcounts.chunk_totals(self._db._read_memo, scopes)[0]
 
 
 def stamp(when: datetime) -> str:

@@ -105,6 +105,7 @@ class KeywordStats:
     """``term_stats`` and ``matched_terms`` (see ``store/termcounts.py``)."""
 
     _read: Any
+    _read_memo: Any
     _lock: Any
     _cache_lock: Any
     _doc_freq: dict[str, tuple[int, int]]
@@ -130,10 +131,10 @@ class KeywordStats:
             return TermStats(0, {})
         stems = self._stems(terms)
         with self._cache_lock():
-            total = self._read("SELECT COALESCE(MAX(id), 0) FROM chunks")[0][0]
+            total = self._read_memo("SELECT COALESCE(MAX(id), 0) FROM chunks")[0][0]
             scoped: dict[str, int] | None = None
             if scopes is not None:  # first: fresh whole-index counts also serve postings
-                scoped_total, everything = termcounts.chunk_totals(self._read, scopes)
+                scoped_total, everything = termcounts.chunk_totals(self._read_memo, scopes)
                 scoped = self._scoped_freq(scopes, terms, stems, scoped_total, everything, total)
             tolerance = max(50, total // 100)
             freq: dict[str, int] = {}
@@ -222,7 +223,7 @@ class KeywordStats:
             return out
         ids = list(chunk_ids)
         with self._cache_lock():
-            found = self._postings.matched(self._read, self._version(), ids, terms)
+            found = self._postings.matched(self._read_memo, self._version(), ids, terms)
         if found is not None:
             for cid, held in found.items():
                 out[cid] |= held

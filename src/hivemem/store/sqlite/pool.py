@@ -44,7 +44,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
 
@@ -57,6 +57,7 @@ log = logging.getLogger("hivemem.store.sqlite")
 # (in commits) it looks at the WAL's size.
 WAL_RESTART_BYTES = 16 * 1024 * 1024
 WAL_CHECK_EVERY = 64
+_MEMO_MAX = 256  # statements ``_read_memo`` keeps for one version of the file
 WAL_DRAIN_S = 2.0  # longest wait for the searches in flight before a restart is skipped
 
 
@@ -88,6 +89,7 @@ class ReadPool:
         self._for_snapshot = threading.Condition(mutex)
         self._watcher: Any = None
         self._watch_lock = threading.Lock()
+        self.tracer: Callable[[str], None] | None = None  # see ``PooledReads.tracing``
 
     def acquire(self, *, snapshot: bool = False) -> Any:
         """An idle connection, a new one while fewer than ``2 × size`` are open, else wait
@@ -116,6 +118,8 @@ class ReadPool:
                 (self._for_snapshot if snapshot else self._for_single).wait()
         try:
             conn = self._connect()
+            if self.tracer is not None:
+                conn.set_trace_callback(self.tracer)
             with self._cond:
                 self._born[id(conn)] = generation
             return conn
@@ -197,6 +201,8 @@ class ReadPool:
                 raise StoreError(f"the store {self.location} is closed; open it again to use it")
             if self._watcher is None:
                 self._watcher = self._connect()
+                if self.tracer is not None:
+                    self._watcher.set_trace_callback(self.tracer)
             return int(self._watcher.execute("PRAGMA data_version").fetchone()[0])
 
     def close(self) -> None:
@@ -213,6 +219,17 @@ class ReadPool:
         for conn in idle:
             with suppress(Exception):
                 conn.close()
+
+    def trace(self, callback: Callable[[str], None] | None) -> None:
+        """``callback`` gets every statement of the idle connections, the change-counter
+        watcher and those opened from now on (None: no longer)."""
+        with self._cond:
+            self.tracer = callback
+            for conn in self._idle:
+                conn.set_trace_callback(callback)
+        with self._watch_lock:
+            if self._watcher is not None:
+                self._watcher.set_trace_callback(callback)
 
     @property
     def opened(self) -> int:
@@ -244,6 +261,10 @@ class PooledReads:
     _commits = 0  # commits since the store opened (for the WAL check)
     _busy_timeout_ms = 10_000
     _driver_errors: tuple[type[BaseException], ...]
+    _version: Any  # the backend's: (data_version, own commits)
+    _cache_lock: Any
+    _memo: dict[tuple[str, tuple[Any, ...]], list[Any]] | None = None
+    _memo_version: Any = None
 
     @property
     def closed(self) -> bool:  # the host's
@@ -276,6 +297,53 @@ class PooledReads:
             yield conn
         finally:
             self._pool.release(conn, snapshot=snapshot)
+
+    def _read_memo(self, sql: str, params: Sequence[Any] = (), *, raw: bool = False) -> list[Any]:
+        """``_read``, kept until the file changes: for the small statements a search asks
+        more than once, or every search asks while nothing is written (the scopes' chunk
+        counts, the vector log's end, the meta rows). Keyed on the file's change counter
+        and this connection's commits (``_version``: inside a search's read view, the
+        counter its snapshot began under, so no extra statement); never inside a write
+        transaction, whose own uncommitted rows that counter does not see. The rows are
+        shared: callers must not change them. ``raw`` as ``_read``'s."""
+        if self._role.writing:
+            return list(self._read(sql, params, raw=raw))
+        version = self._version()
+        key = (sql, tuple(params))
+        with self._cache_lock():
+            memo = self._memo
+            if memo is None or self._memo_version != version or len(memo) > _MEMO_MAX:
+                memo = self._memo = {}
+                self._memo_version = version
+            rows = memo.get(key)
+        if rows is None:
+            rows = self._read(sql, params, raw=raw)
+            with self._cache_lock():
+                if self._memo_version == version and self._memo is not None:
+                    self._memo[key] = rows
+        return rows
+
+    def _read_memo_raw(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """``_read_memo`` leaving driver errors to the caller (as ``_read_raw``)."""
+        return self._read_memo(sql, params, raw=True)
+
+    @contextmanager
+    def tracing(self, callback: Callable[[str], None]) -> Iterator[None]:
+        """``callback(sql)`` for every statement run inside, on any connection of this
+        store (the writer and the read pool; sqlite3's ``set_trace_callback``), on
+        whichever thread runs it: the measuring seam of ``hivemem bench``'s statements
+        per search. Connections lent out as it begins are not traced."""
+        with self._lock:
+            self._conn.set_trace_callback(callback)
+        if self._pool is not None:
+            self._pool.trace(callback)
+        try:
+            yield
+        finally:
+            if self._pool is not None:
+                self._pool.trace(None)
+            with self._lock:
+                self._conn.set_trace_callback(None)
 
     @contextmanager
     def on_writer(self) -> Iterator[None]:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from .. import scratch
@@ -64,6 +64,7 @@ class ScopedBM25:
     ``KeywordStats``)."""
 
     _read: Any
+    _read_memo_raw: Any
     _cache_lock: Any
     _version: Any
     _scoped_freq: Any
@@ -76,7 +77,7 @@ class ScopedBM25:
     ) -> ScopeStats | None:
         """The statistics to score ``keywords`` over ``scopes``; None when the scopes
         hold the whole index (FTS5's own numbers are theirs then)."""
-        scoped, everything = termcounts.chunk_totals(read, scopes)
+        scoped, everything = termcounts.chunk_totals(self._read_memo_raw, scopes)
         if scoped >= everything or scoped == 0:
             return None
         phrases = [p for p in phrases_of(keywords.tree()) if phrase_tokens(p)]
@@ -131,7 +132,7 @@ class ScopedBM25:
             for weight, tf in zip(stats.idf, tfs, strict=True):
                 if tf:
                     score += weight * tf * (K1 + 1) / (tf + norm)
-            out.append(replace(match, bm25=score))
+            out.append(ChunkMatch(match.chunk_id, match.memory_id, match.seq, match.text, score))
         out.sort(key=lambda m: (-m.bm25, m.chunk_id))
         return out
 

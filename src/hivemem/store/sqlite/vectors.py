@@ -208,7 +208,9 @@ class SQLiteVectorIndex:
     def _table_exists(self) -> bool:
         name = LOG if self.exact_scan is not None else TABLE
         return bool(
-            self._db._read("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", [name])
+            self._db._read_memo(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", [name]
+            )
         )
 
     # ------------------------------------------------------------------ pending work
@@ -409,12 +411,10 @@ class SQLiteVectorIndex:
         if self.exact_scan is not None:
             return self._exact(scopes, vector, filters, extra, fetch, model)
         rows: list[Any] = []
-        query_bits = to_words(
-            np.frombuffer(
-                self._db._read("SELECT vec_quantize_binary(?)", [bit_blob(blob)])[0][0],
-                dtype=np.uint8,
-            )
-        )
+        # The query's sign bits in numpy, as ``_quantised`` makes the scopes' (exactly
+        # ``vec_quantize_binary``'s: tests/test_search_statements.py): no statement.
+        padded = np.frombuffer(bit_blob(blob), dtype=np.float32)
+        query_bits = to_words(np.packbits(padded > 0, bitorder="little"))
         for scope in scopes:
             cached = self._scope_bits(scope, model)
             k = max(pool, fetch * 2)
@@ -472,11 +472,11 @@ class SQLiteVectorIndex:
         # The snapshot first: a thread holds its read connection before it waits for the
         # cache, so a full read pool cannot deadlock against the cache's lock.
         with self._db.snapshot(), self._cache_lock:
-            epoch = self._db.meta().get(EPOCH_KEY)
+            epoch = dict(self._db._read_memo("SELECT key, value FROM meta")).get(EPOCH_KEY)
             if epoch != self._epoch:
                 self._bits.clear()
                 self._epoch = epoch
-            newest = self._db._read(f"SELECT COALESCE(MAX(seq), 0) FROM {LOG}")[0][0]
+            newest = self._db._read_memo(f"SELECT COALESCE(MAX(seq), 0) FROM {LOG}")[0][0]
             cached = self._bits.get(scope)
             if cached is None:
                 rows = self._db._read(
