@@ -14,6 +14,7 @@ from hivemem import InvalidInput, Settings
 from hivemem.evaluation.paraphrase import content_words, load_distractors, load_pairs
 from hivemem.evaluation.suites import paraphrase_suite, run_suite
 from hivemem.frontends.cli import main
+from hivemem.retrieval.pipeline import tie_page
 from hivemem.retrieval.ranking import lane_confidence
 from hivemem.text import as_first_person
 
@@ -84,6 +85,17 @@ def test_a_lane_that_ties_many_memories_at_its_best_counts_less():
     assert lane_confidence({str(i): 1.0 for i in range(30)}, 3) == pytest.approx(0.1)
     assert lane_confidence({"a": 0.0}, 3) == 1.0
     assert lane_confidence({str(i): 1.0 for i in range(30)}, 0) == 1.0
+
+
+def test_ties_are_counted_on_a_fixed_page_not_on_the_backends_page():
+    # SQLite and PostgreSQL return their own number of keyword candidates: 30 ties on
+    # one and 42 on the other weigh the lane alike once both fill the page.
+    thirty = {str(i): 1.0 for i in range(30)}
+    forty_two = {str(i): 1.0 for i in range(42)}
+    assert lane_confidence(thirty, 3, page=20) == lane_confidence(forty_two, 3, page=20)
+    assert lane_confidence(thirty, 3, page=20) == pytest.approx(0.15)
+    assert tie_page(10, 30) == 20 and tie_page(5, 15) == 10 and tie_page(100, 120) == 20
+    assert tie_page(10, 10) == 10  # never more than the lane fetched
 
 
 LIVE = [

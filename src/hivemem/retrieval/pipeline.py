@@ -150,10 +150,11 @@ def search(
             lanes_run.append("vector")
     if entity_run and _entity_lane(entity_reads(), candidates):
         lanes_run.append("entity")
-    if not candidates or _nothing_matches(candidates, lanes_run, indexer, settings):
+    page = tie_page(query.limit, fetch)
+    if not candidates or _nothing_matches(candidates, lanes_run, indexer, settings, page):
         return []
 
-    fused = _fuse(candidates, lanes_run, settings)
+    fused = _fuse(candidates, lanes_run, settings, page)
     if settings.neighbour_weight > 0:
         _add_neighbours(backend, scopes, query, now, settings, fused, candidates)
     # Only the best ``pool`` go on: the adjustments move scores by a bounded factor, and
@@ -434,6 +435,7 @@ def _nothing_matches(
     lanes_run: Sequence[str],
     indexer: QueryEmbedder,
     settings: Settings,
+    page: int = 0,
 ) -> bool:
     """True when no candidate is a match worth returning: the vector lane ran and its
     best cosine is under the model's calibrated match floor (``match_floor``; the
@@ -456,17 +458,33 @@ def _nothing_matches(
         return False
     keyword = {k: c.lane_scores.get("keyword", 0.0) for k, c in candidates.items()}
     evidence = max(keyword.values(), default=0.0)
-    evidence *= ranking.lane_confidence(keyword, settings.keyword_ties or len(keyword))
+    evidence *= ranking.lane_confidence(keyword, settings.keyword_ties or len(keyword), page)
     return evidence <= MATCH_KEYWORD_FLOOR
 
 
 MATCH_KEYWORD_FLOOR = 0.0  # keyword evidence above this always counts as a match (see above)
 
 
+def tie_page(limit: int, fetch: int) -> int:
+    """The page on which the keyword-ties rule counts tied memories: twice the limit up
+    to 20, and never more than the lane's ``fetch``. A backend's keyword plan returns its
+    own number of candidates (chunks per memory, window neighbours), so counting every
+    tie made SQLite and PostgreSQL weigh the lane, and order a top 5, differently; on a
+    fixed page both count the same whenever at least that many tie
+    (``ranking.lane_confidence``). Measured at limit 10 (20 ties at most, where the lane
+    returned up to ~30): no hit@k of LoCoMo or the paraphrase suite changed
+    (docs/retrieval.md)."""
+    return min(2 * min(limit, _EXTRA_FLOOR), fetch)
+
+
 def _fuse(
-    candidates: dict[str, _Candidate], lanes_run: Sequence[str], settings: Settings
+    candidates: dict[str, _Candidate],
+    lanes_run: Sequence[str],
+    settings: Settings,
+    page: int = 0,
 ) -> dict[str, float]:
-    """Fused score in [0, 1] per memory, over the lanes that ran."""
+    """Fused score in [0, 1] per memory, over the lanes that ran; ``page``: see
+    ``tie_page``."""
     if settings.fusion == ranking.Fusion.RRF:
         rankings = {
             lane: sorted(
@@ -489,7 +507,7 @@ def _fuse(
     if "vector" in lane_scores and "keyword" in lane_scores and settings.keyword_ties > 0:
         # A keyword lane that ties many memories at its best cannot tell them apart:
         # its weight shrinks, and a memory the vector lane found by meaning can win.
-        confidence = ranking.lane_confidence(lane_scores["keyword"], settings.keyword_ties)
+        confidence = ranking.lane_confidence(lane_scores["keyword"], settings.keyword_ties, page)
         weights["keyword"] *= confidence
     absolute = ranking.weighted(lane_scores, weights)
     if settings.fusion != "minmax" or not absolute:
