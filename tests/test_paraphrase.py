@@ -170,3 +170,18 @@ def test_a_model_nobody_calibrated_keeps_every_candidate(tmp_path):
         # over "I live in Berlin" was silenced by a floor on weak keyword evidence).
         hits = store.scope("u").search("billing quantum chromodynamics lattice gauge theory")
         assert [h.memory.content for h in hits] == ["billing quarterly review"]
+
+
+def test_minmax_page_scales_a_lane_between_its_best_and_its_nth_best():
+    from hivemem.retrieval.pipeline import _minmax
+
+    lane = {"a": 0.9, "b": 0.5, "c": 0.3, "d": 0.1, "e": 0.0}
+    whole = _minmax(lane)  # weakest candidate "d" is the low end
+    assert whole["a"] == 1.0 and whole["d"] == pytest.approx(0.05) and whole["e"] == 0.0
+    paged = _minmax(lane, page=2)  # the 2nd best "b" is the low end, weaker ones the floor
+    assert paged["a"] == 1.0 and paged["b"] == pytest.approx(0.05)
+    assert paged["c"] == paged["d"] == pytest.approx(0.05) and paged["e"] == 0.0
+    # the low end no longer depends on how many weak candidates a backend fetched
+    assert _minmax({**lane, "f": 0.01}, page=2)["a"] == paged["a"]
+    assert _minmax({**lane, "f": 0.01}, page=2)["b"] == paged["b"]
+    assert _minmax({**lane, "f": 0.01})["b"] != whole["b"]
