@@ -191,10 +191,6 @@ def test_relevant_section_excludes_current_session_pinned_and_inactive(mem, cloc
 
 
 def test_relevant_section_is_capped(mem):
-    # 30 turns that tie on "deploy": the keyword-ties rule (#21) would rank them by the
-    # hash embedder's meaningless vectors and leave one above the section's floor; the
-    # cap is what is tested here.
-    mem.settings = mem.settings.replace(keyword_ties=0)
     for i in range(30):
         mem.add_episode(f"the deploy number {i} went fine", session_id=f"s{i}", role="user")
     block = build_context(mem, query="deploy", max_relevant=4)

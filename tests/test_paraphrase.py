@@ -14,6 +14,7 @@ from hivemem import InvalidInput, Settings
 from hivemem.evaluation.paraphrase import content_words, load_distractors, load_pairs
 from hivemem.evaluation.suites import paraphrase_suite, run_suite
 from hivemem.frontends.cli import main
+from hivemem.retrieval.pipeline import tie_page
 from hivemem.retrieval.ranking import lane_confidence
 from hivemem.text import as_first_person
 
@@ -84,6 +85,17 @@ def test_a_lane_that_ties_many_memories_at_its_best_counts_less():
     assert lane_confidence({str(i): 1.0 for i in range(30)}, 3) == pytest.approx(0.1)
     assert lane_confidence({"a": 0.0}, 3) == 1.0
     assert lane_confidence({str(i): 1.0 for i in range(30)}, 0) == 1.0
+
+
+def test_ties_are_counted_on_a_fixed_page_not_on_the_backends_page():
+    # SQLite and PostgreSQL return their own number of keyword candidates: 30 ties on
+    # one and 42 on the other weigh the lane alike once both fill the page.
+    thirty = {str(i): 1.0 for i in range(30)}
+    forty_two = {str(i): 1.0 for i in range(42)}
+    assert lane_confidence(thirty, 3, page=20) == lane_confidence(forty_two, 3, page=20)
+    assert lane_confidence(thirty, 3, page=20) == pytest.approx(0.15)
+    assert tie_page(10, 30) == 20 and tie_page(5, 15) == 10 and tie_page(100, 120) == 20
+    assert tie_page(10, 10) == 10  # never more than the lane fetched
 
 
 LIVE = [
@@ -158,3 +170,18 @@ def test_a_model_nobody_calibrated_keeps_every_candidate(tmp_path):
         # over "I live in Berlin" was silenced by a floor on weak keyword evidence).
         hits = store.scope("u").search("billing quantum chromodynamics lattice gauge theory")
         assert [h.memory.content for h in hits] == ["billing quarterly review"]
+
+
+def test_minmax_page_scales_a_lane_between_its_best_and_its_nth_best():
+    from hivemem.retrieval.pipeline import _minmax
+
+    lane = {"a": 0.9, "b": 0.5, "c": 0.3, "d": 0.1, "e": 0.0}
+    whole = _minmax(lane)  # weakest candidate "d" is the low end
+    assert whole["a"] == 1.0 and whole["d"] == pytest.approx(0.05) and whole["e"] == 0.0
+    paged = _minmax(lane, page=2)  # the 2nd best "b" is the low end, weaker ones the floor
+    assert paged["a"] == 1.0 and paged["b"] == pytest.approx(0.05)
+    assert paged["c"] == paged["d"] == pytest.approx(0.05) and paged["e"] == 0.0
+    # the low end no longer depends on how many weak candidates a backend fetched
+    assert _minmax({**lane, "f": 0.01}, page=2)["a"] == paged["a"]
+    assert _minmax({**lane, "f": 0.01}, page=2)["b"] == paged["b"]
+    assert _minmax({**lane, "f": 0.01})["b"] != whole["b"]

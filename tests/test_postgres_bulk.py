@@ -103,9 +103,12 @@ def test_bulk_flush_stores_the_incremental_vectors_and_answers(pg_url, clock, mo
 def test_bulk_copy_into_postgres_builds_the_index_once(tmp_path, pg_url, clock, monkeypatch):
     monkeypatch.setattr(pgvectors, "BULK_MIN", 100)
     src = tmp_path / "src.db"
-    # The keyword-ties rule weighs the keyword lane by how many of its candidates tie,
-    # and each backend's lane fetches its own number of candidates: off here, so the
-    # orders compared are the copy's, not the two keyword plans' page sizes.
+    # The keyword-ties rule counts ties on a fixed page now (pipeline.tie_page: 13 ties,
+    # factor 0.3 on both backends), but with the keyword lane down-weighted the order
+    # rests on the vector lane's min-max, whose low end is each backend's weakest
+    # candidate (SQLite re-scores a binary-KNN pool, pgvector its own plan): "pager
+    # rota" then orders two hits differently. Off here, so the orders compared are the
+    # copy's, not the two vector plans' weakest candidates.
     same = Settings(keyword_ties=0)
     with hivemem.open(src, embedder="hash", clock=clock, settings=same) as store:
         store.scope("team-a").add_episodes(_episodes(200, 4))

@@ -29,7 +29,7 @@ from typing import Any
 from ..facade.database import open as open_store
 from ..providers.embed import match_floor
 from ..retrieval import ranking
-from ..retrieval.pipeline import MATCH_KEYWORD_FLOOR
+from ..retrieval.pipeline import MATCH_KEYWORD_FLOOR, lane_fetch, tie_page
 from ..settings import Settings
 from .locomo import load_locomo
 
@@ -136,8 +136,9 @@ def run_silence(
                     for h in hits
                     if "keyword" in h.explain.lanes
                 }
+                page = tie_page(60, lane_fetch(60, settings.candidate_multiplier))
                 evidence = max(keyword.values(), default=0.0) * ranking.lane_confidence(
-                    keyword, settings.keyword_ties or len(keyword)
+                    keyword, settings.keyword_ties or len(keyword), page
                 )
                 if evidence > MATCH_KEYWORD_FLOOR:
                     strong += 1

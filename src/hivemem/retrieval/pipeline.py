@@ -154,10 +154,11 @@ def search(
     if entity_run and _entity_lane(entity_reads(), candidates):
         lanes_run.append("entity")
     costs.lap("entity")
-    if not candidates or _nothing_matches(candidates, lanes_run, indexer, settings):
+    page = tie_page(query.limit, fetch)
+    if not candidates or _nothing_matches(candidates, lanes_run, indexer, settings, page):
         return []
 
-    fused = _fuse(candidates, lanes_run, settings)
+    fused = _fuse(candidates, lanes_run, settings, page)
     if settings.neighbour_weight > 0:
         _add_neighbours(backend, scopes, query, now, settings, fused, candidates)
     # Only the best ``pool`` go on: the adjustments move scores by a bounded factor, and
@@ -441,6 +442,7 @@ def _nothing_matches(
     lanes_run: Sequence[str],
     indexer: QueryEmbedder,
     settings: Settings,
+    page: int = 0,
 ) -> bool:
     """True when no candidate is a match worth returning: the vector lane ran and its
     best cosine is under the model's calibrated match floor (``match_floor``; the
@@ -463,17 +465,33 @@ def _nothing_matches(
         return False
     keyword = {k: c.lane_scores.get("keyword", 0.0) for k, c in candidates.items()}
     evidence = max(keyword.values(), default=0.0)
-    evidence *= ranking.lane_confidence(keyword, settings.keyword_ties or len(keyword))
+    evidence *= ranking.lane_confidence(keyword, settings.keyword_ties or len(keyword), page)
     return evidence <= MATCH_KEYWORD_FLOOR
 
 
 MATCH_KEYWORD_FLOOR = 0.0  # keyword evidence above this always counts as a match (see above)
 
 
+def tie_page(limit: int, fetch: int) -> int:
+    """The page on which the keyword-ties rule counts tied memories: twice the limit up
+    to 20, and never more than the lane's ``fetch``. A backend's keyword plan returns its
+    own number of candidates (chunks per memory, window neighbours), so counting every
+    tie made SQLite and PostgreSQL weigh the lane, and order a top 5, differently; on a
+    fixed page both count the same whenever at least that many tie
+    (``ranking.lane_confidence``). Measured at limit 10 (20 ties at most, where the lane
+    returned up to ~30): no hit@k of LoCoMo or the paraphrase suite changed
+    (docs/retrieval.md)."""
+    return min(2 * min(limit, _EXTRA_FLOOR), fetch)
+
+
 def _fuse(
-    candidates: dict[str, _Candidate], lanes_run: Sequence[str], settings: Settings
+    candidates: dict[str, _Candidate],
+    lanes_run: Sequence[str],
+    settings: Settings,
+    page: int = 0,
 ) -> dict[str, float]:
-    """Fused score in [0, 1] per memory, over the lanes that ran."""
+    """Fused score in [0, 1] per memory, over the lanes that ran; ``page``: see
+    ``tie_page``."""
     if settings.fusion == ranking.Fusion.RRF:
         rankings = {
             lane: sorted(
@@ -496,7 +514,7 @@ def _fuse(
     if "vector" in lane_scores and "keyword" in lane_scores and settings.keyword_ties > 0:
         # A keyword lane that ties many memories at its best cannot tell them apart:
         # its weight shrinks, and a memory the vector lane found by meaning can win.
-        confidence = ranking.lane_confidence(lane_scores["keyword"], settings.keyword_ties)
+        confidence = ranking.lane_confidence(lane_scores["keyword"], settings.keyword_ties, page)
         weights["keyword"] *= confidence
     absolute = ranking.weighted(lane_scores, weights)
     if settings.fusion != "minmax" or not absolute:
@@ -505,7 +523,13 @@ def _fuse(
     # query's best": rescaled so the top hit scores the best absolute fused score, a
     # threshold still reads as "how well this matches", and the order stays min-max's.
     relative = ranking.weighted(
-        {lane: _minmax(scores) for lane, scores in lane_scores.items()}, weights
+        {
+            # Only the keyword lane's tail is paged: measured better on all four suites
+            # than paging every lane (docs/retrieval.md).
+            lane: _minmax(scores, settings.minmax_page if lane == "keyword" else 0)
+            for lane, scores in lane_scores.items()
+        },
+        weights,
     )
     best, scale = max(relative.values()), max(absolute.values())
     if best <= 0:
@@ -516,12 +540,21 @@ def _fuse(
 _MINMAX_FLOOR = 0.05  # the lane's weakest match still counts a little: it did match
 
 
-def _minmax(scores: dict[str, float]) -> dict[str, float]:
-    """Positive scores scaled to [0.05, 1] within this query (0 stays 0: not found)."""
+def _minmax(scores: dict[str, float], page: int = 0) -> dict[str, float]:
+    """Positive scores scaled to [0.05, 1] within this query (0 stays 0: not found).
+
+    ``page`` > 0 (setting ``minmax_page``, keyword lane): the low end is the lane's
+    ``page``-th best score instead of its weakest candidate, and weaker candidates take
+    the floor. The weakest candidate is whatever the plan fetched last (a page size, a
+    window neighbour), and a keyword lane of thirty weak matches spreads them over the
+    whole range, above a memory found only by meaning (docs/retrieval.md: paraphrase
+    hit@10 .410 → .486 at 20)."""
     found = [v for v in scores.values() if v > 0]
     if not found:
         return scores
     low, high = min(found), max(found)
+    if page > 0:
+        low = sorted(found, reverse=True)[min(page, len(found)) - 1]
     span = high - low
     out = {}
     for key, value in scores.items():
@@ -529,7 +562,8 @@ def _minmax(scores: dict[str, float]) -> dict[str, float]:
             out[key] = 0.0
         else:
             if span > 0:
-                out[key] = _MINMAX_FLOOR + (1.0 - _MINMAX_FLOOR) * (value - low) / span
+                stretched = max(0.0, value - low) / span
+                out[key] = _MINMAX_FLOOR + (1.0 - _MINMAX_FLOOR) * stretched
             else:  # one score for all: nothing to stretch, keep what it means
                 out[key] = value
     return out

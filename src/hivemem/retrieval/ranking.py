@@ -75,7 +75,7 @@ def weighted(
     return fused
 
 
-def lane_confidence(scores: Mapping[str, float], decisive: int) -> float:
+def lane_confidence(scores: Mapping[str, float], decisive: int, page: int = 0) -> float:
     """How much a lane's ranking says about which memory is right, in (0, 1]: 1 when at
     most ``decisive`` memories share its best score, ``decisive / n`` when ``n`` do.
 
@@ -83,12 +83,19 @@ def lane_confidence(scores: Mapping[str, float], decisive: int) -> float:
     memory holding the word the same full coverage: the lane cannot tell the answer
     from forty others, and with its full weight those forty outrank a memory the vector
     lane found by meaning. Scaling the lane's weight by this factor leaves a lane that
-    picks out a few memories (most questions of LoCoMo and LongMemEval) as it was."""
+    picks out a few memories (most questions of LoCoMo and LongMemEval) as it was.
+
+    ``page`` (> 0) caps ``n``: ties are counted on a fixed page, not on however many
+    candidates a backend's plan happened to return (SQLite and PostgreSQL fetch pages of
+    different sizes, and a window brings in neighbours), so both backends give one
+    factor, and one order, whenever at least ``page`` memories tie."""
     found = [v for v in scores.values() if v > 0]
     if not found or decisive <= 0:
         return 1.0
     best = max(found)
     tied = sum(1 for v in found if v >= best * (1.0 - 1e-6))
+    if page > 0:
+        tied = min(tied, page)
     return min(1.0, decisive / tied)
 
 
