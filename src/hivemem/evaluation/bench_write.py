@@ -18,7 +18,9 @@ same rows (generated dialogue turns, ``bench.CorpusGenerator``):
 
 The two sides run in alternating rounds of ``ROUND`` rows (HiveMem, then the baseline,
 then HiveMem …), each into its own fresh file, so a shared machine's load drifts over
-both alike; the ratio is HiveMem's time over the baseline's.
+both alike; the ratio is HiveMem's time over the baseline's. Beside it, each side's
+process CPU per row: on a shared machine a write's wall time also holds the waits for a
+core, the CPU does not.
 """
 
 from __future__ import annotations
@@ -53,6 +55,9 @@ class PathResult:
     hivemem_per_s: float
     baseline_per_s: float
     ratio: float  # HiveMem's time / the baseline's (1.0: as fast as plain SQLite)
+    hivemem_cpu_us: float  # process CPU per row (robust to a loaded machine's waits)
+    baseline_cpu_us: float
+    cpu_ratio: float
     hivemem: LatencyStats  # per call
     baseline: LatencyStats  # per call
 
@@ -117,6 +122,7 @@ def _hot_path(
     mem = store.scope(_SCOPE)
     mine: list[int] = []
     theirs: list[int] = []
+    cpu = [0, 0]  # process CPU ns: HiveMem's rounds, the baseline's
     try:
         for item in turns[:_WARMUP]:
             mem.add_episode(item["content"], item["session_id"], item["role"])
@@ -124,21 +130,26 @@ def _hot_path(
         measured = turns[_WARMUP:]
         for start in range(0, len(measured), ROUND):
             part = measured[start : start + ROUND]
+            c0 = time.process_time_ns()
             for item in part:
                 content, session_id, role = item["content"], item["session_id"], item["role"]
                 t0 = time.perf_counter_ns()
                 mem.add_episode(content, session_id, role)
                 mine.append(time.perf_counter_ns() - t0)
+            c1 = time.process_time_ns()
             for item in part:
                 content = item["content"]
                 t0 = time.perf_counter_ns()
                 bare.add(_SCOPE, content)
                 theirs.append(time.perf_counter_ns() - t0)
+            c2 = time.process_time_ns()
+            cpu[0] += c1 - c0
+            cpu[1] += c2 - c1
             notify("hot path", start + len(part), len(measured))
     finally:
         store.close()
         bare.close()
-    return _result(len(mine), 1, mine, theirs)
+    return _result(len(mine), 1, mine, theirs, cpu)
 
 
 def _batch_path(
@@ -153,6 +164,7 @@ def _batch_path(
     mem = store.scope(_SCOPE)
     mine: list[int] = []
     theirs: list[int] = []
+    cpu = [0, 0]
     try:
         warm = turns[:_WARMUP]
         mem.add_episodes(warm)
@@ -160,21 +172,25 @@ def _batch_path(
         measured = turns[_WARMUP:]
         for start in range(0, len(measured), batch):
             part = measured[start : start + batch]
-            t0 = time.perf_counter_ns()
+            c0, t0 = time.process_time_ns(), time.perf_counter_ns()
             mem.add_episodes(part)
             mine.append(time.perf_counter_ns() - t0)
             contents = [item["content"] for item in part]
-            t0 = time.perf_counter_ns()
+            c1, t0 = time.process_time_ns(), time.perf_counter_ns()
             bare.add_many(_SCOPE, contents)
             theirs.append(time.perf_counter_ns() - t0)
+            cpu[0] += c1 - c0
+            cpu[1] += time.process_time_ns() - c1
             notify("batch path", start + len(part), len(measured))
     finally:
         store.close()
         bare.close()
-    return _result(len(measured), batch, mine, theirs)
+    return _result(len(measured), batch, mine, theirs, cpu)
 
 
-def _result(rows: int, per_call: int, mine: list[int], theirs: list[int]) -> PathResult:
+def _result(
+    rows: int, per_call: int, mine: list[int], theirs: list[int], cpu: list[int]
+) -> PathResult:
     mine_s, theirs_s = sum(mine) / 1e9, sum(theirs) / 1e9
     return PathResult(
         rows=rows,
@@ -182,6 +198,9 @@ def _result(rows: int, per_call: int, mine: list[int], theirs: list[int]) -> Pat
         hivemem_per_s=_rate(rows, mine_s),
         baseline_per_s=_rate(rows, theirs_s),
         ratio=round(mine_s / theirs_s, 2) if theirs_s > 0 else 0.0,
+        hivemem_cpu_us=round(cpu[0] / rows / 1e3, 1),
+        baseline_cpu_us=round(cpu[1] / rows / 1e3, 1),
+        cpu_ratio=round(cpu[0] / cpu[1], 2) if cpu[1] > 0 else 0.0,
         hivemem=LatencyStats.of(mine),
         baseline=LatencyStats.of(theirs),
     )
@@ -236,7 +255,10 @@ def _rate(count: int, seconds: float) -> float:
 def format_write(report: WriteReport) -> str:
     """The report as the table ``hivemem bench --write-path`` prints."""
     lines = ["write path vs plain SQLite (row + FTS5 row), same rows, same run", ""]
-    head = f"{'path':<22}{'HiveMem/s':>11}{'SQLite/s':>11}{'ratio':>8}{'p50 ms':>9}{'p95 ms':>9}"
+    head = (
+        f"{'path':<22}{'HiveMem/s':>11}{'SQLite/s':>11}{'ratio':>8}{'p50 ms':>9}{'p95 ms':>9}"
+        f"{'CPU µs/row':>16}{'CPU ratio':>10}"
+    )
     lines.append(head)
     for name, path in (
         ("hot (1 per tx)", report.hot),
@@ -245,8 +267,12 @@ def format_write(report: WriteReport) -> str:
         lines.append(
             f"{name:<22}{path.hivemem_per_s:>11,.0f}{path.baseline_per_s:>11,.0f}"
             f"{path.ratio:>7.2f}x{path.hivemem.p50_ms:>9.3f}{path.hivemem.p95_ms:>9.3f}"
+            f"{path.hivemem_cpu_us:>8,.0f} / {path.baseline_cpu_us:<5,.0f}{path.cpu_ratio:>9.2f}x"
         )
-    lines.append("(ratio: HiveMem's time over plain SQLite's; p50/p95: HiveMem per call)")
+    lines.append(
+        "(ratio: HiveMem's wall time over plain SQLite's; p50/p95: HiveMem per call; "
+        "CPU: the process's, HiveMem / SQLite)"
+    )
     if report.ingest is not None:
         i = report.ingest
         lines += [
