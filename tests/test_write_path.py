@@ -6,11 +6,13 @@ row named in its error with nothing of the batch left behind."""
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import pytest
 
 import hivemem
 from hivemem.errors import Conflict
+from hivemem.providers.embed import HashEmbedder
 from hivemem.providers.entities import extract
 
 
@@ -65,3 +67,40 @@ def test_a_refused_row_in_a_batch_is_named_and_nothing_of_the_batch_stays(db_pat
             store.memories.insert_many([(m, [m.content], ()) for m in taken])
         assert _rows(backend, "SELECT id FROM memories ORDER BY seq") == before
         assert _rows(backend, "SELECT COUNT(*) FROM chunks") == [(2,)]
+
+
+class _Recording(HashEmbedder):
+    """The hash embedder, keeping the texts of each model call."""
+
+    def __init__(self) -> None:
+        super().__init__(64)
+        self.calls: list[list[str]] = []
+
+    def embed_batch(self, texts):
+        self.calls.append(list(texts))
+        return super().embed_batch(texts)
+
+
+def test_the_worker_sends_a_batch_to_the_model_in_length_order(db_path):
+    # Trigger: the worker's batch (chunks of every writer and scope, in queue order) went
+    # to the model in slices of STOP_SLICE as queued. Why: each call pads its texts to the
+    # longest of the slice (LoCoMo turns: 2.19x the real tokens). Outcome: sliced in
+    # length order (1.22x), every call's texts of a near length.
+    embedder = _Recording()
+    lengths = [(7 * i) % 40 + 1 for i in range(80)]
+    items = [
+        {"content": " ".join(f"w{i}x{j}" for j in range(n)), "session_id": "s", "role": "u"}
+        for i, n in enumerate(lengths)
+    ]
+    with hivemem.open(db_path, embedder=embedder) as store:
+        store.scope("a").add_episodes(items[:40])
+        store.scope("b").add_episodes(items[40:])
+        deadline = time.monotonic() + 30
+        while store.indexer.pending() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert store.indexer.pending() == 0
+    sent = [text for call in embedder.calls for text in call]
+    assert sorted(sent) == sorted(item["content"] for item in items)
+    for call in embedder.calls:
+        sizes = [len(text) for text in call]
+        assert sizes == sorted(sizes)
