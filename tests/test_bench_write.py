@@ -63,3 +63,14 @@ def test_bare_store_close_closes_only_its_connection(tmp_path):
     bare.add("s", "a second row, on a new connection")
     assert len(bare.search("s", "row", 10)) == 2
     bare.close()
+
+
+def test_bench_write_path_on_postgres_beside_a_plain_insert(pg_url):
+    args = ["--db", pg_url, "bench", "--write-path", "--writes", "20", "--batch", "10"]
+    result = CliRunner().invoke(main, [*args, "--no-model", "--quiet", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["backend"] == "postgresql"
+    assert (report["hot"]["rows"], report["hot"]["hivemem"]["count"]) == (20, 20)
+    assert (report["batch"]["rows"], report["batch"]["baseline"]["count"]) == (20, 2)
+    assert report["hot"]["baseline_per_s"] > 0 and report["batch"]["ratio"] > 0

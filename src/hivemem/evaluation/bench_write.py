@@ -31,11 +31,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from ..facade.database import open as open_store
 from ..providers.embed import DEFAULT_MODEL, LocalEmbedder
 from ..settings import Settings
 from ..store.baseline import BareStore
+from ..store.factory import BarePostgres, is_url
+from ..store.factory import postgres_admin as admin
 from .bench import DEFAULT_SEED, CorpusGenerator
 from .bench_report import LatencyStats
 
@@ -81,6 +84,7 @@ class WriteReport:
     batch: PathResult
     ingest: IngestResult | None
     seed: int
+    backend: str = "sqlite"  # or "postgresql": both sides on that server
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -95,10 +99,17 @@ def run_write_bench(
     model_sentences: int = 1_000,
     seed: int = DEFAULT_SEED,
     progress: Progress | None = None,
+    url: str | None = None,
 ) -> WriteReport:
     """Time the hot path and the batch path on ``rows`` turns each beside plain SQLite,
     and (``model``) ingest with embeddings on ``model_sentences`` turns beside the
-    default model's ceiling. Files go to a temporary folder, removed at the end."""
+    default model's ceiling. Files go to a temporary folder, removed at the end.
+
+    With ``url`` (``postgresql://…``) both paths run on that server instead, in a
+    database ``hivemem_bench_write`` created and dropped (the user needs CREATEDB),
+    beside a plain ``INSERT`` of the same rows into a table with a ``tsvector`` column
+    and its GIN index (``store.postgres.baseline``); ingest with embeddings stays on
+    SQLite (the model's ceiling does not depend on the store)."""
     for name, value in (("rows", rows), ("batch", batch), ("model_sentences", model_sentences)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
@@ -108,17 +119,68 @@ def run_write_bench(
     turns = list(generator.episodes(2 * rows + 2 * _WARMUP))
     with tempfile.TemporaryDirectory(prefix="hivemem-bench-write-") as scratch:
         folder = Path(scratch)
-        hot = _hot_path(folder, turns[: rows + _WARMUP], settings, notify)
-        batched = _batch_path(folder, turns[rows + _WARMUP :], batch, settings, notify)
+        if url is not None and is_url(url):
+            sides = _postgres(url, settings)
+        else:
+            sides = _sqlite(folder, settings)
+        try:
+            hot = _hot_path(sides, turns[: rows + _WARMUP], notify)
+            batched = _batch_path(sides, turns[rows + _WARMUP :], batch, notify)
+        finally:
+            sides.drop()
         ingest = _ingest(folder, generator, model_sentences, settings, notify) if model else None
-    return WriteReport(hot=hot, batch=batched, ingest=ingest, seed=seed)
+    return WriteReport(hot=hot, batch=batched, ingest=ingest, seed=seed, backend=sides.backend)
 
 
-def _hot_path(
-    folder: Path, turns: Sequence[dict[str, Any]], settings: Settings, notify: Progress
-) -> PathResult:
-    bare = BareStore(folder / "hot-bare.db")
-    store = open_store(folder / "hot.db", settings=settings, embedder="none")
+class _Sides:
+    """Where each path's two sides go: a fresh HiveMem store and a fresh baseline."""
+
+    backend = "sqlite"
+
+    def __init__(self, open_pair: Callable[[str], tuple[Any, Any]]) -> None:
+        self.open_pair = open_pair
+        self.drops: list[Callable[[], None]] = []
+
+    def drop(self) -> None:
+        for drop in self.drops:
+            drop()
+
+
+def _sqlite(folder: Path, settings: Settings) -> _Sides:
+    def open_pair(name: str) -> tuple[Any, Any]:
+        store = open_store(folder / f"{name}.db", settings=settings, embedder="none")
+        return store, BareStore(folder / f"{name}-bare.db")
+
+    return _Sides(open_pair)
+
+
+def _postgres(url: str, settings: Settings) -> _Sides:
+    parts = urlsplit(url)
+    names: list[str] = []
+
+    def open_pair(name: str) -> tuple[Any, Any]:
+        database = f"hivemem_bench_write_{name}"
+        admin(url, f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+        admin(url, f"CREATE DATABASE {database}")
+        names.append(database)
+        location = urlunsplit(
+            (parts.scheme, parts.netloc, f"/{database}", parts.query, parts.fragment)
+        )
+        store = open_store(location, settings=settings, embedder="none")
+        return store, BarePostgres(location)
+
+    def drop() -> None:
+        for database in names:
+            admin(url, f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+
+    sides = _Sides(open_pair)
+    sides.backend = "postgresql"
+    sides.drops.append(drop)
+    return sides
+
+
+def _hot_path(sides: _Sides, turns: Sequence[dict[str, Any]], notify: Progress) -> PathResult:
+    store, bare = sides.open_pair("hot")
     mem = store.scope(_SCOPE)
     mine: list[int] = []
     theirs: list[int] = []
@@ -153,14 +215,9 @@ def _hot_path(
 
 
 def _batch_path(
-    folder: Path,
-    turns: Sequence[dict[str, Any]],
-    batch: int,
-    settings: Settings,
-    notify: Progress,
+    sides: _Sides, turns: Sequence[dict[str, Any]], batch: int, notify: Progress
 ) -> PathResult:
-    bare = BareStore(folder / "batch-bare.db")
-    store = open_store(folder / "batch.db", settings=settings, embedder="none")
+    store, bare = sides.open_pair("batch")
     mem = store.scope(_SCOPE)
     mine: list[int] = []
     theirs: list[int] = []
@@ -254,9 +311,14 @@ def _rate(count: int, seconds: float) -> float:
 
 def format_write(report: WriteReport) -> str:
     """The report as the table ``hivemem bench --write-path`` prints."""
-    lines = ["write path vs plain SQLite (row + FTS5 row), same rows, same run", ""]
+    plain = (
+        "plain PostgreSQL (row + tsvector, GIN)"
+        if report.backend == "postgresql"
+        else "plain SQLite (row + FTS5 row)"
+    )
+    lines = [f"write path on {report.backend} vs {plain}, same rows, same run", ""]
     head = (
-        f"{'path':<22}{'HiveMem/s':>11}{'SQLite/s':>11}{'ratio':>8}{'p50 ms':>9}{'p95 ms':>9}"
+        f"{'path':<22}{'HiveMem/s':>11}{'plain/s':>11}{'ratio':>8}{'p50 ms':>9}{'p95 ms':>9}"
         f"{'CPU µs/row':>16}{'CPU ratio':>10}"
     )
     lines.append(head)
@@ -270,8 +332,8 @@ def format_write(report: WriteReport) -> str:
             f"{path.hivemem_cpu_us:>8,.0f} / {path.baseline_cpu_us:<5,.0f}{path.cpu_ratio:>9.2f}x"
         )
     lines.append(
-        "(ratio: HiveMem's wall time over plain SQLite's; p50/p95: HiveMem per call; "
-        "CPU: the process's, HiveMem / SQLite)"
+        "(ratio: HiveMem's wall time over the plain insert's; p50/p95: HiveMem per call; "
+        "CPU: this process's, HiveMem / plain)"
     )
     if report.ingest is not None:
         i = report.ingest

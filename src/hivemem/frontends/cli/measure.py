@@ -160,7 +160,9 @@ def _stage_printer(quiet: bool = False) -> Any:
     help="Time the write path instead, each beside a plain SQLite insert of the same rows "
     "(row + FTS5 row) in the same run: add_episode one per transaction (--writes rows, "
     "default 5000), add_episodes of --batch per transaction, and (without --no-model) "
-    "ingest with embeddings beside the default model's sentences/s.",
+    "ingest with embeddings beside the default model's sentences/s. With --db "
+    "postgresql://…: both paths on that server beside a plain INSERT (row + tsvector, GIN) "
+    "in databases created and dropped.",
 )
 @click.option(
     "--load",
@@ -308,6 +310,7 @@ def bench(
                 settings=env.settings,
                 model=not skip_model,
                 progress=_stage_printer(quiet),
+                url=env.db if env.db and is_url(env.db) else None,
             )
         except ValueError as exc:
             raise InvalidInput("bench", str(exc)) from None
