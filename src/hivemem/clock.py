@@ -24,7 +24,7 @@ def to_text(value: datetime) -> str:
     """``YYYY-MM-DDTHH:MM:SS.ffffffZ`` in UTC: the stored form, which sorts as time does."""
     utc = value.astimezone(UTC)
     if utc.year >= 1000:  # isoformat pads the year to four digits; strftime does not
-        return utc.isoformat(timespec="microseconds")[:-6] + "Z"  # 5x faster than strftime
+        return utc.isoformat(timespec="microseconds")[:-6] + "Z"  # ~1.7x strftime's speed
     return utc.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
