@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
 import hivemem
+from hivemem.clock import to_text
 from hivemem.errors import Conflict
 from hivemem.providers.embed import HashEmbedder
 from hivemem.providers.entities import extract
@@ -104,3 +106,19 @@ def test_the_worker_sends_a_batch_to_the_model_in_length_order(db_path):
     for call in embedder.calls:
         sizes = [len(text) for text in call]
         assert sizes == sorted(sizes)
+
+
+@pytest.mark.parametrize(
+    "when",
+    [
+        datetime(2026, 11, 27, 21, 20, 3, 777105, tzinfo=UTC),
+        datetime(2026, 1, 1, 0, 30, tzinfo=timezone(timedelta(hours=5, minutes=30))),
+        datetime(1999, 12, 31, 23, 59, 59, tzinfo=timezone(timedelta(hours=-8))),
+        datetime(999, 5, 1, 12, 0, tzinfo=UTC),  # a year strftime does not pad
+        datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+    ],
+)
+def test_stored_times_keep_their_text_form(when):
+    # to_text went from strftime to isoformat (the write path formats several per row):
+    # the stored text must not change, or stored and new times would no longer compare.
+    assert to_text(when) == when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
