@@ -356,8 +356,11 @@ class Store:
         (``WRITTEN_TEXT_FIELDS``: content, key, tags, attributes, source ids, …)."""
         if not isinstance(fields, dict):
             raise InvalidInput("fields", f"expected a mapping of field names, got {fields!r:.60}")
+        policy = self.settings.credential_policy
+        if policy != "allow":
+            self.scrubber.holds_secrets()  # the vault's values, read once for every field
         return {
-            name: self.guard(value, name)
+            name: guard_value(value, policy, self.scrubber, name, refresh=False)
             if name in WRITTEN_TEXT_FIELDS and value is not None
             else value
             for name, value in fields.items()

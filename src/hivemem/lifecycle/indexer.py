@@ -269,11 +269,14 @@ class Indexer:
         model = self.embedder.identity
         known = self._index.cached(model, [c.text_hash for c in chunks])
         todo = {c.text_hash: c.text for c in chunks if c.text_hash not in known}
+        hashes = list(todo)
         if deadline is not None:
-            step = SEARCH_SLICE
+            step = SEARCH_SLICE  # newest first, as queued: the search's own write leads
         else:
             step = STOP_SLICE if stop is not None else max(1, len(todo))
-        hashes = list(todo)
+            # The batch gathers chunks of every writer and scope; sliced in length order,
+            # each model call pads its texts to a near length, not the batch's longest.
+            hashes.sort(key=lambda h: len(todo[h]))
         for start in range(0, len(hashes), step):
             if stop is not None and stop.is_set():
                 break  # exit or close: store the slices done, the rest stays queued

@@ -49,6 +49,13 @@ class BareStore:
             self._local.conn = conn
         return conn
 
+    def close(self) -> None:
+        """Close this thread's connection (a later call opens a new one)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
     def add(self, scope: str, content: str) -> str:
         """The row and its FTS5 row, in one transaction; the new id."""
         memory_id = str(uuid.uuid4())

@@ -20,6 +20,7 @@ from .postgres import is_url as is_url
 from .postgres import local as local_postgres
 from .postgres import open_backend as open_postgres
 from .postgres import redact as redact_url
+from .postgres.baseline import BarePostgres as BarePostgres
 from .protocols import Backend, BackupRows, Tokens, UiSessions, VaultRows
 from .sqlite import migrations as sqlite_migrations
 from .sqlite.backend import SQLiteBackend
@@ -112,6 +113,7 @@ __all__ = [
     "open_backend",
     "local_postgres",
     "postgres_admin",
+    "BarePostgres",
     "redact_url",
     "tokens",
     "ui_sessions",

@@ -7,6 +7,8 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Sequence
+from datetime import datetime
+from enum import Enum
 from typing import Any
 
 import numpy as np
@@ -159,21 +161,38 @@ def row_to_memory(row: Sequence[Any]) -> Memory:
 
 
 def memory_to_row(m: Memory) -> tuple[Any, ...]:
+    """The values of ``INSERT`` for ``m``: times as stored text, JSON fields as sorted
+    JSON, enums as their values (once per write: a plan per column, and each time
+    formatted once though ``valid_from``, ``created_at`` and ``updated_at`` share it)."""
+    times: dict[datetime, str] = {}
     values = []
-    for column in COLUMNS:
+    for column, how in _ROW_PLAN:
         value = getattr(m, column)
-        if column in TIME_FIELDS:
-            value = to_text(value) if value is not None else None
-        elif column in JSON_FIELDS:
-            value = json.dumps(
-                list(value) if isinstance(value, tuple) else dict(value),
-                ensure_ascii=False,
-                sort_keys=True,
-            )
-        elif hasattr(value, "value"):  # enums
+        if value is None:
+            pass
+        elif how == "time":
+            text = times.get(value)
+            if text is None:
+                text = times[value] = to_text(value)
+            value = text
+        elif how == "json":
+            if not value:
+                value = "[]" if isinstance(value, tuple | list) else "{}"
+            else:
+                value = json.dumps(
+                    list(value) if isinstance(value, tuple) else dict(value),
+                    ensure_ascii=False,
+                    sort_keys=True,
+                )
+        elif isinstance(value, Enum):
             value = value.value
         values.append(value)
     return tuple(values)
+
+
+_ROW_PLAN = [
+    (c, "time" if c in TIME_FIELDS else "json" if c in JSON_FIELDS else "plain") for c in COLUMNS
+]
 
 
 def to_blob(vector: Sequence[float] | np.ndarray) -> bytes:

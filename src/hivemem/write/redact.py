@@ -217,8 +217,11 @@ class Scrubber:
         self._refresh()
         return self._pattern is not None
 
-    def contains_secret(self, text: str) -> bool:
-        self._refresh()
+    def contains_secret(self, text: str, *, refresh: bool = True) -> bool:
+        """Whether ``text`` holds a registered secret value; ``refresh=False``: the values
+        known now (a caller checking several texts of one write refreshes once)."""
+        if refresh:
+            self._refresh()
         return self._pattern is not None and self._pattern.search(text) is not None
 
     def scrub(self, text: str, *, refresh: bool = True, replacement: str = REDACTED) -> str:
@@ -317,7 +320,12 @@ def _deep(value: Any, scrub: Callable[[str], str]) -> Any:
 
 
 def guard(
-    content: object, policy: str, scrubber: Scrubber | None = None, field: str = "content"
+    content: object,
+    policy: str,
+    scrubber: Scrubber | None = None,
+    field: str = "content",
+    *,
+    refresh: bool = True,
 ) -> object:
     """Apply ``credential_policy`` to one text about to be written (``field`` names it
     in the error and the warning).
@@ -334,7 +342,7 @@ def guard(
     if policy == "allow":
         return content
     found = find_credentials(content)
-    secret = scrubber is not None and scrubber.contains_secret(content)
+    secret = scrubber is not None and scrubber.contains_secret(content, refresh=refresh)
     if not found and not secret:
         return content
     kinds = sorted({f.kind for f in found} | ({"vault-secret"} if secret else set()))
@@ -354,19 +362,26 @@ def guard(
 
 
 def guard_value(
-    value: Any, policy: str, scrubber: Scrubber | None = None, field: str = "content"
+    value: Any,
+    policy: str,
+    scrubber: Scrubber | None = None,
+    field: str = "content",
+    *,
+    refresh: bool = True,
 ) -> Any:
     """``guard`` applied to every text inside ``value`` (a string, a list or tuple of
     them, a JSON object: keys and values at any depth). ``field`` names the top-level
     field; the error of a ``reject`` names it."""
     if isinstance(value, str):
-        return guard(value, policy, scrubber, field)
+        return guard(value, policy, scrubber, field, refresh=refresh)
     if isinstance(value, list | tuple):
-        items = [guard_value(v, policy, scrubber, field) for v in value]
+        items = [guard_value(v, policy, scrubber, field, refresh=refresh) for v in value]
         return items if isinstance(value, list) else tuple(items)
     if isinstance(value, Mapping):
         return {
-            guard_value(k, policy, scrubber, field): guard_value(v, policy, scrubber, field)
+            guard_value(k, policy, scrubber, field, refresh=refresh): guard_value(
+                v, policy, scrubber, field, refresh=refresh
+            )
             for k, v in value.items()
         }
     return value

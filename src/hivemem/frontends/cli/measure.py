@@ -164,6 +164,17 @@ def _stage_printer(quiet: bool = False) -> Any:
     "--queries requests per page; needs the http extra).",
 )
 @click.option(
+    "--write-path",
+    "write_path",
+    is_flag=True,
+    help="Time the write path instead, each beside a plain SQLite insert of the same rows "
+    "(row + FTS5 row) in the same run: add_episode one per transaction (--writes rows, "
+    "default 5000), add_episodes of --batch per transaction, and (without --no-model) "
+    "ingest with embeddings beside the default model's sentences/s. With --db "
+    "postgresql://…: both paths on that server beside a plain INSERT (row + tsvector, GIN) "
+    "in databases created and dropped.",
+)
+@click.option(
     "--load",
     "load",
     is_flag=True,
@@ -252,6 +263,7 @@ def bench(
     skip_sqlite: bool,
     quiet: bool,
     ui_pages: bool,
+    write_path: bool,
     load: bool,
     clients: int,
     seconds: float,
@@ -282,6 +294,11 @@ def bench(
     same texts. Each size also prints the SQL statements and CPU ms per hybrid search,
     by stage of the pipeline.
 
+    With --write-path, the write path is timed beside plain SQLite instead (the same
+    rows into a table and its FTS5 index, one transaction per row, then per batch) and
+    the ratio printed; and ingest with embeddings beside the default model's own
+    sentences/s on this machine (README, "Benchmarks").
+
     With --ui, the same corpus is loaded and the inspector's pages are timed instead,
     through the whole HTTP app in process (see docs/inspector.md).
 
@@ -297,6 +314,25 @@ def bench(
     needs CREATEDB; kept with --keep), and the figures are printed side by side
     (docs/postgres.md; --no-sqlite: the server's alone).
     """
+    if write_path:
+        from ...evaluation.bench_write import format_write, run_write_bench
+
+        try:
+            written = run_write_bench(
+                5_000 if writes is None else writes,
+                batch,
+                settings=env.settings,
+                model=not skip_model,
+                progress=_stage_printer(quiet),
+                url=env.db if env.db and is_url(env.db) else None,
+            )
+        except ValueError as exc:
+            raise InvalidInput("bench", str(exc)) from None
+        if as_json:
+            echo_json(written.to_dict())
+        else:
+            click.echo(format_write(written))
+        return
     if load:
         from ...evaluation.bench_load import load_targets
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ...clock import from_text, to_text
-from ...errors import Conflict, NotAStore, StoreError, TryAgain
+from ...errors import NotAStore, StoreError, TryAgain
 from ...providers.entities import Mention
 from ...types import ListFilter, Memory, Query, Status
 from ..fts5 import to_fts5
@@ -35,22 +35,20 @@ from ..keyword_query import KeywordQuery
 from ..protocols import ChunkMatch, SessionInfo
 from ..resolutions import Resolutions
 from ..rows import (
-    INSERT,
     JSON_FIELDS,
     SELECT,
     TIME_FIELDS,
     UPDATABLE,
-    memory_to_row,
     placeholders,
     row_to_memory,
 )
 from ..stats import scope_stats
-from . import migrations, termcounts
+from . import inserts, migrations, termcounts
 from .access import AccessLog
 from .database import DRIVER_NAME as DRIVER_NAME
 from .database import IntegrityError as IntegrityError
 from .database import OperationalError, sqlite_driver
-from .entities import SQLiteEntityIndex, link_mentions
+from .entities import SQLiteEntityIndex
 from .failures import is_full, is_locked, search_error, store_error
 from .keyword import KeywordPlans, KeywordStats
 from .limits import ClosedConnection, time_limit
@@ -140,6 +138,9 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, ScopedBM25, RepairM
                 isolation_level=None,
                 check_same_thread=False,
                 timeout=busy_timeout_ms / 1000,
+                # Every statement of the write path stays prepared, whatever reads ran
+                # on this connection in between (the driver's default keeps 128).
+                cached_statements=inserts.WRITER_STATEMENTS,
             )
         except sqlite_driver.DatabaseError as exc:
             raise StoreError(f"cannot open {self.location} as a HiveMem store: {exc}") from exc
@@ -656,28 +657,17 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, ScopedBM25, RepairM
     def insert(
         self, memory: Memory, chunks: Sequence[str], mentions: Sequence[Mention] = ()
     ) -> None:
-        try:
-            self._write(INSERT, memory_to_row(memory))
-        except IntegrityError as exc:
-            message = str(exc)
-            if "memories.scope, memories.key" in message:
-                raise Conflict(
-                    f"key {memory.key!r} already has an active memory in scope {memory.scope!r}"
-                ) from None
-            if "memories.id" in message:
-                raise Conflict(f"a memory with id {memory.id} already exists") from None
-            raise
-        migrations.insert_chunks(self._conn, memory.id, memory.scope, list(chunks))
-        if mentions:
-            link_mentions(self._conn, memory.scope, memory.id, mentions, to_text(memory.created_at))
+        if self._depth == 0:
+            raise RuntimeError("write outside atomic()")  # a bug in HiveMem, not user error
+        inserts.insert_one(self._conn, memory, chunks, mentions)
 
     def reads_in_parallel(self) -> bool:
         return False  # a read is a function call here: threads would only add overhead
 
     def insert_many(self, items: Sequence[tuple[Memory, Sequence[str], Sequence[Mention]]]) -> None:
-        # In-process SQLite has no round trips to save: one ``insert`` after another.
-        for memory, chunks, mentions in items:
-            self.insert(memory, chunks, mentions)
+        if self._depth == 0:
+            raise RuntimeError("write outside atomic()")  # a bug in HiveMem, not user error
+        inserts.insert_many(self._conn, items)
 
     def set_status(
         self,

@@ -339,10 +339,22 @@ def _entities(conn: Connection) -> None:
 
 def insert_chunks(conn: Connection, memory_id: str, scope: str, pieces: list[str]) -> None:
     """A memory's chunks (the current schema: with the scope key, ``termcounts``)."""
-    key = termcounts.scope_key(scope)
+    insert_chunks_of(conn, [(memory_id, scope, pieces)])
+
+
+def insert_chunks_of(conn: Connection, memories: list[tuple[str, str, list[str]]]) -> None:
+    """The chunks of several memories, ``(memory_id, scope, pieces)`` each, in one
+    statement (the scope key computed once per scope)."""
+    keys: dict[str, str] = {}
+    rows: list[tuple[str, int, str, str, str]] = []
+    for memory_id, scope, pieces in memories:
+        key = keys.get(scope)
+        if key is None:
+            key = keys[scope] = termcounts.scope_key(scope)
+        rows.extend((memory_id, i, p, textmod.content_hash(p), key) for i, p in enumerate(pieces))
     conn.executemany(
         "INSERT INTO chunks (memory_id, seq, text, text_hash, scope_key) VALUES (?, ?, ?, ?, ?)",
-        [(memory_id, i, p, textmod.content_hash(p), key) for i, p in enumerate(pieces)],
+        rows,
     )
 
 

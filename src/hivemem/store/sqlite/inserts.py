@@ -1,0 +1,83 @@
+"""New rows of the SQLite store, inside the caller's transaction: the row, its chunks
+(whose triggers fill the keyword index, the per-scope counts and the vector queue) and
+its entity links. The backend's ``insert`` and ``insert_many`` call these.
+
+The write path's cost is its statements (issue 24: a write against a plain SQLite insert
+of a row and its FTS5 row). Here a batch goes in as one ``executemany`` of its rows and
+one of its chunks, and the insertion order (``seq``, migration 0014) is numbered by the
+insert itself: the ``memories_seq_ai`` trigger numbers only rows inserted without it
+(older code paths), which cost an ``UPDATE`` of every new row and its index entries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ...clock import to_text
+from ...errors import Conflict
+from ...providers.entities import Mention
+from ...types import Memory
+from ..rows import INSERT, memory_to_row
+from . import migrations
+from .database import IntegrityError
+from .entities import link_mentions
+
+WRITER_STATEMENTS = 512  # prepared statements the writer connection keeps (default 128)
+
+NUMBERED_INSERT = (
+    INSERT.replace(") VALUES (", ", seq) VALUES (").removesuffix(")")
+    + ", (SELECT COALESCE(MAX(seq), 0) + 1 FROM memories))"
+)
+
+Item = tuple[Memory, Sequence[str], Sequence[Mention]]
+
+
+def insert_one(
+    conn: Any, memory: Memory, chunks: Sequence[str], mentions: Sequence[Mention] = ()
+) -> None:
+    """One row, its chunks and its entity links."""
+    try:
+        conn.execute(NUMBERED_INSERT, memory_to_row(memory))
+    except IntegrityError as exc:
+        raise conflict(exc, memory) from None
+    migrations.insert_chunks(conn, memory.id, memory.scope, list(chunks))
+    if mentions:
+        link_mentions(conn, memory.scope, memory.id, mentions, to_text(memory.created_at))
+
+
+def insert_many(conn: Any, items: Sequence[Item]) -> None:
+    """The rows in one ``executemany``, their chunks in another, then each row's
+    mentions. A row that breaks a constraint (a key with an active row, an id taken)
+    rolls the bulk statement back to its savepoint and the rows go in one by one, so the
+    error names the row as ``insert_one`` does."""
+    if len(items) < 2:
+        for memory, chunks, mentions in items:
+            insert_one(conn, memory, chunks, mentions)
+        return
+    conn.execute("SAVEPOINT bulk_insert")
+    try:
+        conn.executemany(NUMBERED_INSERT, [memory_to_row(m) for m, _, _ in items])
+    except IntegrityError:
+        conn.execute("ROLLBACK TO bulk_insert")
+        conn.execute("RELEASE bulk_insert")
+        for memory, chunks, mentions in items:
+            insert_one(conn, memory, chunks, mentions)
+        return
+    conn.execute("RELEASE bulk_insert")
+    migrations.insert_chunks_of(conn, [(m.id, m.scope, list(chunks)) for m, chunks, _ in items])
+    for memory, _, mentions in items:
+        if mentions:
+            link_mentions(conn, memory.scope, memory.id, mentions, to_text(memory.created_at))
+
+
+def conflict(exc: Exception, memory: Memory) -> Exception:
+    """The constraint a row broke, as the caller's error (another: the driver's own)."""
+    message = str(exc)
+    if "memories.scope, memories.key" in message:
+        return Conflict(
+            f"key {memory.key!r} already has an active memory in scope {memory.scope!r}"
+        )
+    if "memories.id" in message:
+        return Conflict(f"a memory with id {memory.id} already exists")
+    return exc
