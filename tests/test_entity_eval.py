@@ -12,7 +12,7 @@ from hivemem.frontends.cli import main
 from hivemem.providers.entities import EntityType
 
 
-def test_the_sample_holds_300_labelled_mentions_of_both_corpora_in_two_halves():
+def test_the_sample_holds_300_labelled_mentions_of_mit_licensed_dialogue_in_two_halves():
     sample = entity_eval.load_sample()
     mentions = [m for s in sample for m in s.mentions]
     assert len(mentions) >= 300
@@ -20,7 +20,8 @@ def test_the_sample_holds_300_labelled_mentions_of_both_corpora_in_two_halves():
     assert types <= {t.value for t in EntityType} | {"none"}
     assert {"person", "location", "organization", "tool", "other", "none"} <= types
     assert {s.split for s in sample} == {"dev", "holdout"}
-    assert {s.source.split("/")[0] for s in sample} == {"locomo", "longmemeval"}
+    # Licence: the package is Apache-2.0, LoCoMo is CC BY-NC 4.0; LongMemEval is MIT.
+    assert {s.source.split("/")[0] for s in sample} == {"longmemeval"}
     for s in sample:  # every span is where it says, in its sentence
         for text, start, _ in s.mentions:
             assert s.sentence[start : start + len(text)] == text
@@ -47,10 +48,31 @@ def test_eval_entities_reports_per_type_on_both_halves_and_why_spacy_is_not_meas
     regex = report["extractors"]["regex"]
     for half in ("dev", "holdout"):
         person = regex[half]["per_type"]["person"]
-        # Issue #22: the regex typed three of four "people" wrongly; the bar is .90.
-        assert person["precision"] >= 0.9 and person["said"] >= 20
+        # Issue #22: the regex typed three of four "people" wrongly; the bar is .90 for
+        # the types it asserts. Entity precision (false spans count against it) is
+        # reported beside: .69/.65 on main 129d5f5, .84/.80 since (docs/retrieval.md).
+        assert person["precision"] >= 0.9 and person["said"] >= 10
         assert regex[half]["asserted_precision"] >= 0.9
+        assert regex[half]["entity_precision"] >= 0.75
     if "spacy" not in report["extractors"]:
         assert "spacy" in report["not_measured"]
     text = CliRunner().invoke(main, ["eval", "entities"])
     assert "regex / holdout: asserted precision" in text.output
+    assert "entity precision" in text.output
+
+
+def test_entity_precision_counts_an_untyped_entity_right_and_a_false_span_wrong():
+    row = entity_eval.Labelled(
+        "t", "dev", "The Witcher and Food", (("The Witcher", 0, "other"), ("Food", 16, "none"))
+    )
+    said = [("Witcher", "witcher", "other"), ("Food", "food", "other")]
+    score = entity_eval.Score()
+    score.add(row, said)  # "Witcher" is "The Witcher": a leading article is no part of it
+    out = score.to_dict()
+    assert (out["entity_precision"], out["typed_precision"], out["found_precision"]) == (
+        0.5, 0.5, 0.5)  # fmt: skip
+    score.add(entity_eval.Labelled("t", "dev", "Max", (("Max", 0, "person"),)), [
+        ("Max", "max", "other")])  # fmt: skip
+    out = score.to_dict()
+    assert (out["entity_precision"], out["typed_precision"]) == (0.667, 0.333)
+    assert out["asserted_precision"] is None  # nothing was typed but ``other``

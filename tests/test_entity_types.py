@@ -183,7 +183,7 @@ def test_enrich_runs_spacy_and_the_llm_together_and_merges_by_span(db_path, cloc
             mem = store.scope("team-a")
             one = mem.save("signed with acme industries in lyon", kind="fact")
             two = mem.save("Globex renewed", kind="fact")
-            three = mem.save("Umbrella renewed too", kind="fact")
+            three = mem.save("We renewed Umbrella too", kind="fact")
             mem.describe_entity("Umbrella", protected=True)
             assert mem.entity("Globex")[0].type == "other"
             reply = {

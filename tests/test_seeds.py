@@ -178,15 +178,15 @@ def test_the_search_answer_carries_corvids_candidate_count(db_path, clock):
     matched before the cut to the limit; a search that finds nothing says 0."""
     with hivemem.open(db_path, clock=clock, embedder="none") as store:
         mem = store.scope("team")
-        for i in range(12):
-            mem.save(f"Replica {i} of the billing database lags at night", kind="fact")
+        for i in range(12):  # a name the query names: every replica is a candidate
+            mem.save(f"Replica {i} of the Zephyr billing database lags", kind="fact")
         for food in ("tacos", "ramen", "pizza"):
             mem.save(f"Friday lunch is {food}", kind="fact")
-        out = call(mem, "memory_search", query="billing replica lag", max_results=3)
+        out = call(mem, "memory_search", query="Zephyr billing replica lag", max_results=3)
         assert out["count"] == 3 and out["total_candidates"] == 12
-        assert call(mem, "search_memory", query="billing replica lag", limit=2)[
+        assert call(mem, "search_memory", query="Zephyr billing replica lag", limit=2)[
             "total_candidates"] == 12  # fmt: skip
-        hits = mem.search("billing replica lag", 100)
+        hits = mem.search("Zephyr billing replica lag", 100)
         assert len(hits) == 12 and {h.explain.candidates for h in hits} == {12}
         none = call(mem, "memory_search", query="kubernetes upgrade")
         assert (none["count"], none["total_candidates"]) == (0, 0)
@@ -254,6 +254,30 @@ def test_serve_mcp_offers_a_profile_and_writes_as_its_agent(db_path):
     assert refused.is_error
     with hivemem.open(db_path, embedder="hash") as store:
         assert [m.content for m in store.scope("me").entity("Vitaly")[1]] == ["Vitaly likes tea"]
+
+
+def test_memory_list_gives_the_total_of_current_entries_through_every_front_end(store, app, clock):
+    """openhive's ``memory_list`` returns all active entries; a page of ours says how
+    many there are in all (``total``, the filters applied; expired and deleted rows not
+    counted) beside ``more``/``next_offset``, through the table, MCP and HTTP alike."""
+    mem = store.scope("team-a")
+    notes = [mem.save(f"team note {i}", type="context") for i in range(7)]
+    mem.save("a lesson learned", type="lesson")
+    mem.save("a cached page", type="context", source="task_completion")  # expires in 7 days
+    mem.delete(notes[0].id)
+    clock.advance(days=8)
+    page = call(mem, "memory_list", type="context", max_results=4)
+    assert (page["count"], page["total"], page["more"], page["next_offset"]) == (4, 6, True, 4)
+    last = call(mem, "memory_list", type="context", max_results=4, offset=4)
+    assert (last["count"], last["total"], last["more"]) == (2, 6, False)
+    assert call(mem, "memory_list")["total"] == 7
+    _, [over_mcp] = mcp_calls(mem, [("memory_list", {"type": "lesson"})])
+    assert json.loads(over_mcp.content[0].text)["total"] == 1
+    token = store.tokens.create("r", {"team-a": "read"}, store.clock())[1]
+    over_http = http(app, "GET", "/v1/scopes/team-a/memories?max_results=2", token).json()
+    assert (over_http["count"], over_http["total"], over_http["more"]) == (2, 7, True)
+    empty = call(store.scope("team-b"), "memory_list")
+    assert (empty["count"], empty["total"], empty["more"]) == (0, 0, False)
 
 
 def test_http_lists_a_profiles_functions(store, app):

@@ -2,22 +2,29 @@
 measured on a labelled sample of real dialogue (and spaCy's, where a trained pipeline is
 installed).
 
-The sample (``data/entity_mentions.jsonl``, see ``data/README.md``) holds 280 sentences
-drawn at random from LoCoMo's turns and LongMemEval's user turns, each with every entity
+The sample (``data/entity_mentions.jsonl``, see ``data/README.md``) holds 300 sentences
+drawn at random from LongMemEval's user turns (MIT), each with every entity
 mention in it (its text, where it starts, its true type) and, as ``none``, the spans the
 regex pass took for names before its typing was measured ("Nature", "Plus", "LGBTQ",
 "Tues"). Each sentence is in ``dev`` (the half the typing rules were looked at against)
-or ``holdout`` (kept apart, to see whether they generalise), by conversation or session.
+or ``holdout`` (kept apart, to see whether they generalise), by session.
 
 Scoring, per sentence: an extractor's mention matches a labelled one when their keys
 are the same (``canonical``; a date by any of its forms). For each type T: a mention
 typed T is right when the labelled mention with its key has type T (precision), and a
 labelled mention of type T is found when the extractor typed its key T (recall). A
 mention no labelled entity has a key for is wrong whatever its type (a ``none``).
-``asserted precision`` is the share right among the mentions typed anything but
-``other`` (the regex's "a name whose kind I cannot tell": the types it asserts);
-``typed precision`` the share right among all; ``found precision`` the share that are
-entities at all, whatever the type.
+What #22's "entity typing precision ≥ .90" is measured by, and beside it:
+
+- ``asserted precision`` (the target: typing precision): the share right among the
+  mentions typed anything but ``other``, the types the pass asserts. ``other`` is the
+  regex's "a name whose kind I cannot tell", a claim about no type.
+- ``entity precision``: the share of all mentions that are entities and not mistyped
+  (an ``other`` counts when the span is an entity of any type): what a false span
+  ("Suggest", "Food", "NLP") costs. The stricter ``typed precision`` counts an ``other``
+  right only where the label is ``other`` too; ``found precision`` is the share that are
+  entities at all, whatever the type.
+- recall per type, and ``typed recall`` over all: what the rules give up.
 """
 
 from __future__ import annotations
@@ -100,17 +107,18 @@ class Score:
     said: Counter[str] = field(default_factory=Counter)  # mentions the extractor typed T
     labelled: Counter[str] = field(default_factory=Counter)  # labelled mentions of type T
     found_any: int = 0  # its mentions that are labelled entities, whatever the type
+    untyped_entities: int = 0  # its mentions typed ``other`` that are labelled entities
     wrong: Counter[str] = field(default_factory=Counter)  # "surface -> type (true)" errors
 
     def add(self, sample: Labelled, found: Iterable[tuple[str, str, str]]) -> None:
         truth: dict[str, str] = {}
         for text, _, kind in sample.mentions:
             if kind != NONE:
-                for key in lookup_keys(text):
+                for key in _match_keys(text):
                     truth.setdefault(key, kind)
         seen: set[str] = set()
         for surface, key, kind in found:
-            keys = [key, *lookup_keys(surface)]
+            keys = [key, *_match_keys(key), *_match_keys(surface)]
             true = next((truth[k] for k in keys if k in truth), NONE)
             if keys[0] in seen:
                 continue
@@ -118,6 +126,7 @@ class Score:
             self.said[kind] += 1
             if true != NONE:
                 self.found_any += 1
+                self.untyped_entities += kind == OTHER
             if true == kind:
                 self.right[kind] += 1
             else:
@@ -139,16 +148,25 @@ class Score:
                 "right": self.right[kind],
             }
         asserted = said - self.said[OTHER]
+        right_asserted = sum(self.right.values()) - self.right[OTHER]
         return {
             "mentions": said,
             "labelled": sum(self.labelled.values()),
-            "asserted_precision": _ratio(sum(self.right.values()) - self.right[OTHER], asserted),
+            "asserted_precision": _ratio(right_asserted, asserted),
+            "entity_precision": _ratio(right_asserted + self.untyped_entities, said),
             "typed_precision": _ratio(sum(self.right.values()), said),
             "found_precision": _ratio(self.found_any, said),
             "typed_recall": _ratio(sum(self.right.values()), sum(self.labelled.values())),
             "per_type": per_type,
             "top_errors": [f"{n}x {e}" for e, n in self.wrong.most_common(15)],
         }
+
+
+def _match_keys(text: str) -> list[str]:
+    """The keys a mention is matched by: its lookup keys, and each without a leading
+    article ("The Witcher" and "Witcher" are one mention of one work)."""
+    keys = lookup_keys(text)
+    return keys + [k[4:] for k in keys if k.startswith("the ") and len(k) > 4]
 
 
 def _ratio(a: int, b: int) -> float | None:
@@ -187,13 +205,18 @@ def run(spacy_model: str = "en_core_web_sm") -> dict[str, Any]:
 def format_report(report: dict[str, Any]) -> str:
     lines = [
         f"{report['sentences']} sentences, {report['labelled_mentions']} labelled entity "
-        f"mentions, {report['none_spans']} spans that are no entity"
+        f"mentions, {report['none_spans']} spans that are no entity",
+        "asserted precision: right among the mentions given a type (not `other`), the "
+        "#22 target (.90); entity precision: entities not mistyped among all mentions "
+        "(`other` right on any entity, a span that is no entity wrong); typed precision: "
+        "`other` right only where labelled other",
     ]
     for name, splits in report["extractors"].items():
         for split in (*SPLITS, "all"):
             s = splits[split]
             lines.append(
                 f"\n{name} / {split}: asserted precision {_pct(s['asserted_precision'])}, "
+                f"entity precision {_pct(s['entity_precision'])}, "
                 f"typed precision {_pct(s['typed_precision'])}, "
                 f"found precision {_pct(s['found_precision'])}, typed recall "
                 f"{_pct(s['typed_recall'])} ({s['mentions']} mentions, {s['labelled']} labelled)"

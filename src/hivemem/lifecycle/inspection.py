@@ -31,6 +31,7 @@ from ..types import (
     Status,
     as_tuple,
 )
+from ..write import categories as category_rules
 from ..write import rules
 from .maintenance import RunRecord, run_log
 
@@ -175,6 +176,23 @@ def page(
     last = found[-1] if found and older else None
     first = found[0] if found and newer_exists else None
     return Page(_scrubbed(mem, found), _key(last), _key(first))
+
+
+def current_count(
+    mem: ScopedHandle,
+    *,
+    kind: Any = None,
+    type: Any = None,  # noqa: A002 - the domain's word
+    tags: Any = None,
+    category: Any = None,
+) -> int:
+    """How many current memories (active, not expired) of the visible scopes pass the
+    filters, as ``ScopedMemory.list(..., include_expired=False)`` reads them: the total
+    ``memory_list`` gives beside its page (openhive's seed lists every active entry)."""
+    common = rules.filters(mem.settings, kind, type, tags)
+    common["categories"] = category_rules.valid(category)
+    flt = ListFilter(**common, statuses=(Status.ACTIVE,), include_expired=False)
+    return mem.store.inspection.count(mem.visible, flt, mem.store.clock())
 
 
 def _key(memory: Memory | None) -> str | None:

@@ -22,6 +22,7 @@ import unicodedata
 from dataclasses import dataclass
 from enum import StrEnum
 
+from . import common_words
 from . import entity_cues as cues
 
 
@@ -70,11 +71,16 @@ def entity_type(value: str | EntityType) -> EntityType | None:
 # tools an agent's memory often names. Lower case; multi-word entries are canonical names.
 _ORG_SUFFIX_TEXT = """
     corp corporation inc incorporated ltd limited llc llp gmbh ag sa sas sarl bv nv plc
-    co company group holdings labs lab foundation university institute bank partners
+    co company pty group holdings labs lab foundation university institute bank partners
     ventures technologies systems software solutions association agency ministry
     council committee"""
 _ORG_SUFFIXES = frozenset(_ORG_SUFFIX_TEXT.split())
 _PROJECT_HEADS = frozenset({"project", "operation", "initiative", "programme", "program"})
+# Words after a project head that make a role or a document, not a project's name
+# ("Program Chair", "Project Manager", "Project Plan").
+_PROJECT_ROLE_TEXT = """manager managers management lead leader leads coordinator chair director
+    officer owner team plan plans proposal office assistant sponsor"""
+_PROJECT_ROLES = frozenset(_PROJECT_ROLE_TEXT.split())
 _PLACE_TEXT = """
     afghanistan albania algeria argentina armenia australia austria azerbaijan bangladesh
     belarus belgium bolivia bosnia brazil bulgaria cambodia cameroon canada chile china
@@ -137,17 +143,27 @@ def name_type(name: str) -> EntityType:
     if not words:
         return EntityType.OTHER
     many = len(words) > 1
+    if many and words[-1] == "city" and " ".join(words[:-1]) in _PLACES and key not in _PLACES:
+        return EntityType.ORGANIZATION  # "Manchester City": a club ("Mexico City" is listed)
+    if many and all(word in _ORG_SUFFIXES for word in words):
+        return EntityType.OTHER  # "Pty Ltd": legal forms whose name was cut off
     if many and (words[-1] in _ORG_SUFFIXES or words[-1] in cues.ORG_TAILS):
         return EntityType.ORGANIZATION
     if len(words) > 2 and words[1] == "of" and words[0] in _ORG_SUFFIXES:
         return EntityType.ORGANIZATION  # "University of Michigan", "Bank of America"
-    if many and words[0] in _PROJECT_HEADS:
+    if key in cues.ORGANIZATIONS:
+        return EntityType.ORGANIZATION
+    if many and words[0] in _PROJECT_HEADS and words[1] not in _PROJECT_ROLES:
         return EntityType.PROJECT
-    if key in _PLACES or (many and (words[0] in cues.PLACE_HEADS or words[-1] in cues.PLACE_TAILS)):
+    if (
+        key in _PLACES
+        or key in cues.REGIONS
+        or (many and (words[0] in cues.PLACE_HEADS or words[-1] in cues.PLACE_TAILS))
+    ):
         return EntityType.LOCATION
     if name.isupper() and key in cues.PLACE_ACRONYMS:
         return EntityType.LOCATION
-    if key in _TOOLS or key in cues.APPS:
+    if key in _TOOLS or key in cues.APPS or key in cues.PRODUCTS:
         return EntityType.TOOL
     if key in cues.DEMONYMS:
         return EntityType.CONCEPT
@@ -269,6 +285,7 @@ _COMMON_INITIAL = frozenset(_COMMON_INITIAL_TEXT.split())
 # Endings of words no first name has (checked at a sentence's start only):
 # gerunds, -tion/-sion nouns, -ness, -ment, -ism, -ful, -ous, -able/-ible.
 _COMMON_ENDINGS = ("ing", "tion", "sion", "ness", "ment", "ism", "ful", "ous", "able", "ible")
+_NOUN_ENDINGS = ("ism", "ness", "ment", "tion", "sion")  # no name's, inside a sentence
 _OPENERS = " \t\"'“‘([*-"  # what may stand between a sentence's end and its first word
 
 
@@ -287,6 +304,69 @@ def _common_word(name: str) -> bool:
     return key in _COMMON_INITIAL or (len(key) > 5 and key.endswith(_COMMON_ENDINGS))
 
 
+# A mid-sentence capitalised word at most this common (its rank among the bundled
+# vocabulary's words, ``common_words``) is a title's or heading's word ("the Food for
+# Thought kitchen", "Module 3"), not a name, unless a list or a cue types it. Tuned on the
+# dev half of ``hivemem eval entities``.
+MID_SENTENCE_COMMON_RANK = 4000
+
+
+def _common_capital(name: str, first: bool) -> bool:
+    """Whether a one-word name that no list or cue typed is a common word written with a
+    capital: any word of the vocabulary at a sentence's start ("Suggest", "Somehow",
+    "Archived"), a common one inside a sentence ("Food", "Thought", "Women"); shouting
+    counts (an all-capital "GOAL" or "MONTH" of four letters or more). A word with a
+    capital inside ("ForgeFX", "McLellan", "TikTok") or a hyphen ("Asian-American") is a
+    name's shape and kept; so are two- and three-letter acronyms (``COMMON_ACRONYMS``
+    drops the common ones)."""
+    if " " in name:  # a name of legal forms alone ("Pty Ltd") has lost its name
+        return all(_fold(word).rstrip(".") in _ORG_SUFFIXES for word in name.split())
+    upper = name.isupper()
+    if upper and len(name) < 4:
+        return False
+    if not upper and _INNER_CAPITAL.search(name, 1):
+        return False
+    key = _fold(name)
+    if not first and len(key) > 6 and key.endswith(_NOUN_ENDINGS):
+        return True  # "Shamanism", "Usefulness": a noun, whatever its rank
+    found = common_words.rank(key)
+    if found is None:
+        return False
+    return first or found < MID_SENTENCE_COMMON_RANK
+
+
+_LINE_WORD = re.compile(r"[^\W\d_][\w'’-]{3,}")  # a word of four letters or more
+
+
+def _heading(text: str, start: int, end: int, first: bool, seen: dict[int, bool]) -> bool:
+    """Whether the name at ``start:end`` is a heading's or a label's words, not a name
+    (checked for names no list or cue typed): a run of several words that opens a
+    sentence and ends in a colon ("Bid Due Date:"), or a line in title case: three or
+    more words of four letters or more, all capitalised, one of them a common word, and
+    no sentence mark at its end ("Allergies Appointment Current", "Benefits of Dofollow
+    Links"; not "Bank of America hired O'Neil" nor a line of names)."""
+    if first and " " in text[start:end] and text[end : end + 1] == ":":
+        return True
+    line_start = text.rfind("\n", 0, start) + 1
+    if line_start not in seen:
+        line_end = text.find("\n", end)
+        line = text[line_start : len(text) if line_end < 0 else line_end].strip()
+        words = _LINE_WORD.findall(line)
+        seen[line_start] = (
+            len(words) >= 3
+            and all(word[0].isupper() for word in words)
+            and line[-1:] not in ".!?"
+            and any(_common_rank(word) < MID_SENTENCE_COMMON_RANK for word in words)
+        )
+    return seen[line_start]
+
+
+def _common_rank(word: str) -> int:
+    """``common_words.rank`` of a word as written; a word it does not know ranks last."""
+    found = common_words.rank(_fold(word))
+    return 1 << 30 if found is None else found
+
+
 def _common_opener(name: str) -> bool:
     """Whether the first word of a sentence's run is no part of the name after it
     ("Adding NYC", "Alright Sam")."""
@@ -296,6 +376,7 @@ def _common_opener(name: str) -> bool:
 
 
 _BEFORE = re.compile(r"([\w'’-]+)[\s,]*$")
+_LAST_TWO = re.compile(r"([\w'’-]+)\s+([\w'’-]+)\s*$")
 _TWO_BEFORE = re.compile(r"([\w'’-]+)\s+(?:[\w'’-]+\s+)?([\w'’-]+)\s*$")
 _AFTER = re.compile(r"^(?:'s|’s)?\s*([\w'’-]+)")
 _OWNERS = cues.words("my his her our your their")
@@ -306,11 +387,16 @@ def _person_cue(text: str, start: int, end: int) -> bool:
     right before it ("Hey Jo", "Thanks, Deb"), a relation word after my/his/her/...
     ("my friend Sam", "our dog Daisy") or "named" before it, a speech verb after it
     ("Gail says"), or a vocative at a sentence's end (", Maria!")."""
-    before = text[max(0, start - 60) : start]
+    offset = max(0, start - 60)
+    before = text[offset:start]
     word = _BEFORE.search(before)
     if word is not None:
         key = _fold(word[1])
-        if key in cues.ADDRESS_WORDS or key in cues.NAMING_WORDS:
+        if key in cues.NAMING_WORDS or key in cues.MEETING_WORDS:
+            return True
+        # a greeting addresses someone where it opens the sentence ("Hey Jo", "Thanks,
+        # Deb"), not inside one ("at the Night Market", "a great Dane")
+        if key in cues.ADDRESS_WORDS and _opens_sentence(text, offset + word.start(1)):
             return True
         if key in cues.RELATION_WORDS:
             pair = _TWO_BEFORE.search(before)
@@ -331,6 +417,17 @@ def _person_cue(text: str, start: int, end: int) -> bool:
     )
 
 
+def _place_cue(text: str, start: int) -> bool:
+    """Whether a verb of moving or living and a preposition right before ``start`` make
+    the name there a place ("moved to Reading", "living in Bath", "trip to Nice")."""
+    pair = _LAST_TWO.search(text[max(0, start - 40) : start])
+    return (
+        pair is not None
+        and _fold(pair[2]) in cues.PLACE_PREPOSITIONS
+        and _fold(pair[1]) in cues.PLACE_VERBS
+    )
+
+
 def _cased_letters() -> str:
     """A regex class of upper- and titlecase letters (``re`` has no ``\\p{Lu}``), from the
     BMP blocks that hold cased scripts only, to keep the import cheap."""
@@ -343,6 +440,7 @@ def _cased_letters() -> str:
 
 
 _UPPER = _cased_letters()
+_INNER_CAPITAL = re.compile(_UPPER)  # a capital inside a word: "ForgeFX", "TikTok"
 _LETTER = r"[^\W\d_]"
 _MONTH = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
 _MONTH += r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
@@ -410,15 +508,20 @@ def _names_in_run(run: str) -> list[str]:
         return []
     names: list[str] = []
     segment: list[str] = []
-    for word in words:
+    for index, word in enumerate(words):
         key = _fold(word).rstrip(".")
         possessive = key.endswith(("'s", "'"))
         if possessive:
             word = word[:-2] if key.endswith("'s") else word[:-1]
             key = _fold(word)
         stem, dash, tail = word.rpartition("-")
-        if dash and stem and tail.casefold() in _MODIFIER_TAILS:
-            segment.append(stem)  # "New York-based" -> "New York"
+        adjective = tail.islower() and index == len(words) - 1
+        if dash and stem and (tail.casefold() in _MODIFIER_TAILS or adjective):
+            # "New York-based" -> "New York"; a lower-case tail ending a run makes a
+            # compound adjective of any word ("SEO-friendly", "Human-written"; not
+            # "Ruby-crowned Kinglet"): its stem is the candidate
+            if not _no_name(stem, _fold(stem)):
+                segment.append(stem)
             _close(segment, names)
             segment = []
             continue
@@ -518,6 +621,7 @@ def extract(text: str, max_mentions: int = 32) -> list[Mention]:
     names: set[str] = set()
     people: set[str] = set()  # keys the text addresses or relates to: persons throughout
     openers: list[tuple[int, str]] = []  # a sentence's first word, no cue: held back
+    headings: dict[int, bool] = {}  # a line's start -> whether the line is a heading
     for match in _NAME_RUN.finditer(text):
         if 1 in taken[match.start() : match.end()]:
             continue
@@ -538,15 +642,24 @@ def extract(text: str, max_mentions: int = 32) -> list[Mention]:
                 continue
             if kind is EntityType.OTHER and _person_cue(text, at, at + len(name)):
                 kind = EntityType.PERSON
+            elif kind is EntityType.OTHER and _place_cue(text, at):
+                kind = EntityType.LOCATION
+            if kind is EntityType.OTHER and _common_capital(name, first):
+                if first:  # a name after all if the text also uses it as one
+                    openers.append((at, name))
+                continue
+            if kind is EntityType.OTHER and _heading(text, at, at + len(name), first, headings):
+                continue  # "Bid Due Date:", "Allergies Appointment Current": a heading
             if kind is EntityType.PERSON:
                 people.add(key)
             found.append((at, name, key, kind))
             names.add(key)
         if len(names) >= max_mentions:
             break
+    kinds = {key: kind for _, _, key, kind in reversed(found)}  # each key's first type
     for start, name in openers:  # a name after all where the text also uses it as one
         if canonical(name) in names:
-            found.append((start, name, canonical(name), EntityType.OTHER))
+            found.append((start, name, canonical(name), kinds[canonical(name)]))
     found = [
         (at, name, key, EntityType.PERSON if key in people and kind is EntityType.OTHER else kind)
         for at, name, key, kind in found

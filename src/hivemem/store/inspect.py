@@ -74,6 +74,17 @@ class InspectionStatements:
         )
         return found if order == "DESC" else found[::-1]
 
+    def count(self, scopes: Sequence[str], flt: ListFilter, now: datetime) -> int:
+        """How many memories pass ``flt``: the total beside a page of ``list``."""
+        clause, params = self._db._scope_clause(scopes)
+        where, extra = self._db._filter_sql(flt, now)
+        if flt.key is not None:
+            where.append("m.key = ?")
+            extra.append(flt.key)
+        filters = " AND ".join([clause, *where])
+        rows = self._db._read(f"SELECT COUNT(*) FROM memories m WHERE {filters}", [*params, *extra])
+        return int(rows[0][0])
+
     def counts(self, scopes: Sequence[str]) -> list[tuple[str, str, str, str, int]]:
         """(status, kind, type, category, count) over the scopes' memories."""
         clause, params = self._db._scope_clause(scopes)

@@ -150,8 +150,7 @@ class VectorIndex(Protocol):
         ...
 
     def build_index(self) -> bool:
-        """Build the KNN index when it is missing (a bulk load a crash interrupted);
-        True when one was built."""
+        """Build the KNN index a bulk load left missing (a crash); True when built."""
         ...
 
     def turn(self) -> AbstractContextManager[None]:
@@ -356,8 +355,7 @@ class Memories(Protocol):
         """Inside a write: ``insert`` each of ``items`` (new rows, in order), in as few
         round trips as the backend can (PostgreSQL: one pipeline for the rows, one
         statement for all their chunks). Raises ``Conflict`` when any row is refused
-        (its id exists, or its key has another active row); the caller's transaction
-        is then to be rolled back."""
+        (its id exists, or its key has another active row): the caller rolls back."""
         ...
 
     def set_status(
@@ -639,6 +637,8 @@ class Inspection(Protocol):
         stored_until: datetime | None = None,
         limit: int = 50,
     ) -> list[Memory]: ...
+
+    def count(self, scopes: Sequence[str], flt: ListFilter, now: datetime) -> int: ...
 
     def counts(self, scopes: Sequence[str]) -> list[tuple[str, str, str, str, int]]: ...
 

@@ -121,8 +121,9 @@ TOOLS: dict[str, Tool] = {
         _tool(
             "memory_list",
             """List current memories (active, not expired), newest first, optionally of
-            one type, kind, tag or category. more says whether there are more than
-            max_results; next_offset reads the next page.""",
+            one type, kind, tag or category. total counts every current memory that
+            passes the filters; more says whether there are more than max_results;
+            next_offset reads the next page.""",
             obj(
                 type=FILTERS["properties"]["type"],
                 kind=FILTERS["properties"]["kind"],

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..errors import InvalidInput
 from ..facade.memory import ScopedMemory
-from ..lifecycle import context
+from ..lifecycle import context, inspection
 from ..retrieval import snippets
 from ..types import Hit, Memory
 from ..write import audit, categories, facts
@@ -173,7 +173,8 @@ def memory_get(mem: ScopedMemory, a: dict[str, Any]) -> dict[str, Any]:
 
 def memory_list(mem: ScopedMemory, a: dict[str, Any]) -> dict[str, Any]:
     """openhive's ``memory_list``: the current (active, unexpired) entries; one row past
-    the page says whether there are ``more`` (then ``next_offset`` reads them)."""
+    the page says whether there are ``more`` (then ``next_offset`` reads them), and
+    ``total`` how many current entries pass the filters in all."""
     limit, offset = a.get("max_results", LIST_LIMIT), a.get("offset", 0)
     memories = mem.list(
         type=a.get("type"),
@@ -185,8 +186,12 @@ def memory_list(mem: ScopedMemory, a: dict[str, Any]) -> dict[str, Any]:
         include_expired=False,
     )
     more = len(memories) > limit
+    total = inspection.current_count(
+        mem, type=a.get("type"), kind=a.get("kind"), tags=a.get("tags"), category=a.get("category")
+    )
     out: dict[str, Any] = {
         "count": min(len(memories), limit),
+        "total": total,
         "more": more,
         "memories": [brief(m) for m in memories[:limit]],
     }
