@@ -134,11 +134,11 @@ def test_unreachable_server_and_missing_extension_name_the_fix(
     try:
         pg_server.execute(f"GRANT ALL ON DATABASE {name} TO hm_user")
         url = password_user.format(SECRET).replace("/postgres?", f"/{name}?")
-        failed = _run("--db", url, "stats")
+        failed = _run("--db", url, "init")  # a read would not create: "no HiveMem store"
         assert failed.returncode == 6 and "CREATE EXTENSION vector" in failed.stderr
         assert failed.stderr.count("\n") == 1
-        doctor = _run("--db", url, "doctor")
-        assert doctor.returncode == 1 and "CREATE EXTENSION vector" in doctor.stdout
+        doctor = _run("--db", url, "doctor")  # nothing was made: no store to check
+        assert doctor.returncode == 6 and "no HiveMem store at" in doctor.stderr
         _no_secret(failed.stdout, failed.stderr, doctor.stdout, doctor.stderr)
     finally:
         pg_server.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

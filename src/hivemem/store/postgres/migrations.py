@@ -447,6 +447,9 @@ MIGRATIONS: list[Migration] = [
 ]
 
 
+FIRST = "0001_memories"  # every HiveMem store has applied it
+
+
 def known_names() -> list[str]:
     return [m.name for m in MIGRATIONS]
 
