@@ -329,6 +329,9 @@ class PostgresBackend(KeywordMixin):
             raise self._lost(exc) from None
 
     def close(self) -> None:
+        vectors = getattr(self, "vectors", None)
+        if vectors is not None:
+            vectors.scope_indexes.close()  # a build under way first: it needs the pool
         pool = getattr(self, "_pool", None)
         if pool is not None:
             pool.close()
