@@ -45,7 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover
 TABLE = "chunk_vectors"
 PREFIX = f"{TABLE}_hnsw_"
 BUILD_LOCK = SCHEMA_LOCK + 1  # one HNSW build at a time per database
-_TTL = 30.0  # seconds a scope's "has its index" is trusted by searches
+_TTL = 5.0  # seconds a scope's "has its index" is trusted (another node may drop it)
 _INDEXES_SQL = (
     "SELECT i.relname, x.indisvalid AND x.indisready FROM pg_index x "
     "JOIN pg_class i ON i.oid = x.indexrelid "
@@ -144,7 +144,9 @@ class ScopeIndexes:
         with self._lock:
             self.closed = True
             self._wanted.clear()
-        self.wait(30.0)  # a build under way may finish; a longer one is cut (rebuilt later)
+        # A short build (a scope just grown past EXACT_MAX: ~2 s) finishes; a longer one
+        # is cut when the process ends and left invalid, dropped and rebuilt next time.
+        self.wait(5.0)
 
     def _build_wanted(self) -> None:
         while True:
