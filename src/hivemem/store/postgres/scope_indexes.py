@@ -7,7 +7,8 @@ until enough rows of the scope passed, or ``hnsw.max_scan_tuples``): which of a 
 true neighbours it finds depends on what other tenants stored. Near-duplicates written
 by another tenant could push a scope's own neighbours out of its answer, and so tell
 that tenant something about the scope's data. Measured on 50 scopes of 2,000 vectors
-beside one of 20,000 (docs/postgres.md).
+beside one of 20,000 (docs/postgres.md, "Tenants and the vector lane"): recall@10 0.994
+against 0.951, p95 37 ms against 108 ms.
 
 How. A scope above ``EXACT_MAX`` vectors gets a partial index of its own,
 ``chunk_vectors_hnsw_<hash of the scope>`` ``WHERE scope = '<scope>'``: its graph holds
