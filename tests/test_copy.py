@@ -135,9 +135,9 @@ def test_copy_between_backends_is_lossless(direction, tmp_path, pg_url, clock):
         assert store.indexer.enabled and store.indexer.pending() == 0
         report = doctor.diagnose(store)
         assert report.ok, [c for c in report.checks if not c.ok]
-        if is_url(str(target)):  # the HNSW index, built once after the vectors, is valid
+        if is_url(str(target)):  # small scopes: exact scans, no HNSW index (issue #25)
             indexes = next(c for c in report.checks if c.name == "indexes")
-            assert "1 hnsw" in indexes.detail
+            assert "hnsw" not in indexes.detail and not store.vectors.index_missing()
         mem = store.scope("team")
         hits = mem.search("Zephyr planning")
         assert "Zephyr project planning with Alice in Berlin" in [h.memory.content for h in hits]

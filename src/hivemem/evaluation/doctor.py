@@ -352,9 +352,9 @@ def _indexes(store: Store, health: dict[str, Any]) -> Check:
         return Check(
             "indexes",
             False,
-            "the vector table has no HNSW index (a bulk load is building it, or one was "
-            "interrupted): big scopes are searched by exact scans, slowly",
-            "run `hivemem doctor --repair` (builds it: minutes at a million vectors)",
+            "a big scope has no HNSW index of its own (being built, a bulk load is "
+            "building it, or one was interrupted): it is searched by exact scans, slowly",
+            "run `hivemem doctor --repair` (builds them: minutes at a million vectors)",
         )
     if invalid:
         return Check(

@@ -81,7 +81,9 @@ def open(  # noqa: A001 - the library's entry point reads best as hivemem.open()
     schema migrations are applied on open. A missing file becomes a new store
     (``store.created`` is then true); with ``create=False`` it is ``NotAStore`` instead
     and nothing is made (the CLI's reads open so). A SQLite file of another program is
-    always ``NotAStore``, and left byte for byte as it was.
+    always ``NotAStore``, and left byte for byte as it was. On PostgreSQL likewise: a
+    database with no HiveMem schema is a missing store, one holding another program's
+    tables is always ``NotAStore`` and left unchanged.
 
     ``embedder`` is an ``Embedder`` or the name of a registered one (default: the
     ``embedder`` setting, the bundled offline model; ``"none"`` for keyword search only).

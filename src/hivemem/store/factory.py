@@ -38,9 +38,12 @@ from .ui_sessions import UiSessionTable
 def open_backend(location: str | Path, settings: Settings, *, create: bool = True) -> Backend:
     """The backend for ``location`` (PostgreSQL needs the ``postgres`` extra: without it
     ``MissingDependency`` says how to install it). ``create=False``: a missing file is
-    ``NotAStore`` and nothing is made (a PostgreSQL database always exists first)."""
+    ``NotAStore`` and nothing is made; so is a PostgreSQL database with no HiveMem
+    schema (the database itself always exists first)."""
     if is_url(location):
-        return open_postgres(str(location), timeout_s=settings.busy_timeout_ms / 1000)
+        return open_postgres(
+            str(location), timeout_s=settings.busy_timeout_ms / 1000, create=create
+        )
     return SQLiteBackend(
         location,
         busy_timeout_ms=settings.busy_timeout_ms,

@@ -87,6 +87,8 @@ def main(ctx: click.Context, db: str | None, scope: str, shared: tuple[str, ...]
     in the store (init, add, import, index, vault set, token create, serve-http,
     serve-mcp, and copy's DST) creates one, with its missing folders, and says so once
     on stderr. A SQLite file of another program is refused (exit 6) and left unchanged.
+    The same holds for a postgresql:// database: no HiveMem schema is made by a read,
+    and a database holding another program's tables is refused.
     """
     tolerate_any_terminal()
     if no_color():

@@ -59,13 +59,17 @@ def require_driver() -> Any:
     return psycopg
 
 
-def open_backend(url: str, *, pool_size: int = 8, timeout_s: float = 10.0) -> Any:
+def open_backend(
+    url: str, *, pool_size: int = 8, timeout_s: float = 10.0, create: bool = True
+) -> Any:
     """A ``PostgresBackend`` on ``url`` (migrations applied); one-line ``StoreError``s
-    for an unreachable server, wrong credentials, a missing database or pgvector."""
+    for an unreachable server, wrong credentials, a missing database or pgvector.
+    ``NotAStore`` for a database of another program, and with ``create=False`` for one
+    with no HiveMem schema (``opening.py``): nothing is written to either."""
     require_driver()
     from .backend import PostgresBackend
 
-    return PostgresBackend(url, pool_size=pool_size, timeout_s=timeout_s)
+    return PostgresBackend(url, pool_size=pool_size, timeout_s=timeout_s, create=create)
 
 
 def admin(url: str, sql: str) -> None:
@@ -75,6 +79,6 @@ def admin(url: str, sql: str) -> None:
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute(sql)
     except psycopg.OperationalError as exc:
-        from .backend import connect_error
+        from .opening import connect_error
 
         raise connect_error(exc, url) from None

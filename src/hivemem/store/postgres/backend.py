@@ -37,11 +37,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, TypeVar
 
 import psycopg
-from psycopg import errors as pgerrors
 
 from ...clock import from_text, to_text
 from ...errors import Conflict, StoreError, TryAgain
@@ -58,6 +57,8 @@ from .extras import PostgresVault
 from .inspect import PgInspection
 from .keyword import KeywordMixin
 from .maintenance import PgMaintenance
+from .opening import connect_error as connect_error
+from .opening import prepare
 from .pool import Pool
 from .portable import Portable
 from .purge import PgPurge
@@ -77,36 +78,17 @@ def _lock_key(*parts: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-def connect_error(exc: Exception, url: str) -> StoreError:
-    """One line naming the fix for a failed connection; no password in it."""
-    where = redact(url)
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    for secret in secrets_of(url):
-        text = text.replace(secret, "***")
-    low = text.lower()
-    if "password authentication failed" in low or "no password supplied" in low:
-        why = "the user or password is wrong; check the URL given to --db or HIVEMEM_DB"
-    elif "does not exist" in low and "database" in low:
-        why = "the database does not exist; create it (createdb NAME) or fix the URL"
-    elif "role" in low and "does not exist" in low:
-        why = "the user does not exist on the server; fix the URL or create the role"
-    elif any(
-        s in low for s in ("refused", "no such file", "could not translate", "timeout", "timed out")
-    ):
-        why = "no server answers there; start PostgreSQL or fix the host and port in the URL"
-    else:
-        why = "check that the server runs and the URL is right"
-    return StoreError(f"cannot connect to PostgreSQL at {where}: {why} ({text})")
-
-
 class PostgresBackend(KeywordMixin):
     """See ``hivemem.store.protocols.Backend`` for the contract of each method."""
 
-    def __init__(self, url: str, *, pool_size: int = 8, timeout_s: float = 10.0) -> None:
+    def __init__(
+        self, url: str, *, pool_size: int = 8, timeout_s: float = 10.0, create: bool = True
+    ) -> None:
         self.location = redact(url)
         self._url = url
         self._local = threading.local()
-        self._prepare(url, timeout_s)
+        # ``create=False``: a database with no HiveMem schema is ``NotAStore``, unchanged.
+        self.created = prepare(url, timeout_s, create=create)
         self._pool = Pool(
             url,
             min_size=1,
@@ -129,46 +111,6 @@ class PostgresBackend(KeywordMixin):
         self.inspection = PgInspection(self)
         self.resolutions = Resolutions(self)
         KeywordMixin.__init__(self)
-
-    def _prepare(self, url: str, timeout_s: float) -> None:
-        """pgvector present, schema current (or refused when newer)."""
-        try:
-            conn = psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout_s)))
-        except psycopg.Error as exc:
-            raise connect_error(exc, url) from None
-        try:
-            has = conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone()
-            if not has:
-                available = conn.execute(
-                    "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'"
-                ).fetchone()
-                if not available:
-                    raise StoreError(
-                        f"PostgreSQL at {self.location} has no pgvector: install it on the "
-                        "server (e.g. apt install postgresql-17-pgvector), then run "
-                        "CREATE EXTENSION vector in the database"
-                    )
-                try:
-                    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-                except psycopg.Error:
-                    raise StoreError(
-                        f"PostgreSQL at {self.location}: pgvector is installed but not enabled "
-                        "and this user may not enable it; run CREATE EXTENSION vector as an "
-                        "owner of the database"
-                    ) from None
-            migrations.check_known(conn, self.location)
-            try:
-                migrations.apply(conn, to_text(datetime.now(UTC)))
-            except pgerrors.InsufficientPrivilege as exc:
-                raise StoreError(
-                    f"PostgreSQL at {self.location}: the schema needs migrations this user "
-                    f"may not apply ({str(exc).splitlines()[0]}); open the store once as "
-                    "the database's owner"
-                ) from None
-        except psycopg.OperationalError as exc:
-            raise connect_error(exc, url) from None
-        finally:
-            conn.close()
 
     # ------------------------------------------------------------------ connections
 
@@ -387,6 +329,9 @@ class PostgresBackend(KeywordMixin):
             raise self._lost(exc) from None
 
     def close(self) -> None:
+        vectors = getattr(self, "vectors", None)
+        if vectors is not None:
+            vectors.scope_indexes.close()  # a build under way first: it needs the pool
         pool = getattr(self, "_pool", None)
         if pool is not None:
             pool.close()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
@@ -70,6 +71,10 @@ class PostgresDatabase(Transactions, Memories, KeywordIndex, Health, Protocol):
 
     def _flush(self) -> None:
         """Send the deferred statements now (before anything else uses the connection)."""
+        ...
+
+    def _connection(self) -> AbstractContextManager[Any]:
+        """This thread's transaction's connection, else one lent by the pool."""
         ...
 
     def _writer(self) -> Any:

@@ -444,7 +444,18 @@ MIGRATIONS: list[Migration] = [
             END $$""",
         ),
     ),
+    Migration(
+        # One HNSW index per big scope replaces the one over every scope
+        # (``scope_indexes.py``): a scope's answer no longer depends on other tenants'
+        # vectors. Big scopes are searched exactly until theirs is built (in the
+        # background on first search, or by ``hivemem doctor --repair``).
+        "0023_scope_vector_indexes",
+        ("DROP INDEX IF EXISTS chunk_vectors_hnsw",),
+    ),
 ]
+
+
+FIRST = "0001_memories"  # every HiveMem store has applied it
 
 
 def known_names() -> list[str]:

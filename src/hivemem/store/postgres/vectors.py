@@ -1,8 +1,9 @@
 """The vector lane of the PostgreSQL store: pgvector, never a scan across tenants.
 
 Layout. ``chunk_vectors (chunk_id, scope, embedding vector(d))`` is created when an
-embedder is bound (its dimension is known then), with a b-tree on ``scope`` and an HNSW
-index (cosine) on ``embedding``. The float32 vectors are also kept in
+embedder is bound (its dimension is known then), with a b-tree on ``scope``; a scope
+above ``EXACT_MAX`` vectors gets an HNSW index (cosine) of its own, partial on that
+scope (``scope_indexes.py``). The float32 vectors are also kept in
 ``embedding_cache`` keyed by (text hash, embedder identity), as on SQLite, so nothing is
 embedded twice and ``vectors()`` reads them back exactly.
 
@@ -13,18 +14,20 @@ every tenant):
 - a scope with at most ``EXACT_MAX`` vectors is searched exactly: its rows are read
   through the ``scope`` b-tree (the distance expression is written so that the HNSW
   index cannot serve it) and sorted by cosine distance — a few milliseconds, and exact;
-- a bigger scope is searched through HNSW with ``hnsw.iterative_scan = relaxed_order``
-  (pgvector >= 0.8): the walk goes on until enough rows of the scope passed, and
-  ``ef_search`` follows the pool size. Results are re-ordered by exact distance.
+- a bigger scope is searched through its own HNSW index (a graph of its vectors only,
+  so no other tenant's data changes its answer: issue #25), ``ef_search`` following
+  the pool size; results are re-ordered by exact distance.
 
-While the HNSW index is missing (a bulk load between its steps, or one a crash
-interrupted) every scope is searched exactly, with sequential scans disabled for the
-statement: a scope's rows still come through its b-tree, never a scan of every tenant.
+While a big scope's index is missing (being built in the background, a bulk load
+between its steps, one a crash interrupted) the scope is searched exactly, with
+sequential scans disabled for the statement: its rows still come through its b-tree,
+never a scan of every tenant. (Before, one HNSW index over every tenant served big
+scopes, filtered after the walk: their answers depended on other tenants' vectors.)
 
 Bulk loads (``bulk``): a flush of many queued chunks into an empty or nearly empty table
 (``hivemem reindex``, ``copy`` into PostgreSQL, the bench's ``--bulk-load``, a big
 import's flush) drops the HNSW index, writes the vectors by binary ``COPY`` in the usual
-committed batches, and builds the index once at the end (``build_index``) with
+committed batches, and builds the big scopes' indexes once at the end (``build_index``) with
 ``maintenance_work_mem`` sized for the graph; the server's
 ``max_parallel_maintenance_workers`` add workers to the build. Each step commits on its
 own, so a kill -9 anywhere leaves stored vectors stored, the rest queued, and at worst a
@@ -76,6 +79,7 @@ from ...errors import StoreError
 from ...types import Query
 from ..protocols import PendingChunk, VectorMatch
 from .migrations import SCHEMA_LOCK
+from .scope_indexes import ScopeIndexes, scope_literal
 
 log = logging.getLogger("hivemem.store.postgres")
 
@@ -89,6 +93,10 @@ TABLE = "chunk_vectors"
 # ef_search 64 ~4-7 ms, so they cross near 2,000.
 EXACT_MAX = 2_000
 _KNN_MAX = 4096
+# ef_search per row asked of a scope's own HNSW index. Measured on a 20,000-vector scope
+# beside 50 of 2,000 (384 dimensions, hash embedder, k = 64): recall@10 against exact
+# 0.936 at ef 64, 0.978 at 128, 0.994 at 256, 0.999 at 512 (docs/postgres.md).
+_EF_PER_ROW = 4
 _COUNT_TTL = 30.0  # seconds a scope's vector count is trusted for the plan choice
 _BOUND_TTL = 5.0  # seconds a search trusts the recorded identity
 _VECTORS_MAX = 10_000  # chunk vectors kept for MMR (~15 MB at 384 dimensions)
@@ -103,22 +111,18 @@ _PENDING_SQL = (
 # many vectors drops the HNSW index and builds it once at the end. At 10k vectors the
 # build is ~7x faster than growing the graph per insert; at 1M, hours against minutes.
 BULK_MIN = 10_000
-INDEX = f"{TABLE}_hnsw"
-_BUILD_LOCK = SCHEMA_LOCK + 1  # one HNSW build at a time per database
+INDEX = f"{TABLE}_hnsw"  # the one index over every scope, up to migration 0022
 # maintenance_work_mem for a build: the graph of n vectors of d dimensions takes about
 # n * (4 d + _GRAPH_BYTES) bytes (vector, neighbour lists at m = 16, element header);
 # pgvector builds many times slower once it outgrows it. Never above _BUILD_MEM_MAX,
 # never below what the server is set to.
 _GRAPH_BYTES = 700
 _BUILD_MEM_MAX = 4 << 30
-_INDEXED_SQL = (
-    "SELECT EXISTS (SELECT 1 FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid "
-    "WHERE i.relname = %s AND i.relnamespace = current_schema()::regnamespace "
-    "AND x.indisvalid AND x.indisready)"
-)
 # No sequential scan for the exact plan: a scope's rows come through its b-tree even
 # when the scope is most of the table (the planner's choice at 1M rows of one scope).
 _EXACT_SETTINGS = "SELECT set_config('enable_seqscan', 'off', true)"
+# The scope's own graph holds only its rows: no filter to scan past (iterative scans
+# stay on for the memory filters of the outer query, which can drop rows).
 _HNSW_SETTINGS = (
     "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
     "set_config('hnsw.ef_search', %s, true)"
@@ -147,7 +151,8 @@ class PgVectorIndex:
     def __init__(self, backend: PostgresDatabase) -> None:
         self._db = backend
         self._counts: dict[str, _Count] = {}
-        self._bound_cache: tuple[str | None, bool, float] | None = None
+        self._bound_cache: tuple[str | None, float] | None = None
+        self.scope_indexes = ScopeIndexes(backend, self._build_memory)
         self._bulk = False  # inside ``bulk``: upserts go by binary COPY
         self.last_build: dict[str, Any] | None = None  # the figures of this handle's last build
         self._lock = threading.Lock()
@@ -166,24 +171,25 @@ class PgVectorIndex:
     def recorded_identity(self) -> str | None:
         return self._db.meta().get(IDENTITY_KEY)
 
-    def _bound(self) -> tuple[str | None, bool]:
-        """The recorded identity when the vector table exists, else None, and whether
-        its HNSW index is there and valid; cached ``_BOUND_TTL`` seconds for searches (a
-        re-index elsewhere is seen that late by searches; ``upsert`` re-checks inside
-        its transaction, so nothing is written under a stale identity)."""
+    def _bound(self) -> str | None:
+        """The recorded identity when the vector table exists, else None; cached
+        ``_BOUND_TTL`` seconds for searches (a re-index elsewhere is seen that late by
+        searches; ``upsert`` re-checks inside its transaction, so nothing is written
+        under a stale identity)."""
         now = time.monotonic()
         with self._lock:
             cached = self._bound_cache
-        if cached is not None and now - cached[2] < _BOUND_TTL:
-            return cached[0], cached[1]
+        if cached is not None and now - cached[1] < _BOUND_TTL:
+            return cached[0]
         value = self.recorded_identity() if self._table_exists() else None
-        indexed = value is not None and self._indexed()
         with self._lock:
-            self._bound_cache = (value, indexed, now)
-        return value, indexed
+            self._bound_cache = (value, now)
+        return value
 
-    def _indexed(self) -> bool:
-        return bool(self._db._q(_INDEXED_SQL, [INDEX])[0][0])
+    def _indexable(self) -> bool:
+        """Whether the vector column can have HNSW indexes (pgvector: <= 2,000 dims)."""
+        d = self._dimension()
+        return d is not None and 0 < d <= 2000
 
     def _dimension(self) -> int | None:
         """The vector column's dimension (its type modifier), None without the table."""
@@ -197,10 +203,10 @@ class PgVectorIndex:
         return int(rows[0][0]) if rows else None
 
     def index_missing(self) -> bool:
-        """Whether the vector table should have an HNSW index and has no valid one (a
-        bulk load between its steps, or one a crash interrupted: doctor's finding)."""
-        d = self._dimension()
-        return d is not None and 0 < d <= 2000 and not self._indexed()
+        """Whether a scope above ``EXACT_MAX`` vectors has no valid HNSW index of its
+        own (a bulk load between its steps, one a crash interrupted, one still being
+        built: doctor's finding; the scope is searched exactly meanwhile)."""
+        return self._indexable() and bool(self.scope_indexes.missing(EXACT_MAX))
 
     def _table_exists(self) -> bool:
         return bool(self._db._q("SELECT to_regclass(%s) IS NOT NULL", [TABLE])[0][0])
@@ -235,6 +241,7 @@ class PgVectorIndex:
             self._counts.clear()
             self._vectors.clear()
             self._bound_cache = None
+        self.scope_indexes.forget()
         return self.pending_count()
 
     def _create_as_allowed(self, dimension: int) -> None:
@@ -253,11 +260,10 @@ class PgVectorIndex:
     def bulk(self, pending: int) -> Iterator[None]:
         """Around a flush of ``pending`` queued chunks (see the module docstring). When
         at least ``BULK_MIN`` come and the table holds less than a tenth as many, the
-        HNSW index is dropped (committed), the upserts inside go by binary COPY, and the
-        index is built once at the end, even when the body failed (an interrupt
-        (``KeyboardInterrupt``) leaves it to ``doctor --repair``). Otherwise nothing
-        changes. Meanwhile searches scan each scope exactly; other writers wait only
-        while the index is built (``CREATE INDEX`` holds a SHARE lock; reads go on)."""
+        HNSW indexes are dropped (committed), the upserts inside go by binary COPY, and
+        the big scopes' indexes are built once at the end, even when the body failed (an
+        interrupt (``KeyboardInterrupt``) leaves them to ``doctor --repair``). Otherwise
+        nothing changes. Meanwhile searches scan each scope exactly."""
         if pending < BULK_MIN or self._bulk:
             yield
             return
@@ -270,60 +276,54 @@ class PgVectorIndex:
                 big = held * 10 < pending
             if big:
                 self._db._x(f"DROP INDEX IF EXISTS {INDEX}")
+                dropped = self.scope_indexes.drop_all()
         if not big:
             yield
             return
-        log.info("bulk load of %s vectors: %s dropped until they are stored", pending, INDEX)
-        with self._lock:
-            self._bound_cache = None
+        log.info("bulk load of %s vectors: %s HNSW indexes dropped", pending, len(dropped))
         self._bulk = True
         try:
             yield
         except Exception:
             self._bulk = False
-            self.build_index()  # the vectors stored so far are searchable through it
+            self.build_index()  # the vectors stored so far are searchable through them
             raise
         finally:
             self._bulk = False
         self.build_index()
 
     def build_index(self) -> bool:
-        """Build the HNSW index when the vector table has no valid one; True when it
-        built one. One transaction (a failure or kill leaves no index, and no invalid
-        one), ``maintenance_work_mem`` raised for it alone (``SET LOCAL``)."""
-        d = self._dimension()
-        if d is None or not 0 < d <= 2000:
+        """Build the HNSW index of every scope above ``EXACT_MAX`` vectors that has no
+        valid one (``scope_indexes.py``), in the foreground; True when it built one.
+        ``last_build`` sums their figures."""
+        if not self._indexable():
             return False
-        started = time.perf_counter()
-        with self._db.atomic():
-            self._db._x("SELECT pg_advisory_xact_lock(%s)", [_BUILD_LOCK])
-            if self._db._x(_INDEXED_SQL, [INDEX]).fetchone()[0]:
-                return False  # another node built it meanwhile
-            rows = int(self._db._x(f"SELECT COUNT(*) FROM {TABLE}").fetchone()[0])
-            server = int(
-                self._db._x(
-                    "SELECT setting::bigint * 1024 FROM pg_settings "
-                    "WHERE name = 'maintenance_work_mem'"
-                ).fetchone()[0]
-            )
-            memory = max(server, min(_BUILD_MEM_MAX, int(rows * (4 * d + _GRAPH_BYTES) * 1.2)))
-            self._db._x(
-                "SELECT set_config('maintenance_work_mem', %s, true)", [f"{memory >> 20}MB"]
-            )
-            self._db._x(f"DROP INDEX IF EXISTS {INDEX}")  # an invalid one of a failed build
-            self._db._x(f"CREATE INDEX {INDEX} ON {TABLE} USING hnsw (embedding vector_cosine_ops)")
-        seconds = time.perf_counter() - started
+        built = [
+            b for s in self.scope_indexes.missing(EXACT_MAX) if (b := self.scope_indexes.build(s))
+        ]
+        if not built:
+            return False
         self.last_build = {
-            "vectors": rows,
-            "seconds": round(seconds, 1),
-            "maintenance_work_mem_mb": memory >> 20,
+            "vectors": sum(b["vectors"] for b in built),
+            "seconds": round(sum(b["seconds"] for b in built), 1),
+            "maintenance_work_mem_mb": max(b["maintenance_work_mem_mb"] for b in built),
+            "indexes": len(built),
         }
-        log.info("built %s over %s vectors in %.1f s", INDEX, rows, seconds)
-        with self._lock:
-            self._bound_cache = None
         return True
 
+    def _build_memory(self, rows: int) -> int:
+        """``maintenance_work_mem`` (bytes) for a graph of ``rows`` vectors: what it
+        takes, never above ``_BUILD_MEM_MAX``, never below the server's setting."""
+        d = self._dimension() or 0
+        server = int(
+            self._db._q(
+                "SELECT setting::bigint * 1024 FROM pg_settings WHERE name = 'maintenance_work_mem'"
+            )[0][0]
+        )
+        return max(server, min(_BUILD_MEM_MAX, int(rows * (4 * d + _GRAPH_BYTES) * 1.2)))
+
     def _create(self, dimension: int) -> None:
+        """The vector table and its scope b-tree; HNSW indexes come per big scope."""
         d = int(dimension)
         self._db._x(
             f"CREATE TABLE IF NOT EXISTS {TABLE} ("
@@ -331,11 +331,6 @@ class PgVectorIndex:
             f' scope TEXT COLLATE "C" NOT NULL, embedding vector({d}) NOT NULL)'
         )
         self._db._x(f"CREATE INDEX IF NOT EXISTS {TABLE}_scope ON {TABLE} (scope)")
-        if d <= 2000:  # pgvector's HNSW limit for vector; bigger ones are searched exactly
-            self._db._x(
-                f"CREATE INDEX IF NOT EXISTS {INDEX} ON {TABLE} "
-                "USING hnsw (embedding vector_cosine_ops)"
-            )
 
     # ------------------------------------------------------------------ pending work
 
@@ -487,7 +482,14 @@ class PgVectorIndex:
                     )
             return len(kept)
 
-        return self._db._retrying(run)
+        stored = self._db._retrying(run)
+        if stored and not self._bulk and len(items[0][1]) // 4 <= 2000:
+            for scope in dict.fromkeys(chunk.scope for chunk, _ in items):
+                # A scope grown past EXACT_MAX gets its own index (counts cached
+                # _COUNT_TTL seconds: seen that late; searches are exact meanwhile).
+                if self.scope_count(scope) > EXACT_MAX and not self.scope_indexes.has(scope):
+                    self.scope_indexes.want(scope)
+        return stored
 
     @staticmethod
     def _copy(conn: Any, kept: Sequence[tuple[PendingChunk, bytes]]) -> None:
@@ -537,13 +539,15 @@ class PgVectorIndex:
 
     # ------------------------------------------------------------------ search
 
-    def plan_sql(self, big: bool, filters: str) -> str:
-        """The KNN statement of one scope: parameters (query vector, scope, k, model,
-        filter values…). ``big`` picks HNSW with iterative scans, else an exact scan."""
+    def plan_sql(self, scope: str, big: bool, filters: str) -> str:
+        """The KNN statement of ``scope``: parameters (query vector, scope, k, model,
+        filter values…). ``big`` picks the scope's own HNSW index (its predicate, the
+        scope, written as the literal the index was made with), else an exact scan."""
         if big:
             nearest = (
                 f"SELECT v.chunk_id, v.embedding <=> %(q)s AS d FROM {TABLE} v "
-                "WHERE v.scope = %(scope)s ORDER BY v.embedding <=> %(q)s LIMIT %(k)s"
+                f"WHERE v.scope = {scope_literal(scope)} "
+                "ORDER BY v.embedding <=> %(q)s LIMIT %(k)s"
             )
         else:
             # ``+ 0`` keeps the HNSW index out: the scope's rows come through its b-tree.
@@ -570,8 +574,7 @@ class PgVectorIndex:
     ) -> list[VectorMatch]:
         """Up to ``fetch`` memories by their best chunk's cosine to ``vector``, best
         first, among those that pass scope and filters (the contract of SQLite's)."""
-        bound, indexed = self._bound()
-        if bound != model:
+        if self._bound() != model:
             return []
         q = np.asarray(vector, dtype=np.float32)
         where, extra = self._db._filter_sql(query, now)
@@ -582,14 +585,16 @@ class PgVectorIndex:
         rows: list[Any] = []
         for scope in dict.fromkeys(scopes):
             count = self.scope_count(scope)
-            big = count > EXACT_MAX and indexed
-            sql = self.plan_sql(big, filters)
+            big = count > EXACT_MAX and q.shape[-1] <= 2000 and self.scope_indexes.has(scope)
+            if count > EXACT_MAX and not big and q.shape[-1] <= 2000:
+                self.scope_indexes.want(scope)  # exact until it is built
+            sql = self.plan_sql(scope, big, filters)
             k = max(pool, fetch * 2)
             while True:
                 params = {"q": q, "scope": scope, "k": k, **named}
                 statements = [(sql, params), (_PENDING_SQL, [list(scopes)])]
                 if big:  # iterative scans, ef_search following k: all in one round trip
-                    ef = str(max(40, min(k, 1000)))
+                    ef = str(max(40, min(_EF_PER_ROW * k, 1000)))
                     statements.insert(0, (_HNSW_SETTINGS, [ef]))
                 else:
                     statements.insert(0, (_EXACT_SETTINGS, ()))
