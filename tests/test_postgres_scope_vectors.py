@@ -10,6 +10,7 @@ searched exactly until it is built.
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 
 import numpy as np
@@ -136,3 +137,28 @@ def test_any_scope_name_gets_an_index_the_planner_uses(pg_url, monkeypatch, scop
             [scope], rng.standard_normal(DIM), Query(text="x"), 5, NOW, f"test:{DIM}"
         )
         assert len(found) == 5 and all(m.memory_id.startswith(scope + "-") for m in found)
+
+
+def test_a_reindex_waits_for_a_background_build_instead_of_deadlocking(pg_url, monkeypatch, caplog):
+    """Found at merge (``test_postgres_bulk`` failed 2 runs of 3): a re-index (or a bulk
+    load's index drop) while a scope's ``CREATE INDEX CONCURRENTLY`` ran was a deadlock
+    PostgreSQL broke by aborting one side: the build waits for every older transaction,
+    the re-index's ``DROP`` waited for the build. Now the re-index stops this node's
+    builder first and takes the build lock by polling (``ScopeIndexes.quiet``)."""
+    monkeypatch.setattr(pgvectors, "EXACT_MAX", 500)
+    rng = np.random.default_rng(11)
+    with hivemem.open(pg_url, embedder="none") as store:
+        backend, index = store._backend, store.vectors
+        index.bind(f"test:{DIM}", DIM)
+        insert(backend, "a", rng.standard_normal((8000, DIM)).astype(np.float32))
+        caplog.set_level("WARNING", logger="hivemem.store.postgres")
+        index.scope_indexes.want("a")
+        for _ in range(400):  # until the build is under way
+            if backend._q("SELECT COUNT(*) FROM pg_stat_progress_create_index")[0][0]:
+                break
+            time.sleep(0.01)
+        else:
+            pytest.fail("the background build never started")
+        index.reset(f"test:{DIM}", DIM)  # on main: TryAgain (deadlock), or the build's
+        assert not [r for r in caplog.records if "failed" in r.getMessage()]
+        assert index.scope_indexes.valid() == {}  # the table was made anew, empty

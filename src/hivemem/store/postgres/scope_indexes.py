@@ -30,7 +30,8 @@ import hashlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -47,6 +48,7 @@ TABLE = "chunk_vectors"
 PREFIX = f"{TABLE}_hnsw_"
 BUILD_LOCK = SCHEMA_LOCK + 1  # one HNSW build at a time per database
 _TTL = 5.0  # seconds a scope's "has its index" is trusted (another node may drop it)
+_POLL_S = 0.05  # between tries of the build lock
 _INDEXES_SQL = (
     "SELECT i.relname, x.indisvalid AND x.indisready FROM pg_index x "
     "JOIN pg_class i ON i.oid = x.indexrelid "
@@ -76,6 +78,7 @@ class ScopeIndexes:
         self._refused: set[str] = set()  # scopes whose build this user may not run
         self._lock = threading.Lock()
         self._builder: threading.Thread | None = None
+        self._paused = 0
         self.closed = False
 
     def forget(self) -> None:
@@ -125,7 +128,7 @@ class ScopeIndexes:
     def want(self, scope: str) -> None:
         """Build ``scope``'s index on the background thread (started when none runs)."""
         with self._lock:
-            if self.closed or scope in self._refused or scope in self._wanted:
+            if self.closed or self._paused or scope in self._refused or scope in self._wanted:
                 return
             self._wanted.add(scope)
             if self._builder is not None and self._builder.is_alive():
@@ -140,6 +143,32 @@ class ScopeIndexes:
         builder = self._builder
         if builder is not None:
             builder.join(timeout)
+
+    @contextmanager
+    def quiet(self) -> Iterator[None]:
+        """No build runs, of this node or another, while the body drops or recreates
+        the vector table's indexes (a bulk load, a re-index).
+
+        Why not a lock wait: ``CREATE INDEX CONCURRENTLY`` waits for every transaction
+        older than its snapshot, so a session blocked on the build lock (or a DDL
+        transaction blocked on the table) while a build runs is a deadlock PostgreSQL
+        breaks by aborting one side. So this node's builder is stopped and waited for,
+        and the lock is taken by polling ``pg_try_advisory_lock`` on autocommit
+        statements, none of which holds a snapshot while it waits."""
+        with self._lock:
+            self._paused += 1
+            self._wanted.clear()
+        try:
+            self.wait()
+            with self._db._connection() as conn:
+                _take_build_lock(conn)
+                try:
+                    yield
+                finally:
+                    conn.execute("SELECT pg_advisory_unlock(%s)", [BUILD_LOCK])
+        finally:
+            with self._lock:
+                self._paused -= 1
 
     def close(self) -> None:
         with self._lock:
@@ -168,7 +197,7 @@ class ScopeIndexes:
         name = index_name(scope)
         started = time.perf_counter()
         with self._db._connection() as conn:
-            conn.execute("SELECT pg_advisory_lock(%s)", [BUILD_LOCK])
+            _take_build_lock(conn)
             try:
                 usable = conn.execute(
                     "SELECT x.indisvalid AND x.indisready FROM pg_index x "
@@ -216,3 +245,9 @@ class ScopeIndexes:
             "seconds": round(seconds, 1),
             "maintenance_work_mem_mb": memory >> 20,
         }
+
+
+def _take_build_lock(conn: Any) -> None:
+    """Take the session's build lock, polling (see ``ScopeIndexes.quiet``)."""
+    while not conn.execute("SELECT pg_try_advisory_lock(%s)", [BUILD_LOCK]).fetchone()[0]:
+        time.sleep(_POLL_S)

@@ -229,7 +229,7 @@ class PgVectorIndex:
         return None
 
     def reset(self, identity: str, dimension: int) -> int:
-        with self._db.atomic():
+        with self.scope_indexes.quiet(), self._db.atomic():
             self._db._x("SELECT pg_advisory_xact_lock(%s)", [SCHEMA_LOCK])
             self._db._x(f"DROP TABLE IF EXISTS {TABLE}")
             self._create(dimension)
@@ -267,7 +267,7 @@ class PgVectorIndex:
         if pending < BULK_MIN or self._bulk:
             yield
             return
-        with self._db.atomic():
+        with self.scope_indexes.quiet(), self._db.atomic():
             self._db._x("SELECT pg_advisory_xact_lock(%s)", [SCHEMA_LOCK])
             if not self._table_exists():
                 big = False
