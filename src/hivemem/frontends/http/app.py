@@ -35,6 +35,8 @@ from ...errors import HiveMemError, InvalidInput
 from ...facade.database import Store
 from ...settings import Settings
 from ...store.tokens import TokenInfo
+from .. import stages
+from ..stages import timed
 from . import mem0_routes, ui
 from .docs import mount_docs
 from .errors import ERROR_SCHEMA, STATUSES, error_body, error_headers, from_library
@@ -105,11 +107,15 @@ class Api:
         kind, _, secret = header.partition(" ")
         if kind.lower() != "bearer" or not secret.strip():
             raise ApiError(401, "send a bearer token: Authorization: Bearer <token>")
-        token = await run_in_threadpool(self.tokens.verify, secret.strip())
+        token = await run_in_threadpool(self._verify, secret.strip())
         if token is None:
             raise ApiError(401, "unknown or revoked token")
         self.note_use(token.id)
         return token
+
+    def _verify(self, secret: str) -> TokenInfo | None:
+        with timed("auth"):
+            return self.tokens.verify(secret)
 
     def note_use(self, token_id: str) -> None:
         """Record that a token was used (its ``last_used_at``), at most once a minute."""
@@ -148,6 +154,11 @@ class Api:
 
 async def _json_body(request: Request) -> dict[str, Any]:
     raw = await request.body()  # BodyTooLarge past the limit: answered as 413
+    return _parsed_body(raw)
+
+
+def _parsed_body(raw: bytes) -> dict[str, Any]:
+    """The JSON object of a request body (``{}`` for an empty one), or ``ApiError``."""
     if not raw.strip():
         return {}
     try:
@@ -194,6 +205,12 @@ def _coerce(name: str, values: list[str], schema: dict[str, Any]) -> Any:
 
 async def arguments(request: Request, route: Route, tool: Any) -> dict[str, Any]:
     """The tool's arguments: path parameters, then the query string, then the body."""
+    raw = await request.body() if route.method == "POST" else b""  # 413 past the limit
+    with timed("parse"):
+        return _arguments(request, route, tool, raw)
+
+
+def _arguments(request: Request, route: Route, tool: Any, raw: bytes) -> dict[str, Any]:
     properties = tool.parameters.get("properties", {})
     args: dict[str, Any] = {}
     for placeholder, argument in route.path_args.items():
@@ -206,7 +223,7 @@ async def arguments(request: Request, route: Route, tool: Any) -> dict[str, Any]
             raise InvalidInput(name, "is given in the path; do not repeat it in the query")
         args[name] = _coerce(name, query.getlist(name), properties.get(name, {}))
     if route.method == "POST":
-        for name, value in (await _json_body(request)).items():
+        for name, value in _parsed_body(raw).items():
             if name in args and args[name] != value:
                 raise InvalidInput(name, "differs between the URL and the body")
             args[name] = value
@@ -225,18 +242,23 @@ def _wants_markdown(request: Request) -> bool:
 
 def _endpoint(api: Api, route: Route) -> Any:
     async def endpoint(request: Request) -> Response:
+        if stages.CLOCK is not None:
+            stages.CLOCK.request()
         tool = toolsmod.NAMED[route.tool]
         token = await api.authenticate(request)
-        mem = api.bind(token, request, tool.writes)
+        with timed("auth"):
+            mem = api.bind(token, request, tool.writes)
         args = await arguments(request, route, tool)
 
         def run() -> dict[str, Any]:
-            return toolsmod.call(mem, tool.name, args)
+            with timed("library"):
+                return toolsmod.call(mem, tool.name, args)
 
         result = await api.run(tool, run)
-        if tool.name == "memory_context" and _wants_markdown(request):
-            return Response(result["block"], 200, media_type="text/markdown; charset=utf-8")
-        return json_response(result)
+        with timed("serialise"):
+            if tool.name == "memory_context" and _wants_markdown(request):
+                return Response(result["block"], 200, media_type="text/markdown; charset=utf-8")
+            return json_response(result)
 
     endpoint.__name__ = route.operation_id
     return endpoint

@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import HiveMemError, InvalidInput, MissingDependency
 from ...write.redact import install_log_filter
+from .. import stages
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...facade.database import Store
@@ -194,6 +195,7 @@ def _work(
         app = create_app(store, settings)
         config = uvicorn.Config(app, host=host, port=port, log_level="info", proxy_headers=False)
         server = uvicorn.Server(config)
+        stages.install()  # hivemem bench --load only: CPU by stage, this worker's
         server.run(sockets=[sock])
         return 0 if server.started else 1
     finally:
