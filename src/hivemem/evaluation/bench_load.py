@@ -442,6 +442,7 @@ def _run_load(
     try:
         _wait_ready(server, port)
         say(f"{target.label}: {clients} clients for {seconds:g} s")
+        reports_before = collect(Path(stage_folder), _family(server.pid))
         server_cpu = _cpu_seconds(server.pid)
         client_cpu = time.process_time()
         started = time.monotonic()
@@ -475,7 +476,9 @@ def _run_load(
         )
         load_average = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
         reports = collect(Path(stage_folder), _family(server.pid))
-        stages = per_request(reports, server_cpu * 1000 if server_cpu is not None else None)
+        stages = per_request(
+            reports_before, reports, server_cpu * 1000 if server_cpu is not None else None
+        )
         wal = Path(f"{target.db}-wal")
         wal_bytes = wal.stat().st_size if "://" not in target.db and wal.exists() else None
         say(f"{target.label}: checking {len(tally.acknowledged)} acknowledged writes")

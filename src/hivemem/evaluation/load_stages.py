@@ -4,17 +4,19 @@ A server started with ``HIVEMEM_STAGE_CPU=FOLDER`` in its environment (the load 
 sets it; nobody else should) times the stages of each request with the CPU clock of the
 thread that runs them (``hivemem.frontends.stages``), writes ``ready-PID`` into FOLDER
 once it can report, and on ``SIGUSR1`` writes ``stages-PID.json``: the requests it
-answered and the CPU nanoseconds of each stage. With ``serve-http --workers N`` every
-worker reports for itself; the bench adds them up.
+answered, the CPU nanoseconds of each stage and of each of its threads (by name). The
+bench asks when the clients start and when they stop, and takes the difference. With
+``serve-http --workers N`` every worker reports for itself; the bench adds them up.
 
 The stages: ``parse`` (the body read as JSON, the tool's arguments from the path, the
 query and the body), ``auth`` (the bearer token checked, the scope bound), ``library``
 (the tool run by the library: validation, the search or the write, the scrubber over the
-result), ``serialise`` (the result as JSON bytes, the response built). ``framework`` is
-what is left of the server's CPU over the run: the HTTP parser, routing and middleware,
-the event loop, the hand-offs to threads, and any background thread — the server's CPU
-per request (``/proc``) less the four timed stages. The MCP server has no token: its
-``auth`` is 0, and the SDK's own JSON-RPC parsing and validation is in ``framework``.
+result; and the CPU of the library's own threads, a search's lanes and the embedding
+worker, from ``/proc``), ``serialise`` (the result as JSON bytes, the response built).
+``framework`` is what is left of the server's CPU over the run: the HTTP parser, routing
+and middleware, the event loop, the hand-offs to threads, any other thread — the
+server's CPU per request (``/proc``) less the four stages. The MCP server has no token:
+its ``auth`` is 0, and the SDK's own JSON-RPC parsing and validation is in ``framework``.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from typing import Any
 STAGE_CPU_ENV = "HIVEMEM_STAGE_CPU"
 STAGES = ("parse", "auth", "library", "serialise")
 WAIT_S = 5.0
+# Threads of the library's own, whose CPU is all library work (by thread name).
+LIBRARY_THREADS = ("hivemem-lane", "hivemem-embed", "hivemem-sessions")
 
 
 @dataclass(frozen=True)
@@ -44,12 +48,13 @@ class StageCpu:
         return {"requests": self.requests, **{k: round(v, 3) for k, v in self.ms.items()}}
 
 
-def collect(folder: Path, pids: Iterable[int]) -> list[dict[str, Any]]:
+def collect(folder: Path, pids: Iterable[int]) -> dict[int, dict[str, Any]]:
     """Ask every process of ``pids`` that said it can report (``ready-PID``) for its
-    figures (``SIGUSR1``) and read them; waits up to ``WAIT_S`` for the files."""
+    figures (``SIGUSR1``) and read them, by pid; waits up to ``WAIT_S`` for the files."""
     asked = []
     for pid in pids:
         if (folder / f"ready-{pid}").exists():
+            (folder / f"stages-{pid}.json").unlink(missing_ok=True)  # an earlier report
             try:
                 os.kill(pid, signal.SIGUSR1)
             except ProcessLookupError:
@@ -66,20 +71,33 @@ def collect(folder: Path, pids: Iterable[int]) -> list[dict[str, Any]]:
                 except ValueError:  # written as we read: the next turn reads it whole
                     continue
         time.sleep(0.05)
-    return list(found.values())
+    return found
 
 
-def per_request(reports: list[dict[str, Any]], server_cpu_ms: float | None) -> StageCpu | None:
-    """The reports of a server's processes as CPU ms per request by stage, with
-    ``framework`` the rest of ``server_cpu_ms`` (the server's CPU over the run, all its
-    processes)."""
-    requests = sum(int(r.get("requests", 0)) for r in reports)
-    if not requests:
+def _added(reports: Iterable[dict[str, Any]], key: str, name: str) -> int:
+    return sum(int(r.get(key, {}).get(name, 0)) for r in reports)
+
+
+def per_request(
+    before: dict[int, dict[str, Any]],
+    after: dict[int, dict[str, Any]],
+    server_cpu_ms: float | None,
+) -> StageCpu | None:
+    """What a server's processes reported ``before`` and ``after`` the run (by pid) as CPU
+    ms per request by stage, with ``framework`` the rest of ``server_cpu_ms`` (the
+    server's CPU over the run, all its processes). The library's own threads
+    (``LIBRARY_THREADS``: a search's lanes, the embedding worker) count as ``library``."""
+    ran = [(before.get(pid, {}), report) for pid, report in after.items()]
+    requests = sum(int(a.get("requests", 0)) - int(b.get("requests", 0)) for b, a in ran)
+    if requests <= 0:
         return None
-    ms = {
-        stage: sum(int(r.get("stages_ns", {}).get(stage, 0)) for r in reports) / 1e6 / requests
-        for stage in STAGES
-    }
+
+    def spent(key: str, name: str) -> float:
+        used = sum(_added([a], key, name) - _added([b], key, name) for b, a in ran)
+        return used / 1e6 / requests
+
+    ms = {stage: spent("stages_ns", stage) for stage in STAGES}
+    ms["library"] += sum(spent("threads_ns", name) for name in LIBRARY_THREADS)
     if server_cpu_ms is not None:
         ms["framework"] = max(0.0, server_cpu_ms / requests - sum(ms.values()))
     return StageCpu(requests, ms)

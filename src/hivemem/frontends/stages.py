@@ -54,22 +54,48 @@ class StageClock:
 
     def snapshot(self) -> dict[str, Any]:
         with self._lock:
-            return {"pid": os.getpid(), "requests": self.requests, "stages_ns": dict(self.ns)}
+            figures = {"requests": self.requests, "stages_ns": dict(self.ns)}
+        return {"pid": os.getpid(), **figures, "threads_ns": thread_cpu()}
 
     def install(self, folder: str) -> None:
         """Report to ``folder`` on ``SIGUSR1`` (see the module docstring); called in the
         process that serves (each forked worker)."""
         where = Path(folder)
         self.reset()
+        asked = threading.Event()
 
-        def report(_signum: int, _frame: Any) -> None:
-            target = where / f"stages-{os.getpid()}.json"
-            partial = target.with_suffix(".part")
-            partial.write_text(json.dumps(self.snapshot()))
-            partial.replace(target)
+        def report() -> None:  # on a thread: a signal handler must take no lock
+            while True:
+                asked.wait()
+                asked.clear()
+                target = where / f"stages-{os.getpid()}.json"
+                partial = target.with_suffix(".part")
+                partial.write_text(json.dumps(self.snapshot()))
+                partial.replace(target)
 
-        signal.signal(signal.SIGUSR1, report)
+        threading.Thread(target=report, name="hivemem-stages", daemon=True).start()
+        signal.signal(signal.SIGUSR1, lambda _signum, _frame: asked.set())
         (where / f"ready-{os.getpid()}").touch()
+
+
+def thread_cpu() -> dict[str, int]:
+    """CPU nanoseconds of this process's threads so far, by thread name (a pool's
+    number dropped: ``hivemem-lane_3`` counts as ``hivemem-lane``), from ``/proc``
+    (empty where there is none)."""
+    names = {t.native_id: t.name for t in threading.enumerate()}
+    ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    out: dict[str, int] = {}
+    with contextlib.suppress(OSError):
+        for task in Path("/proc/self/task").iterdir():
+            try:
+                fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue  # a thread that ended meanwhile
+            name = names.get(int(task.name), "other")
+            group = name.rsplit("_", 1)[0] if name.rsplit("_", 1)[-1].isdigit() else name
+            used = (int(fields[11]) + int(fields[12])) * 1_000_000_000 // ticks
+            out[group] = out.get(group, 0) + used
+    return out
 
 
 def install() -> None:
