@@ -234,7 +234,7 @@ def _start(target: LoadTarget, port: int, scope: str, stage_folder: str) -> subp
         args = ("serve-mcp", "--transport", "http", "--port", str(port), "--scope", scope)
         command = _cli(target.db, *args)
     else:
-        workers = ("--workers", str(target.workers)) if target.workers > 1 else ()
+        workers = ("--workers", str(target.workers))  # always: the default follows the cores
         args = ("serve-http", "--port", str(port), "--host", "127.0.0.1", *workers)
         command = _cli(target.db, *args)
     env = {**_server_env(target), STAGE_CPU_ENV: stage_folder}

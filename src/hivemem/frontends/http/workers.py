@@ -67,6 +67,20 @@ POLL_S = 0.1
 STOP_WAIT_S = 30.0
 
 
+MAX_DEFAULT_WORKERS = 4  # each worker holds its own store, caches and embedding model
+
+
+def default_workers(db: str | None) -> int:
+    """``serve-http``'s workers when ``--workers`` is not given: one per CPU core this
+    process may run on, at most ``MAX_DEFAULT_WORKERS``; 1 where several cannot serve
+    (no ``fork``, or a ``:memory:`` database each process would have its own copy of).
+    A search is CPU-bound Python: one process uses one core at a time (the GIL)."""
+    if not hasattr(os, "fork") or db == ":memory:":
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(cores or 1, MAX_DEFAULT_WORKERS))
+
+
 def check(workers: int, db: str | None) -> None:
     """``--workers`` must be ≥ 1; more than one needs fork and a database other
     processes can open."""
