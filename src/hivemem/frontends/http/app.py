@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import math
 import time
@@ -103,19 +104,17 @@ class Api:
         return await (self.write(fn) if tool.writes else run_in_threadpool(fn))
 
     async def authenticate(self, request: Request) -> TokenInfo:
-        header = request.headers.get("authorization", "")
-        kind, _, secret = header.partition(" ")
-        if kind.lower() != "bearer" or not secret.strip():
-            raise ApiError(401, "send a bearer token: Authorization: Bearer <token>")
-        token = await run_in_threadpool(self._verify, secret.strip())
+        return await run_in_threadpool(self.verify, bearer(request))
+
+    def verify(self, secret: str) -> TokenInfo:
+        """The active token of ``secret`` (a read of the token table: a revocation made
+        by any process counts at once), or ``ApiError`` 401."""
+        with timed("auth"):
+            token = self.tokens.verify(secret)
         if token is None:
             raise ApiError(401, "unknown or revoked token")
         self.note_use(token.id)
         return token
-
-    def _verify(self, secret: str) -> TokenInfo | None:
-        with timed("auth"):
-            return self.tokens.verify(secret)
 
     def note_use(self, token_id: str) -> None:
         """Record that a token was used (its ``last_used_at``), at most once a minute."""
@@ -150,6 +149,15 @@ class Api:
             if not token.can(other, "read"):
                 raise ApiError(403, f"this token cannot read the shared scope {other!r}", "shared")
         return mem
+
+
+def bearer(request: Request) -> str:
+    """The secret of the request's ``Authorization: Bearer`` header, or ``ApiError`` 401."""
+    header = request.headers.get("authorization", "")
+    kind, _, secret = header.partition(" ")
+    if kind.lower() != "bearer" or not secret.strip():
+        raise ApiError(401, "send a bearer token: Authorization: Bearer <token>")
+    return secret.strip()
 
 
 async def _json_body(request: Request) -> dict[str, Any]:
@@ -203,9 +211,9 @@ def _coerce(name: str, values: list[str], schema: dict[str, Any]) -> Any:
     return raw
 
 
-async def arguments(request: Request, route: Route, tool: Any) -> dict[str, Any]:
-    """The tool's arguments: path parameters, then the query string, then the body."""
-    raw = await request.body() if route.method == "POST" else b""  # 413 past the limit
+def arguments(request: Request, route: Route, tool: Any, raw: bytes) -> dict[str, Any]:
+    """The tool's arguments: path parameters, then the query string, then the body
+    (``raw``, already read)."""
     with timed("parse"):
         return _arguments(request, route, tool, raw)
 
@@ -245,16 +253,24 @@ def _endpoint(api: Api, route: Route) -> Any:
         if stages.CLOCK is not None:
             stages.CLOCK.request()
         tool = toolsmod.NAMED[route.tool]
-        token = await api.authenticate(request)
-        with timed("auth"):
-            mem = api.bind(token, request, tool.writes)
-        args = await arguments(request, route, tool)
+        secret = bearer(request)
+        raw = await request.body() if route.method == "POST" else b""  # 413 past the limit
 
-        def run() -> dict[str, Any]:
+        def prepare() -> tuple[hivemem.ScopedMemory, dict[str, Any]]:
+            token = api.verify(secret)
+            with timed("auth"):
+                mem = api.bind(token, request, tool.writes)
+            return mem, arguments(request, route, tool, raw)
+
+        def call(mem: hivemem.ScopedMemory, args: dict[str, Any]) -> dict[str, Any]:
             with timed("library"):
                 return toolsmod.call(mem, tool.name, args)
 
-        result = await api.run(tool, run)
+        if tool.writes or tool.name in toolsmod.MAINTENANCE:
+            mem, args = await run_in_threadpool(prepare)  # never on the writer's thread
+            result = await api.run(tool, functools.partial(call, mem, args))
+        else:  # a read: the token, the scope and the tool on one trip to a thread
+            result = await run_in_threadpool(lambda: call(*prepare()))
         with timed("serialise"):
             if tool.name == "memory_context" and _wants_markdown(request):
                 return Response(result["block"], 200, media_type="text/markdown; charset=utf-8")
