@@ -32,9 +32,26 @@ def _check(result):
     assert "CPU per request: clients" in format_load([result])
 
 
+def _check_stages(result):
+    """The server timed its stages: every request the clients saw, counted once (with
+    several workers, each worker's report is added), and the library's CPU in it."""
+    stages = result.stages
+    assert stages is not None and stages.requests == result.requests
+    assert set(stages.ms) == {"parse", "auth", "library", "serialise", "framework"}
+    assert stages.ms["library"] > 0 and stages.ms["serialise"] > 0
+    # the stages and the framework's rest add up to the server's CPU per request
+    total = result.cpu_ms_per_request(result.server_cpu_s)
+    assert sum(stages.ms.values()) == pytest.approx(total, rel=0.01) or stages.ms["framework"] == 0
+    assert "server CPU ms per request by stage: parse" in format_load([result])
+    assert result.to_dict()["server_cpu_ms_by_stage"]["requests"] == result.requests
+
+
 def test_load_on_sqlite_loses_no_acknowledged_write(tmp_path):
     db = default_file(str(tmp_path))
-    _check(run_load(LoadTarget("sqlite", db), clients=4, seconds=2, preload=50))
+    result = run_load(LoadTarget("sqlite", db), clients=4, seconds=2, preload=50)
+    _check(result)
+    _check_stages(result)
+    assert result.stages.ms["auth"] > 0 and result.stages.ms["parse"] > 0  # a token, a body
     # the check can fail: an id that was never written is not found
     gone = {"0190-not-a-memory": ("load-none", "x")}
     assert _found_after_stop(LoadTarget("sqlite", db), gone) == 0
@@ -65,6 +82,7 @@ def test_load_on_sqlite_with_two_workers(tmp_path):
         preload=50,
     )
     _check(result)
+    _check_stages(result)
     # the workers are counted: the parent alone, which only waits, uses about a ms
     assert result.server_cpu_s is not None and result.server_cpu_s > 0.05
     assert "CPU cores used" in format_load([result])
@@ -78,6 +96,7 @@ def test_the_bare_stack_answers_the_same_load_and_is_the_ratios_base(tmp_path):
         preload=50,
     )
     _check(bare)
+    assert bare.stages is None  # the bare stack times nothing: no stage line for it
     hive = run_load(
         LoadTarget("sqlite", default_file(str(tmp_path))), clients=3, seconds=2, preload=50
     )
@@ -96,6 +115,8 @@ def test_mcp_over_streamable_http_and_many_scopes(backend, tmp_path, request):
     db = default_file(str(tmp_path)) if backend == "sqlite" else request.getfixturevalue("pg_url")
     mcp = run_load(LoadTarget("mcp", db, kind="mcp"), clients=2, seconds=2, preload=30)
     _check(mcp)
+    _check_stages(mcp)
+    assert mcp.stages.ms["auth"] == 0  # the MCP server is bound to its scope: no token
     db = default_file(str(tmp_path)) if backend == "sqlite" else db
     many = run_load(LoadTarget("scopes", db, scopes=40), clients=3, seconds=2, preload=200)
     _check(many)

@@ -201,6 +201,28 @@ def test_workers_stop_together(tmp_path):
         )
 
 
+def test_serve_http_starts_one_worker_per_core_by_default(tmp_path):
+    """Without --workers: one worker per core this process may use, at most 4."""
+    from hivemem.frontends.http.workers import MAX_DEFAULT_WORKERS, default_workers
+
+    cores = len(os.sched_getaffinity(0))
+    server, _ = _start(tmp_path / "m.db")
+    try:
+        expected = min(cores, MAX_DEFAULT_WORKERS)
+        assert len(_children(server.pid)) == (expected if expected > 1 else 0)
+    finally:
+        assert _stop(server) == 0
+    assert default_workers(":memory:") == 1  # each process would have a database of its own
+
+
+def test_the_default_worker_count_follows_the_cores_up_to_four(monkeypatch):
+    from hivemem.frontends.http import workers
+
+    for cores, expected in ((1, 1), (2, 2), (3, 3), (64, 4)):
+        monkeypatch.setattr(os, "sched_getaffinity", lambda _pid, n=cores: set(range(n)))
+        assert workers.default_workers("team.db") == expected
+
+
 @pytest.mark.parametrize(
     ("db", "workers", "message"),
     [(":memory:", "2", "needs a database file"), ("x.db", "0", "at least 1")],

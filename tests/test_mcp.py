@@ -4,6 +4,7 @@ streamable HTTP, and two server processes writing one database file at once."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import queue
@@ -284,6 +285,27 @@ def test_serve_mcp_over_streamable_http_says_where_it_listens(db_path):
                 return await client.call_tool("memory_search", {"query": "http works"})
 
         assert payload(run(main))["results"][0]["scope"] == "web"
+        # Each answer is one JSON body, not an event stream (the stream cost CPU per call)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        hello = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
+        headers = {
+            "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json",
+        }
+        conn.request("POST", "/mcp", json.dumps(hello), headers)
+        answer = conn.getresponse()
+        assert answer.getheader("content-type", "").startswith("application/json")
+        assert json.loads(answer.read())["result"]["serverInfo"]["name"] == "hivemem"
+        conn.close()
     finally:
         proc.terminate()
         proc.wait(timeout=10)

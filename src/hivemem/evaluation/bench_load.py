@@ -32,9 +32,11 @@ follows the server's CPU per request and the cores it got, and the table says bo
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -55,6 +57,7 @@ from .bench import CorpusGenerator
 from .bench_postgres import _with_database
 from .bench_report import LatencyStats
 from .load_clients import ApiClient, LoadError, McpClient
+from .load_stages import STAGE_CPU_ENV, StageCpu, collect, format_stages, per_request
 
 Progress = Callable[[str], None]
 KINDS = ("search", "write")
@@ -94,6 +97,7 @@ class LoadResult:
     load_average: float | None = None  # the 1-minute load average when the clients stopped
     scopes: int = 1  # the scopes the load was spread over
     scopes_written: int = 0  # the scopes that got an acknowledged write
+    stages: StageCpu | None = None  # server CPU ms per request by stage (load_stages)
 
     @property
     def requests_per_s(self) -> float:
@@ -128,6 +132,7 @@ class LoadResult:
             "scopes_written": self.scopes_written,
             "client_cpu_ms_per_request": _rounded(self.cpu_ms_per_request(self.client_cpu_s)),
             "server_cpu_ms_per_request": _rounded(self.cpu_ms_per_request(self.server_cpu_s)),
+            "server_cpu_ms_by_stage": self.stages.to_dict() if self.stages else None,
         }
 
 
@@ -221,7 +226,7 @@ def _prepare(target: LoadTarget, scopes: Sequence[str], preload: int, seed: int)
     return made.stdout.split("token: ", 1)[1].split()[0]
 
 
-def _start(target: LoadTarget, port: int, scope: str) -> subprocess.Popen[bytes]:
+def _start(target: LoadTarget, port: int, scope: str, stage_folder: str) -> subprocess.Popen[bytes]:
     if target.kind == "bare":
         module = "hivemem.evaluation.bare_stack"
         command = [sys.executable, "-m", module, target.db, str(port), str(target.workers)]
@@ -229,12 +234,11 @@ def _start(target: LoadTarget, port: int, scope: str) -> subprocess.Popen[bytes]
         args = ("serve-mcp", "--transport", "http", "--port", str(port), "--scope", scope)
         command = _cli(target.db, *args)
     else:
-        workers = ("--workers", str(target.workers)) if target.workers > 1 else ()
+        workers = ("--workers", str(target.workers))  # always: the default follows the cores
         args = ("serve-http", "--port", str(port), "--host", "127.0.0.1", *workers)
         command = _cli(target.db, *args)
-    return subprocess.Popen(
-        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_server_env(target)
-    )
+    env = {**_server_env(target), STAGE_CPU_ENV: stage_folder}
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
 
 
 def _speaker(target: LoadTarget, port: int, headers: dict[str, str]) -> Any:
@@ -256,17 +260,23 @@ def _wait_ready(server: subprocess.Popen[bytes], port: int) -> None:
         time.sleep(0.1)
 
 
+def _family(pid: int) -> list[int]:
+    """``pid`` and its children (the workers), from ``/proc`` (``pid`` alone elsewhere)."""
+    pids = [pid]
+    with contextlib.suppress(OSError, ValueError):
+        children = Path(f"/proc/{pid}/task/{pid}/children")
+        if children.exists():
+            pids += [int(p) for p in children.read_text().split()]
+    return pids
+
+
 def _cpu_seconds(pid: int) -> float | None:
     """User + system CPU seconds of ``pid`` and its children (the workers), from
     ``/proc`` (None where there is none)."""
     try:
         ticks = os.sysconf("SC_CLK_TCK")
         total = 0
-        pids = [pid]
-        children = Path(f"/proc/{pid}/task/{pid}/children")
-        if children.exists():
-            pids += [int(p) for p in children.read_text().split()]
-        for one in pids:
+        for one in _family(pid):
             fields = Path(f"/proc/{one}/stat").read_text().rsplit(")", 1)[1].split()
             total += int(fields[11]) + int(fields[12])  # utime, stime
         return total / ticks
@@ -426,11 +436,13 @@ def _run_load(
     headers = {"Authorization": f"Bearer {secret}"}
     questions = CorpusGenerator(seed).questions(200)
     port = _free_port()
-    server = _start(target, port, scopes[0])
+    stage_folder = tempfile.mkdtemp(prefix="hivemem-stages-")
+    server = _start(target, port, scopes[0], stage_folder)
     tally = _Tally()
     try:
         _wait_ready(server, port)
         say(f"{target.label}: {clients} clients for {seconds:g} s")
+        reports_before = collect(Path(stage_folder), _family(server.pid))
         server_cpu = _cpu_seconds(server.pid)
         client_cpu = time.process_time()
         started = time.monotonic()
@@ -463,12 +475,17 @@ def _run_load(
             else None
         )
         load_average = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+        reports = collect(Path(stage_folder), _family(server.pid))
+        stages = per_request(
+            reports_before, reports, server_cpu * 1000 if server_cpu is not None else None
+        )
         wal = Path(f"{target.db}-wal")
         wal_bytes = wal.stat().st_size if "://" not in target.db and wal.exists() else None
         say(f"{target.label}: checking {len(tally.acknowledged)} acknowledged writes")
         via_http = _found_via_server(_speaker(target, port, headers), tally.acknowledged)
     finally:
         _stop(server)
+        shutil.rmtree(stage_folder, ignore_errors=True)
     after = _found_after_stop(target, tally.acknowledged)
     return LoadResult(
         label=target.label,
@@ -488,6 +505,7 @@ def _run_load(
         load_average=load_average,
         scopes=len(scopes),
         scopes_written=len({scope for scope, _ in tally.acknowledged.values()}),
+        stages=stages,
     )
 
 
@@ -526,6 +544,8 @@ def format_load(results: Sequence[LoadResult]) -> str:
                 f"  {r.label}: CPU cores used: {', '.join(cpu)}{load}; "
                 f"CPU per request: {', '.join(per_request)}"
             )
+        if r.stages is not None:
+            lines.append(format_stages(r.label, r.stages))
         if not r.all_found:
             lines.append(f"  {r.label}: NOT EVERY ACKNOWLEDGED WRITE WAS FOUND")
     bare = next((r for r in results if r.label.startswith("bare")), None)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import HiveMemError
+from . import stages
 
 
 def run(
@@ -28,6 +29,7 @@ def run(
 
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, proxy_headers=False)
     server = uvicorn.Server(config)
+    stages.install()  # hivemem bench --load only: CPU by stage (hivemem.frontends.stages)
     if on_ready is not None:
         url = f"http://{_bracketed(host)}:{port}"
 

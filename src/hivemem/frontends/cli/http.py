@@ -36,15 +36,19 @@ def _line(token: TokenInfo) -> str:
 )
 @click.option(
     "--workers",
-    default=1,
-    show_default=True,
+    default=None,
     type=int,
     help="Server processes on one socket, each with its own store handle: searches use "
-    "that many cores (Linux, macOS; see docs/reliability.md).",
+    "that many cores (Linux, macOS; see docs/reliability.md). Default: one per CPU core, "
+    "at most 4; 1 for :memory: or where fork is missing.",
 )
 @pass_env
 def serve_http(
-    env: Env, host: str | None, port: int | None, learning_scope: str | None, workers: int
+    env: Env,
+    host: str | None,
+    port: int | None,
+    learning_scope: str | None,
+    workers: int | None,
 ) -> None:
     """Serve the HTTP API (needs `pip install 'hivemem[http]'`).
 
@@ -55,8 +59,10 @@ def serve_http(
     SQLite file (or PostgreSQL) on one port; a worker that dies is replaced.
     """
     from ..http import serve
-    from ..http.workers import check, serve_forked
+    from ..http.workers import check, default_workers, serve_forked
 
+    if workers is None:
+        workers = default_workers(env.db)
     check(workers, env.db)
     if learning_scope is not None:
         env.settings = env.settings.replace(learning_scope=learning_scope)

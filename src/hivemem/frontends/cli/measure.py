@@ -198,6 +198,13 @@ def _stage_printer(quiet: bool = False) -> Any:
     help="--load: how long the clients run.",
 )
 @click.option(
+    "--write-share",
+    default=0.2,
+    show_default=True,
+    type=click.FloatRange(0, 1),
+    help="--load: the share of requests that are writes (the rest are searches).",
+)
+@click.option(
     "--preload",
     default=2000,
     show_default=True,
@@ -267,6 +274,7 @@ def bench(
     load: bool,
     clients: int,
     seconds: float,
+    write_share: float,
     preload: int,
     compare: bool,
     baseline_src: str | None,
@@ -302,12 +310,13 @@ def bench(
     With --ui, the same corpus is loaded and the inspector's pages are timed instead,
     through the whole HTTP app in process (see docs/inspector.md).
 
-    With --load, a real serve-http process is loaded by --clients HTTP clients (30%
-    writes, 70% searches) for --seconds: requests/s, p50/p95 per kind, errors, and
-    whether every acknowledged write is found, through the server and after it stopped.
-    --compare adds SQLite's single connection and --workers N a server of N processes,
-    in the same run; the CPU the clients and the server used, in all and per request,
-    is printed beside them.
+    With --load, a real serve-http process is loaded by --clients HTTP clients
+    (--write-share of writes, the rest searches) for --seconds: requests/s, p50/p95 per
+    kind, errors, and whether every acknowledged write is found, through the server and
+    after it stopped. --compare adds SQLite's single connection and --workers N a server
+    of N processes, in the same run; the CPU the clients and the server used, in all and
+    per request, is printed beside them, and the server's CPU per request by stage
+    (parse, auth, library, serialise, and the framework's rest).
 
     With --db postgresql://…, SQLite's bench of the same sizes runs first, then the
     server's (a database hivemem_bench_SIZE per size, created and dropped: the user
@@ -348,6 +357,7 @@ def bench(
             clients=clients,
             seconds=seconds,
             preload=preload,
+            write_share=write_share,
             progress=None if quiet else lambda line: click.echo(line, err=True),
         )
         if as_json:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import math
 import time
@@ -35,6 +36,8 @@ from ...errors import HiveMemError, InvalidInput
 from ...facade.database import Store
 from ...settings import Settings
 from ...store.tokens import TokenInfo
+from .. import stages
+from ..stages import timed
 from . import mem0_routes, ui
 from .docs import mount_docs
 from .errors import ERROR_SCHEMA, STATUSES, error_body, error_headers, from_library
@@ -101,11 +104,13 @@ class Api:
         return await (self.write(fn) if tool.writes else run_in_threadpool(fn))
 
     async def authenticate(self, request: Request) -> TokenInfo:
-        header = request.headers.get("authorization", "")
-        kind, _, secret = header.partition(" ")
-        if kind.lower() != "bearer" or not secret.strip():
-            raise ApiError(401, "send a bearer token: Authorization: Bearer <token>")
-        token = await run_in_threadpool(self.tokens.verify, secret.strip())
+        return await run_in_threadpool(self.verify, bearer(request))
+
+    def verify(self, secret: str) -> TokenInfo:
+        """The active token of ``secret`` (a read of the token table: a revocation made
+        by any process counts at once), or ``ApiError`` 401."""
+        with timed("auth"):
+            token = self.tokens.verify(secret)
         if token is None:
             raise ApiError(401, "unknown or revoked token")
         self.note_use(token.id)
@@ -146,8 +151,22 @@ class Api:
         return mem
 
 
+def bearer(request: Request) -> str:
+    """The secret of the request's ``Authorization: Bearer`` header, or ``ApiError`` 401."""
+    header = request.headers.get("authorization", "")
+    kind, _, secret = header.partition(" ")
+    if kind.lower() != "bearer" or not secret.strip():
+        raise ApiError(401, "send a bearer token: Authorization: Bearer <token>")
+    return secret.strip()
+
+
 async def _json_body(request: Request) -> dict[str, Any]:
     raw = await request.body()  # BodyTooLarge past the limit: answered as 413
+    return _parsed_body(raw)
+
+
+def _parsed_body(raw: bytes) -> dict[str, Any]:
+    """The JSON object of a request body (``{}`` for an empty one), or ``ApiError``."""
     if not raw.strip():
         return {}
     try:
@@ -192,8 +211,14 @@ def _coerce(name: str, values: list[str], schema: dict[str, Any]) -> Any:
     return raw
 
 
-async def arguments(request: Request, route: Route, tool: Any) -> dict[str, Any]:
-    """The tool's arguments: path parameters, then the query string, then the body."""
+def arguments(request: Request, route: Route, tool: Any, raw: bytes) -> dict[str, Any]:
+    """The tool's arguments: path parameters, then the query string, then the body
+    (``raw``, already read)."""
+    with timed("parse"):
+        return _arguments(request, route, tool, raw)
+
+
+def _arguments(request: Request, route: Route, tool: Any, raw: bytes) -> dict[str, Any]:
     properties = tool.parameters.get("properties", {})
     args: dict[str, Any] = {}
     for placeholder, argument in route.path_args.items():
@@ -206,7 +231,7 @@ async def arguments(request: Request, route: Route, tool: Any) -> dict[str, Any]
             raise InvalidInput(name, "is given in the path; do not repeat it in the query")
         args[name] = _coerce(name, query.getlist(name), properties.get(name, {}))
     if route.method == "POST":
-        for name, value in (await _json_body(request)).items():
+        for name, value in _parsed_body(raw).items():
             if name in args and args[name] != value:
                 raise InvalidInput(name, "differs between the URL and the body")
             args[name] = value
@@ -225,18 +250,31 @@ def _wants_markdown(request: Request) -> bool:
 
 def _endpoint(api: Api, route: Route) -> Any:
     async def endpoint(request: Request) -> Response:
+        if stages.CLOCK is not None:
+            stages.CLOCK.request()
         tool = toolsmod.NAMED[route.tool]
-        token = await api.authenticate(request)
-        mem = api.bind(token, request, tool.writes)
-        args = await arguments(request, route, tool)
+        secret = bearer(request)
+        raw = await request.body() if route.method == "POST" else b""  # 413 past the limit
 
-        def run() -> dict[str, Any]:
-            return toolsmod.call(mem, tool.name, args)
+        def prepare() -> tuple[hivemem.ScopedMemory, dict[str, Any]]:
+            token = api.verify(secret)
+            with timed("auth"):
+                mem = api.bind(token, request, tool.writes)
+            return mem, arguments(request, route, tool, raw)
 
-        result = await api.run(tool, run)
-        if tool.name == "memory_context" and _wants_markdown(request):
-            return Response(result["block"], 200, media_type="text/markdown; charset=utf-8")
-        return json_response(result)
+        def call(mem: hivemem.ScopedMemory, args: dict[str, Any]) -> dict[str, Any]:
+            with timed("library"):
+                return toolsmod.call(mem, tool.name, args)
+
+        if tool.writes or tool.name in toolsmod.MAINTENANCE:
+            mem, args = await run_in_threadpool(prepare)  # never on the writer's thread
+            result = await api.run(tool, functools.partial(call, mem, args))
+        else:  # a read: the token, the scope and the tool on one trip to a thread
+            result = await run_in_threadpool(lambda: call(*prepare()))
+        with timed("serialise"):
+            if tool.name == "memory_context" and _wants_markdown(request):
+                return Response(result["block"], 200, media_type="text/markdown; charset=utf-8")
+            return json_response(result)
 
     endpoint.__name__ = route.operation_id
     return endpoint

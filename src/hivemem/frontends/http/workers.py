@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import HiveMemError, InvalidInput, MissingDependency
 from ...write.redact import install_log_filter
+from .. import stages
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...facade.database import Store
@@ -64,6 +65,20 @@ log = logging.getLogger("hivemem.frontends.http")
 STARTUP_S = 3.0  # a worker that exits sooner by itself failed to start: stop, fork no more
 POLL_S = 0.1
 STOP_WAIT_S = 30.0
+
+
+MAX_DEFAULT_WORKERS = 4  # each worker holds its own store, caches and embedding model
+
+
+def default_workers(db: str | None) -> int:
+    """``serve-http``'s workers when ``--workers`` is not given: one per CPU core this
+    process may run on, at most ``MAX_DEFAULT_WORKERS``; 1 where several cannot serve
+    (no ``fork``, or a ``:memory:`` database each process would have its own copy of).
+    A search is CPU-bound Python: one process uses one core at a time (the GIL)."""
+    if not hasattr(os, "fork") or db == ":memory:":
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(cores or 1, MAX_DEFAULT_WORKERS))
 
 
 def check(workers: int, db: str | None) -> None:
@@ -194,6 +209,7 @@ def _work(
         app = create_app(store, settings)
         config = uvicorn.Config(app, host=host, port=port, log_level="info", proxy_headers=False)
         server = uvicorn.Server(config)
+        stages.install()  # hivemem bench --load only: CPU by stage, this worker's
         server.run(sockets=[sock])
         return 0 if server.started else 1
     finally:
