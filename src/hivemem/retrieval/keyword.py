@@ -162,7 +162,8 @@ def keyword_lane(
             match = replace(match, newest_first=True)
         found = backend.keyword_search(scopes, query, match, fetch, now, time_limit_s=time_limit_s)
         matches = best_chunk_per_memory(found)
-        matched = backend.matched_terms([m.chunk_id for m in matches], terms)
+        texts = {m.chunk_id: m.text for m in matches}
+        matched = backend.matched_terms(list(texts), terms, texts)
         out = []
         for rank, best in enumerate(matches, start=1):
             mask = masses.mask(matched.get(best.chunk_id, ()))
@@ -254,7 +255,8 @@ def _windowed(
     chunks: dict[str, ChunkMatch] = {}
     if joining:
         new_chunks = backend.memory_chunks(joining)
-        held = backend.matched_terms([c.chunk_id for c in new_chunks], masses.terms)
+        texts = {c.chunk_id: c.text for c in new_chunks}
+        held = backend.matched_terms(list(texts), masses.terms, texts)
         joined: dict[str, int] = {}
         for chunk in new_chunks:
             joined[chunk.memory_id] = joined.get(chunk.memory_id, 0) | masses.mask(
