@@ -127,3 +127,26 @@ def test_dumps_compare_finds_moved_ranks_and_scores(tmp_path, capsys):
     b.write_text(json.dumps(before[0]) + "\n")
     assert dumps.main([str(a), str(b)]) == 1  # a question missing
     assert "not comparable" in capsys.readouterr().out
+
+
+def test_matched_terms_take_the_texts_the_lane_just_read(tmp_path, monkeypatch):
+    """The keyword lane hands the chunks' texts it read with the matches to
+    ``matched_terms``: the same answer, without reading the texts again."""
+    from hivemem.store.sqlite import termcounts
+
+    monkeypatch.setattr(termcounts, "SMALL", 0)  # the scratch matcher's path, as at 20k
+    with _filled(tmp_path / "m.db") as store:
+        backend = store._backend
+        rows = backend._read("SELECT id, text FROM chunks ORDER BY id LIMIT 8")
+        ids, texts = [r[0] for r in rows], {r[0]: r[1] for r in rows}
+        terms = ["harbour", "lighthouse", "3", "turn"]
+        read_here = backend.matched_terms(ids, terms)
+        assert any(read_here.values())
+        given = _statements(store, lambda: backend.matched_terms(ids, terms, texts))
+        assert not [s for s in given if "SELECT id, text FROM chunks" in s]
+        assert backend.matched_terms(ids, terms, texts) == read_here
+        some = dict(list(texts.items())[:3])  # the others are read
+        assert backend.matched_terms(ids, terms, some) == read_here
+        mem = store.scope("a")
+        lane = _statements(store, lambda: mem.search("lighthouse harbour"))
+        assert not [s for s in lane if "SELECT id, text FROM chunks" in s]

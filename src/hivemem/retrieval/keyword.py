@@ -150,6 +150,7 @@ def keyword_lane(
     stats = backend.term_stats(terms, scopes)
     weights = {t: idf(stats.total_chunks, stats.doc_freq.get(t, 0)) for t in terms}
     postings = stats.postings or stats.doc_freq
+    masses = _Masses(terms, weights)
 
     def run(
         match: KeywordQuery, used: Sequence[str] = (), time_limit_s: float | None = None
@@ -161,11 +162,12 @@ def keyword_lane(
             match = replace(match, newest_first=True)
         found = backend.keyword_search(scopes, query, match, fetch, now, time_limit_s=time_limit_s)
         matches = best_chunk_per_memory(found)
-        matched = backend.matched_terms([m.chunk_id for m in matches], terms)
+        texts = {m.chunk_id: m.text for m in matches}
+        matched = backend.matched_terms(list(texts), terms, texts)
         out = []
         for rank, best in enumerate(matches, start=1):
-            held = tuple(t for t in terms if t in matched.get(best.chunk_id, ()))
-            out.append(KeywordCandidate(best, rank, coverage(weights, held), held))
+            mask = masses.mask(matched.get(best.chunk_id, ()))
+            out.append(KeywordCandidate(best, rank, masses.coverage(mask), masses.held(mask)))
         out.sort(key=lambda c: (-c.coverage, c.rank))
         return out
 
@@ -182,8 +184,49 @@ def keyword_lane(
         best.update({c.match.memory_id: c for c in candidates})
         candidates = sorted(best.values(), key=lambda c: (-c.coverage, c.rank))
     if settings.window_weight > 0 and candidates:
-        candidates = _windowed(backend, scopes, query, now, terms, weights, candidates, settings)
+        candidates = _windowed(backend, scopes, query, now, masses, candidates, settings)
     return terms, candidates
+
+
+class _Masses:
+    """The query's terms as bits, and the coverage of each set of them, worked out once
+    per set: a search's ~100–200 candidates hold a few distinct sets. ``coverage(mask)``
+    is exactly ``coverage(weights, held(mask))``; ``held`` is in query order."""
+
+    __slots__ = ("_bit", "_coverage", "_held", "_mask_of", "_weights", "terms")
+
+    def __init__(self, terms: Sequence[str], weights: Mapping[str, float]) -> None:
+        self.terms = tuple(terms)
+        self._weights = weights
+        self._bit = {t: 1 << i for i, t in enumerate(self.terms)}
+        self._coverage: dict[int, float] = {}
+        self._held: dict[int, tuple[str, ...]] = {}
+        self._mask_of: dict[tuple[str, ...], int] = {}
+
+    def mask(self, held: Iterable[str]) -> int:
+        bit, out = self._bit, 0
+        for term in held:
+            out |= bit.get(term, 0)
+        return out
+
+    def mask_of(self, held: tuple[str, ...]) -> int:
+        """The mask of a tuple that ``held`` returned (or any tuple of query terms)."""
+        known = self._mask_of.get(held)
+        return self.mask(held) if known is None else known
+
+    def held(self, mask: int) -> tuple[str, ...]:
+        known = self._held.get(mask)
+        if known is None:
+            known = tuple(t for i, t in enumerate(self.terms) if mask >> i & 1)
+            self._held[mask] = known
+            self._mask_of[known] = mask
+        return known
+
+    def coverage(self, mask: int) -> float:
+        known = self._coverage.get(mask)
+        if known is None:
+            known = self._coverage[mask] = coverage(self._weights, self.held(mask))
+        return known
 
 
 def _windowed(
@@ -191,13 +234,13 @@ def _windowed(
     scopes: Sequence[str],
     query: Query,
     now: datetime,
-    terms: Sequence[str],
-    weights: Mapping[str, float],
+    masses: _Masses,
     candidates: list[KeywordCandidate],
     settings: Settings,
 ) -> list[KeywordCandidate]:
     """``candidates`` re-scored by ``window_coverage`` over their dialogue neighbours;
-    a neighbour that was not a candidate joins when its window covers the query."""
+    a neighbour that was not a candidate joins when its window covers the query. (The
+    arithmetic of ``window_coverage``, over ``_Masses``' bit sets.)"""
     found = {c.match.memory_id: c for c in candidates}
     neighbours = backend.session_neighbours(scopes, list(found), query, now)
     windows: dict[str, set[str]] = {}
@@ -207,19 +250,32 @@ def _windowed(
             windows.setdefault(other, set()).add(anchor)
     if not windows:
         return candidates
-    own: dict[str, tuple[str, ...]] = {m: c.matched for m, c in found.items()}
+    own: dict[str, int] = {m: masses.mask_of(c.matched) for m, c in found.items()}
     joining = [m for m in windows if m not in found]
     chunks: dict[str, ChunkMatch] = {}
     if joining:
         new_chunks = backend.memory_chunks(joining)
-        held = backend.matched_terms([c.chunk_id for c in new_chunks], terms)
-        terms_of: dict[str, set[str]] = {}
+        texts = {c.chunk_id: c.text for c in new_chunks}
+        held = backend.matched_terms(list(texts), masses.terms, texts)
+        joined: dict[str, int] = {}
         for chunk in new_chunks:
-            terms_of.setdefault(chunk.memory_id, set()).update(held.get(chunk.chunk_id, ()))
+            joined[chunk.memory_id] = joined.get(chunk.memory_id, 0) | masses.mask(
+                held.get(chunk.chunk_id, ())
+            )
             chunks.setdefault(chunk.memory_id, chunk)
         for memory_id in joining:
-            own[memory_id] = tuple(t for t in terms if t in terms_of.get(memory_id, ()))
-    scores = window_coverage(own, windows, weights, settings.window_weight)
+            own[memory_id] = joined.get(memory_id, 0)
+    share = settings.window_weight
+    scores: dict[str, float] = {}
+    for memory_id, mask in own.items():
+        together = mask
+        for other in windows.get(memory_id, ()):
+            together |= own.get(other, 0)
+        base = masses.coverage(mask)
+        if together == mask:
+            scores[memory_id] = base
+        else:
+            scores[memory_id] = base + share * (masses.coverage(together) - base)
     # The constructor, not ``dataclasses.replace`` (a few µs each, ~100 a search).
     out = [
         KeywordCandidate(c.match, c.rank, scores[m], c.matched, scores[m] - c.coverage)
@@ -230,9 +286,11 @@ def _windowed(
         score = scores[memory_id]
         if memory_id in chunks and score > 0:
             last += 1
-            alone = coverage(weights, own[memory_id])
+            mask = own[memory_id]
             out.append(
-                KeywordCandidate(chunks[memory_id], last, score, own[memory_id], score - alone)
+                KeywordCandidate(
+                    chunks[memory_id], last, score, masses.held(mask), score - masses.coverage(mask)
+                )
             )
     out.sort(key=lambda c: (-c.coverage, c.rank))
     return out

@@ -412,8 +412,14 @@ class KeywordIndex(Protocol):
     ) -> TermStats: ...
 
     def matched_terms(
-        self, chunk_ids: Sequence[int], terms: Sequence[str]
-    ) -> dict[int, set[str]]: ...
+        self,
+        chunk_ids: Sequence[int],
+        terms: Sequence[str],
+        texts: Mapping[int, str] | None = None,
+    ) -> dict[int, set[str]]:
+        """Which of ``terms`` each chunk matches. ``texts``: the chunks' texts when the
+        caller just read them (a chunk's text never changes; saves reading them again)."""
+        ...
 
     def memory_chunks(self, memory_ids: Sequence[str]) -> list[ChunkMatch]:
         """Every chunk of these memories (``bm25`` 0), in memory and chunk order."""

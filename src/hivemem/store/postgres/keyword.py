@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -622,7 +622,12 @@ class KeywordMixin:
                 "(setting fts_time_limit_ms); use fewer words or fewer prefix* terms",
             ) from None
 
-    def matched_terms(self, chunk_ids: Sequence[int], terms: Sequence[str]) -> dict[int, set[str]]:
+    def matched_terms(
+        self,
+        chunk_ids: Sequence[int],
+        terms: Sequence[str],
+        texts: Mapping[int, str] | None = None,
+    ) -> dict[int, set[str]]:
         """Which of ``terms`` each chunk matches: FTS5's own matcher on the chunks' texts,
         so the coverage score above the protocol is the same on both backends."""
         out: dict[int, set[str]] = {cid: set() for cid in chunk_ids}
@@ -630,8 +635,13 @@ class KeywordMixin:
             return out
         # A chunk's text never changes (a re-chunked memory gets new chunk ids), so the
         # texts the lanes just read serve here without another round trip.
+        given = texts or {}
         with self._stats_lock:
-            known = [(cid, self._texts[cid]) for cid in chunk_ids if cid in self._texts]
+            known = [
+                (cid, given[cid] if cid in given else self._texts[cid])
+                for cid in chunk_ids
+                if cid in given or cid in self._texts
+            ]
         have = {cid for cid, _ in known}
         missing = [cid for cid in chunk_ids if cid not in have]
         if missing:

@@ -5,7 +5,7 @@ through the backend's own ``_read`` and so belong to the one data-access layer."
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...types import Query
@@ -211,13 +211,19 @@ class KeywordStats:
             self._scope_freq[(key, stem)] = (n, scoped_total)
         return {**out, **fresh}
 
-    def matched_terms(self, chunk_ids: Sequence[int], terms: Sequence[str]) -> dict[int, set[str]]:
+    def matched_terms(
+        self,
+        chunk_ids: Sequence[int],
+        terms: Sequence[str],
+        texts: Mapping[int, str] | None = None,
+    ) -> dict[int, set[str]]:
         """Which of ``terms`` each chunk matches, as the keyword index would decide (FTS5
         phrase match of the quoted term). Chunks of small scopes: asked of the index,
         per term over their scopes' rows (``termcounts.matched_in_index``). Otherwise
         the chunks' texts are matched in a scratch index with the same tokenizer: asking
         the big index per chunk makes FTS5 seek every term's whole doclist once per
-        chunk (about a millisecond each at 100k chunks)."""
+        chunk (about a millisecond each at 100k chunks). ``texts``: those the caller
+        read with the chunks (the others are read here)."""
         out: dict[int, set[str]] = {cid: set() for cid in chunk_ids}
         if not chunk_ids or not terms:
             return out
@@ -228,7 +234,13 @@ class KeywordStats:
             for cid, held in found.items():
                 out[cid] |= held
             return out
-        texts = self._read(f"SELECT id, text FROM chunks WHERE id IN ({placeholders(ids)})", ids)
-        for cid, terms_held in scratch.matches(texts, terms).items():
+        given = texts or {}
+        known = [(cid, given[cid]) for cid in dict.fromkeys(ids) if cid in given]
+        missing = [cid for cid in ids if cid not in given]
+        if missing:
+            known += self._read(
+                f"SELECT id, text FROM chunks WHERE id IN ({placeholders(missing)})", missing
+            )
+        for cid, terms_held in scratch.matches(known, terms).items():
             out[cid] |= terms_held
         return out
