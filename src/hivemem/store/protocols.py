@@ -8,20 +8,9 @@ whatever id it guesses. Write rules (``hivemem.write.rules``) and ranking
 (``hivemem.retrieval.keyword``) sit above these protocols and stay the same for SQLite
 and PostgreSQL.
 
-The protocols (docs/architecture.md tabulates them):
-
-- ``Transactions``: ``atomic``, ``snapshot``, ``close``
-- ``Memories``: the rows (get, by key, list, insert, set_status, update, touch, stats …)
-- ``KeywordIndex``: keyword search over chunks, term statistics, matched terms
-- ``VectorIndex``: chunk vectors of one embedder identity and the queue awaiting one
-- ``EntityIndex``: entities, aliases, memory links
-- ``Sessions``: sessions seen, and episode neighbours within one
-- ``JobState`` / ``RunLog``: what the maintenance jobs read and mark, and their run log
-- ``Purges``: hard deletes
-- ``Inspection``: the web inspector's reads
-- ``VaultRows``: the vault table
-- ``Tokens``: the HTTP API's tokens
-- ``Health``: meta, schema version, health, keyword index rebuilds
+The protocols (docs/architecture.md tabulates them): ``Transactions``, ``Memories``,
+``KeywordIndex``, ``VectorIndex``, ``EntityIndex``, ``Sessions``, ``JobState`` /
+``RunLog``, ``Purges``, ``Inspection``, ``VaultRows``, ``Tokens``, ``Health``.
 
 A concrete backend may implement several on one class (``SQLiteBackend`` implements
 ``Memories``, ``Transactions``, ``KeywordIndex``, ``Sessions`` and ``Health``); the
