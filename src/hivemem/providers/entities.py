@@ -335,6 +335,42 @@ def _common_capital(name: str, first: bool) -> bool:
     return first or found < MID_SENTENCE_COMMON_RANK
 
 
+# Verbs and auxiliaries after a sentence's first word that make it the subject of a
+# finite verb ("Bruno answered", "Hugo is out"), besides a regular past (-ed) or a third
+# person's -s of a vocabulary verb; an adverb may stand between ("Boris also said").
+_FINITE_TEXT = """is was has had will would can could should shall may might must does did
+    isn't wasn't hasn't hadn't won't wouldn't can't couldn't shouldn't doesn't didn't
+    went came got made took gave left felt knew saw found ran bought brought sent spent
+    built kept lost won paid sat stood began drove flew ate wrote thinks"""
+_FINITE = cues.words(_FINITE_TEXT) | cues.SPEECH_VERBS
+_BETWEEN = cues.words("also just never already still then finally always often now")
+_NEXT_TWO = re.compile(r" ([a-z][a-z'’]*)(?: ([a-z][a-z'’]*))?")
+
+
+def _acts(name: str, text: str, end: int) -> bool:
+    """Whether a sentence's first word that the vocabulary holds is a name after all
+    because a finite verb follows it ("Bruno answered Ana", "Hugo is out today"): it is
+    one word, of no common noun's or verb's family (``common_words.inflected``: not
+    "Suggest", "Archived", "Goal"), not an adverb in -ly, and not followed by a comma
+    ("Somehow, ...") or an object ("Mail the form"). Found at merge: the vocabulary is
+    uncased and holds most first names, so "Bruno answered Ana" had lost Bruno."""
+    key = _fold(name)
+    if " " in key or key.endswith("ly") or common_words.inflected(key):
+        return False
+    after = _NEXT_TWO.match(text, end)
+    if after is None:
+        return False
+    verb = after[1]
+    if verb in _BETWEEN or (verb.endswith("ly") and len(verb) > 4):
+        verb = after[2] or ""
+    if verb in _FINITE:
+        return True
+    if verb.endswith("ed") and len(verb) > 4:
+        return common_words.rank(verb) is not None or common_words.rank(verb[:-2]) is not None
+    stem = verb[:-1]
+    return verb.endswith("s") and not verb.endswith("ss") and common_words.inflected(stem)
+
+
 _LINE_WORD = re.compile(r"[^\W\d_][\w'’-]{3,}")  # a word of four letters or more
 
 
@@ -644,7 +680,11 @@ def extract(text: str, max_mentions: int = 32) -> list[Mention]:
                 kind = EntityType.PERSON
             elif kind is EntityType.OTHER and _place_cue(text, at):
                 kind = EntityType.LOCATION
-            if kind is EntityType.OTHER and _common_capital(name, first):
+            if (
+                kind is EntityType.OTHER
+                and _common_capital(name, first)
+                and not (first and _acts(name, text, at + len(name)))
+            ):
                 if first:  # a name after all if the text also uses it as one
                     openers.append((at, name))
                 continue
