@@ -52,8 +52,8 @@ def inflected(word: str) -> bool:
     stems = [word[:-1], word[:-2]] if word.endswith("ed") else []
     if word.endswith("ies"):
         stems.append(word[:-3] + "y")
-    elif word.endswith("es") or (word.endswith("s") and not word.endswith("ss")):
-        stems += [word[:-1], word[:-2]]
+    if word.endswith("s") and not word.endswith("ss"):
+        stems += [word[:-1], word[:-2]]  # "movies", "boxes", "goals"
     if any(len(stem) > 2 and stem in ranks for stem in stems):
         return True
     base = word[:-1] if word.endswith("e") else word

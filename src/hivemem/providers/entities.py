@@ -335,24 +335,28 @@ def _common_capital(name: str, first: bool) -> bool:
     return first or found < MID_SENTENCE_COMMON_RANK
 
 
-# Verbs and auxiliaries after a sentence's first word that make it the subject of a
-# finite verb ("Bruno answered", "Hugo is out"), besides a regular past (-ed) or a third
-# person's -s of a vocabulary verb; an adverb may stand between ("Boris also said").
-_FINITE_TEXT = """is was has had will would can could should shall may might must does did
-    isn't wasn't hasn't hadn't won't wouldn't can't couldn't shouldn't doesn't didn't
-    went came got made took gave left felt knew saw found ran bought brought sent spent
-    built kept lost won paid sat stood began drove flew ate wrote thinks"""
-_FINITE = cues.words(_FINITE_TEXT) | cues.SPEECH_VERBS
+# Verbs after a sentence's first word that make it the subject of a past or reported act
+# ("Bruno answered", "Hugo said"): a speech verb, a common irregular past or a regular
+# past (-ed) of a vocabulary word; an adverb may stand between ("Boris also said"). Not
+# the copula, a modal or an -s form: "Nature is", "Yoga can", "Tough times" on LoCoMo.
+_PAST_TEXT = """went came got made took gave left felt knew saw found ran bought brought
+    sent spent built kept lost won paid sat stood began drove flew ate wrote did had"""
+_PAST = cues.words(_PAST_TEXT) | cues.SPEECH_VERBS
+# Past participles that follow an intensifier as adjectives ("Super excited!").
+_FEELING_TEXT = """excited pumped thrilled stoked interested tired bored worried scared
+    amazed surprised impressed inspired motivated relieved pleased delighted blessed
+    obsessed exhausted stressed overwhelmed"""
+_FEELINGS = cues.words(_FEELING_TEXT)
 _BETWEEN = cues.words("also just never already still then finally always often now")
 _NEXT_TWO = re.compile(r" ([a-z][a-z'’]*)(?: ([a-z][a-z'’]*))?")
 
 
 def _acts(name: str, text: str, end: int) -> bool:
     """Whether a sentence's first word that the vocabulary holds is a name after all
-    because a finite verb follows it ("Bruno answered Ana", "Hugo is out today"): it is
-    one word, of no common noun's or verb's family (``common_words.inflected``: not
-    "Suggest", "Archived", "Goal"), not an adverb in -ly, and not followed by a comma
-    ("Somehow, ...") or an object ("Mail the form"). Found at merge: the vocabulary is
+    because a past verb follows it ("Bruno answered Ana", "Rafael deployed the fix"): it
+    is one word, of no common noun's or verb's family (``common_words.inflected``: not
+    "Suggest", "Archived", "Goal"), not an adverb in -ly, and followed neither by a comma
+    ("Somehow, ...") nor an object ("Mail the form"). Found at merge: the vocabulary is
     uncased and holds most first names, so "Bruno answered Ana" had lost Bruno."""
     key = _fold(name)
     if " " in key or key.endswith("ly") or common_words.inflected(key):
@@ -363,12 +367,11 @@ def _acts(name: str, text: str, end: int) -> bool:
     verb = after[1]
     if verb in _BETWEEN or (verb.endswith("ly") and len(verb) > 4):
         verb = after[2] or ""
-    if verb in _FINITE:
+    if verb in _PAST:
         return True
-    if verb.endswith("ed") and len(verb) > 4:
-        return common_words.rank(verb) is not None or common_words.rank(verb[:-2]) is not None
-    stem = verb[:-1]
-    return verb.endswith("s") and not verb.endswith("ss") and common_words.inflected(stem)
+    if not verb.endswith("ed") or len(verb) < 5 or verb in _FEELINGS:
+        return False
+    return any(common_words.rank(stem) is not None for stem in (verb, verb[:-1], verb[:-2]))
 
 
 _LINE_WORD = re.compile(r"[^\W\d_][\w'’-]{3,}")  # a word of four letters or more
