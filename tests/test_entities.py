@@ -96,6 +96,32 @@ def test_time_words_acronyms_and_sentence_openers_are_no_entities_at_all():
         "Scalzi", "Terence"]  # fmt: skip
 
 
+def test_a_name_that_opens_a_sentence_stays_a_name_where_a_past_verb_follows_it():
+    """Found at merge: the bundled vocabulary is uncased and holds most first names
+    ("bruno" is its 7,204th word, "answered" its 2,302nd), so dropping every
+    sentence-initial word of it lost Bruno in "Bruno answered Ana". A past verb after a
+    word of no common noun's or verb's family keeps the name; openers that are common
+    words (an imperative, an adverb, a participle, a noun with a plural) stay dropped.
+    A name before "is" stays dropped unless a list knows it ("Kenji is out today")."""
+    assert pairs("Bruno answered Ana, turn 3") == [("Bruno", "bruno", P), ("Ana", "ana", P)]
+    for text, name in [
+        ("Rafael deployed the fix.", "Rafael"),
+        ("Hugo also said no.", "Hugo"),
+        ("Priya deployed the fix.", "Priya"),
+        ("Kenji is out today.", "Kenji"),
+    ]:
+        assert [m.name for m in extract(text)] == [name], text
+    openers = (
+        "Suggest two fixes. Somehow it worked. Archived from the original. Mail the form. "
+        "Plus, it helps. Key ideas matter. Resolve roadblocks. Namely, the cost."
+    )
+    assert extract(openers) == []
+    # Found on chat turns: a copula, a modal or a plural after a mass noun or an
+    # adjective ("Nature is", "Tough times") is no name's evidence; nor is a feeling.
+    chat = "Nature is so calming. Yoga can help. Tough times pass. Super excited! Movies can wait."
+    assert extract(chat) == []
+
+
 def test_a_cue_or_a_list_keeps_a_common_word_a_name():
     """A common word is a name where the text or a list says so: a verb of moving before
     it makes a place, a meeting verb or a greeting that opens the sentence a person, the

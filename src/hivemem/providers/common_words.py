@@ -37,3 +37,27 @@ def rank(word: str) -> int | None:
     None when the vocabulary does not hold it as a whole word (rare words, most names
     of people and places outside the commonest)."""
     return _ranks().get(word)
+
+
+def inflected(word: str) -> bool:
+    """Whether ``word`` (lower case) belongs to a common noun's or verb's family in the
+    vocabulary: it is an inflection of a vocabulary word ("archived", "based") or an
+    inflection of it is one ("suggest": "suggested"; "goal": "goals"). First names have
+    none ("bruno", "rafael", "hugo"), so this tells a name at a sentence's start from the
+    common words the uncased vocabulary also holds (its rank cannot: "bruno" 7,204th,
+    "answered" 2,302nd). Words of under three letters are never checked."""
+    ranks = _ranks()
+    if len(word) < 3 or word not in ranks:
+        return False
+    stems = [word[:-1], word[:-2]] if word.endswith("ed") else []
+    if word.endswith("ies"):
+        stems.append(word[:-3] + "y")
+    if word.endswith("s") and not word.endswith("ss"):
+        stems += [word[:-1], word[:-2]]  # "movies", "boxes", "goals"
+    if any(len(stem) > 2 and stem in ranks for stem in stems):
+        return True
+    base = word[:-1] if word.endswith("e") else word
+    forms = [word + "s", word + "es", word + "ed", word + "ing", base + "ed", base + "ing"]
+    if word.endswith("y"):
+        forms += [word[:-1] + "ies", word[:-1] + "ied"]
+    return any(form in ranks for form in forms)

@@ -103,7 +103,9 @@ PLACE_VERBS = words(
 )
 PLACE_PREPOSITIONS = words("to in from at near around")
 # Verbs right after a name that make it a person ("Gail says", "Khan said").
-SPEECH_VERBS = words("said says told tells asked asks replied replies wrote writes thinks thought")
+SPEECH_VERBS = words(
+    "said says told tells asked asks answered answers replied replies wrote writes thinks thought"
+)
 
 # Capitalised words that are no names: time zones, the 12-hour clock, weekday
 # abbreviations and plurals ("Tues", "Fridays"), and interjections that open a turn.
