@@ -32,25 +32,45 @@ def _home(item: Any, modules: dict[str, Any]) -> str | None:
     return None
 
 
-def _runs_already(item: Any, modules: dict[str, Any]) -> bool:
+def _in_source(item: Any, home: Any) -> str:
+    """The node id the same run has in the source module: the backends module's path
+    replaced by the source's, the ``sqlite`` parameter dropped."""
+    path = Path(home.__file__).relative_to(item.config.rootpath).as_posix()
+    callspec = getattr(item, "callspec", None)
+    if callspec is None or callspec.id == "sqlite":
+        return f"{path}::{item.originalname}"
+    rest = callspec.id
+    if rest.startswith("sqlite-"):
+        rest = rest.removeprefix("sqlite-")
+    elif rest.endswith("-sqlite"):
+        rest = rest.removesuffix("-sqlite")
+    else:
+        rest = rest.replace("-sqlite-", "-", 1)
+    return f"{path}::{item.originalname}[{rest}]"
+
+
+def _runs_already(item: Any, modules: dict[str, Any], nodeids: set[str]) -> bool:
     """Whether ``item`` is a test a ``test_backends_*`` module imported (``from test_x
-    import *``) from a module this session also collects, in a run that its own module
-    makes already: the SQLite parameter (the backends module's ``db_path`` is the same
-    ``tmp_path / "memory.db"`` there) or a test that takes no backend at all. Only the
-    PostgreSQL runs are the backends module's own."""
+    import *``) in a run that its own module makes in this session too: the SQLite
+    parameter (the backends module's ``db_path`` is the same ``tmp_path / "memory.db"``
+    there) or a test that takes no backend at all. Only when that very node id is
+    collected: the PostgreSQL runs, and every run without its twin, stay."""
     if getattr(item, "function", None) is None or getattr(item, "module", None) is None:
         return False
     home = _home(item, modules)
     if home is None or home == item.module.__name__:
         return False  # a test of the module's own, or its module is not in this run
     callspec = getattr(item, "callspec", None)
-    return callspec is None or "postgres" not in callspec.params.values()
+    if callspec is not None and "postgres" in callspec.params.values():
+        return False
+    return _in_source(item, modules[home]) in nodeids
 
 
 @pytest.hookimpl(trylast=True)  # after -k / -m deselected theirs: count only what runs
 def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
     modules = {i.module.__name__: i.module for i in items if getattr(i, "module", None)}
-    repeated = [item for item in items if _runs_already(item, modules)]
+    nodeids = {item.nodeid for item in items}
+    repeated = [item for item in items if _runs_already(item, modules, nodeids)]
     if repeated:
         config.hook.pytest_deselected(items=repeated)
         kept = set(map(id, repeated))
