@@ -246,16 +246,17 @@ def test_the_wal_stays_bounded_when_another_process_reads(tmp_path, monkeypatch)
     """``serve-http --workers N``: the readers that keep the WAL from restarting are
     another process's, which the writer cannot hold back. Its checkpoint waits for their
     snapshots (up to WAL_DRAIN_S) instead of giving up at once. Here the other process
-    is a second handle on the file: to SQLite, connections are connections."""
+    is a second handle on the file: to SQLite, connections are connections. (100 saves:
+    the WAL reached 19 MB with the restart off, 0.6 MB with it.)"""
     from hivemem.store.sqlite import pool
 
     monkeypatch.setattr(pool, "WAL_RESTART_BYTES", 256 * 1024)
     monkeypatch.setattr(pool, "WAL_CHECK_EVERY", 8)
     path = tmp_path / "m.db"
     with _open(path, read_connections=2) as store, _open(path, read_connections=2) as other:
-        largest = _largest_wal_while_reading(store, other, 200)
+        largest = _largest_wal_while_reading(store, other, 100)
         assert largest < 2 * 1024 * 1024, largest
-        assert len(other.scope("a").list(limit=1000)) == 200
+        assert len(other.scope("a").list(limit=1000)) == 100
 
 
 class _CountingEmbedder:
