@@ -32,11 +32,13 @@ browser:
 demo: install-runtime
 	$(BIN)/python -m hivemem.frontends.demo
 
+# The 15 slowest tests close the run's output, so a test that grows the suite's time
+# shows in every CI log (README: how long `make test` takes).
 test: install browser
 	$(BIN)/ruff check src tests examples
 	$(BIN)/ruff format --check src tests examples
 	$(BIN)/python -m mypy
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=15
 
 # The reliability suite in its long form (docs/reliability.md): every test marked
 # `reliability` (all of tests/reliability/), with many more fuzz examples than `make test`.

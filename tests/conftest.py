@@ -9,7 +9,9 @@ import pytest
 
 import hivemem
 
-pytest_plugins = ["pg"]  # tests/pg.py: a real PostgreSQL, and fixtures over both backends
+# tests/pg.py: a real PostgreSQL, and fixtures over both backends; tests/repeats.py: the
+# SQLite runs that the test_backends_* modules only repeat, run once
+pytest_plugins = ["pg", "repeats"]
 
 
 class FakeClock:

@@ -125,12 +125,25 @@ def pg_server() -> Any:
     shutil.rmtree(folder.parent, ignore_errors=True)
 
 
+# Empties the shared test database: every table that holds a page (live or dead rows, in
+# the table or its TOAST table) or owns a sequence that was used is truncated, its
+# sequences restarted; a table no test wrote since it was last emptied has nothing to
+# undo. Truncating only those took 100-195 ms a test instead of 275-283 ms (load 9, Nov
+# 2026): TRUNCATE costs per table, and a test writes a few of the ~20.
 RESET = """
 DO $$ DECLARE names text; BEGIN
   DROP TABLE IF EXISTS chunk_vectors;
-  SELECT string_agg(quote_ident(tablename), ', ') INTO names FROM pg_tables
-   WHERE schemaname = 'public' AND tablename <> 'migrations';
-  EXECUTE 'TRUNCATE ' || names || ' RESTART IDENTITY CASCADE';
+  SELECT string_agg(format('%I', c.relname), ', ') INTO names
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+   WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND c.relname <> 'migrations'
+     AND (pg_relation_size(c.oid) > 0
+          OR (c.reltoastrelid <> 0 AND pg_relation_size(c.reltoastrelid) > 0) OR EXISTS (
+          SELECT 1 FROM pg_depend d JOIN pg_sequences s ON s.schemaname = 'public'
+            AND format('%I', s.sequencename)::regclass = d.objid
+           WHERE d.refobjid = c.oid AND d.deptype IN ('a', 'i') AND s.last_value IS NOT NULL));
+  IF names IS NOT NULL THEN
+    EXECUTE 'TRUNCATE ' || names || ' RESTART IDENTITY CASCADE';
+  END IF;
 END $$"""
 
 

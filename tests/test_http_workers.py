@@ -135,14 +135,14 @@ def test_workers_share_one_file_and_survive_a_kill_of_one(tmp_path):
     db = tmp_path / "m.db"
     auth = _token(db)
     server, base = _start(db, "--workers", "2")
+    stop = threading.Event()
     try:
         workers = _children(server.pid)
         assert len(workers) == 2, workers
         acknowledged: dict[str, str] = {}
         refused: list[str] = []  # answers other than 200: none expected
         dropped: list[str] = []  # connections of the killed worker
-        stop = threading.Event()
-        lock = threading.Lock()
+        lock = threading.Condition()  # notified at each acknowledged write
 
         def write(n: int) -> None:
             i = 0
@@ -158,15 +158,27 @@ def test_workers_share_one_file_and_survive_a_kill_of_one(tmp_path):
                     if r.status_code == 200:
                         with lock:
                             acknowledged[r.json()["memory"]["id"]] = content
+                            lock.notify_all()
                     else:
                         refused.append(r.text)
 
         threads = [threading.Thread(target=write, args=(n,)) for n in range(4)]
         for t in threads:
             t.start()
-        time.sleep(1.5)
+
+        def acknowledged_reach(count: int) -> None:  # writes under way, not a fixed sleep
+            with lock:
+                assert lock.wait_for(lambda: len(acknowledged) >= count, timeout=60), (
+                    len(acknowledged),
+                    refused,
+                    dropped,
+                )
+
+        acknowledged_reach(12)  # both workers are taking writes
         os.kill(workers[0], signal.SIGKILL)
-        time.sleep(1.5)
+        with lock:
+            before_kill = len(acknowledged)
+        acknowledged_reach(before_kill + 12)  # and the server goes on taking them
         stop.set()
         for t in threads:
             t.join()
@@ -182,6 +194,7 @@ def test_workers_share_one_file_and_survive_a_kill_of_one(tmp_path):
                 got = client.get(f"/v1/scopes/a/memories/{memory_id}")
                 assert got.status_code == 200 and got.json()["memory"]["content"] == content
     finally:
+        stop.set()  # the writers end even when an assertion above failed
         assert _stop(server) == 0
     assert len(acknowledged) > 20
     with hivemem.open(db, embedder="none") as store:

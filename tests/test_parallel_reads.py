@@ -229,32 +229,34 @@ def test_access_counts_stay_in_their_scope(tmp_path):
 def test_the_wal_stays_bounded_under_overlapping_searches(tmp_path, monkeypatch):
     """Searches that always overlap keep SQLite from restarting the WAL; the writer
     restarts it once it passes WAL_RESTART_BYTES (here 256 kB). Without that the WAL
-    grows with every write (70 MB in the 30 s load bench)."""
+    grows with every write (70 MB in the 30 s load bench; here 30 MB after the 150 saves
+    with the restart off, 0.7 MB with it)."""
     from hivemem.store.sqlite import pool
 
     monkeypatch.setattr(pool, "WAL_RESTART_BYTES", 256 * 1024)
     monkeypatch.setattr(pool, "WAL_CHECK_EVERY", 8)
     path = tmp_path / "m.db"
     with _open(path, read_connections=2) as store:
-        largest = _largest_wal_while_reading(store, store, 400)
+        largest = _largest_wal_while_reading(store, store, 150)
         assert largest < 2 * 1024 * 1024, largest
-        assert len(store.scope("a").list(limit=1000)) == 400
+        assert len(store.scope("a").list(limit=1000)) == 150
 
 
 def test_the_wal_stays_bounded_when_another_process_reads(tmp_path, monkeypatch):
     """``serve-http --workers N``: the readers that keep the WAL from restarting are
     another process's, which the writer cannot hold back. Its checkpoint waits for their
     snapshots (up to WAL_DRAIN_S) instead of giving up at once. Here the other process
-    is a second handle on the file: to SQLite, connections are connections."""
+    is a second handle on the file: to SQLite, connections are connections. (100 saves:
+    the WAL reached 19 MB with the restart off, 0.6 MB with it.)"""
     from hivemem.store.sqlite import pool
 
     monkeypatch.setattr(pool, "WAL_RESTART_BYTES", 256 * 1024)
     monkeypatch.setattr(pool, "WAL_CHECK_EVERY", 8)
     path = tmp_path / "m.db"
     with _open(path, read_connections=2) as store, _open(path, read_connections=2) as other:
-        largest = _largest_wal_while_reading(store, other, 200)
+        largest = _largest_wal_while_reading(store, other, 100)
         assert largest < 2 * 1024 * 1024, largest
-        assert len(other.scope("a").list(limit=1000)) == 200
+        assert len(other.scope("a").list(limit=1000)) == 100
 
 
 class _CountingEmbedder:
