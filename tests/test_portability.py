@@ -89,6 +89,22 @@ def test_round_trip_keeps_every_field_of_every_row(rich, tmp_path):
         assert [(s.session_id, s.episode_count) for s in imported.sessions()] == [("s1", 2)]
 
 
+def test_a_text_with_unicode_line_ends_stays_one_line_of_the_export(tmp_path):
+    """Found by the damaged-files test in CI: a row holding U+2028 was written as is
+    (``ensure_ascii=False``), so a reader that splits lines the way ``str.splitlines``
+    does (U+0085, U+2028, U+2029 too) cut the record in two. They are escaped now."""
+    text = "first\u2028second\x85third\u2029fourth é"
+    with hivemem.open(tmp_path / "a.db") as store:
+        store.scope("a").save(text, key="k", tags=["x\u2028y"])
+        exported = _export(store)
+    lines = exported.splitlines()
+    assert len(lines) == 2 and json.loads(lines[1])["content"] == text
+    assert "é" in lines[1]  # UTF-8 text stays as it is
+    with hivemem.open(tmp_path / "b.db") as copy:
+        assert import_jsonl(copy, io.StringIO(exported)).imported == 1
+        assert copy.scope("a").get("k").content == text
+
+
 def test_import_twice_skips_everything_the_second_time(rich, tmp_path):
     text = _export(rich)
     with hivemem.open(tmp_path / "copy.db") as copy:

@@ -70,6 +70,18 @@ from .exported_rows import memory_from_dict
 if TYPE_CHECKING:
     from ..store.handles import StoreHandle
 
+
+# The characters ``str.splitlines`` (and some JSON Lines readers) take for line ends that
+# ``json.dumps(ensure_ascii=False)`` writes as they are: escaped, so a record is one line to
+# every reader (found by the damaged-files test: a rescued row's bytes held U+2028).
+_LINE_ENDS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def jsonl(value: Any) -> str:
+    """``value`` as one JSON Lines record: UTF-8 text as is, line-end characters escaped."""
+    return json.dumps(value, ensure_ascii=False, allow_nan=False).translate(_LINE_ENDS)
+
+
 FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
 MAX_PROBLEMS = 100  # problems listed in one report; validation stops after that many
@@ -121,7 +133,7 @@ def export_jsonl(
         for memory in store.memories.iter_all(chosen):
             if not include_secrets:
                 memory = store.scrubbed(memory)
-            line = json.dumps(memory.to_dict(), ensure_ascii=False, allow_nan=False)
+            line = jsonl(memory.to_dict())
             fp.write((line if include_secrets else store.scrub(line)) + "\n")
             written += 1
             if progress is not None and written % 100 == 0:
@@ -129,7 +141,7 @@ def export_jsonl(
         if progress is not None and written % 100:
             progress(written % 100)
         for record in records:
-            line = json.dumps(record, ensure_ascii=False, allow_nan=False)
+            line = jsonl(record)
             secret = record["record"] == "vault" and record["is_secret"]
             fp.write((line if include_secrets or secret else store.scrub(line)) + "\n")
     if details is not None:

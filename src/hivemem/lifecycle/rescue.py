@@ -25,7 +25,7 @@ from ..settings import Settings
 from ..store.factory import RawRow, Salvage, SalvageReader
 from ..write.redact import Scrubber
 from .exported_rows import memory_from_dict
-from .portability import FORMAT_VERSION
+from .portability import FORMAT_VERSION, jsonl
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +120,7 @@ def rescue_jsonl(
             fp.write(json.dumps(header) + "\n")
             second, written, rejected = Salvage(), 0, []
             for record, problem in _records(reader, second, chosen, clean):
-                line = json.dumps(record, ensure_ascii=False, allow_nan=False)
+                line = jsonl(record)
                 if problem:
                     rejected.append((str(record.get("id")), problem))
                     if rejects is not None:
