@@ -12,6 +12,7 @@ import hashlib
 import pytest
 
 import hivemem
+from hivemem.evaluation.doctor import diagnose
 from hivemem.store.postgres import keyword as pgkeyword
 from hivemem.store.postgres import migrations, postings
 
@@ -79,6 +80,10 @@ def test_migration_0022_cuts_the_long_lexemes_an_older_store_holds(pg_url):
     with hivemem.open(pg_url, embedder="none") as store:  # 0022 again, as on an old store
         db = store._backend
         assert "0022_long_lexemes" in store.health.schema_version()
+        # re-applied after 0023: doctor judges the set, not the order (found in CI, where
+        # the next test's doctor said "reopen the store to apply migrations", missing [])
+        schema = next(c for c in diagnose(store).checks if c.name == "schema")
+        assert schema.ok, schema.detail
         longest = db._q("SELECT max(octet_length(lexeme)) FROM keyword_postings")[0][0]
         assert longest == pgkeyword.MAX_LEXEME_BYTES
         assert postings.check(db) is None  # the postings followed the chunks
