@@ -3,6 +3,7 @@ counting, measured on the evaluation suites (registered on ``measure.eval_``).""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,29 +15,39 @@ from .common import Env, echo_json, json_option, pass_env
 from .measure import _stage_printer, eval_
 
 
+def _suite_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The suite files, ``--suite`` and ``--limit-questions`` of both commands."""
+    options = (
+        click.option(
+            "--locomo",
+            "locomo_path",
+            type=click.Path(exists=True, dir_okay=False),
+            help="LoCoMo JSON (locomo10.json): the episodes and mixed suites.",
+        ),
+        click.option(
+            "--longmemeval",
+            "lme_path",
+            type=click.Path(exists=True, dir_okay=False),
+            help="LongMemEval JSON, plain or .gz.",
+        ),
+        click.option(
+            "--suite",
+            "only",
+            type=click.Choice(["longmemeval", "locomo", "locomo-mixed"]),
+            multiple=True,
+            help="Run only these suites (repeatable).",
+        ),
+        click.option(
+            "--limit-questions", type=click.IntRange(min=1), metavar="N", help="About N per suite."
+        ),
+    )
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
 @eval_.command(name="context")
-@click.option(
-    "--locomo",
-    "locomo_path",
-    type=click.Path(exists=True, dir_okay=False),
-    help="LoCoMo JSON (locomo10.json): the episodes and mixed suites.",
-)
-@click.option(
-    "--longmemeval",
-    "lme_path",
-    type=click.Path(exists=True, dir_okay=False),
-    help="LongMemEval JSON, plain or .gz.",
-)
-@click.option(
-    "--suite",
-    "only",
-    type=click.Choice(["longmemeval", "locomo", "locomo-mixed"]),
-    multiple=True,
-    help="Run only these suites (repeatable).",
-)
-@click.option(
-    "--limit-questions", type=click.IntRange(min=1), metavar="N", help="About N per suite."
-)
+@_suite_options
 @click.option(
     "--min-score",
     "floors",
@@ -72,8 +83,6 @@ def context_(
     """
     from ...evaluation.context_eval import format_context, run_context_suite
 
-    if locomo_path is None and lme_path is None:
-        raise InvalidInput("path", "give --locomo PATH and/or --longmemeval PATH")
     reports = []
     for suite in _chosen(locomo_path, lme_path, limit_questions, only):
         report = run_context_suite(
@@ -94,28 +103,7 @@ def context_(
 
 
 @eval_.command(name="access")
-@click.option(
-    "--locomo",
-    "locomo_path",
-    type=click.Path(exists=True, dir_okay=False),
-    help="LoCoMo JSON (locomo10.json): the episodes and mixed suites.",
-)
-@click.option(
-    "--longmemeval",
-    "lme_path",
-    type=click.Path(exists=True, dir_okay=False),
-    help="LongMemEval JSON, plain or .gz.",
-)
-@click.option(
-    "--suite",
-    "only",
-    type=click.Choice(["longmemeval", "locomo", "locomo-mixed"]),
-    multiple=True,
-    help="Run only these suites (repeatable).",
-)
-@click.option(
-    "--limit-questions", type=click.IntRange(min=1), metavar="N", help="About N per suite."
-)
+@_suite_options
 @click.option(
     "--keep", type=click.Path(file_okay=False), metavar="DIR", help="As `eval all --keep`."
 )
@@ -137,8 +125,6 @@ def access_(
     """
     from ...evaluation.access_eval import format_access, run_access_suite
 
-    if locomo_path is None and lme_path is None:
-        raise InvalidInput("path", "give --locomo PATH and/or --longmemeval PATH")
     reports = []
     for suite in _chosen(locomo_path, lme_path, limit_questions, only):
         report = run_access_suite(
@@ -159,6 +145,8 @@ def _chosen(
 ) -> list[Any]:
     """The suites of the files given (not the bundled paraphrase suite, which has no
     sessions to build a block from), or those of ``--suite``."""
+    if locomo_path is None and lme_path is None:
+        raise InvalidInput("path", "give --locomo PATH and/or --longmemeval PATH")
     return [
         suite
         for suite in suites_for(locomo_path, lme_path, limit)
