@@ -178,25 +178,18 @@ def format_real_long(report: RealLongReport) -> str:
         "not included:"
     ]
     for r in report.results:
-        for name, mine, theirs in (
-            ("first query", r.hivemem.first, r.plain.first),
-            ("warm", r.hivemem.warm, r.plain.warm),
-        ):
-            ratio = mine.p95_ms / theirs.p95_ms if theirs.p95_ms > 0 else float("inf")
-            lines.append(
-                f"  limit {r.limit:>2} {name:<11} HiveMem p50 {mine.p50_ms:6.1f} p95 "
-                f"{mine.p95_ms:6.1f} | plain FTS5 p50 {theirs.p50_ms:6.1f} p95 "
-                f"{theirs.p95_ms:6.1f} | p95 ratio {ratio:4.2f}x (n={mine.count})"
-            )
-        for name, mine, theirs in (
-            ("first CPU", r.hivemem.first_cpu, r.plain.first_cpu),
-            ("warm CPU", r.hivemem.warm_cpu, r.plain.warm_cpu),
+        for name, mine, theirs, counted in (
+            ("first query", r.hivemem.first, r.plain.first, True),
+            ("warm", r.hivemem.warm, r.plain.warm, True),
+            ("first CPU", r.hivemem.first_cpu, r.plain.first_cpu, False),
+            ("warm CPU", r.hivemem.warm_cpu, r.plain.warm_cpu, False),
         ):
             ratio = mine.p95_ms / theirs.p95_ms if theirs.p95_ms > 0 else float("inf")
             lines.append(
                 f"  limit {r.limit:>2} {name:<11} HiveMem p50 {mine.p50_ms:6.1f} p95 "
                 f"{mine.p95_ms:6.1f} | plain FTS5 p50 {theirs.p50_ms:6.1f} p95 "
                 f"{theirs.p95_ms:6.1f} | p95 ratio {ratio:4.2f}x"
+                + (f" (n={mine.count})" if counted else "")
             )
         lines.append(
             f"  limit {r.limit:>2} mean hits: HiveMem {r.mean_results:.1f}, "
