@@ -195,6 +195,19 @@ def match_floor(identity: str | None) -> float | None:
     return spec.match_floor if spec else None
 
 
+def session_options(ort: Any, threads: int) -> Any:
+    """ONNX Runtime options of every local embedder: ``threads`` for one operator, none
+    spinning (on a busy machine spinning threads burn the cores they wait for), quiet."""
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.log_severity_level = 3
+    return options
+
+
 def in_length_order(
     texts: Sequence[str], batch_size: int, run: Callable[[list[str]], list[Vector]]
 ) -> list[Vector]:
@@ -351,13 +364,7 @@ class LocalEmbedder:
             raise MissingDependency("the local embedder", _install(self.spec)) from None
         if file_sha256(VOCAB_FILE) != VOCAB_SHA256:
             raise StoreError(f"{VOCAB_FILE}: does not match its pinned sha256; reinstall hivemem")
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = self.threads
-        options.inter_op_num_threads = 1
-        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        options.log_severity_level = 3
+        options = session_options(ort, self.threads)
         model = self.quantized_path() if self.quantize else self.model_path(self.spec)
         self._session = ort.InferenceSession(
             str(model), options, providers=["CPUExecutionProvider"]

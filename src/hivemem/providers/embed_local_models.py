@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import HiveMemError, InvalidInput, MissingDependency
-from .embed import in_length_order
+from .embed import in_length_order, session_options
 
 Vector = Sequence[float]
 _INSTALL = "pip install 'hivemem[sentence-transformers]'"
@@ -287,15 +287,7 @@ class OnnxModelEmbedder:
             from tokenizers import Tokenizer
 
             path = self._onnx_path()
-            options = ort.SessionOptions()
-            options.intra_op_num_threads = self.threads
-            options.inter_op_num_threads = 1
-            options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-            # No spinning threads: on a busy machine they burn the cores they wait for
-            # (as LocalEmbedder).
-            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-            options.log_severity_level = 3
+            options = session_options(ort, self.threads)
             try:
                 session = ort.InferenceSession(
                     str(path), options, providers=["CPUExecutionProvider"]
