@@ -54,6 +54,18 @@ def test_eval_context_and_access_commands(tmp_path):
     assert nothing.exit_code == 2 and "--locomo" in nothing.output
 
 
+def test_eval_context_runs_the_bundled_paraphrase_suite(tmp_path):
+    """The fourth suite of `eval all` is measured too: its answers share no word with
+    their questions, so BM25 in the same tokens never holds one."""
+    args = ["eval", "context", "--suite", "paraphrase", "--limit-questions", "3", "--json"]
+    result = CliRunner().invoke(main, args, env={"HIVEMEM_EMBEDDER": "hash"})
+    assert result.exit_code == 0, result.output
+    [report] = json.loads(result.stdout)
+    assert report["suite"] == "Paraphrase" and report["questions"] == 3
+    assert report["overall"]["bm25"] == 0.0
+    assert report["overall"]["tokens"]["0.05"] > 0  # a block was built for each
+
+
 def test_uncounted_searches_rank_both_passes_alike_and_the_kept_store_is_untouched(tmp_path):
     """Under ``get`` nothing a search returns is counted, so both passes rank alike; the
     passes run on a copy, so the kept store's counts stay 0."""

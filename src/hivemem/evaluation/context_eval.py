@@ -1,6 +1,6 @@
 """How often the context block holds the evidence (``hivemem eval context``).
 
-For every question of a suite (LoCoMo episodes, LoCoMo mixed, LongMemEval; stored as
+For every question of a suite (LoCoMo episodes, LoCoMo mixed, LongMemEval, paraphrase; stored as
 ``hivemem eval all`` stores them) the block ``mem.context(question)`` builds at the
 default budget (50 entries, no token cap; ``max_tokens`` to cap) is scored: *in block*
 when one of its memories is evidence for the question (an evidence turn, or a fact

@@ -33,9 +33,10 @@ def _suite_options(command: Callable[..., None]) -> Callable[..., None]:
         click.option(
             "--suite",
             "only",
-            type=click.Choice(["longmemeval", "locomo", "locomo-mixed"]),
+            type=click.Choice(["longmemeval", "locomo", "locomo-mixed", "paraphrase"]),
             multiple=True,
-            help="Run only these suites (repeatable).",
+            help="Run only these suites (repeatable; default: every suite a file was given "
+            "for, and the bundled paraphrase suite).",
         ),
         click.option(
             "--limit-questions", type=click.IntRange(min=1), metavar="N", help="About N per suite."
@@ -137,18 +138,27 @@ def access_(
         echo_json([r.to_dict() for r in reports])
 
 
-_NAMES = {"LongMemEval": "longmemeval", "LoCoMo episodes": "locomo", "LoCoMo mixed": "locomo-mixed"}
+_NAMES = {
+    "LongMemEval": "longmemeval",
+    "LoCoMo episodes": "locomo",
+    "LoCoMo mixed": "locomo-mixed",
+    "Paraphrase": "paraphrase",
+}
 
 
 def _chosen(
     locomo_path: str | None, lme_path: str | None, limit: int | None, only: tuple[str, ...]
 ) -> list[Any]:
-    """The suites of the files given (not the bundled paraphrase suite, which has no
-    sessions to build a block from), or those of ``--suite``."""
-    if locomo_path is None and lme_path is None:
-        raise InvalidInput("path", "give --locomo PATH and/or --longmemeval PATH")
+    """The suites of the files given and the bundled paraphrase suite (as ``eval all``
+    runs them), or those of ``--suite``. The paraphrase suite alone needs no file, but
+    only when asked for: a bare command is more likely a forgotten path than a wish to
+    store its 2,222 turns."""
+    if locomo_path is None and lme_path is None and "paraphrase" not in only:
+        raise InvalidInput(
+            "path", "give --locomo PATH and/or --longmemeval PATH, or --suite paraphrase"
+        )
     return [
         suite
         for suite in suites_for(locomo_path, lme_path, limit)
-        if suite.name in _NAMES and (not only or _NAMES[suite.name] in only)
+        if not only or _NAMES[suite.name] in only
     ]
