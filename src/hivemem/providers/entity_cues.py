@@ -155,6 +155,13 @@ PLACE_TAILS = words(
     stadium speedway museum gallery cathedral church temple palace castle tower hotel
     resort residence pub cafe café bar restaurant market mall zoo garden gardens"""
 )
+# Lower-case nouns of geography after a name that make it a place, whatever a list says
+# ("the Amazon rainforest", "the Hudson river", "the Mojave desert").
+PLACE_NOUNS = words(
+    """river rivers rainforest forest desert mountains lake valley canyon
+    coast coastline island islands peninsula bay beach falls basin ocean delta glacier
+    volcano"""
+)
 # Abbreviations of places written in capitals ("the UK", "NYC").
 PLACE_ACRONYMS = words("uk us usa nyc la gb eu uae sf dc")
 # Words that end an organisation's name beyond the legal forms of entities.py.
@@ -162,6 +169,29 @@ ORG_TAILS = words(
     """airways airlines times news post journal magazine club united fc studios records
     media press hospital clinic school college academy church band orchestra"""
 )
+# Institution words after which "for" joins a name ("Institute for Advanced Study",
+# "Center for Disease Control", "Society for Science"): such a name is an organisation.
+FOR_HEADS = words(
+    """institute center centre foundation society association council committee office
+    department agency ministry school college academy museum alliance coalition fund
+    bureau commission organization organisation union league network trust partnership"""
+)
+# Words of work and shopping before at/from/for/by that make the name after them an
+# organisation: "works at Brightline", "a splurge at Anthropologie", "hired by Acme".
+ORG_CONTEXT_WORDS = words(
+    """work works worked working job jobs intern interned interning internship employed
+    employee employees hired shop shops shopped shopping splurge splurged bought buy
+    buying purchased purchase ordered order orders sale sales deal deals discount coupon
+    membership subscription"""
+)
+ORG_PREPOSITIONS = words("at from for")
+# Before "by" only these: "hired by Acme", "owned by Umbrella" (not "works by Monet").
+ORG_BY_WORDS = words("hired employed owned acquired sponsored funded")
+# What only a company or an institution does, after its name: "Umbrella announced",
+# "Acme has partnered" (not "faced": "the Mayans faced"); and, after was/is/has been,
+# "Arena was incorporated".
+ORG_ACTS = words("announced announces partnered merged recalled acquires acquired")
+ORG_PASSIVE_ACTS = words("incorporated founded acquired headquartered established listed")
 # Apps and platforms an agent's memory often names (beyond entities.py's developer tools).
 APPS = words(
     """youtube linkedin facebook twitter instagram tiktok snapchat whatsapp telegram

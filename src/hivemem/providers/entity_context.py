@@ -1,0 +1,105 @@
+"""Context cues of the regex entity pass (``entities.extract``): the words around a
+capitalised name that tell its kind where no list does. "Hey Jo" or "my dog Pepper" make
+a person, "moved to Reading" a place, "works at Brightline" an organisation.
+
+Kept apart from ``entities.py`` so that module stays a readable size; these functions
+are pure and cheap (a regex over the 60 characters around a name), for the write path.
+"""
+
+from __future__ import annotations
+
+import re
+
+from . import entity_cues as cues
+
+_OPENERS = " \t\"'“‘([*-"  # what may stand between a sentence's end and its first word
+
+
+def opens_sentence(text: str, start: int) -> bool:
+    """Whether the word at ``start`` is the first of a sentence (or of the text, a line,
+    or what follows a colon: "Caroline: Bought apples")."""
+    before = text[max(0, start - 40) : start].rstrip(_OPENERS)
+    return not before or before[-1] in ".!?…\n\r:;"
+
+
+def fold(word: str) -> str:
+    return word.casefold().replace("’", "'")
+
+
+_BEFORE = re.compile(r"([\w'’-]+)[\s,]*$")
+_LAST_TWO = re.compile(r"([\w'’-]+)\s+([\w'’-]+)\s*$")
+_TWO_BEFORE = re.compile(r"([\w'’-]+)\s+(?:[\w'’-]+\s+)?([\w'’-]+)\s*$")
+_AFTER = re.compile(r"^(?:'s|’s)?\s*([\w'’-]+)")
+_OWNERS = cues.words("my his her our your their")
+
+
+def person_cue(text: str, start: int, end: int) -> bool:
+    """Whether the text makes the name at ``start:end`` a person: a greeting or thanks
+    right before it ("Hey Jo", "Thanks, Deb"), a relation word after my/his/her/...
+    ("my friend Sam", "our dog Daisy") or "named" before it, a speech verb after it
+    ("Gail says"), or a vocative at a sentence's end (", Maria!")."""
+    offset = max(0, start - 60)
+    before = text[offset:start]
+    word = _BEFORE.search(before)
+    if word is not None:
+        key = fold(word[1])
+        if key in cues.NAMING_WORDS or key in cues.MEETING_WORDS:
+            return True
+        # a greeting addresses someone where it opens the sentence ("Hey Jo", "Thanks,
+        # Deb"), not inside one ("at the Night Market", "a great Dane")
+        if key in cues.ADDRESS_WORDS and opens_sentence(text, offset + word.start(1)):
+            return True
+        if key in cues.RELATION_WORDS:
+            pair = _TWO_BEFORE.search(before)
+            if pair is not None and fold(pair[1]) in _OWNERS:
+                return True
+    after = text[end : end + 30]
+    verb = _AFTER.match(after)
+    if verb is not None and fold(verb[1]) in cues.SPEECH_VERBS and not after.startswith(("'", "’")):
+        return True
+    return (
+        before.rstrip().endswith(",")
+        and after[:1] in ("!", "?", ".")
+        and (after[1:2] in ("", " ", "\n", '"', "'"))
+    )
+
+
+def place_cue(text: str, start: int) -> bool:
+    """Whether a verb of moving or living and a preposition right before ``start`` make
+    the name there a place ("moved to Reading", "living in Bath", "trip to Nice")."""
+    pair = _LAST_TWO.search(text[max(0, start - 40) : start])
+    return (
+        pair is not None
+        and fold(pair[2]) in cues.PLACE_PREPOSITIONS
+        and fold(pair[1]) in cues.PLACE_VERBS
+    )
+
+
+_VERB_PREPOSITION = re.compile(r"([\w'’-]+)\s+([\w'’-]+)\s+(?:the\s+)?$")
+_ACTS_AFTER = re.compile(
+    r"(?:'s|’s)?\s+(?:(was|were|is|has been|had been|has|have|had)\s+)?([a-z]+)"
+)
+
+
+def org_cue(text: str, start: int, end: int, acts_only: bool = False) -> bool:
+    """Whether the text makes the name at ``start:end`` an organisation: a word of work
+    or shopping and a preposition right before it ("works at Brightline", "a splurge at
+    Anthropologie", "ordered from Newegg", "hired by the Acme"), or an act only a
+    company does after it ("Arena was incorporated", "Umbrella has announced"; not
+    "faced": "the Mayans faced"). Checked for names no list typed, once the common-word checks
+    let them through ("deals at Christmas" stays no entity). With ``acts_only`` only
+    the act counts: an app's name is the company where it acts as one ("Netflix
+    announced") and the service where it is bought ("a subscription for Netflix")."""
+    pair = None if acts_only else _VERB_PREPOSITION.search(text, max(0, start - 40), start)
+    if pair is not None:
+        verb, preposition = fold(pair[1]), fold(pair[2])
+        if preposition in cues.ORG_PREPOSITIONS and verb in cues.ORG_CONTEXT_WORDS:
+            return True
+        if preposition == "by" and verb in cues.ORG_BY_WORDS:
+            return True
+    act = _ACTS_AFTER.match(text, end, end + 40)
+    if act is None:
+        return False
+    if act[1] in ("was", "were", "is", "has been", "had been"):
+        return act[2] in cues.ORG_PASSIVE_ACTS
+    return act[2] in cues.ORG_ACTS
