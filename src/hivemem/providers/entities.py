@@ -25,6 +25,7 @@ from enum import StrEnum
 from . import common_words
 from . import entity_cues as cues
 from .entity_context import fold as _fold
+from .entity_context import in_code as _in_code
 from .entity_context import opens_sentence as _opens_sentence
 from .entity_context import org_cue as _org_cue
 from .entity_context import person_cue as _person_cue
@@ -156,8 +157,10 @@ def name_type(name: str) -> EntityType:
         return EntityType.ORGANIZATION
     if len(words) > 2 and words[1] in ("of", "for") and words[0] in _ORG_SUFFIXES:
         return EntityType.ORGANIZATION  # "University of Michigan", "Bank of America"
-    if len(words) > 2 and words[1] == "for" and words[0] in cues.FOR_HEADS:
-        return EntityType.ORGANIZATION  # "Institute for Advanced Study"
+    # "Institute for Advanced Study", "Department of Defense" (not "League of Legends")
+    institution = len(words) > 2 and words[0] in cues.FOR_HEADS
+    if institution and (words[1] == "for" or (words[1] == "of" and words[0] != "league")):
+        return EntityType.ORGANIZATION
     if key in cues.ORGANIZATIONS:
         return EntityType.ORGANIZATION
     if many and words[0] in _PROJECT_HEADS and words[1] not in _PROJECT_ROLES:
@@ -404,9 +407,12 @@ def _heading(text: str, start: int, end: int, first: bool, seen: dict[int, bool]
     return seen[line_start]
 
 
-_MODEL_NUMBER = re.compile(r"-\d+[^\W_]*(?![\w-])")  # "-1" of "DS-1", "-19" of "COVID-19"
+# A model's number after a brand's name: "-1" of "Boss DS-1", " 5" of "Fitbit Charge 5",
+# " 80D" of "Canon EOS 80D" (not " 50mm", " 2.8", " 5%" nor ' 7"').
+_MODEL_NUMBER = re.compile(r"-\d+[^\W_]*(?![\w-])| \d+[A-Z]{0,2}(?![\w%\"”″'’-]|[.,:/]\d)")
 _LABEL_NUMBER = re.compile(r" (?:\d{1,3}|[IVX]+)(?![\w-]|[.,/]\d)")  # "Module 3", "Phase II"
 _PLACE_LIKE = frozenset({EntityType.OTHER, EntityType.ORGANIZATION})
+_PRODUCT_LIKE = frozenset({EntityType.OTHER, EntityType.TOOL})  # not "Caroline Smith 3 times"
 _ORG_LIKE = frozenset({EntityType.OTHER, EntityType.TOOL})
 _PLACE_NOUN_AFTER = re.compile(rf" (?:{'|'.join(sorted(cues.PLACE_NOUNS))})\b")
 
@@ -416,14 +422,19 @@ def _label(name: str, text: str, end: int) -> bool:
     noun (one of a family in the vocabulary: ``common_words.inflected``) numbered
     ("Module 3", "Objective 2", "Chapter IV"; not "Avatar 2", "Battlefield 1" nor "Canon
     24-70mm") or lettered ("Cat B", "Plan B"; not "Booker T"), or a project word before
-    a role's ("Program Chair", "Project Manager")."""
+    a role's ("Program Chair", "Project Manager"), or a role's title ("Senior Software
+    Engineer", "Assistant Director": ``ROLE_TAILS``)."""
     words = name.split(" ")
     head = _fold(words[0])
     if len(words) == 1:
         return common_words.inflected(head) and bool(_LABEL_NUMBER.match(text, end))
     if len(words) == 2 and len(words[1]) == 1 and words[1].isupper():
         return common_words.inflected(head)
-    return head in _PROJECT_HEADS and _fold(words[1]) in _PROJECT_ROLES
+    if head in _PROJECT_HEADS and _fold(words[1]) in _PROJECT_ROLES:
+        return True
+    return _fold(words[-1]) in cues.ROLE_TAILS and all(
+        name_type(word) is EntityType.OTHER for word in words[:-1]
+    )
 
 
 def _heading_words(words: list[str]) -> bool:
@@ -569,12 +580,15 @@ def _names_in_run(run: str) -> list[str]:
 def _no_name(word: str, key: str) -> bool:
     """A capitalised word that is no name: shouting (all capitals, over six letters), a
     time zone, weekday abbreviation or interjection ("UTC", "Tues", "Oof"), or an
-    acronym of a common noun written as one ("API", "TV", "IoT"; not "Ok" or "Pin")."""
+    acronym of a common noun written as one, or its plural ("API", "TV", "CRMs"; not
+    "Ok" or "Pin")."""
     if word.isupper() and len(word) > 6:
         return True
     if key in cues.NOT_NAMES:
         return True
-    return key in cues.COMMON_ACRONYMS and word != word.capitalize()
+    if word == word.capitalize():
+        return False
+    return key in cues.COMMON_ACRONYMS or (key[-1:] == "s" and key[:-1] in cues.COMMON_ACRONYMS)
 
 
 _WEEKDAY_PLURALS = frozenset(day + "s" for day in _WEEKDAYS)
@@ -677,7 +691,7 @@ def extract(text: str, max_mentions: int = 32) -> list[Mention]:
                 first = False
                 kind = name_type(name)
             model = _MODEL_NUMBER.match(text, at + len(name))
-            if model is not None and " " in name and at + len(name) == match.end():
+            if model and " " in name and kind in _PRODUCT_LIKE and at + len(name) == match.end():
                 name += model[0]  # "Boss DS-1", "Ford F-150" (a brand's model; "COVID-19"
                 # stays "COVID", what a question says)
             key = canonical(name)
@@ -702,6 +716,8 @@ def extract(text: str, max_mentions: int = 32) -> list[Mention]:
                 kind = EntityType.ORGANIZATION  # "works at Brightline", "Facebook has faced"
             if kind is EntityType.OTHER and _label(name, text, at + len(name)):
                 continue  # "Module 3", "Cat B", "Program Chair": a label or a role
+            if kind is EntityType.OTHER and _in_code(text, at):
+                continue  # "class RegistrationViewSet(...)": an identifier
             if kind in _PLACE_LIKE and _PLACE_NOUN_AFTER.match(text, at + len(name)):
                 kind = EntityType.LOCATION  # "the Amazon rainforest", "the Hudson river"
             if kind is EntityType.PERSON:

@@ -103,3 +103,25 @@ def org_cue(text: str, start: int, end: int, acts_only: bool = False) -> bool:
     if act[1] in ("was", "were", "is", "has been", "had been"):
         return act[2] in cues.ORG_PASSIVE_ACTS
     return act[2] in cues.ORG_ACTS
+
+
+# What only code looks like: an empty call, a method call, a keyword or string argument,
+# an import or definition, an assignment, a block's brace at the line's end. Not
+# "happy(Todd" nor "s 127(4)": prose that lost a space.
+_CODE = re.compile(
+    r"\w\(\)|[a-z_]\.\w+\(|\w\(\w+=|\w\(['\"]|\s=\s|=>|::|[{}]\s*$"
+    r"|^\s*(?:import \w|from \S+ import|def \w|class \w|return\b)"
+)
+
+
+def in_code(text: str, start: int) -> bool:
+    """Whether the name at ``start`` stands in a line of code ("class RegistrationViewSet(
+    viewsets.ModelViewSet):", "from rest_framework import RefreshToken"): a capitalised
+    word there is an identifier, not an entity (checked for names no list typed)."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", start)
+    line = text[line_start : len(text) if line_end < 0 else line_end]
+    if len(line) > 160:  # a long line is prose or data: only what is near the name counts
+        near = start - line_start
+        line = line[max(0, near - 60) : near + 60]
+    return _CODE.search(line) is not None

@@ -167,14 +167,27 @@ PLACE_ACRONYMS = words("uk us usa nyc la gb eu uae sf dc")
 # Words that end an organisation's name beyond the legal forms of entities.py.
 ORG_TAILS = words(
     """airways airlines times news post journal magazine club united fc studios records
-    media press hospital clinic school college academy church band orchestra"""
+    media press hospital clinic school college academy church band orchestra
+    laboratories pharmaceuticals industries enterprises productions entertainment motors
+    brewery brewing factory"""
 )
 # Institution words after which "for" joins a name ("Institute for Advanced Study",
 # "Center for Disease Control", "Society for Science"): such a name is an organisation.
 FOR_HEADS = words(
     """institute center centre foundation society association council committee office
-    department agency ministry school college academy museum alliance coalition fund
+    department agency ministry school college academy alliance coalition fund
     bureau commission organization organisation union league network trust partnership"""
+)
+# Words of a role or a rank that end a title, not a name ("Senior Software Engineer",
+# "Assistant Director", "United States Bankruptcy Judge"): no entity where no word
+# before them is a known name ("Google Assistant" stays).
+ROLE_TAILS = words(
+    """manager managers director directors engineer engineers developer developers
+    designer designers officer officers president chairman chairwoman assistant
+    associate associates specialist specialists coordinator executive executives analyst
+    analysts consultant consultants judge secretary intern administrator representative
+    supervisor architect scientist advisor adviser editor producer technician
+    accountant recruiter strategist lead leader colonel lieutenant sergeant"""
 )
 # Words of work and shopping before at/from/for/by that make the name after them an
 # organisation: "works at Brightline", "a splurge at Anthropologie", "hired by Acme".
