@@ -132,3 +132,17 @@ def test_a_model_number_and_an_institution_word_complete_a_name(text, expected):
 def test_a_percentage_or_a_size_is_no_model_number_and_a_league_of_legends_is_a_game():
     assert found("my Target RedCard 5% discount") == [("Target RedCard", "other")]
     assert found("I play League of Legends a lot") == [("League of Legends", "other")]
+
+
+def test_common_words_in_title_case_text_and_after_a_list_mark_are_no_names():
+    keywords = (
+        "I will give you the main keywords by: Product, Features, Benefits, Purpose, "
+        "Target Audience, Differences, Unique, Memorable, Brand, Company, Logo Design"
+    )
+    assert found(keywords) == [("Memorable", "other")]  # not a common word: kept, as a name
+    assert found("3) How many snacks?\n4) Approximate calories per day?") == []
+    assert found("Sam Reyes | Passionate about bug-free code") == [("Sam Reyes", "person")]
+    # a sentence that names several things is no title-case text: its names stay
+    assert ("World War II", "other") in found(
+        "Who was the leader of the Nazi Party in Germany during World War II?"
+    )

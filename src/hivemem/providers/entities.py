@@ -30,6 +30,9 @@ from .entity_context import opens_sentence as _opens_sentence
 from .entity_context import org_cue as _org_cue
 from .entity_context import person_cue as _person_cue
 from .entity_context import place_cue as _place_cue
+from .entity_layout import MID_SENTENCE_COMMON_RANK
+from .entity_layout import heading as _heading
+from .entity_layout import title_case_label as _title_case_label
 
 
 class EntityType(StrEnum):
@@ -311,13 +314,6 @@ def _common_word(name: str) -> bool:
     return key in _COMMON_INITIAL or (len(key) > 5 and key.endswith(_COMMON_ENDINGS))
 
 
-# A mid-sentence capitalised word at most this common (its rank among the bundled
-# vocabulary's words, ``common_words``) is a title's or heading's word ("the Food for
-# Thought kitchen", "Module 3"), not a name, unless a list or a cue types it. Tuned on the
-# dev half of ``hivemem eval entities``.
-MID_SENTENCE_COMMON_RANK = 4000
-
-
 def _common_capital(name: str, first: bool) -> bool:
     """Whether a one-word name that no list or cue typed is a common word written with a
     capital: any word of the vocabulary at a sentence's start ("Suggest", "Somehow",
@@ -381,32 +377,6 @@ def _acts(name: str, text: str, end: int) -> bool:
     return any(common_words.rank(stem) is not None for stem in (verb, verb[:-1], verb[:-2]))
 
 
-_LINE_WORD = re.compile(r"[^\W\d_][\w'’-]{3,}")  # a word of four letters or more
-
-
-def _heading(text: str, start: int, end: int, first: bool, seen: dict[int, bool]) -> bool:
-    """Whether the name at ``start:end`` is a heading's or a label's words, not a name
-    (checked for names no list or cue typed): a run of several words that opens a
-    sentence and ends in a colon ("Bid Due Date:"), or a line in title case: three or
-    more words of four letters or more, all capitalised, one of them a common word, and
-    no sentence mark at its end ("Allergies Appointment Current", "Benefits of Dofollow
-    Links"; not "Bank of America hired O'Neil" nor a line of names)."""
-    if first and " " in text[start:end] and text[end : end + 1] == ":":
-        return True
-    line_start = text.rfind("\n", 0, start) + 1
-    if line_start not in seen:
-        line_end = text.find("\n", end)
-        line = text[line_start : len(text) if line_end < 0 else line_end].strip()
-        words = _LINE_WORD.findall(line)
-        seen[line_start] = (
-            len(words) >= 3
-            and all(word[0].isupper() for word in words)
-            and line[-1:] not in ".!?"
-            and _heading_words(words)
-        )
-    return seen[line_start]
-
-
 # A model's number after a brand's name: "-1" of "Boss DS-1", " 5" of "Fitbit Charge 5",
 # " 80D" of "Canon EOS 80D" (not " 50mm", " 2.8", " 5%" nor ' 7"').
 _MODEL_NUMBER = re.compile(r"-\d+[^\W_]*(?![\w-])| \d+[A-Z]{0,2}(?![\w%\"”″'’-]|[.,:/]\d)")
@@ -435,21 +405,6 @@ def _label(name: str, text: str, end: int) -> bool:
     return _fold(words[-1]) in cues.ROLE_TAILS and all(
         name_type(word) is EntityType.OTHER for word in words[:-1]
     )
-
-
-def _heading_words(words: list[str]) -> bool:
-    """Whether a title-case line's words are a heading's: one of them common, or two of
-    a common noun's or verb's family ("Benefits of Dofollow Links", "Customs Import
-    Declaration Submission"; first names have none, so "Developer: Cyril Lonsido" stays)."""
-    if any(_common_rank(word) < MID_SENTENCE_COMMON_RANK for word in words):
-        return True
-    return sum(common_words.inflected(_fold(word)) for word in words) >= 2
-
-
-def _common_rank(word: str) -> int:
-    """``common_words.rank`` of a word as written; a word it does not know ranks last."""
-    found = common_words.rank(_fold(word))
-    return 1 << 30 if found is None else found
 
 
 def _common_opener(name: str) -> bool:
@@ -714,6 +669,9 @@ def extract(text: str, max_mentions: int = 32) -> list[Mention]:
                 continue  # "Bid Due Date:", "Allergies Appointment Current": a heading
             if kind in _ORG_LIKE and _org_cue(text, at, at + len(name), kind is EntityType.TOOL):
                 kind = EntityType.ORGANIZATION  # "works at Brightline", "Facebook has faced"
+            proper = [word for word in name.split() if word not in _JOINERS]
+            if kind is EntityType.OTHER and _title_case_label(proper, text, at):
+                continue  # "Benefits, Purpose, Target Audience": title-case text's words
             if kind is EntityType.OTHER and _label(name, text, at + len(name)):
                 continue  # "Module 3", "Cat B", "Program Chair": a label or a role
             if kind is EntityType.OTHER and _in_code(text, at):

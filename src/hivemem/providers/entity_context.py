@@ -15,11 +15,15 @@ from . import entity_cues as cues
 _OPENERS = " \t\"'“‘([*-"  # what may stand between a sentence's end and its first word
 
 
+_LIST_MARK = re.compile(r"(?:^|\s)(?:\d{1,2}|[a-zA-Z]|[ivxIVX]{1,4})\)$")
+
+
 def opens_sentence(text: str, start: int) -> bool:
     """Whether the word at ``start`` is the first of a sentence (or of the text, a line,
-    or what follows a colon: "Caroline: Bought apples")."""
+    what follows a colon: "Caroline: Bought apples", or a list item's or a table cell's
+    mark: "4) Approximate calories", "| Passionate about", "• Font")."""
     before = text[max(0, start - 40) : start].rstrip(_OPENERS)
-    return not before or before[-1] in ".!?…\n\r:;"
+    return not before or before[-1] in ".!?…\n\r:;|•·▪" or _LIST_MARK.search(before) is not None
 
 
 def fold(word: str) -> str:
