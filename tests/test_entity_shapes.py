@@ -146,3 +146,16 @@ def test_common_words_in_title_case_text_and_after_a_list_mark_are_no_names():
     assert ("World War II", "other") in found(
         "Who was the leader of the Nazi Party in Germany during World War II?"
     )
+
+
+def test_a_name_after_a_name_and_a_comma_is_no_vocative():
+    assert found("a supplier based in Hook, Hampshire.") == [
+        ("Hook", "location"), ("Hampshire", "other")]  # fmt: skip
+    assert found("We use OEE Tracker, Digital Logbook.")[-1] == ("Digital Logbook", "other")
+    assert found("Thanks for the tip, Deb.") == [("Deb", "person")]
+    assert found("Thanks, Jobe!") == [("Jobe", "person")]
+
+
+def test_a_peoples_plural_is_a_concept_and_an_ize_verb_opens_no_name():
+    assert found("Why did the ancient Egyptians build pyramids?") == [("Egyptians", "concept")]
+    assert found("Summarize Octavia Butler's novel") == [("Octavia Butler", "other")]

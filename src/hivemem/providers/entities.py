@@ -178,7 +178,7 @@ def name_type(name: str) -> EntityType:
         return EntityType.LOCATION
     if key in _TOOLS or key in cues.APPS or key in cues.PRODUCTS:
         return EntityType.TOOL
-    if key in cues.DEMONYMS:
+    if key in cues.DEMONYMS or (key[-1:] == "s" and key[:-1] in cues.DEMONYMS):  # "Egyptians"
         return EntityType.CONCEPT
     if _LEADING_TITLE.match(canonical_with_title(name)):
         return EntityType.PERSON
@@ -301,8 +301,10 @@ _COMMON_INITIAL_TEXT = """
     """
 _COMMON_INITIAL = frozenset(_COMMON_INITIAL_TEXT.split())
 # Endings of words no first name has (checked at a sentence's start only):
-# gerunds, -tion/-sion nouns, -ness, -ment, -ism, -ful, -ous, -able/-ible.
-_COMMON_ENDINGS = ("ing", "tion", "sion", "ness", "ment", "ism", "ful", "ous", "able", "ible")
+# gerunds, -tion/-sion nouns, -ness, -ment, -ism, -ful, -ous, -able/-ible, -ize verbs
+# ("Summarize The Great Gatsby", "Optimize the page").
+_COMMON_ENDINGS: tuple[str, ...] = ("ing", "tion", "sion", "ness", "ment", "ism", "ful", "ous")
+_COMMON_ENDINGS += ("able", "ible", "ize")
 _NOUN_ENDINGS = ("ism", "ness", "ment", "tion", "sion")  # no name's, inside a sentence
 
 

@@ -65,7 +65,21 @@ def person_cue(text: str, start: int, end: int) -> bool:
         before.rstrip().endswith(",")
         and after[:1] in ("!", "?", ".")
         and (after[1:2] in ("", " ", "\n", '"', "'"))
+        and not _listed(before, offset, text)
     )
+
+
+_WORD_BEFORE_COMMA = re.compile(r"([\w'’-]+)\s*,\s*$")
+
+
+def _listed(before: str, offset: int, text: str) -> bool:
+    """Whether the word before the comma is a name, so that the comma lists or locates
+    ("based in Hook, Hampshire.", "OEE Tracker, Digital Logbook."): no vocative. A
+    greeting ("Thanks, Deb!") or a sentence's first word is no such name."""
+    word = _WORD_BEFORE_COMMA.search(before)
+    if word is None or not word[1][:1].isupper() or fold(word[1]) in cues.ADDRESS_WORDS:
+        return False
+    return not opens_sentence(text, offset + word.start(1))
 
 
 def place_cue(text: str, start: int) -> bool:

@@ -128,7 +128,8 @@ COMMON_ACRONYMS = words(
     diy bbq abc aka eg ie etc ft lb lbs kg km mph hd uhd led lcd dvd cd cds mp diy iq
     nda sms mms wifi ip os ios ev evs suv suvs rv phd mba bsc msc
     ar vr xr nlp llm llms gpt dnn cnn rnn gan nn crm erp saas b2b b2c ira hiit bmi mma
-    rpg fps mmo gdp esg dei ngo ngos hoa hvac pc pcs mac os diy ce bce bc ad"""
+    rpg fps mmo gdp esg dei ngo ngos hoa hvac pc pcs mac os diy ce bce bc ad
+    nas tlc acv byob dlc og"""
 )
 
 # Capitalised adjectives and nouns of peoples, languages and regions ("Korean chili",
