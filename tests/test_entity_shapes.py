@@ -159,3 +159,11 @@ def test_a_name_after_a_name_and_a_comma_is_no_vocative():
 def test_a_peoples_plural_is_a_concept_and_an_ize_verb_opens_no_name():
     assert found("Why did the ancient Egyptians build pyramids?") == [("Egyptians", "concept")]
     assert found("Summarize Octavia Butler's novel") == [("Octavia Butler", "other")]
+
+
+def test_an_office_of_an_institution_is_a_role_not_an_organisation():
+    assert found("We invite the Dean of Wharton Business School each year") == []
+    assert found("the Bank of America and the University of Michigan") == [
+        ("Bank of America", "organization"),
+        ("University of Michigan", "organization"),
+    ]

@@ -152,6 +152,8 @@ def name_type(name: str) -> EntityType:
     if not words:
         return EntityType.OTHER
     many = len(words) > 1
+    if len(words) > 2 and words[1] == "of" and words[0] in cues.OFFICES:
+        return EntityType.OTHER  # "Dean of Wharton Business School": an office (``_label``)
     if many and words[-1] == "city" and " ".join(words[:-1]) in _PLACES and key not in _PLACES:
         return EntityType.ORGANIZATION  # "Manchester City": a club ("Mexico City" is listed)
     if many and all(word in _ORG_SUFFIXES for word in words):
@@ -403,6 +405,8 @@ def _label(name: str, text: str, end: int) -> bool:
     if len(words) == 2 and len(words[1]) == 1 and words[1].isupper():
         return common_words.inflected(head)
     if head in _PROJECT_HEADS and _fold(words[1]) in _PROJECT_ROLES:
+        return True
+    if len(words) > 2 and words[1] == "of" and head in cues.OFFICES:
         return True
     return _fold(words[-1]) in cues.ROLE_TAILS and all(
         name_type(word) is EntityType.OTHER for word in words[:-1]

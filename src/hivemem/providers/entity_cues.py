@@ -190,6 +190,12 @@ ROLE_TAILS = words(
     supervisor architect scientist advisor adviser editor producer technician
     accountant recruiter strategist lead leader colonel lieutenant sergeant"""
 )
+# Offices before "of" and an institution: "Dean of Wharton Business School", "Secretary
+# of the Department", "Head of Marketing": a role, no entity.
+OFFICES = words(
+    """dean president director secretary minister head chair chairman ceo cto cfo
+    governor mayor professor chancellor provost commissioner undersecretary"""
+)
 # Words of work and shopping before at/from/for/by that make the name after them an
 # organisation: "works at Brightline", "a splurge at Anthropologie", "hired by Acme".
 ORG_CONTEXT_WORDS = words(
