@@ -76,3 +76,16 @@ def test_entity_precision_counts_an_untyped_entity_right_and_a_false_span_wrong(
     out = score.to_dict()
     assert (out["entity_precision"], out["typed_precision"]) == (0.667, 0.333)
     assert out["asserted_precision"] is None  # nothing was typed but ``other``
+
+
+def test_the_dev_half_meets_issue_22s_bar_for_entities_and_organisations():
+    """Issue #22's last target: entity precision (false spans count against it) and
+    organisation precision at .90. The rules were written against the dev half only; the
+    held-out half is held to where it stood when they were done (.811, from .795 on main
+    787c22c; docs/retrieval.md says by how much it misses)."""
+    report = entity_eval.evaluate(entity_eval.regex_extractor)
+    dev, holdout = report["dev"], report["holdout"]
+    assert dev["entity_precision"] >= 0.9  # .844 on main 787c22c
+    assert dev["per_type"]["organization"]["precision"] >= 0.9  # .846 on main
+    assert dev["asserted_precision"] >= 0.9 and dev["per_type"]["person"]["precision"] >= 0.9
+    assert holdout["entity_precision"] >= 0.8  # .795 on main

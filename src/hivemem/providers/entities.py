@@ -190,7 +190,11 @@ def name_type(name: str) -> EntityType:
 
 
 def _plain(word: str) -> str:
-    """``word`` without accents ("émile" → "emile"), for the given-name list."""
+    """``word`` without accents ("émile" → "emile"), for the given-name list. An ASCII
+    word is returned as it is: most are, and the decomposition was a sixth of the pass's
+    CPU on LoCoMo's turns."""
+    if word.isascii():
+        return word
     return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
 
 

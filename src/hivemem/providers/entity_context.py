@@ -23,7 +23,9 @@ def opens_sentence(text: str, start: int) -> bool:
     what follows a colon: "Caroline: Bought apples", or a list item's or a table cell's
     mark: "4) Approximate calories", "| Passionate about", "• Font")."""
     before = text[max(0, start - 40) : start].rstrip(_OPENERS)
-    return not before or before[-1] in ".!?…\n\r:;|•·▪" or _LIST_MARK.search(before) is not None
+    if not before or before[-1] in ".!?…\n\r:;|•·▪":
+        return True
+    return before[-1] == ")" and _LIST_MARK.search(before) is not None
 
 
 def fold(word: str) -> str:

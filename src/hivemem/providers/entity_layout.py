@@ -55,16 +55,15 @@ def title_case_label(words: list[str], text: str, start: int) -> bool:
     three in four of them capitalised ("Product, Features, Benefits, Purpose, Target
     Audience, Differences", a CSV header). A question that names "the Nazi Party" and
     "World War II" is no such text, and a name with a rarer word ("Memorable") stays."""
-    if not all(_common_heading_word(word) for word in words):
-        return False
     line_start = text.rfind("\n", 0, start) + 1
     line_end = text.find("\n", start)
     line_end = len(text) if line_end < 0 else line_end
     if line_end - line_start > 200:
         line_start, line_end = max(line_start, start - 100), min(line_end, start + 100)
     around = _LINE_WORD.findall(text, line_start, line_end)
-    capitals = sum(word[0].isupper() for word in around)
-    return len(around) >= 8 and capitals * 4 >= len(around) * 3
+    if len(around) < 8 or sum(word[0].isupper() for word in around) * 4 < len(around) * 3:
+        return False  # checked first: most text is no title-case text, and this is cheap
+    return all(_common_heading_word(word) for word in words)
 
 
 def _common_heading_word(word: str) -> bool:
