@@ -167,3 +167,13 @@ def test_an_office_of_an_institution_is_a_role_not_an_organisation():
         ("Bank of America", "organization"),
         ("University of Michigan", "organization"),
     ]
+
+
+def test_the_layout_checks_read_a_bounded_window_of_a_huge_one_line_text():
+    from hivemem.providers.entity_context import line_around
+
+    assert line_around("short line\nnext", 3, 100) == (0, 10)
+    huge = "word " * 100_000
+    assert line_around(huge, 250_000, 100) == (249_900, 250_100)
+    # a run of 50,000 capitalised words is read once, not once per word
+    assert found("Product Features Benefits Purpose " * 12_500) == []

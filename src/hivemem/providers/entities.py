@@ -528,7 +528,7 @@ def _names_in_run(run: str) -> list[str]:
         elif key in _TITLES:
             _close(segment, names)
             segment = [word]
-        elif segment and _inside_name(word, key, segment, words[index + 1 :]):
+        elif segment and _inside_name(word, key, segment, words[index + 1 : index + 3]):
             segment.append(word)  # "Ready Player One", "Harvard AI Group"
         elif key in _STOPWORDS or _no_name(word, key):
             _close(segment, names)
@@ -562,9 +562,10 @@ _WEEKDAY_PLURALS = frozenset(day + "s" for day in _WEEKDAYS)
 def _inside_name(word: str, key: str, before: list[str], after: list[str]) -> bool:
     """Whether a word that would cut a name continues the one before it: "One" or a
     weekday's plural after a name's word ("Ready Player One", "Boz One Pty Ltd", "Taco
-    Tuesdays"), or a common-noun acronym between
-    a short name and the run's last word ("Harvard AI Group", "Gochujang BBQ Sauce"; not
-    "the API" nor "Acme API", nor a run that would be too long to be one name)."""
+    Tuesdays"), or a common-noun acronym between a short name and the run's last word
+    ("Harvard AI Group", "Gochujang BBQ Sauce"; not "the API" nor "Acme API", nor a run
+    that would be too long to be one name). ``after``: the run's next two words at most
+    (a slice of the rest would cost a huge one-line run quadratic time)."""
     if key == "one" or key in _WEEKDAY_PLURALS:
         return True  # "Ready Player One", "Turbocharged Tuesdays"
     if key not in cues.COMMON_ACRONYMS or len(after) != 1 or len(before) > 2:

@@ -138,10 +138,21 @@ def in_code(text: str, start: int) -> bool:
     """Whether the name at ``start`` stands in a line of code ("class RegistrationViewSet(
     viewsets.ModelViewSet):", "from rest_framework import RefreshToken"): a capitalised
     word there is an identifier, not an entity (checked for names no list typed)."""
-    line_start = text.rfind("\n", 0, start) + 1
-    line_end = text.find("\n", start)
-    line = text[line_start : len(text) if line_end < 0 else line_end]
-    if len(line) > 160:  # a long line is prose or data: only what is near the name counts
-        near = start - line_start
-        line = line[max(0, near - 60) : near + 60]
-    return _CODE.search(line) is not None
+    low, high = line_around(text, start, 80)
+    return _CODE.search(text[low:high]) is not None
+
+
+def line_around(text: str, start: int, reach: int) -> tuple[int, int]:
+    """The bounds of the line holding ``start``, or of ``reach`` characters either side
+    of it where the line is longer than twice that (a long line is prose or data: only
+    what is near the name counts). Never reads further than that, so a huge one-line text
+    costs each name the same."""
+    before = text.rfind("\n", max(0, start - 2 * reach), start)
+    after = text.find("\n", start, start + 2 * reach)
+    low = before + 1 if before >= 0 else (0 if start <= 2 * reach else None)
+    high = after if after >= 0 else (len(text) if len(text) - start <= 2 * reach else None)
+    if low is not None and high is not None and high - low <= 2 * reach:
+        return low, high
+    low = max(start - reach, 0 if low is None else low)
+    high = min(start + reach, len(text) if high is None else high)
+    return low, high

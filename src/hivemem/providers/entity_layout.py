@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from . import common_words
-from .entity_context import fold
+from .entity_context import fold, line_around
 
 # A mid-sentence capitalised word at most this common (its rank among the bundled
 # vocabulary's words, ``common_words``) is a title's or heading's word ("the Food for
@@ -55,12 +55,7 @@ def title_case_label(words: list[str], text: str, start: int) -> bool:
     three in four of them capitalised ("Product, Features, Benefits, Purpose, Target
     Audience, Differences", a CSV header). A question that names "the Nazi Party" and
     "World War II" is no such text, and a name with a rarer word ("Memorable") stays."""
-    line_start = text.rfind("\n", 0, start) + 1
-    line_end = text.find("\n", start)
-    line_end = len(text) if line_end < 0 else line_end
-    if line_end - line_start > 200:
-        line_start, line_end = max(line_start, start - 100), min(line_end, start + 100)
-    around = _LINE_WORD.findall(text, line_start, line_end)
+    around = _LINE_WORD.findall(text, *line_around(text, start, 100))
     if len(around) < 8 or sum(word[0].isupper() for word in around) * 4 < len(around) * 3:
         return False  # checked first: most text is no title-case text, and this is cheap
     return all(_common_heading_word(word) for word in words)
