@@ -50,7 +50,8 @@ def test_eval_entities_reports_per_type_on_both_halves_and_why_spacy_is_not_meas
         person = regex[half]["per_type"]["person"]
         # Issue #22: the regex typed three of four "people" wrongly; the bar is .90 for
         # the types it asserts. Entity precision (false spans count against it) is
-        # reported beside: .69/.65 on main 129d5f5, .84/.80 since (docs/retrieval.md).
+        # reported beside: .69/.65 on main 129d5f5, .84/.80 on 787c22c, .92/.81 since
+        # (docs/retrieval.md; the dev half's bar is the test below).
         assert person["precision"] >= 0.9 and person["said"] >= 10
         assert regex[half]["asserted_precision"] >= 0.9
         assert regex[half]["entity_precision"] >= 0.75
@@ -76,3 +77,16 @@ def test_entity_precision_counts_an_untyped_entity_right_and_a_false_span_wrong(
     out = score.to_dict()
     assert (out["entity_precision"], out["typed_precision"]) == (0.667, 0.333)
     assert out["asserted_precision"] is None  # nothing was typed but ``other``
+
+
+def test_the_dev_half_meets_issue_22s_bar_for_entities_and_organisations():
+    """Issue #22's last target: entity precision (false spans count against it) and
+    organisation precision at .90. The rules were written against the dev half only; the
+    held-out half is held to where it stood when they were done (.811, from .795 on main
+    787c22c; docs/retrieval.md says by how much it misses)."""
+    report = entity_eval.evaluate(entity_eval.regex_extractor)
+    dev, holdout = report["dev"], report["holdout"]
+    assert dev["entity_precision"] >= 0.9  # .844 on main 787c22c
+    assert dev["per_type"]["organization"]["precision"] >= 0.9  # .846 on main
+    assert dev["asserted_precision"] >= 0.9 and dev["per_type"]["person"]["precision"] >= 0.9
+    assert holdout["entity_precision"] >= 0.8  # .795 on main

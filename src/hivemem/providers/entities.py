@@ -24,6 +24,15 @@ from enum import StrEnum
 
 from . import common_words
 from . import entity_cues as cues
+from .entity_context import fold as _fold
+from .entity_context import in_code as _in_code
+from .entity_context import opens_sentence as _opens_sentence
+from .entity_context import org_cue as _org_cue
+from .entity_context import person_cue as _person_cue
+from .entity_context import place_cue as _place_cue
+from .entity_layout import MID_SENTENCE_COMMON_RANK
+from .entity_layout import heading as _heading
+from .entity_layout import title_case_label as _title_case_label
 
 
 class EntityType(StrEnum):
@@ -143,14 +152,20 @@ def name_type(name: str) -> EntityType:
     if not words:
         return EntityType.OTHER
     many = len(words) > 1
+    if len(words) > 2 and words[1] == "of" and words[0] in cues.OFFICES:
+        return EntityType.OTHER  # "Dean of Wharton Business School": an office (``_label``)
     if many and words[-1] == "city" and " ".join(words[:-1]) in _PLACES and key not in _PLACES:
         return EntityType.ORGANIZATION  # "Manchester City": a club ("Mexico City" is listed)
     if many and all(word in _ORG_SUFFIXES for word in words):
         return EntityType.OTHER  # "Pty Ltd": legal forms whose name was cut off
     if many and (words[-1] in _ORG_SUFFIXES or words[-1] in cues.ORG_TAILS):
         return EntityType.ORGANIZATION
-    if len(words) > 2 and words[1] == "of" and words[0] in _ORG_SUFFIXES:
+    if len(words) > 2 and words[1] in ("of", "for") and words[0] in _ORG_SUFFIXES:
         return EntityType.ORGANIZATION  # "University of Michigan", "Bank of America"
+    # "Institute for Advanced Study", "Department of Defense" (not "League of Legends")
+    institution = len(words) > 2 and words[0] in cues.FOR_HEADS
+    if institution and (words[1] == "for" or (words[1] == "of" and words[0] != "league")):
+        return EntityType.ORGANIZATION
     if key in cues.ORGANIZATIONS:
         return EntityType.ORGANIZATION
     if many and words[0] in _PROJECT_HEADS and words[1] not in _PROJECT_ROLES:
@@ -165,15 +180,21 @@ def name_type(name: str) -> EntityType:
         return EntityType.LOCATION
     if key in _TOOLS or key in cues.APPS or key in cues.PRODUCTS:
         return EntityType.TOOL
-    if key in cues.DEMONYMS:
+    if key in cues.DEMONYMS or (key[-1:] == "s" and key[:-1] in cues.DEMONYMS):  # "Egyptians"
         return EntityType.CONCEPT
-    if _plain(words[0]) in cues.GIVEN_NAMES or _LEADING_TITLE.match(canonical_with_title(name)):
+    if _LEADING_TITLE.match(canonical_with_title(name)):
         return EntityType.PERSON
+    if _plain(words[0]) in cues.GIVEN_NAMES and not (not many and name.isupper()):
+        return EntityType.PERSON  # not "GAIL", "PAM", "MIA": one capital word is an acronym's shape
     return EntityType.OTHER
 
 
 def _plain(word: str) -> str:
-    """``word`` without accents ("émile" → "emile"), for the given-name list."""
+    """``word`` without accents ("émile" → "emile"), for the given-name list. An ASCII
+    word is returned as it is: most are, and the decomposition was a sixth of the pass's
+    CPU on LoCoMo's turns."""
+    if word.isascii():
+        return word
     return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
 
 
@@ -221,6 +242,9 @@ _MONTHS = {
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _TITLES = frozenset({"mr", "mrs", "ms", "mx", "dr", "prof"})
 _CONNECTORS = frozenset({"of", "de", "van", "von", "der", "del", "da", "di", "du", "la", "le"})
+# "for" joins only after an institution's word ("Institute for Advanced Study"): a run
+# may hold it, ``_names_in_run`` cuts it anywhere else ("Thanks Sam for Lunch").
+_JOINERS = _CONNECTORS | {"for"}
 # Lower-case tails that make a name an adjective ("Berlin-based", "Acme-owned"): the
 # stem before the hyphen is the name, and the word ends it.
 _MODIFIER_TAIL_TEXT = """based born bred made built owned run led backed funded powered driven
@@ -283,17 +307,11 @@ _COMMON_INITIAL_TEXT = """
     """
 _COMMON_INITIAL = frozenset(_COMMON_INITIAL_TEXT.split())
 # Endings of words no first name has (checked at a sentence's start only):
-# gerunds, -tion/-sion nouns, -ness, -ment, -ism, -ful, -ous, -able/-ible.
-_COMMON_ENDINGS = ("ing", "tion", "sion", "ness", "ment", "ism", "ful", "ous", "able", "ible")
+# gerunds, -tion/-sion nouns, -ness, -ment, -ism, -ful, -ous, -able/-ible, -ize verbs
+# ("Summarize The Great Gatsby", "Optimize the page").
+_COMMON_ENDINGS: tuple[str, ...] = ("ing", "tion", "sion", "ness", "ment", "ism", "ful", "ous")
+_COMMON_ENDINGS += ("able", "ible", "ize")
 _NOUN_ENDINGS = ("ism", "ness", "ment", "tion", "sion")  # no name's, inside a sentence
-_OPENERS = " \t\"'“‘([*-"  # what may stand between a sentence's end and its first word
-
-
-def _opens_sentence(text: str, start: int) -> bool:
-    """Whether the word at ``start`` is the first of a sentence (or of the text, a line,
-    or what follows a colon: "Caroline: Bought apples")."""
-    before = text[max(0, start - 40) : start].rstrip(_OPENERS)
-    return not before or before[-1] in ".!?…\n\r:;"
 
 
 def _common_word(name: str) -> bool:
@@ -302,13 +320,6 @@ def _common_word(name: str) -> bool:
     if " " in key:
         return False
     return key in _COMMON_INITIAL or (len(key) > 5 and key.endswith(_COMMON_ENDINGS))
-
-
-# A mid-sentence capitalised word at most this common (its rank among the bundled
-# vocabulary's words, ``common_words``) is a title's or heading's word ("the Food for
-# Thought kitchen", "Module 3"), not a name, unless a list or a cue types it. Tuned on the
-# dev half of ``hivemem eval entities``.
-MID_SENTENCE_COMMON_RANK = 4000
 
 
 def _common_capital(name: str, first: bool) -> bool:
@@ -374,36 +385,36 @@ def _acts(name: str, text: str, end: int) -> bool:
     return any(common_words.rank(stem) is not None for stem in (verb, verb[:-1], verb[:-2]))
 
 
-_LINE_WORD = re.compile(r"[^\W\d_][\w'’-]{3,}")  # a word of four letters or more
+# A model's number after a brand's name: "-1" of "Boss DS-1", " 5" of "Fitbit Charge 5",
+# " 80D" of "Canon EOS 80D" (not " 50mm", " 2.8", " 5%" nor ' 7"').
+_MODEL_NUMBER = re.compile(r"-\d+[^\W_]*(?![\w-])| \d+[A-Z]{0,2}(?![\w%\"”″'’-]|[.,:/]\d)")
+_LABEL_NUMBER = re.compile(r" (?:\d{1,3}|[IVX]+)(?![\w-]|[.,/]\d)")  # "Module 3", "Phase II"
+_PLACE_LIKE = frozenset({EntityType.OTHER, EntityType.ORGANIZATION})
+_PRODUCT_LIKE = frozenset({EntityType.OTHER, EntityType.TOOL})  # not "Caroline Smith 3 times"
+_ORG_LIKE = frozenset({EntityType.OTHER, EntityType.TOOL})
+_PLACE_NOUN_AFTER = re.compile(rf" (?:{'|'.join(sorted(cues.PLACE_NOUNS))})\b")
 
 
-def _heading(text: str, start: int, end: int, first: bool, seen: dict[int, bool]) -> bool:
-    """Whether the name at ``start:end`` is a heading's or a label's words, not a name
-    (checked for names no list or cue typed): a run of several words that opens a
-    sentence and ends in a colon ("Bid Due Date:"), or a line in title case: three or
-    more words of four letters or more, all capitalised, one of them a common word, and
-    no sentence mark at its end ("Allergies Appointment Current", "Benefits of Dofollow
-    Links"; not "Bank of America hired O'Neil" nor a line of names)."""
-    if first and " " in text[start:end] and text[end : end + 1] == ":":
+def _label(name: str, text: str, end: int) -> bool:
+    """Whether a name no list or cue typed is a label or a role, not a name: a common
+    noun (one of a family in the vocabulary: ``common_words.inflected``) numbered
+    ("Module 3", "Objective 2", "Chapter IV"; not "Avatar 2", "Battlefield 1" nor "Canon
+    24-70mm") or lettered ("Cat B", "Plan B"; not "Booker T"), or a project word before
+    a role's ("Program Chair", "Project Manager"), or a role's title ("Senior Software
+    Engineer", "Assistant Director": ``ROLE_TAILS``)."""
+    words = name.split(" ")
+    head = _fold(words[0])
+    if len(words) == 1:
+        return common_words.inflected(head) and bool(_LABEL_NUMBER.match(text, end))
+    if len(words) == 2 and len(words[1]) == 1 and words[1].isupper():
+        return common_words.inflected(head)
+    if head in _PROJECT_HEADS and _fold(words[1]) in _PROJECT_ROLES:
         return True
-    line_start = text.rfind("\n", 0, start) + 1
-    if line_start not in seen:
-        line_end = text.find("\n", end)
-        line = text[line_start : len(text) if line_end < 0 else line_end].strip()
-        words = _LINE_WORD.findall(line)
-        seen[line_start] = (
-            len(words) >= 3
-            and all(word[0].isupper() for word in words)
-            and line[-1:] not in ".!?"
-            and any(_common_rank(word) < MID_SENTENCE_COMMON_RANK for word in words)
-        )
-    return seen[line_start]
-
-
-def _common_rank(word: str) -> int:
-    """``common_words.rank`` of a word as written; a word it does not know ranks last."""
-    found = common_words.rank(_fold(word))
-    return 1 << 30 if found is None else found
+    if len(words) > 2 and words[1] == "of" and head in cues.OFFICES:
+        return True
+    return _fold(words[-1]) in cues.ROLE_TAILS and all(
+        name_type(word) is EntityType.OTHER for word in words[:-1]
+    )
 
 
 def _common_opener(name: str) -> bool:
@@ -412,59 +423,6 @@ def _common_opener(name: str) -> bool:
     word = name.split(" ", 1)[0]
     key = _fold(word)
     return key in cues.NOT_NAMES or _common_word(word) or (len(key) > 4 and key.endswith("ly"))
-
-
-_BEFORE = re.compile(r"([\w'’-]+)[\s,]*$")
-_LAST_TWO = re.compile(r"([\w'’-]+)\s+([\w'’-]+)\s*$")
-_TWO_BEFORE = re.compile(r"([\w'’-]+)\s+(?:[\w'’-]+\s+)?([\w'’-]+)\s*$")
-_AFTER = re.compile(r"^(?:'s|’s)?\s*([\w'’-]+)")
-_OWNERS = cues.words("my his her our your their")
-
-
-def _person_cue(text: str, start: int, end: int) -> bool:
-    """Whether the text makes the name at ``start:end`` a person: a greeting or thanks
-    right before it ("Hey Jo", "Thanks, Deb"), a relation word after my/his/her/...
-    ("my friend Sam", "our dog Daisy") or "named" before it, a speech verb after it
-    ("Gail says"), or a vocative at a sentence's end (", Maria!")."""
-    offset = max(0, start - 60)
-    before = text[offset:start]
-    word = _BEFORE.search(before)
-    if word is not None:
-        key = _fold(word[1])
-        if key in cues.NAMING_WORDS or key in cues.MEETING_WORDS:
-            return True
-        # a greeting addresses someone where it opens the sentence ("Hey Jo", "Thanks,
-        # Deb"), not inside one ("at the Night Market", "a great Dane")
-        if key in cues.ADDRESS_WORDS and _opens_sentence(text, offset + word.start(1)):
-            return True
-        if key in cues.RELATION_WORDS:
-            pair = _TWO_BEFORE.search(before)
-            if pair is not None and _fold(pair[1]) in _OWNERS:
-                return True
-    after = text[end : end + 30]
-    verb = _AFTER.match(after)
-    if (
-        verb is not None
-        and _fold(verb[1]) in cues.SPEECH_VERBS
-        and not after.startswith(("'", "’"))
-    ):
-        return True
-    return (
-        before.rstrip().endswith(",")
-        and after[:1] in ("!", "?", ".")
-        and (after[1:2] in ("", " ", "\n", '"', "'"))
-    )
-
-
-def _place_cue(text: str, start: int) -> bool:
-    """Whether a verb of moving or living and a preposition right before ``start`` make
-    the name there a place ("moved to Reading", "living in Bath", "trip to Nice")."""
-    pair = _LAST_TWO.search(text[max(0, start - 40) : start])
-    return (
-        pair is not None
-        and _fold(pair[2]) in cues.PLACE_PREPOSITIONS
-        and _fold(pair[1]) in cues.PLACE_VERBS
-    )
 
 
 def _cased_letters() -> str:
@@ -492,7 +450,7 @@ _WORD = (
 _TITLE = r"(?:Mr|Mrs|Ms|Mx|Dr|Prof)\.?"
 _NAME_RUN = re.compile(
     rf"(?={_UPPER})(?<![\w@#/.-])(?:{_TITLE} )?{_WORD}"
-    rf"(?:(?: (?:{'|'.join(sorted(_CONNECTORS))}))? {_WORD})*"
+    rf"(?:(?: (?:{'|'.join(sorted(_CONNECTORS))}|for(?! {_TITLE} )))? {_WORD})*"
 )
 _ORDINAL = r"\d{1,2}(?:st|nd|rd|th)?"
 _DATE = re.compile(
@@ -531,19 +489,16 @@ def canonical(name: str) -> str:
     return key.rstrip("'")
 
 
-def _fold(word: str) -> str:
-    return word.casefold().replace("’", "'")
-
-
 def _names_in_run(run: str) -> list[str]:
     """Split one run of capitalised words into names: stopwords and possessives end a
     name, titles start one, connectors only join, more than four words is a heading."""
     words = run.split(" ")
-    capitals = [w for w in words if w not in _CONNECTORS]
+    capitals = [w for w in words if w not in _JOINERS]
     # trigger: a run of all-caps words, e.g. "I LOVE THIS"; why: that is shouting, not a
-    # row of acronyms; outcome: only a run with no stopword in it survives.
+    # row of acronyms; outcome: only a run with no stopword and no shouted word of over
+    # six letters in it survives ("DI MAARRIAAAAAA" is a cheer, not "DI").
     shouting = len(capitals) > 1 and all(w.isupper() for w in capitals)
-    if shouting and any(_fold(w) in _STOPWORDS for w in capitals):
+    if shouting and any(_fold(w) in _STOPWORDS or len(w) > 6 for w in capitals):
         return []
     names: list[str] = []
     segment: list[str] = []
@@ -564,12 +519,17 @@ def _names_in_run(run: str) -> list[str]:
             _close(segment, names)
             segment = []
             continue
-        if word in _CONNECTORS:
+        if word == "for" and not (segment and _fold(segment[-1]) in cues.FOR_HEADS):
+            _close(segment, names)
+            segment = []
+        elif word in _JOINERS:
             if segment:
                 segment.append(word)
         elif key in _TITLES:
             _close(segment, names)
             segment = [word]
+        elif segment and _inside_name(word, key, segment, words[index + 1 : index + 3]):
+            segment.append(word)  # "Ready Player One", "Harvard AI Group"
         elif key in _STOPWORDS or _no_name(word, key):
             _close(segment, names)
             segment = []
@@ -585,18 +545,39 @@ def _names_in_run(run: str) -> list[str]:
 def _no_name(word: str, key: str) -> bool:
     """A capitalised word that is no name: shouting (all capitals, over six letters), a
     time zone, weekday abbreviation or interjection ("UTC", "Tues", "Oof"), or an
-    acronym of a common noun written as one ("API", "TV", "IoT"; not "Ok" or "Pin")."""
+    acronym of a common noun written as one, or its plural ("API", "TV", "CRMs"; not
+    "Ok" or "Pin")."""
     if word.isupper() and len(word) > 6:
         return True
     if key in cues.NOT_NAMES:
         return True
-    return key in cues.COMMON_ACRONYMS and word != word.capitalize()
+    if word == word.capitalize():
+        return False
+    return key in cues.COMMON_ACRONYMS or (key[-1:] == "s" and key[:-1] in cues.COMMON_ACRONYMS)
+
+
+_WEEKDAY_PLURALS = frozenset(day + "s" for day in _WEEKDAYS)
+
+
+def _inside_name(word: str, key: str, before: list[str], after: list[str]) -> bool:
+    """Whether a word that would cut a name continues the one before it: "One" or a
+    weekday's plural after a name's word ("Ready Player One", "Boz One Pty Ltd", "Taco
+    Tuesdays"), or a common-noun acronym between a short name and the run's last word
+    ("Harvard AI Group", "Gochujang BBQ Sauce"; not "the API" nor "Acme API", nor a run
+    that would be too long to be one name). ``after``: the run's next two words at most
+    (a slice of the rest would cost a huge one-line run quadratic time)."""
+    if key == "one" or key in _WEEKDAY_PLURALS:
+        return True  # "Ready Player One", "Turbocharged Tuesdays"
+    if key not in cues.COMMON_ACRONYMS or len(after) != 1 or len(before) > 2:
+        return False
+    following = _fold(after[0]).rstrip(".")
+    return following not in _STOPWORDS and not _no_name(after[0], following)
 
 
 def _close(segment: list[str], names: list[str]) -> None:
-    while segment and (segment[-1] in _CONNECTORS or _fold(segment[-1]).rstrip(".") in _TITLES):
+    while segment and (segment[-1] in _JOINERS or _fold(segment[-1]).rstrip(".") in _TITLES):
         segment.pop()
-    proper = [w for w in segment if w not in _CONNECTORS and _fold(w).rstrip(".") not in _TITLES]
+    proper = [w for w in segment if w not in _JOINERS and _fold(w).rstrip(".") not in _TITLES]
     if not proper or len(proper) > 4 or (len(segment) == 1 and len(segment[0]) < 2):
         return
     names.append(" ".join(segment))
@@ -675,6 +656,10 @@ def extract(text: str, max_mentions: int = 32) -> list[Mention]:
                 at += run.find(name, len(run.split(" ", 1)[0]))
                 first = False
                 kind = name_type(name)
+            model = _MODEL_NUMBER.match(text, at + len(name))
+            if model and " " in name and kind in _PRODUCT_LIKE and at + len(name) == match.end():
+                name += model[0]  # "Boss DS-1", "Ford F-150" (a brand's model; "COVID-19"
+                # stays "COVID", what a question says)
             key = canonical(name)
             if first and " " not in name and _common_word(name):
                 openers.append((at, name))  # "Customers asked": a word, whatever follows
@@ -693,6 +678,17 @@ def extract(text: str, max_mentions: int = 32) -> list[Mention]:
                 continue
             if kind is EntityType.OTHER and _heading(text, at, at + len(name), first, headings):
                 continue  # "Bid Due Date:", "Allergies Appointment Current": a heading
+            if kind in _ORG_LIKE and _org_cue(text, at, at + len(name), kind is EntityType.TOOL):
+                kind = EntityType.ORGANIZATION  # "works at Brightline", "Facebook has faced"
+            proper = [word for word in name.split() if word not in _JOINERS]
+            if kind is EntityType.OTHER and _title_case_label(proper, text, at):
+                continue  # "Benefits, Purpose, Target Audience": title-case text's words
+            if kind is EntityType.OTHER and _label(name, text, at + len(name)):
+                continue  # "Module 3", "Cat B", "Program Chair": a label or a role
+            if kind is EntityType.OTHER and _in_code(text, at):
+                continue  # "class RegistrationViewSet(...)": an identifier
+            if kind in _PLACE_LIKE and _PLACE_NOUN_AFTER.match(text, at + len(name)):
+                kind = EntityType.LOCATION  # "the Amazon rainforest", "the Hudson river"
             if kind is EntityType.PERSON:
                 people.add(key)
             found.append((at, name, key, kind))

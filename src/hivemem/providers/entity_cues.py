@@ -128,7 +128,8 @@ COMMON_ACRONYMS = words(
     diy bbq abc aka eg ie etc ft lb lbs kg km mph hd uhd led lcd dvd cd cds mp diy iq
     nda sms mms wifi ip os ios ev evs suv suvs rv phd mba bsc msc
     ar vr xr nlp llm llms gpt dnn cnn rnn gan nn crm erp saas b2b b2c ira hiit bmi mma
-    rpg fps mmo gdp esg dei ngo ngos hoa hvac pc pcs mac os diy ce bce bc ad"""
+    rpg fps mmo gdp esg dei ngo ngos hoa hvac pc pcs mac os diy ce bce bc ad
+    nas tlc acv byob dlc og"""
 )
 
 # Capitalised adjectives and nouns of peoples, languages and regions ("Korean chili",
@@ -155,13 +156,62 @@ PLACE_TAILS = words(
     stadium speedway museum gallery cathedral church temple palace castle tower hotel
     resort residence pub cafe café bar restaurant market mall zoo garden gardens"""
 )
+# Lower-case nouns of geography after a name that make it a place, whatever a list says
+# ("the Amazon rainforest", "the Hudson river", "the Mojave desert").
+PLACE_NOUNS = words(
+    """river rivers rainforest forest desert mountains lake valley canyon
+    coast coastline island islands peninsula bay beach falls basin ocean delta glacier
+    volcano"""
+)
 # Abbreviations of places written in capitals ("the UK", "NYC").
 PLACE_ACRONYMS = words("uk us usa nyc la gb eu uae sf dc")
 # Words that end an organisation's name beyond the legal forms of entities.py.
 ORG_TAILS = words(
     """airways airlines times news post journal magazine club united fc studios records
-    media press hospital clinic school college academy church band orchestra"""
+    media press hospital clinic school college academy church band orchestra
+    laboratories pharmaceuticals industries enterprises productions entertainment motors
+    brewery brewing factory"""
 )
+# Institution words after which "for" joins a name ("Institute for Advanced Study",
+# "Center for Disease Control", "Society for Science"): such a name is an organisation.
+FOR_HEADS = words(
+    """institute center centre foundation society association council committee office
+    department agency ministry school college academy alliance coalition fund
+    bureau commission organization organisation union league network trust partnership"""
+)
+# Words of a role or a rank that end a title, not a name ("Senior Software Engineer",
+# "Assistant Director", "United States Bankruptcy Judge"): no entity where no word
+# before them is a known name ("Google Assistant" stays).
+ROLE_TAILS = words(
+    """manager managers director directors engineer engineers developer developers
+    designer designers officer officers president chairman chairwoman assistant
+    associate associates specialist specialists coordinator executive executives analyst
+    analysts consultant consultants judge secretary intern administrator representative
+    supervisor architect scientist advisor adviser editor producer technician
+    accountant recruiter strategist lead leader colonel lieutenant sergeant"""
+)
+# Offices before "of" and an institution: "Dean of Wharton Business School", "Secretary
+# of the Department", "Head of Marketing": a role, no entity.
+OFFICES = words(
+    """dean president director secretary minister head chair chairman ceo cto cfo
+    governor mayor professor chancellor provost commissioner undersecretary"""
+)
+# Words of work and shopping before at/from/for/by that make the name after them an
+# organisation: "works at Brightline", "a splurge at Anthropologie", "hired by Acme".
+ORG_CONTEXT_WORDS = words(
+    """work works worked working job jobs intern interned interning internship employed
+    employee employees hired shop shops shopped shopping splurge splurged bought buy
+    buying purchased purchase ordered order orders sale sales deal deals discount coupon
+    membership subscription"""
+)
+ORG_PREPOSITIONS = words("at from for")
+# Before "by" only these: "hired by Acme", "owned by Umbrella" (not "works by Monet").
+ORG_BY_WORDS = words("hired employed owned acquired sponsored funded")
+# What only a company or an institution does, after its name: "Umbrella announced",
+# "Acme has partnered" (not "faced": "the Mayans faced"); and, after was/is/has been,
+# "Arena was incorporated".
+ORG_ACTS = words("announced announces partnered merged recalled acquires acquired")
+ORG_PASSIVE_ACTS = words("incorporated founded acquired headquartered established listed")
 # Apps and platforms an agent's memory often names (beyond entities.py's developer tools).
 APPS = words(
     """youtube linkedin facebook twitter instagram tiktok snapchat whatsapp telegram
