@@ -447,13 +447,22 @@ class _SecretLogFilter(logging.Filter):
 
 
 _LOG_FILTER = _SecretLogFilter()
+# How many loggers (placeholders too) existed at the last full pass of
+# ``install_log_filter``: loggers are never removed, and a pass turns every ``hivemem.*``
+# placeholder into a logger, so the same count means nothing new to filter.
+_FILTERED_UPTO = -1
 
 
 def install_log_filter(others: Iterable[str] = ()) -> logging.Filter:
     """Put the secret filter on the ``hivemem`` logger and its existing children, and on
     the loggers named in ``others`` (the web server's access log, where a request path
     may hold a key)."""
+    global _FILTERED_UPTO
     known = logging.root.manager.loggerDict
+    others = tuple(others)
+    if not others and len(known) == _FILTERED_UPTO:
+        return _LOG_FILTER  # no logger made since the last pass (a reload calls this)
+    _FILTERED_UPTO = len(known)
     loggers = [logging.getLogger(name) for name in ("hivemem", *others)]
     for name, logger in list(known.items()):  # no lock per logger: this runs per reload
         if name.startswith("hivemem."):
