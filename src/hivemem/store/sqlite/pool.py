@@ -369,6 +369,20 @@ class PooledReads:
         except self._driver_errors as exc:
             raise store_error(exc, self.location, "read") from exc
 
+    def writer_version(self) -> int | None:
+        """``PRAGMA data_version`` of the writer connection: it moves only when another
+        connection commits, never for this store's own writes (which, with the pool,
+        move every pooled connection's). ``None`` while another thread holds the writer:
+        the caller asks ``data_version`` then, as a read never waits for a write."""
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+        except self._driver_errors as exc:
+            raise store_error(exc, self.location, "read") from exc
+        finally:
+            self._lock.release()
+
     def _bound_wal(self) -> None:
         """After a commit, under the write lock: restart the WAL when readers let it grow
         past ``WAL_RESTART_BYTES`` (see the module docstring). A checkpoint that fails or
