@@ -404,9 +404,7 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, ScopedBM25, RepairM
         return out
 
     def find_duplicate(self, scope: str, kind: str, content_hash: str) -> Memory | None:
-        # Episodes are outside the (scope, content_hash) index (migration 0024): the
-        # query says so for every other kind, or SQLite would not use that index.
-        lean = "" if kind == "episode" else " AND m.kind <> 'episode'"
+        lean = "" if kind == "episode" else " AND m.kind <> 'episode'"  # 0024's hash index
         found = self._memories(
             "m.scope = ? AND m.content_hash = ? AND m.kind = ? AND m.status = 'active' "
             f"AND m.key IS NULL{lean}",
