@@ -243,3 +243,28 @@ def test_an_error_path_never_asks_the_store_that_failed():
     # though the listener said "changed" only once
     store.down, store.values = False, ["known-secret-123", "new-secret-4567"]
     assert scrubber.scrub("new-secret-4567") == "[REDACTED]"
+
+
+def test_a_reload_that_finds_the_same_values_keeps_their_pattern(monkeypatch):
+    """With the read pool a store's own writes count as changes, so the write path
+    reloads the values every few milliseconds: finding the same ones, it must not
+    build their pattern again (that cost more than the write's row), yet a new value
+    is seen and a logger made since gets the filter."""
+    builds: list[frozenset[str]] = []
+    build = Scrubber._set
+    monkeypatch.setattr(
+        Scrubber, "_set", lambda self, values: (builds.append(values), build(self, values))
+    )
+    store = _Down()
+    scrubber = Scrubber(store.load, store.changed)
+    assert scrubber.scrub("a known-secret-123") == "a [REDACTED]"
+    assert builds == [frozenset(store.values)]
+    store.stale = True
+    late = logging.getLogger("hivemem.made-before-an-unchanged-reload")
+    assert scrubber.scrub("b known-secret-123") == "b [REDACTED]"
+    assert store.loads == 2 and len(builds) == 1
+    assert install_log_filter() in late.filters
+    store.stale, store.values = True, ["known-secret-123", "new-secret-4567"]
+    assert scrubber.scrub("new-secret-4567") == "[REDACTED]"
+    assert len(builds) == 2
+    scrubber.close()

@@ -8,6 +8,7 @@ import io
 import json
 import logging
 import os
+import threading
 import time
 
 import pytest
@@ -210,6 +211,51 @@ def test_a_secret_set_by_another_process_is_redacted_at_once(db_path, clock):
             writer.vault("a").delete("pw")
         time.sleep(0.02)
         assert reader.scrub(f"x {SECRET}") == f"x {SECRET}"
+
+
+def test_own_writes_do_not_reload_the_secrets_and_others_still_are_seen(db_path, clock):
+    """With the read pool every commit of this store moves the pool's counter; the
+    writer's counter moves only for other connections, so the write path's outputs no
+    longer read every secret again after each write. Another handle's secret is seen at
+    once all the same, also while this store's writer is held by another thread (then
+    the pool's counter answers). On PostgreSQL (test_backends_vault.py) the listener
+    answers, and the first part holds there too."""
+    with hivemem.open(db_path, clock=clock, embedder="hash") as store:
+        loads: list[int] = []
+        secret_values = store.vault_rows.secret_values
+        store.vault_rows.secret_values = lambda: loads.append(1) or secret_values()
+        mem = store.scope("a")
+        assert store.scrub(f"x {SECRET}") == f"x {SECRET}"
+        before = len(loads)
+        for i in range(3):
+            mem.add_episode(f"turn {i}", "s1", "user")
+            time.sleep(0.02)  # past the recheck window: each output asks SQLite
+        assert len(loads) == before
+        with hivemem.open(db_path, clock=clock, embedder="hash") as other:
+            other.vault("a").set("pw", SECRET, secret=True)
+        time.sleep(0.02)
+        assert store.scrub(f"x {SECRET}") == f"x {REDACTED}"
+        writer = getattr(store._backend, "_lock", None)
+        if writer is None:
+            return  # PostgreSQL: no writer connection to hold (its listener answers)
+        held, release = threading.Event(), threading.Event()
+
+        def hold_the_writer() -> None:
+            with writer:
+                held.set()
+                release.wait(10)
+
+        holder = threading.Thread(target=hold_the_writer)
+        holder.start()
+        try:
+            assert held.wait(10)
+            with hivemem.open(db_path, clock=clock, embedder="hash") as other:
+                other.vault("a").set("pw2", "another-long-secret", secret=True)
+            time.sleep(0.02)
+            assert store.scrub("y another-long-secret") == f"y {REDACTED}"
+        finally:
+            release.set()
+            holder.join()
 
 
 # ----------------------------------------------------------------------------- CLI

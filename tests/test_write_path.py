@@ -122,3 +122,27 @@ def test_stored_times_keep_their_text_form(when):
     # to_text went from strftime to isoformat (the write path formats several per row):
     # the stored text must not change, or stored and new times would no longer compare.
     assert to_text(when) == when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def test_the_hot_path_replaces_no_row(db_path):
+    """``INSERT OR REPLACE`` with foreign keys on cost a write five times the insert of
+    its categorizer row (issue 24): the hot path's statements upsert instead, and a
+    confidence noted again for the same memory still replaces the first."""
+    with hivemem.open(db_path, embedder="none") as store:
+        mem = store.scope("a")
+        mem.add_episode("warm up", session_id="s", role="user")
+        backend = store._backend
+        statements: list[str] = []
+        backend._conn.set_trace_callback(statements.append)
+        try:
+            episode = mem.add_episode("Ana asked about Berlin", session_id="s", role="user")
+            mem.add_episodes(
+                [{"content": f"turn {i}", "session_id": "s", "role": "u"} for i in range(3)]
+            )
+        finally:
+            backend._conn.set_trace_callback(None)
+        assert any("memory_categories" in s for s in statements)
+        assert not [s for s in statements if "REPLACE" in s.upper() and "fts" not in s]
+        with backend.atomic():
+            store.job_state.note_categories([(episode.id, 0.25)])
+        assert store.job_state.categories(["a"], [episode.id]) == {episode.id: 0.25}

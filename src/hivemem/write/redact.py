@@ -171,9 +171,16 @@ class Scrubber:
             self._set(self._values - {value})
 
     def reload(self) -> None:
-        """Read every secret value again from the store."""
+        """Read every secret value again from the store. The same values keep their
+        pattern: a store's own writes also count as a change (``PRAGMA data_version``
+        with the read pool), so on the write path nearly every reload finds the values
+        it had, and compiling them again cost a write more than its row did."""
         if self._load is not None:
-            self._set(frozenset(v for v in self._load() if len(v) >= MIN_SECRET_CHARS))
+            values = frozenset(v for v in self._load() if len(v) >= MIN_SECRET_CHARS)
+            if values != self._values:
+                self._set(values)
+            else:
+                install_log_filter()  # loggers created since get the filter all the same
             self._loaded = True
 
     def _set(self, values: frozenset[str]) -> None:
@@ -440,17 +447,31 @@ class _SecretLogFilter(logging.Filter):
 
 
 _LOG_FILTER = _SecretLogFilter()
+# How many loggers (placeholders too) existed at the last full pass of
+# ``install_log_filter``: loggers are never removed, and a pass turns every ``hivemem.*``
+# placeholder into a logger, so the same count means nothing new to filter.
+_FILTERED_UPTO = -1
 
 
 def install_log_filter(others: Iterable[str] = ()) -> logging.Filter:
     """Put the secret filter on the ``hivemem`` logger and its existing children, and on
     the loggers named in ``others`` (the web server's access log, where a request path
     may hold a key)."""
-    names = ["hivemem", *others] + [
-        name for name in list(logging.root.manager.loggerDict) if name.startswith("hivemem.")
-    ]
-    for name in names:
-        logger = logging.getLogger(name)
+    global _FILTERED_UPTO
+    known = logging.root.manager.loggerDict
+    others = tuple(others)
+    if not others and len(known) == _FILTERED_UPTO:
+        return _LOG_FILTER  # no logger made since the last pass (a reload calls this)
+    _FILTERED_UPTO = len(known)
+    loggers = [logging.getLogger(name) for name in ("hivemem", *others)]
+    for name, logger in list(known.items()):  # no lock per logger: this runs per reload
+        if name.startswith("hivemem."):
+            # A placeholder (a parent named only by its children) becomes a logger, as
+            # ``getLogger`` would make it, so it holds the filter once code logs to it.
+            loggers.append(
+                logger if isinstance(logger, logging.Logger) else logging.getLogger(name)
+            )
+    for logger in loggers:
         if _LOG_FILTER not in logger.filters:
             logger.addFilter(_LOG_FILTER)
     return _LOG_FILTER

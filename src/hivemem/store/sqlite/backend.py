@@ -53,7 +53,7 @@ from .failures import is_full, is_locked, search_error, store_error
 from .keyword import KeywordPlans, KeywordStats
 from .limits import ClosedConnection, time_limit
 from .maintenance import SQLiteMaintenance
-from .pool import PooledReads, ReadPool, ThreadRole
+from .pool import WAL_AUTOCHECKPOINT_PAGES, PooledReads, ReadPool, ThreadRole
 from .purge import SQLitePurge
 from .repair import RepairMixin
 from .scoped_bm25 import ALL_MATCHES_MAX, ScopedBM25
@@ -203,6 +203,7 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, ScopedBM25, RepairM
                 migrations.refuse_foreign(self._conn, self.location)
                 mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
                 self._conn.execute("PRAGMA synchronous = NORMAL")
+                self._conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES}")
                 migrations.refuse_newer(self._conn, self.location)
                 done = migrations.apply(self._conn, to_text(datetime.now().astimezone()))
                 self.created = migrations.FIRST in done
@@ -403,9 +404,10 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, ScopedBM25, RepairM
         return out
 
     def find_duplicate(self, scope: str, kind: str, content_hash: str) -> Memory | None:
+        lean = "" if kind == "episode" else " AND m.kind <> 'episode'"  # 0024's hash index
         found = self._memories(
             "m.scope = ? AND m.content_hash = ? AND m.kind = ? AND m.status = 'active' "
-            "AND m.key IS NULL",
+            f"AND m.key IS NULL{lean}",
             [scope, content_hash, kind],
             "LIMIT 1",
         )

@@ -67,6 +67,11 @@ class SQLiteDatabase(Transactions, Protocol):
         """A number that changes when another connection has committed (``pool.py``)."""
         ...
 
+    def writer_version(self) -> int | None:
+        """``data_version`` of the writer connection (others' commits only), or ``None``
+        while another thread writes (``pool.py``)."""
+        ...
+
     def on_writer(self) -> AbstractContextManager[None]:
         """Reads inside go through the writer connection (``pool.py``)."""
         ...

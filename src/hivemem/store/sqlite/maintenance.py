@@ -91,9 +91,12 @@ class SQLiteMaintenance(SQLiteCrossRefs, MaintenanceStatements):
 
     def note_categories(self, items: Sequence[tuple[str, float]]) -> None:
         """Inside the write that just inserted these memories: their categorizer's
-        confidence (the write path: one statement, no lookups)."""
+        confidence (the write path: one statement, no lookups). An upsert, not ``INSERT
+        OR REPLACE``: with foreign keys on, REPLACE cost five times the insert (22 µs
+        against 4.5 a row), most of a write's time beyond its row."""
         self._db._conn.executemany(
-            "INSERT OR REPLACE INTO memory_categories (memory_id, confidence) VALUES (?, ?)",
+            "INSERT INTO memory_categories (memory_id, confidence) VALUES (?, ?) "
+            "ON CONFLICT (memory_id) DO UPDATE SET confidence = excluded.confidence",
             list(items),
         )
 

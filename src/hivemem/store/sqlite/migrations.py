@@ -573,3 +573,36 @@ def _ui_sessions(conn: Connection) -> None:
     conn.execute("CREATE INDEX ui_sessions_expiry ON ui_sessions (expires_at)")
     conn.execute("CREATE INDEX ui_sessions_token ON ui_sessions (token_id, seen_at)")
     conn.execute("CREATE INDEX ui_sessions_local ON ui_sessions (local_key, seen_at)")
+
+
+@migration("0024_lean_write_indexes")
+def _lean_write_indexes(conn: Connection) -> None:
+    # The write path's cost is the pages a commit puts in the WAL (issue 24, item 3:
+    # 32 per episode against a plain insert's 9). Three indexes of ``memories`` held an
+    # entry for every row though their queries ask for a few: ``key = ?`` (by_key,
+    # versions_of_key, the key filter, busy_keys), ``supersedes_id = ?`` (successors,
+    # the repair check) and the duplicate check, which never runs for an episode. Each
+    # now holds only the rows those queries can find (a ``key = ?`` term implies ``key
+    # IS NOT NULL`` to SQLite's planner; ``find_duplicate`` says ``kind <> 'episode'``),
+    # so an episode, keyless and replacing nothing, skips all three. And the
+    # categorizer's confidence, one row per memory keyed by its id, was a rowid table
+    # with a separate index of that id: two B-trees where one (WITHOUT ROWID) holds it.
+    for sql in (
+        "DROP INDEX memories_scope_key",
+        "CREATE INDEX memories_scope_key ON memories (scope, key) WHERE key IS NOT NULL",
+        "DROP INDEX memories_supersedes",
+        "CREATE INDEX memories_supersedes ON memories (supersedes_id) "
+        "WHERE supersedes_id IS NOT NULL",
+        "DROP INDEX memories_scope_hash",
+        "CREATE INDEX memories_scope_hash ON memories (scope, content_hash) "
+        "WHERE kind <> 'episode'",
+        """CREATE TABLE memory_categories_new (
+            memory_id TEXT PRIMARY KEY REFERENCES memories (id) ON DELETE CASCADE,
+            confidence REAL NOT NULL CHECK (confidence BETWEEN 0 AND 1)
+        ) WITHOUT ROWID""",
+        "INSERT INTO memory_categories_new (memory_id, confidence) "
+        "SELECT memory_id, confidence FROM memory_categories",
+        "DROP TABLE memory_categories",
+        "ALTER TABLE memory_categories_new RENAME TO memory_categories",
+    ):
+        conn.execute(sql)

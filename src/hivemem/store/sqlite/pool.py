@@ -57,6 +57,13 @@ log = logging.getLogger("hivemem.store.sqlite")
 # (in commits) it looks at the WAL's size.
 WAL_RESTART_BYTES = 16 * 1024 * 1024
 WAL_CHECK_EVERY = 64
+# The writer's automatic checkpoint, in WAL pages (SQLite's default: 1,000). Each copies
+# every page the WAL holds back into the file; a write dirties ~27 pages, many the same
+# ones (index roots, the keyword index's structure, the scope counts), so checkpointing
+# a third as often copies those once instead of three times: 3-8% of a write's CPU
+# (issue 24). Kept under WAL_RESTART_BYTES (4 kB pages: ~12 MB), so the bound above
+# still acts only when readers keep SQLite from restarting the WAL.
+WAL_AUTOCHECKPOINT_PAGES = 3_000
 _MEMO_MAX = 256  # statements ``_read_memo`` keeps for one version of the file
 WAL_DRAIN_S = 2.0  # longest wait for the searches in flight before a restart is skipped
 
@@ -368,6 +375,20 @@ class PooledReads:
             return self._pool.data_version()
         except self._driver_errors as exc:
             raise store_error(exc, self.location, "read") from exc
+
+    def writer_version(self) -> int | None:
+        """``PRAGMA data_version`` of the writer connection: it moves only when another
+        connection commits, never for this store's own writes (which, with the pool,
+        move every pooled connection's). ``None`` while another thread holds the writer:
+        the caller asks ``data_version`` then, as a read never waits for a write."""
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+        except self._driver_errors as exc:
+            raise store_error(exc, self.location, "read") from exc
+        finally:
+            self._lock.release()
 
     def _bound_wal(self) -> None:
         """After a commit, under the write lock: restart the WAL when readers let it grow
