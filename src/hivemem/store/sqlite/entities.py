@@ -25,6 +25,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ...providers.entities import Mention
     from .database import SQLiteDatabase
 
+_ARMS = 64  # per-entity pages per statement (SQLite allows 500 arms of a compound select)
+
 
 def link_mentions(
     conn: Any,
@@ -160,22 +162,29 @@ class SQLiteEntityIndex(Describes):
     ) -> list[tuple[str, int]]:
         """(memory id, entity id) links of the given entities among memories that pass
         the scope and filters: per entity its newest ``limit`` memories (ids are time
-        ordered, so the junction's index gives them without a sort)."""
+        ordered, so the junction's index gives them without a sort), entity by entity
+        in the order given. One statement for all of them (a ``UNION ALL`` of per-entity
+        pages, ``_ARMS`` at most): a query naming three people used to cost three."""
         clause, params = self._db._scope_clause(scopes)
         where, extra = self._db._filter_sql(query, now) if query is not None else ([], [])
         filters = " AND ".join([clause, *where])
+        page = (
+            "SELECT * FROM (SELECT ? AS arm, me.entity_id, me.memory_id FROM memory_entities me "
+            "CROSS JOIN memories m ON m.id = me.memory_id "
+            f"WHERE me.entity_id = ? AND {filters} "
+            "ORDER BY me.memory_id DESC LIMIT ?)"
+        )
+        ids = list(dict.fromkeys(entity_ids))
         out: list[tuple[str, int]] = []
-        for entity_id in dict.fromkeys(entity_ids):
-            out.extend(
-                (r[0], entity_id)
-                for r in self._db._read(
-                    "SELECT me.memory_id FROM memory_entities me "
-                    "CROSS JOIN memories m ON m.id = me.memory_id "
-                    f"WHERE me.entity_id = ? AND {filters} "
-                    "ORDER BY me.memory_id DESC LIMIT ?",
-                    [entity_id, *params, *extra, limit],
-                )
+        for start in range(0, len(ids), _ARMS):
+            batch = ids[start : start + _ARMS]
+            arms: list[Any] = []
+            for arm, entity_id in enumerate(batch):
+                arms += [arm, entity_id, *params, *extra, limit]
+            rows = self._db._read(
+                " UNION ALL ".join([page] * len(batch)) + " ORDER BY 1, 3 DESC", arms
             )
+            out.extend((r[2], r[1]) for r in rows)
         return out
 
     def add_alias(self, scope: str, entity_id: int, alias: str) -> None:

@@ -1,0 +1,75 @@
+"""The search path's reads outside the keyword lane (issue 24): one statement for the
+entity lane's pages, one for the vector index's state, with the same results as the
+reads they replace."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import hivemem
+from hivemem.providers.embed import HashEmbedder
+
+
+def _statements(store: hivemem.Store, search) -> list[str]:
+    seen: list[str] = []
+    seam = store.tracing(seen.append)
+    assert seam is not None
+    with seam:
+        search()
+    return [s for s in seen if not s.startswith("--")]
+
+
+def _open(path, **settings) -> hivemem.Store:
+    return hivemem.open(
+        path, embedder=HashEmbedder(64), settings=hivemem.Settings(track_access=False, **settings)
+    )
+
+
+def test_the_entity_lane_reads_every_named_entitys_page_in_one_statement(tmp_path):
+    with _open(tmp_path / "m.db") as store:
+        mem = store.scope("a")
+        people = ("Alice", "Bruno", "Chiara")
+        for n in range(12):
+            mem.add_episode(
+                f"{people[n % 3]} met {people[(n + 1) % 3]} at the harbour", "s", "user"
+            )
+        store.flush()
+        backend = store._backend
+        found = backend.entities.lookup(["a"], ["alice", "bruno", "chiara"], aliases=False)
+        assert len(found) == 3
+        query = hivemem.Query(text="x")
+        now = datetime.now(UTC)
+        ids = [e.id for e in found]
+        # The old reads, one per entity: newest first within each, entity by entity.
+        expected = []
+        for entity_id in ids:
+            rows = backend._read(
+                "SELECT me.memory_id FROM memory_entities me CROSS JOIN memories m "
+                "ON m.id = me.memory_id WHERE me.entity_id = ? AND m.scope = 'a' "
+                "ORDER BY me.memory_id DESC LIMIT ?",
+                [entity_id, 5],
+            )
+            expected += [(r[0], entity_id) for r in rows]
+        seen: list[str] = []
+        with store.tracing(seen.append):
+            linked = backend.entities.linked(["a"], ids, query, now, 5)
+        assert linked == expected
+        assert len([s for s in seen if "memory_entities" in s]) == 1
+        statements = _statements(store, lambda: mem.search("Alice and Bruno and Chiara"))
+        assert len([s for s in statements if "FROM memory_entities" in s]) == 1
+
+
+def test_after_a_write_the_vector_lane_reads_its_index_state_in_one_statement(tmp_path):
+    with _open(tmp_path / "m.db") as store:
+        mem = store.scope("a")
+        for n in range(10):
+            mem.add_episode(f"turn {n} about the lighthouse", "s", "user")
+        store.flush()
+        mem.search("lighthouse")
+        mem.save("a new note about the lighthouse")
+        store.flush()
+        statements = _statements(store, lambda: mem.search("lighthouse"))
+        kept = ("FROM meta", "MAX(seq)", "sqlite_master")  # the log's new rows are read apart
+        state = [s for s in statements if any(k in s for k in kept)]
+        assert len(state) == 1, state
+        assert "sqlite_master" in state[0]
