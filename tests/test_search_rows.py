@@ -1,10 +1,13 @@
 """The search path's reads outside the keyword lane (issue 24): one statement for the
-entity lane's pages, one for the vector index's state, with the same results as the
-reads they replace."""
+entity lane's pages, one for the vector index's state, one for the pool's rows and
+their chunk vectors (``Backend.candidate_rows``), with the same results as the reads
+they replace."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
+
+import numpy as np
 
 import hivemem
 from hivemem.providers.embed import HashEmbedder
@@ -73,3 +76,44 @@ def test_after_a_write_the_vector_lane_reads_its_index_state_in_one_statement(tm
         state = [s for s in statements if any(k in s for k in kept)]
         assert len(state) == 1, state
         assert "sqlite_master" in state[0]
+
+
+def test_the_pools_rows_and_chunk_vectors_are_one_statement(tmp_path):
+    with _open(tmp_path / "m.db") as store:
+        mem = store.scope("a")
+        for n in range(30):
+            mem.add_episode(f"turn {n} about the harbour and the lighthouse {n % 7}", "s", "user")
+        store.flush()
+        hits: list = []
+        statements = _statements(store, lambda: hits.extend(mem.search("lighthouse harbour")))
+        assert hits
+        rows = [s for s in statements if "FROM w CROSS JOIN memories" in s]
+        assert len(rows) == 1
+        assert not [s for s in statements if s.startswith("SELECT c.id, e.vector FROM chunks")]
+        assert not [s for s in statements if s.startswith("SELECT m.id, m.scope, m.kind")]
+
+
+def test_candidate_rows_are_get_many_with_each_chunks_vector(any_location, clock):
+    """Both backends: the memories as ``get_many`` gives them, in the order asked, with
+    the vector of the chunk asked for, or of the first chunk where none is (a dialogue
+    neighbour), or none without a model."""
+    with hivemem.open(any_location, clock=clock, embedder="hash") as store:
+        mem = store.scope("a")
+        long = " ".join(f"word{n}" for n in range(900))  # several chunks
+        first = mem.save(long)
+        second = mem.save("a short note about the harbour")
+        store.flush()
+        backend = store._backend
+        model = store.indexer.identity
+        chunks = backend.memory_chunks([first.id, second.id])
+        of_first = [c.chunk_id for c in chunks if c.memory_id == first.id]
+        assert len(of_first) > 1
+        wanted = {second.id: None, first.id: of_first[1], "no-such-id": None}
+        got = backend.candidate_rows(["a"], wanted, model)
+        assert [m for m, _ in got] == backend.get_many(["a"], [second.id, first.id])
+        vectors = backend.vectors.vectors(model, [c.chunk_id for c in chunks])
+        second_first = next(c.chunk_id for c in chunks if c.memory_id == second.id)
+        assert np.array_equal(got[0][1], vectors[second_first])
+        assert np.array_equal(got[1][1], vectors[of_first[1]])
+        assert all(v is None for _, v in backend.candidate_rows(["a"], wanted, None))
+        assert backend.candidate_rows(["b"], wanted, model) == []  # another scope's: none

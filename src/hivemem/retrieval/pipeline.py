@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -170,7 +170,12 @@ def search(
     if len(fused) > pool:
         fused = dict(sorted(fused.items(), key=lambda item: -item[1])[:pool])
     costs.lap("fusion")
-    memories = {m.id: m for m in backend.get_many(scopes, list(fused))}
+    # One read: the pool's rows and, for diversity, each one's chunk vector (the chunk a
+    # lane matched, else the memory's first), where MMR will compare vectors.
+    model = indexer.identity if settings.mmr_lambda < 1.0 and indexer.enabled else None
+    read = backend.candidate_rows(scopes, {k: candidates[k].chunk_id or None for k in fused}, model)
+    memories = {m.id: m for m, _ in read}
+    known = {(m.id, candidates[m.id].chunk_id or None): v for m, v in read} if model else {}
     costs.lap("rows")
     # The session prior is about dialogue: only episodes belong to a session's mass, and
     # a memory saved on purpose (fact, decision, summary, note) keeps its score.
@@ -218,9 +223,9 @@ def search(
     room = query.limit - len(exact)
     if settings.mmr_lambda < 1.0:  # each group diversified within itself
         if len(exact) > 1:
-            exact = _diversify(backend, indexer, exact, query.limit, settings.mmr_lambda)
+            exact = _diversify(backend, indexer, exact, query.limit, settings.mmr_lambda, known)
         if len(scored) > 1 and room > 0:
-            scored = _diversify(backend, indexer, scored, room, settings.mmr_lambda)
+            scored = _diversify(backend, indexer, scored, room, settings.mmr_lambda, known)
     scored = _lifted(exact, scored) + scored
     scored = [s for s in scored if s.score >= query.min_score]
     hits = []
@@ -644,22 +649,31 @@ def _diversify(
     scored: list[Ranked],
     limit: int,
     lambda_: float,
+    known: Mapping[tuple[str, int | None], np.ndarray | None],
 ) -> list[Ranked]:
     """The ``limit`` best after the diversity penalty (``ranking.diversity_order``).
 
     Similarity is the cosine of the candidates' chunk vectors where both have one, and
     the Jaccard similarity of their word sets otherwise (keyword-only search, or a
-    memory not embedded yet): three near-duplicates never fill the top three."""
+    memory not embedded yet): three near-duplicates never fill the top three.
+    ``known``: the vectors the pool's read brought, by (memory id, the chunk asked for);
+    only a candidate it did not cover (a current version added for its superseded match)
+    is read here."""
     n = len(scored)
     has = np.zeros(n, dtype=bool)
     matrix = np.zeros((n, 1), dtype=np.float32)
     if indexer.enabled and indexer.identity is not None:
-        chunk_of = _chunk_ids(backend, scored)
+        keys = [(s.memory.id, s.candidate.chunk_id or None) for s in scored]
+        by_place = {i: known[key] for i, key in enumerate(keys) if key in known}
+        rest = [s if i not in by_place else None for i, s in enumerate(scored)]
+        chunk_of = _chunk_ids(backend, rest)
         vectors = backend.vectors.vectors(indexer.identity, list(chunk_of.values()))
-        if vectors:
-            matrix = np.zeros((n, len(next(iter(vectors.values())))), dtype=np.float32)
+        by_place.update((i, vectors.get(c)) for i, c in chunk_of.items())
+        found = [v for v in by_place.values() if v is not None]
+        if found:
+            matrix = np.zeros((n, len(found[0])), dtype=np.float32)
             for i in range(n):
-                vector = vectors.get(chunk_of.get(i, -1))
+                vector = by_place.get(i)
                 if vector is not None:
                     matrix[i] = vector
                     has[i] = True
@@ -688,11 +702,12 @@ def _diversify(
     return out
 
 
-def _chunk_ids(backend: Backend, scored: list[Ranked]) -> dict[int, int]:
+def _chunk_ids(backend: Backend, scored: Sequence[Ranked | None]) -> dict[int, int]:
     """Position → the chunk that stands for the candidate: the chunk a lane matched, else
-    (a neighbour brought in as dialogue context) the memory's first chunk."""
-    out = {i: s.candidate.chunk_id for i, s in enumerate(scored) if s.candidate.chunk_id}
-    missing = {s.memory.id: i for i, s in enumerate(scored) if i not in out}
+    (a neighbour brought in as dialogue context) the memory's first chunk. None: a place
+    whose vector is known already."""
+    out = {i: s.candidate.chunk_id for i, s in enumerate(scored) if s and s.candidate.chunk_id}
+    missing = {s.memory.id: i for i, s in enumerate(scored) if s and i not in out}
     if missing:
         for chunk in backend.memory_chunks(list(missing)):
             out.setdefault(missing[chunk.memory_id], chunk.chunk_id)

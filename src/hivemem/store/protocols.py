@@ -293,6 +293,12 @@ class Memories(Protocol):
 
     def get_many(self, scopes: Sequence[str], memory_ids: Sequence[str]) -> list[Memory]: ...
 
+    def candidate_rows(
+        self, scopes: Sequence[str], wanted: Mapping[str, int | None], model: str | None
+    ) -> list[tuple[Memory, Any]]:
+        """Search's pool: ``get_many`` in order, each with a chunk's vector or None."""
+        ...
+
     def by_key(
         self, scopes: Sequence[str], key: str, as_of: datetime | None = None
     ) -> Memory | None:
@@ -306,8 +312,7 @@ class Memories(Protocol):
         ...
 
     def scopes_of(self, memory_ids: Sequence[str]) -> dict[str, str]:
-        """The scope of each given id that exists, in any scope (import checks ids, which
-        are unique across the whole database)."""
+        """The scope of each given id that exists, in any scope (ids are database-wide)."""
         ...
 
     def find_duplicate(self, scope: str, kind: str, content_hash: str) -> Memory | None:

@@ -19,7 +19,7 @@ import builtins
 import json
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
@@ -43,7 +43,7 @@ from ..rows import (
     row_to_memory,
 )
 from ..stats import scope_stats
-from . import inserts, migrations, termcounts
+from . import candidates, inserts, migrations, termcounts
 from .access import AccessLog
 from .database import DRIVER_NAME as DRIVER_NAME
 from .database import IntegrityError as IntegrityError
@@ -358,6 +358,11 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, ScopedBM25, RepairM
         )
         order = {mid: i for i, mid in enumerate(memory_ids)}
         return sorted(found, key=lambda m: order[m.id])
+
+    def candidate_rows(
+        self, scopes: Sequence[str], wanted: Mapping[str, int | None], model: str | None
+    ) -> builtins.list[tuple[Memory, Any]]:
+        return candidates.read(self, scopes, wanted, model, self._access.overlay)
 
     def by_key(
         self, scopes: Sequence[str], key: str, as_of: datetime | None = None
