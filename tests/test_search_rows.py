@@ -117,3 +117,30 @@ def test_candidate_rows_are_get_many_with_each_chunks_vector(any_location, clock
         assert np.array_equal(got[1][1], vectors[of_first[1]])
         assert all(v is None for _, v in backend.candidate_rows(["a"], wanted, None))
         assert backend.candidate_rows(["b"], wanted, model) == []  # another scope's: none
+
+
+def test_a_searchs_second_ask_for_dialogue_neighbours_reads_only_new_anchors(tmp_path):
+    """The keyword lane and fusion both ask for neighbours; inside one read view the
+    pairs read first are kept (the backend's docstring said so; they were read again)."""
+    with _open(tmp_path / "m.db") as store:
+        mem = store.scope("a")
+        turns = [mem.add_episode(f"turn {n} of the talk", f"s{n // 5}", "user") for n in range(15)]
+        store.flush()
+        backend = store._backend
+        query = hivemem.Query(text="x")
+        now = datetime.now(UTC)
+        ids = [t.id for t in turns]
+        fresh = backend.session_neighbours(["a"], ids[5:9], query, now)  # outside a view
+        trace: list[str] = []
+        with store.tracing(trace.append), backend.search_view():
+            backend.session_neighbours(["a"], ids[:6], query, now)
+            first = len([s for s in trace if "WITH pairs" in s])
+            again = backend.session_neighbours(["a"], ids[5:9], query, now)
+        pairs = [s for s in trace if "WITH pairs" in s]
+        assert first == 1 and len(pairs) == 2
+        assert ids[5] not in pairs[1] and ids[8] in pairs[1]  # only the anchors not read
+        assert again == fresh and list(again) == sorted(again)
+        mem.add_episode("turn 15 of the talk", "s1", "user")  # a new neighbour of turn 9
+        with backend.search_view():
+            after = backend.session_neighbours(["a"], ids[5:10], query, now)
+        assert after != fresh and after[ids[9]][-1][1] is True  # the write is seen
