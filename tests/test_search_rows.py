@@ -144,3 +144,23 @@ def test_a_searchs_second_ask_for_dialogue_neighbours_reads_only_new_anchors(tmp
         with backend.search_view():
             after = backend.session_neighbours(["a"], ids[5:10], query, now)
         assert after != fresh and after[ids[9]][-1][1] is True  # the write is seen
+
+
+def test_the_vector_lanes_queue_check_is_kept_inside_the_view_until_a_write(tmp_path):
+    with _open(tmp_path / "m.db") as store:
+        mem = store.scope("a")
+        for n in range(10):
+            mem.add_episode(f"turn {n} about the lighthouse", "s", "user")
+        store.flush()
+        mem.search("lighthouse")
+
+        def in_view(statements: list[str]) -> list[str]:
+            view = statements[statements.index("BEGIN DEFERRED") :]
+            return [s for s in view if "FROM vector_queue" in s]
+
+        again = _statements(store, lambda: mem.search("lighthouse"))
+        assert [s for s in again if "FROM vector_queue" in s]  # before the view: embed_fresh
+        assert in_view(again) == []
+        mem.save("a new note about the lighthouse")
+        after = _statements(store, lambda: mem.search("lighthouse"))
+        assert len(in_view(after)) == 1  # the write is seen

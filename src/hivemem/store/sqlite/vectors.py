@@ -246,14 +246,17 @@ class SQLiteVectorIndex:
 
     def pending_in(self, scopes: Sequence[str], limit: int) -> list[PendingChunk]:
         """Newest first. Driven by the queue (small while the worker keeps up), each
-        row's chunk looked up by id and kept when it is of ``scopes``."""
+        row's chunk looked up by id and kept when it is of ``scopes``. Inside a search's
+        read view the rows are kept until the file changes (the vector lane's "still
+        being embedded" check, every search)."""
         if not scopes or limit <= 0:
             return []
-        rows = self._db._read(
+        rows = self._db._read_memo(
             "SELECT q.chunk_id, m.scope, c.text_hash, c.text FROM vector_queue q "
             "CROSS JOIN chunks c ON c.id = q.chunk_id CROSS JOIN memories m ON m.id = c.memory_id "
             f"WHERE m.scope IN ({placeholders(scopes)}) ORDER BY q.chunk_id DESC LIMIT ?",
             [*scopes, limit],
+            view_only=True,
         )
         return [PendingChunk(*r) for r in rows]
 
