@@ -164,3 +164,33 @@ def test_the_vector_lanes_queue_check_is_kept_inside_the_view_until_a_write(tmp_
         mem.save("a new note about the lighthouse")
         after = _statements(store, lambda: mem.search("lighthouse"))
         assert len(in_view(after)) == 1  # the write is seen
+
+
+def test_the_entity_lane_is_one_statement_with_lookups_and_linkeds_answer(any_location, clock):
+    """Both backends: ``lane`` gives what ``lookup`` (no aliases) then ``linked`` give;
+    on SQLite one statement reads both."""
+    with hivemem.open(any_location, clock=clock, embedder="hash") as store:
+        mem = store.scope("a")
+        people = ("Alice", "Bruno", "Chiara")
+        for n in range(12):
+            mem.add_episode(
+                f"{people[n % 3]} met {people[(n + 1) % 3]} at the harbour", "s", "user"
+            )
+        mem.add_episode("Dora stayed home", "s", "user")
+        backend = store._backend
+        query = hivemem.Query(text="x")
+        now = datetime.now(UTC)
+        names = ["alice", "chiara", "nobody"]
+        found = backend.entities.lookup(["a"], names, aliases=False)
+        linked = backend.entities.linked(["a"], [e.id for e in found], query, now, 3)
+        assert len(found) == 2 and len(linked) == 6
+        assert backend.entities.lane(["a"], names, query, now, 3) == (found, linked)
+        assert backend.entities.lane(["a"], ["nobody"], query, now, 3) == ([], [])
+        assert backend.entities.lane(["b"], names, query, now, 3) == ([], [])
+        seam = store.tracing([].append)
+        if seam is None:  # PostgreSQL: no statement seam
+            return
+        statements = _statements(store, lambda: mem.search("Alice and Chiara"))
+        entity = [s for s in statements if "FROM entities e" in s]
+        assert len(entity) == 1 and "memory_entities" in entity[0]
+        assert not [s for s in statements if s.startswith("SELECT * FROM (SELECT 0 AS arm")]

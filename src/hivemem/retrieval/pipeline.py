@@ -337,16 +337,15 @@ def _entity_reads(
     mentions over the IDF a never-seen-before entity would have, one per entity named:
     mentioning every named entity, each rare, scores near 1; a name on every turn (a
     chat's speaker) weighs little."""
-    found = backend.entities.lookup(scopes, entitymod.query_names(text), aliases=False)
+    names = entitymod.query_names(text)
+    found, links = backend.entities.lane(scopes, names, query, now, fetch * 4)
     if not found:
         return None
     total = backend.entities.total_memories(scopes)
     weights = {e.id: idf(total, e.mention_count) for e in found}
     mass = idf(total, 1) * len({e.canonical for e in found})
     scores: dict[str, float] = {}
-    for memory_id, entity_id in backend.entities.linked(
-        scopes, list(weights), query, now, fetch * 4
-    ):
+    for memory_id, entity_id in links:
         scores[memory_id] = scores.get(memory_id, 0.0) + weights[entity_id] / mass
     return sorted(scores.items(), key=lambda item: -item[1])[:fetch]
 
