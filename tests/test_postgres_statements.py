@@ -113,17 +113,17 @@ def test_the_vector_and_entity_lanes_read_beside_the_keyword_lane(both):  # noqa
         backend = store._backend
         name = "pg" if "postgresql" in store.location else "sqlite"
         threads = seen.setdefault(name, set())
-        search, linked = backend.vectors.search, backend.entities.linked
+        search, lane = backend.vectors.search, backend.entities.lane
 
         def vectors(*a, _search=search, _threads=threads, **k):
             _threads.add(("vector", threading.current_thread().name.startswith("hivemem-lane")))
             return _search(*a, **k)
 
-        def entities(*a, _linked=linked, _threads=threads, **k):
+        def entities(*a, _lane=lane, _threads=threads, **k):
             _threads.add(("entity", threading.current_thread().name.startswith("hivemem-lane")))
-            return _linked(*a, **k)
+            return _lane(*a, **k)
 
-        backend.vectors.search, backend.entities.linked = vectors, entities
+        backend.vectors.search, backend.entities.lane = vectors, entities
         mem = store.scope("team-a")
         hits = mem.search("what does Bob drink with Alice")
         results.append([h.memory.content for h in hits])

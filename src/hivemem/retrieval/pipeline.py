@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -37,7 +37,7 @@ from ..providers import entities as entitymod
 from ..settings import Settings
 from ..store.protocols import Backend, VectorMatch
 from ..types import Explanation, Hit, Kind, Memory, MemoryType, Query, Status
-from . import costs, hitset, learned, ranking
+from . import costs, fusion, hitset, learned, ranking
 from . import rerank as rerankmod
 from .hitset import Ranked
 from .keyword import KeywordCandidate, idf, keyword_lane
@@ -155,10 +155,11 @@ def search(
         lanes_run.append("entity")
     costs.lap("entity")
     page = tie_page(query.limit, fetch)
-    if not candidates or _nothing_matches(candidates, lanes_run, indexer, settings, page):
+    lanes = _lane_arrays(candidates, lanes_run)
+    if not candidates or _nothing_matches(candidates, lanes, lanes_run, indexer, settings, page):
         return []
 
-    fused = _fuse(candidates, lanes_run, settings, page)
+    fused = _fuse(candidates, lanes, lanes_run, settings, page)
     if settings.neighbour_weight > 0:
         _add_neighbours(backend, scopes, query, now, settings, fused, candidates)
     # Only the best ``pool`` go on: the adjustments move scores by a bounded factor, and
@@ -170,7 +171,12 @@ def search(
     if len(fused) > pool:
         fused = dict(sorted(fused.items(), key=lambda item: -item[1])[:pool])
     costs.lap("fusion")
-    memories = {m.id: m for m in backend.get_many(scopes, list(fused))}
+    # One read: the pool's rows and, for diversity, each one's chunk vector (the chunk a
+    # lane matched, else the memory's first), where MMR will compare vectors.
+    model = indexer.identity if settings.mmr_lambda < 1.0 and indexer.enabled else None
+    read = backend.candidate_rows(scopes, {k: candidates[k].chunk_id or None for k in fused}, model)
+    memories = {m.id: m for m, _ in read}
+    known = {(m.id, candidates[m.id].chunk_id or None): v for m, v in read} if model else {}
     costs.lap("rows")
     # The session prior is about dialogue: only episodes belong to a session's mass, and
     # a memory saved on purpose (fact, decision, summary, note) keeps its score.
@@ -218,9 +224,9 @@ def search(
     room = query.limit - len(exact)
     if settings.mmr_lambda < 1.0:  # each group diversified within itself
         if len(exact) > 1:
-            exact = _diversify(backend, indexer, exact, query.limit, settings.mmr_lambda)
+            exact = _diversify(backend, indexer, exact, query.limit, settings.mmr_lambda, known)
         if len(scored) > 1 and room > 0:
-            scored = _diversify(backend, indexer, scored, room, settings.mmr_lambda)
+            scored = _diversify(backend, indexer, scored, room, settings.mmr_lambda, known)
     scored = _lifted(exact, scored) + scored
     scored = [s for s in scored if s.score >= query.min_score]
     hits = []
@@ -331,16 +337,15 @@ def _entity_reads(
     mentions over the IDF a never-seen-before entity would have, one per entity named:
     mentioning every named entity, each rare, scores near 1; a name on every turn (a
     chat's speaker) weighs little."""
-    found = backend.entities.lookup(scopes, entitymod.query_names(text), aliases=False)
+    names = entitymod.query_names(text)
+    found, links = backend.entities.lane(scopes, names, query, now, fetch * 4)
     if not found:
         return None
     total = backend.entities.total_memories(scopes)
     weights = {e.id: idf(total, e.mention_count) for e in found}
     mass = idf(total, 1) * len({e.canonical for e in found})
     scores: dict[str, float] = {}
-    for memory_id, entity_id in backend.entities.linked(
-        scopes, list(weights), query, now, fetch * 4
-    ):
+    for memory_id, entity_id in links:
         scores[memory_id] = scores.get(memory_id, 0.0) + weights[entity_id] / mass
     return sorted(scores.items(), key=lambda item: -item[1])[:fetch]
 
@@ -439,6 +444,7 @@ def _add_keyword(candidates: dict[str, _Candidate], keyword: list[KeywordCandida
 
 def _nothing_matches(
     candidates: dict[str, _Candidate],
+    lanes: Mapping[str, np.ndarray],
     lanes_run: Sequence[str],
     indexer: QueryEmbedder,
     settings: Settings,
@@ -463,9 +469,11 @@ def _nothing_matches(
     cosines = [c.lanes["vector"]["cosine"] for c in candidates.values() if "vector" in c.lanes]
     if max(cosines, default=0.0) >= floor:
         return False
-    keyword = {k: c.lane_scores.get("keyword", 0.0) for k, c in candidates.items()}
-    evidence = max(keyword.values(), default=0.0)
-    evidence *= ranking.lane_confidence(keyword, settings.keyword_ties or len(keyword), page)
+    keyword = lanes.get("keyword")
+    if keyword is None or not keyword.size:
+        return True  # no keyword evidence: 0 <= MATCH_KEYWORD_FLOOR
+    evidence = float(keyword.max())
+    evidence *= fusion.lane_confidence(keyword, settings.keyword_ties or len(keyword), page)
     return evidence <= MATCH_KEYWORD_FLOOR
 
 
@@ -484,14 +492,29 @@ def tie_page(limit: int, fetch: int) -> int:
     return min(2 * min(limit, _EXTRA_FLOOR), fetch)
 
 
+def _lane_arrays(
+    candidates: dict[str, _Candidate], lanes_run: Sequence[str]
+) -> dict[str, np.ndarray]:
+    """Each lane's scores as an array over the candidates, in their order (0: the lane
+    did not return the candidate); ``fusion`` works on these."""
+    n = len(candidates)
+    return {
+        lane: np.fromiter(
+            (c.lane_scores.get(lane, 0.0) for c in candidates.values()), dtype=np.float64, count=n
+        )
+        for lane in lanes_run
+    }
+
+
 def _fuse(
     candidates: dict[str, _Candidate],
+    lanes: Mapping[str, np.ndarray],
     lanes_run: Sequence[str],
     settings: Settings,
     page: int = 0,
 ) -> dict[str, float]:
-    """Fused score in [0, 1] per memory, over the lanes that ran; ``page``: see
-    ``tie_page``."""
+    """Fused score in [0, 1] per memory, over the lanes that ran (``lanes``: their
+    ``_lane_arrays``); ``page``: see ``tie_page``."""
     if settings.fusion == ranking.Fusion.RRF:
         rankings = {
             lane: sorted(
@@ -506,42 +529,26 @@ def _fuse(
             k=settings.rrf_k,
             weights=weights,
         )
-    lane_scores = {
-        lane: {c.memory_id: c.lane_scores.get(lane, 0.0) for c in candidates.values()}
-        for lane in lanes_run
-    }
     weights = _weights(settings)
-    if "vector" in lane_scores and "keyword" in lane_scores and settings.keyword_ties > 0:
+    if "vector" in lanes and "keyword" in lanes and settings.keyword_ties > 0:
         # A keyword lane that ties many memories at its best cannot tell them apart:
         # its weight shrinks, and a memory the vector lane found by meaning can win.
-        confidence = ranking.lane_confidence(lane_scores["keyword"], settings.keyword_ties, page)
-        weights["keyword"] *= confidence
-    absolute = ranking.weighted(lane_scores, weights)
-    if settings.fusion != "minmax" or not absolute:
-        return absolute
-    # Min-max per lane orders best (measured), but its numbers mean "relative to this
-    # query's best": rescaled so the top hit scores the best absolute fused score, a
-    # threshold still reads as "how well this matches", and the order stays min-max's.
-    relative = ranking.weighted(
-        {
-            # Only the keyword lane's tail is paged: measured better on all four suites
-            # than paging every lane (docs/retrieval.md).
-            lane: _minmax(scores, settings.minmax_page if lane == "keyword" else 0)
-            for lane, scores in lane_scores.items()
-        },
-        weights,
-    )
-    best, scale = max(relative.values()), max(absolute.values())
-    if best <= 0:
-        return absolute
-    return {k: v / best * scale for k, v in relative.items()}
-
-
-_MINMAX_FLOOR = 0.05  # the lane's weakest match still counts a little: it did match
+        weights["keyword"] *= fusion.lane_confidence(lanes["keyword"], settings.keyword_ties, page)
+    if settings.fusion != "minmax":
+        fused = fusion.weighted(lanes, weights)
+    else:
+        # Min-max per lane orders best (measured), but its numbers mean "relative to
+        # this query's best": rescaled so the top hit scores the best absolute fused
+        # score, a threshold still reads as "how well this matches", and the order stays
+        # min-max's. Only the keyword lane's tail is paged: measured better on all four
+        # suites than paging every lane (docs/retrieval.md).
+        fused = fusion.fuse_minmax(lanes, weights, settings.minmax_page)
+    return {} if fused is None else dict(zip(candidates, fused.tolist(), strict=True))
 
 
 def _minmax(scores: dict[str, float], page: int = 0) -> dict[str, float]:
-    """Positive scores scaled to [0.05, 1] within this query (0 stays 0: not found).
+    """Positive scores scaled to [0.05, 1] within this query (0 stays 0: not found);
+    ``fusion.minmax`` over a dict.
 
     ``page`` > 0 (setting ``minmax_page``, keyword lane): the low end is the lane's
     ``page``-th best score instead of its weakest candidate, and weaker candidates take
@@ -549,24 +556,8 @@ def _minmax(scores: dict[str, float], page: int = 0) -> dict[str, float]:
     window neighbour), and a keyword lane of thirty weak matches spreads them over the
     whole range, above a memory found only by meaning (docs/retrieval.md: paraphrase
     hit@10 .410 → .486 at 20)."""
-    found = [v for v in scores.values() if v > 0]
-    if not found:
-        return scores
-    low, high = min(found), max(found)
-    if page > 0:
-        low = sorted(found, reverse=True)[min(page, len(found)) - 1]
-    span = high - low
-    out = {}
-    for key, value in scores.items():
-        if value <= 0:
-            out[key] = 0.0
-        else:
-            if span > 0:
-                stretched = max(0.0, value - low) / span
-                out[key] = _MINMAX_FLOOR + (1.0 - _MINMAX_FLOOR) * stretched
-            else:  # one score for all: nothing to stretch, keep what it means
-                out[key] = value
-    return out
+    values = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
+    return dict(zip(scores, fusion.minmax(values, page).tolist(), strict=True))
 
 
 def _weights(settings: Settings) -> dict[str, float]:
@@ -644,22 +635,31 @@ def _diversify(
     scored: list[Ranked],
     limit: int,
     lambda_: float,
+    known: Mapping[tuple[str, int | None], np.ndarray | None],
 ) -> list[Ranked]:
     """The ``limit`` best after the diversity penalty (``ranking.diversity_order``).
 
     Similarity is the cosine of the candidates' chunk vectors where both have one, and
     the Jaccard similarity of their word sets otherwise (keyword-only search, or a
-    memory not embedded yet): three near-duplicates never fill the top three."""
+    memory not embedded yet): three near-duplicates never fill the top three.
+    ``known``: the vectors the pool's read brought, by (memory id, the chunk asked for);
+    only a candidate it did not cover (a current version added for its superseded match)
+    is read here."""
     n = len(scored)
     has = np.zeros(n, dtype=bool)
     matrix = np.zeros((n, 1), dtype=np.float32)
     if indexer.enabled and indexer.identity is not None:
-        chunk_of = _chunk_ids(backend, scored)
+        keys = [(s.memory.id, s.candidate.chunk_id or None) for s in scored]
+        by_place = {i: known[key] for i, key in enumerate(keys) if key in known}
+        rest = [s if i not in by_place else None for i, s in enumerate(scored)]
+        chunk_of = _chunk_ids(backend, rest)
         vectors = backend.vectors.vectors(indexer.identity, list(chunk_of.values()))
-        if vectors:
-            matrix = np.zeros((n, len(next(iter(vectors.values())))), dtype=np.float32)
+        by_place.update((i, vectors.get(c)) for i, c in chunk_of.items())
+        found = [v for v in by_place.values() if v is not None]
+        if found:
+            matrix = np.zeros((n, len(found[0])), dtype=np.float32)
             for i in range(n):
-                vector = vectors.get(chunk_of.get(i, -1))
+                vector = by_place.get(i)
                 if vector is not None:
                     matrix[i] = vector
                     has[i] = True
@@ -688,11 +688,12 @@ def _diversify(
     return out
 
 
-def _chunk_ids(backend: Backend, scored: list[Ranked]) -> dict[int, int]:
+def _chunk_ids(backend: Backend, scored: Sequence[Ranked | None]) -> dict[int, int]:
     """Position → the chunk that stands for the candidate: the chunk a lane matched, else
-    (a neighbour brought in as dialogue context) the memory's first chunk."""
-    out = {i: s.candidate.chunk_id for i, s in enumerate(scored) if s.candidate.chunk_id}
-    missing = {s.memory.id: i for i, s in enumerate(scored) if i not in out}
+    (a neighbour brought in as dialogue context) the memory's first chunk. None: a place
+    whose vector is known already."""
+    out = {i: s.candidate.chunk_id for i, s in enumerate(scored) if s and s.candidate.chunk_id}
+    missing = {s.memory.id: i for i, s in enumerate(scored) if s and i not in out}
     if missing:
         for chunk in backend.memory_chunks(list(missing)):
             out.setdefault(missing[chunk.memory_id], chunk.chunk_id)

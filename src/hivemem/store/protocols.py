@@ -12,13 +12,10 @@ The protocols (docs/architecture.md tabulates them): ``Transactions``, ``Memorie
 ``KeywordIndex``, ``VectorIndex``, ``EntityIndex``, ``Sessions``, ``JobState`` /
 ``RunLog``, ``Purges``, ``Inspection``, ``VaultRows``, ``Tokens``, ``Health``.
 
-A concrete backend may implement several on one class (``SQLiteBackend`` implements
-``Memories``, ``Transactions``, ``KeywordIndex``, ``Sessions`` and ``Health``); the
-``Store`` (``hivemem.facade.database``) holds the backend privately and hands out the
-protocol objects by name (``store.memories``, ``store.keyword``, ``store.vectors``,
-``store.entities``, ``store.session_rows``, ``store.job_state``, ``store.run_log``,
-``store.purges``, ``store.inspection``, ``store.vault_rows``, ``store.tokens``,
-``store.health``). Only ``hivemem.store.factory`` names a backend class.
+A concrete backend may implement several on one class (``SQLiteBackend``: ``Memories``,
+``Transactions``, ``KeywordIndex``, ``Sessions``, ``Health``); the ``Store`` holds it
+privately and hands out the protocol objects by name (``store.memories``, ``store.vectors``
+… ``store.health``). Only ``hivemem.store.factory`` names a backend class.
 """
 
 from __future__ import annotations
@@ -108,9 +105,8 @@ class VectorIndex(Protocol):
     def pending(self, limit: int) -> list[PendingChunk]: ...
 
     def claim(self, limit: int, lease_s: float) -> list[PendingChunk]:
-        """Up to ``limit`` queued chunks for this store's worker to embed: on a database
-        several nodes share, claimed for ``lease_s`` seconds, so no other node takes
-        them meanwhile (a dead node's claims expire); else ``pending``."""
+        """Up to ``limit`` queued chunks for this worker: where nodes share a database,
+        claimed for ``lease_s`` s, no other node takes them (dead nodes' expire); else pending."""
         ...
 
     def release(self, chunk_ids: Sequence[int] | None = None) -> None:
@@ -121,8 +117,7 @@ class VectorIndex(Protocol):
     def pending_count(self, scopes: Sequence[str] | None = None) -> int: ...
 
     def pending_in(self, scopes: Sequence[str], limit: int) -> list[PendingChunk]:
-        """Up to ``limit`` queued chunks of ``scopes``, newest first, whoever claims
-        them: what a search embeds before it reads (``Indexer.embed_pending``)."""
+        """Up to ``limit`` queued chunks of ``scopes``, newest first, whoever claims them."""
         ...
 
     def has_pending(self, scopes: Sequence[str] | None = None) -> bool: ...
@@ -133,9 +128,8 @@ class VectorIndex(Protocol):
     def upsert(self, model: str, items: Sequence[tuple[PendingChunk, bytes]]) -> int: ...
 
     def bulk(self, pending: int) -> AbstractContextManager[None]:
-        """Held around a flush of ``pending`` queued chunks: a backend that stores many
-        vectors faster in one go does so (PostgreSQL: into a near-empty table, its HNSW
-        index built once at the end); the others change nothing."""
+        """Held around a flush of ``pending`` queued chunks: a backend faster in one go
+        does so (PostgreSQL: its HNSW index built once at the end); others change nothing."""
         ...
 
     def build_index(self) -> bool:
@@ -183,6 +177,12 @@ class EntityIndex(Protocol):
         limit: int,
     ) -> list[tuple[str, int]]:
         """(memory id, entity id) links among memories passing the filters, newest first."""
+        ...
+
+    def lane(
+        self, scopes: Sequence[str], names: Sequence[str], query: Query, now: datetime, limit: int
+    ) -> tuple[list[Entity], list[tuple[str, int]]]:
+        """``lookup`` (no aliases) and ``linked`` of what it found, in as few reads as can be."""
         ...
 
     def add_alias(self, scope: str, entity_id: int, alias: str) -> None: ...
@@ -293,6 +293,12 @@ class Memories(Protocol):
 
     def get_many(self, scopes: Sequence[str], memory_ids: Sequence[str]) -> list[Memory]: ...
 
+    def candidate_rows(
+        self, scopes: Sequence[str], wanted: Mapping[str, int | None], model: str | None
+    ) -> list[tuple[Memory, Any]]:
+        """Search's pool: ``get_many`` in order, each with a chunk's vector or None."""
+        ...
+
     def by_key(
         self, scopes: Sequence[str], key: str, as_of: datetime | None = None
     ) -> Memory | None:
@@ -306,8 +312,7 @@ class Memories(Protocol):
         ...
 
     def scopes_of(self, memory_ids: Sequence[str]) -> dict[str, str]:
-        """The scope of each given id that exists, in any scope (import checks ids, which
-        are unique across the whole database)."""
+        """The scope of each given id that exists, in any scope (ids are database-wide)."""
         ...
 
     def find_duplicate(self, scope: str, kind: str, content_hash: str) -> Memory | None:

@@ -35,7 +35,7 @@ import builtins
 import hashlib
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from datetime import datetime
 from typing import Any, TypeVar
@@ -366,6 +366,21 @@ class PostgresBackend(KeywordMixin):
         found = self._memories(f"{clause} AND m.id = ANY(%s)", [*params, list(memory_ids)])
         order = {mid: i for i, mid in enumerate(memory_ids)}
         return sorted(found, key=lambda m: order[m.id])
+
+    def candidate_rows(
+        self, scopes: Sequence[str], wanted: Mapping[str, int | None], model: str | None
+    ) -> builtins.list[tuple[Memory, Any]]:
+        """The rows, the first chunks of those without one, their vectors: three reads
+        here (the vectors often from the index's cache); SQLite's is one statement."""
+        memories = self.get_many(scopes, list(wanted))
+        if model is None:
+            return [(m, None) for m in memories]
+        chunk = {mid: cid for mid, cid in wanted.items() if cid}
+        missing = [m.id for m in memories if m.id not in chunk]
+        for c in self.memory_chunks(missing) if missing else []:
+            chunk.setdefault(c.memory_id, c.chunk_id)
+        vectors = self.vectors.vectors(model, [chunk[m.id] for m in memories if m.id in chunk])
+        return [(m, vectors.get(chunk.get(m.id, -1))) for m in memories]
 
     def by_key(
         self, scopes: Sequence[str], key: str, as_of: datetime | None = None

@@ -170,6 +170,16 @@ class PgEntityIndex(Describes):
         )
         return [(r[0], r[1]) for r in rows]
 
+    def lane(
+        self, scopes: Sequence[str], names: Sequence[str], query: Query, now: datetime, limit: int
+    ) -> tuple[list[Entity], list[tuple[str, int]]]:
+        """``lookup`` then ``linked`` (one statement for every entity's page): two round
+        trips, run beside the keyword lane (``reads_in_parallel``)."""
+        found = self.lookup(scopes, names, aliases=False)
+        if not found:
+            return [], []
+        return found, self.linked(scopes, [e.id for e in found], query, now, limit)
+
     def link(self, scope: str, memory_id: str, mentions: Sequence[Mention], when: datetime) -> None:
         with self._db.atomic():
             link_mentions(self._db, scope, memory_id, mentions, to_text(when))

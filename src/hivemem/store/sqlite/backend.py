@@ -19,7 +19,7 @@ import builtins
 import json
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
@@ -43,7 +43,7 @@ from ..rows import (
     row_to_memory,
 )
 from ..stats import scope_stats
-from . import inserts, migrations, termcounts
+from . import candidates, inserts, migrations, neighbours, termcounts
 from .access import AccessLog
 from .database import DRIVER_NAME as DRIVER_NAME
 from .database import IntegrityError as IntegrityError
@@ -58,9 +58,6 @@ from .purge import SQLitePurge
 from .repair import RepairMixin
 from .scoped_bm25 import ALL_MATCHES_MAX, ScopedBM25
 from .vectors import SQLiteVectorIndex, load_extension
-
-# A CTE hint (SQLite 3.35+; the stdlib driver's system SQLite may be older).
-_ONCE = "MATERIALIZED " if sqlite_driver.sqlite_version_info >= (3, 35) else ""
 
 
 def _is_driver_failure(exc: BaseException) -> bool:
@@ -128,6 +125,7 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, ScopedBM25, RepairM
         # (scopes, stem) -> (chunks of the scopes with it, the scopes' chunks): term_stats
         self._scope_freq: dict[tuple[tuple[str, ...], str], tuple[int, int]] = {}
         self._postings = termcounts.Postings()  # small scopes' rows per term
+        self._pairs = neighbours.PairMemo()  # session_neighbours' pairs
         self._scope_lengths: dict[tuple[str, ...], tuple[int, int]] = {}  # scoped_bm25.py
         self._phrase_hits: dict[tuple[Any, tuple[str, ...], str], int] = {}
         self._term_cache: dict[tuple[int, int], dict[str, int]] = {}
@@ -360,6 +358,11 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, ScopedBM25, RepairM
         order = {mid: i for i, mid in enumerate(memory_ids)}
         return sorted(found, key=lambda m: order[m.id])
 
+    def candidate_rows(
+        self, scopes: Sequence[str], wanted: Mapping[str, int | None], model: str | None
+    ) -> builtins.list[tuple[Memory, Any]]:
+        return candidates.read(self, scopes, wanted, model, self._access.overlay)
+
     def by_key(
         self, scopes: Sequence[str], key: str, as_of: datetime | None = None
     ) -> Memory | None:
@@ -570,44 +573,12 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, ScopedBM25, RepairM
     def session_neighbours(
         self, scopes: Sequence[str], memory_ids: Sequence[str], query: Query, now: datetime
     ) -> dict[str, builtins.list[tuple[str, bool]]]:
-        """For each episode among ``memory_ids``: the episodes written just before and
-        just after it in its session (insertion order), those that pass the filters, as
-        (id, whether it comes after). The pairs are kept until the file changes (a search
-        asks twice, for its keyword candidates and for its best hits)."""
-        if not memory_ids:
-            return {}
-        ids = list(dict.fromkeys(memory_ids))
-        side = (
-            "(SELECT n.id FROM memories n WHERE n.scope = a.scope"
-            " AND n.session_id = a.session_id AND n.kind = 'episode'"
-            " AND n.seq {op} a.seq ORDER BY n.seq {order} LIMIT 1)"
-        )
-        clause, params = self._scope_clause(scopes)
-        where, extra = self._filter_sql(query, now)
-        filters = " AND ".join([clause, *where])
-        # One statement: the pairs, and which neighbours pass the scope and filters
-        # (``passing``'s rule, as a set the pairs are looked up in); each CTE evaluated
-        # once (inlined, the pairs' subqueries ran twice: 0.85 ms vs 0.33 at 20k).
-        rows = self._read(
-            f"WITH pairs (anchor, before, after) AS {_ONCE}(SELECT a.id, "
-            f"{side.format(op='<', order='DESC')}, {side.format(op='>', order='ASC')} "
-            f"FROM memories a WHERE a.id IN ({placeholders(ids)}) AND a.kind = 'episode' "
-            "AND a.session_id IS NOT NULL), "
-            f"ok (id) AS {_ONCE}(SELECT m.id FROM memories m WHERE m.id IN "
-            f"(SELECT before FROM pairs UNION SELECT after FROM pairs) AND {filters}) "
-            "SELECT anchor, before, before IN ok, after, after IN ok FROM pairs",
-            [*ids, *params, *extra],
-        )
-        out: dict[str, list[tuple[str, bool]]] = {}
-        for anchor, before, before_ok, after, after_ok in rows:
-            sides = [
-                (n, later)
-                for n, later, ok in ((before, False, before_ok), (after, True, after_ok))
-                if n is not None and ok
-            ]
-            if sides:
-                out[anchor] = sides
-        return out
+        """The pairs are kept until the file changes (``neighbours.py``: a search asks
+        twice, for its keyword candidates and for its best hits)."""
+        role = self._role  # kept inside a read view only, where the version is free
+        kept = self._pool is not None and role.reader is not None and role.version is not None
+        version = self._version() if kept and not role.writing else None
+        return neighbours.read(self, self._pairs, version, scopes, memory_ids, query, now)
 
     def passing(
         self, scopes: Sequence[str], memory_ids: Sequence[str], query: Query, now: datetime

@@ -55,7 +55,9 @@ class SQLiteDatabase(Transactions, Protocol):
         """Rows of one statement; a driver error becomes ``StoreError``."""
         ...
 
-    def _read_memo(self, sql: str, params: Sequence[Any] = (), *, raw: bool = False) -> list[Any]:
+    def _read_memo(
+        self, sql: str, params: Sequence[Any] = (), *, raw: bool = False, view_only: bool = False
+    ) -> list[Any]:
         """``_read``, kept until the file changes (``pool.py``); rows must not be changed."""
         ...
 

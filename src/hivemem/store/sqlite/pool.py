@@ -305,15 +305,20 @@ class PooledReads:
         finally:
             self._pool.release(conn, snapshot=snapshot)
 
-    def _read_memo(self, sql: str, params: Sequence[Any] = (), *, raw: bool = False) -> list[Any]:
+    def _read_memo(
+        self, sql: str, params: Sequence[Any] = (), *, raw: bool = False, view_only: bool = False
+    ) -> list[Any]:
         """``_read``, kept until the file changes: for the small statements a search asks
         more than once, or every search asks while nothing is written (the scopes' chunk
         counts, the vector log's end, the meta rows). Keyed on the file's change counter
         and this connection's commits (``_version``: inside a search's read view, the
         counter its snapshot began under, so no extra statement); never inside a write
         transaction, whose own uncommitted rows that counter does not see. The rows are
-        shared: callers must not change them. ``raw`` as ``_read``'s."""
-        if self._role.writing:
+        shared: callers must not change them. ``raw`` as ``_read``'s. ``view_only``: kept
+        only inside a read view (elsewhere the counter itself is a statement, as much as
+        the read: the vector queue, read before the view and again inside it)."""
+        role = self._role
+        if role.writing or (view_only and (role.reader is None or role.version is None)):
             return list(self._read(sql, params, raw=raw))
         version = self._version()
         key = (sql, tuple(params))

@@ -54,6 +54,7 @@ from ...types import Query
 from ..protocols import PendingChunk as PendingChunk
 from ..protocols import VectorMatch as VectorMatch
 from ..rows import placeholders, to_blob
+from .database import sqlite_driver
 
 if TYPE_CHECKING:  # pragma: no cover
     from .database import SQLiteStore
@@ -245,14 +246,17 @@ class SQLiteVectorIndex:
 
     def pending_in(self, scopes: Sequence[str], limit: int) -> list[PendingChunk]:
         """Newest first. Driven by the queue (small while the worker keeps up), each
-        row's chunk looked up by id and kept when it is of ``scopes``."""
+        row's chunk looked up by id and kept when it is of ``scopes``. Inside a search's
+        read view the rows are kept until the file changes (the vector lane's "still
+        being embedded" check, every search)."""
         if not scopes or limit <= 0:
             return []
-        rows = self._db._read(
+        rows = self._db._read_memo(
             "SELECT q.chunk_id, m.scope, c.text_hash, c.text FROM vector_queue q "
             "CROSS JOIN chunks c ON c.id = q.chunk_id CROSS JOIN memories m ON m.id = c.memory_id "
             f"WHERE m.scope IN ({placeholders(scopes)}) ORDER BY q.chunk_id DESC LIMIT ?",
             [*scopes, limit],
+            view_only=True,
         )
         return [PendingChunk(*r) for r in rows]
 
@@ -403,12 +407,15 @@ class SQLiteVectorIndex:
         least ``2 × fetch``), then filters, then exact cosine from the float vectors.
         When the filters drop too many, the pool widens (×4) up to 4096 per scope.
         """
-        if self.unavailable is not None or not self._table_exists():
+        if self.unavailable is not None:
+            return []
+        state = None if self.exact_scan is not None else self._knn_state()
+        if not (self._table_exists() if state is None else state[0]):
             return []
         blob = to_blob(vector)
         where, extra = self._db._filter_sql(query, now)
         filters = " AND ".join(["m.scope = ?", *where]) if where else "m.scope = ?"
-        if self.exact_scan is not None:
+        if state is None:
             return self._exact(scopes, vector, filters, extra, fetch, model)
         rows: list[Any] = []
         # The query's sign bits in numpy, as ``_quantised`` makes the scopes' (exactly
@@ -416,7 +423,7 @@ class SQLiteVectorIndex:
         padded = np.frombuffer(bit_blob(blob), dtype=np.float32)
         query_bits = to_words(np.packbits(padded > 0, bitorder="little"))
         for scope in scopes:
-            cached = self._scope_bits(scope, model)
+            cached = self._scope_bits(scope, model, state[1], state[2])
             k = max(pool, fetch * 2)
             while True:
                 nearest = hamming_nearest(cached.words, query_bits, k)
@@ -460,7 +467,28 @@ class SQLiteVectorIndex:
             )
         return _best(rows, vector, fetch)
 
-    def _scope_bits(self, scope: str, model: str) -> _ScopeBits:
+    def _knn_state(self) -> tuple[bool, str | None, int]:
+        """(whether the KNN table exists, ``meta.vector_epoch``, the vector log's end) in
+        one statement, kept until the file changes (``_read_memo``): three small reads
+        every search asked again after any write (an access count, say). ``_create``
+        makes the table and the log together; where neither exists yet the statement
+        cannot compile, and the table is looked up alone (the lane then does not run)."""
+        try:
+            rows = self._db._read_memo(
+                "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?), "
+                "(SELECT value FROM meta WHERE key = ?), "
+                f"(SELECT COALESCE(MAX(seq), 0) FROM {LOG})",
+                [TABLE, EPOCH_KEY],
+                raw=True,
+            )
+        except sqlite_driver.DatabaseError:
+            if self._table_exists():
+                raise
+            return False, None, 0
+        exists, epoch, newest = rows[0]
+        return bool(exists), epoch, int(newest)
+
+    def _scope_bits(self, scope: str, model: str, epoch: str | None, newest: int) -> _ScopeBits:
         """``scope``'s bit vectors, loaded on first use and brought up to date from
         ``vector_log`` on each call (see the module docstring).
 
@@ -472,11 +500,9 @@ class SQLiteVectorIndex:
         # The snapshot first: a thread holds its read connection before it waits for the
         # cache, so a full read pool cannot deadlock against the cache's lock.
         with self._db.snapshot(), self._cache_lock:
-            epoch = dict(self._db._read_memo("SELECT key, value FROM meta")).get(EPOCH_KEY)
             if epoch != self._epoch:
                 self._bits.clear()
                 self._epoch = epoch
-            newest = self._db._read_memo(f"SELECT COALESCE(MAX(seq), 0) FROM {LOG}")[0][0]
             cached = self._bits.get(scope)
             if cached is None:
                 rows = self._db._read(

@@ -1,0 +1,109 @@
+"""Dialogue neighbours of a search's anchors (``Backend.session_neighbours``, SQLite).
+
+A search asks twice: the keyword lane for its matches (the window over a turn's
+neighbours), then fusion for its best hits (dialogue context), and the best hits are
+mostly keyword matches already. The pairs of each anchor are kept for the version of the
+file they were read under (``PairMemo``; inside a search's read view the version costs no
+statement), per scope list and filters, so the second ask reads only the anchors the
+first did not: often none, one statement a search fewer.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from ...types import Query
+from ..rows import placeholders
+from .database import sqlite_driver
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .database import SQLiteDatabase
+
+# A CTE hint (SQLite 3.35+; the stdlib driver's system SQLite may be older).
+_ONCE = "MATERIALIZED " if sqlite_driver.sqlite_version_info >= (3, 35) else ""
+_MEMO_MAX = 20_000  # anchors kept for one version of the file
+Sides = list[tuple[str, bool]]
+
+
+@dataclass(slots=True)
+class PairMemo:
+    """Each anchor's neighbours, per (scopes, filters), for one version of the file."""
+
+    version: Any = None
+    sides: dict[tuple[Any, ...], dict[str, Sides]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    size: int = 0
+
+
+def read(
+    db: SQLiteDatabase,
+    memo: PairMemo,
+    version: Any,
+    scopes: Sequence[str],
+    memory_ids: Sequence[str],
+    query: Query,
+    now: datetime,
+) -> dict[str, Sides]:
+    """For each episode among ``memory_ids``: the episodes written just before and just
+    after it in its session (insertion order) that pass the filters, as (id, whether it
+    comes after); in anchor id order (the statement's). ``version``: the file's, under
+    which pairs are kept (None: read, keep nothing, as inside a write transaction)."""
+    if not memory_ids:
+        return {}
+    ids = list(dict.fromkeys(memory_ids))
+    clause, params = db._scope_clause(scopes)
+    where, extra = db._filter_sql(query, now)
+    key = (tuple(scopes), tuple(where), tuple(extra))
+    known: dict[str, Sides] = {}
+    if version is not None:
+        with memo.lock:
+            if memo.version != version or memo.size > _MEMO_MAX:
+                memo.version, memo.sides, memo.size = version, {}, 0
+            kept = memo.sides.get(key, {})
+            known = {i: kept[i] for i in ids if i in kept}
+    todo = [i for i in ids if i not in known]
+    if todo:
+        found = _statement(db, todo, " AND ".join([clause, *where]), [*params, *extra])
+        read_now = {i: found.get(i, []) for i in todo}
+        known.update(read_now)
+        if version is not None:
+            with memo.lock:
+                if memo.version == version:
+                    memo.sides.setdefault(key, {}).update(read_now)
+                    memo.size += len(read_now)
+    return {anchor: known[anchor] for anchor in sorted(known) if known[anchor]}
+
+
+def _statement(
+    db: SQLiteDatabase, ids: list[str], filters: str, params: list[Any]
+) -> dict[str, Sides]:
+    side = (
+        "(SELECT n.id FROM memories n WHERE n.scope = a.scope"
+        " AND n.session_id = a.session_id AND n.kind = 'episode'"
+        " AND n.seq {op} a.seq ORDER BY n.seq {order} LIMIT 1)"
+    )
+    # One statement: the pairs, and which neighbours pass the scope and filters
+    # (``passing``'s rule, as a set the pairs are looked up in); each CTE evaluated
+    # once (inlined, the pairs' subqueries ran twice: 0.85 ms vs 0.33 at 20k).
+    rows = db._read(
+        f"WITH pairs (anchor, before, after) AS {_ONCE}(SELECT a.id, "
+        f"{side.format(op='<', order='DESC')}, {side.format(op='>', order='ASC')} "
+        f"FROM memories a WHERE a.id IN ({placeholders(ids)}) AND a.kind = 'episode' "
+        "AND a.session_id IS NOT NULL), "
+        f"ok (id) AS {_ONCE}(SELECT m.id FROM memories m WHERE m.id IN "
+        f"(SELECT before FROM pairs UNION SELECT after FROM pairs) AND {filters}) "
+        "SELECT anchor, before, before IN ok, after, after IN ok FROM pairs",
+        [*ids, *params],
+    )
+    out: dict[str, Sides] = {}
+    for anchor, before, before_ok, after, after_ok in rows:
+        out[anchor] = [
+            (n, later)
+            for n, later, ok in ((before, False, before_ok), (after, True, after_ok))
+            if n is not None and ok
+        ]
+    return out

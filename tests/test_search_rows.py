@@ -1,0 +1,196 @@
+"""The search path's reads outside the keyword lane (issue 24): one statement for the
+entity lane's pages, one for the vector index's state, one for the pool's rows and
+their chunk vectors (``Backend.candidate_rows``), with the same results as the reads
+they replace."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import numpy as np
+
+import hivemem
+from hivemem.providers.embed import HashEmbedder
+
+
+def _statements(store: hivemem.Store, search) -> list[str]:
+    seen: list[str] = []
+    seam = store.tracing(seen.append)
+    assert seam is not None
+    with seam:
+        search()
+    return [s for s in seen if not s.startswith("--")]
+
+
+def _open(path, **settings) -> hivemem.Store:
+    return hivemem.open(
+        path, embedder=HashEmbedder(64), settings=hivemem.Settings(track_access=False, **settings)
+    )
+
+
+def test_the_entity_lane_reads_every_named_entitys_page_in_one_statement(tmp_path):
+    with _open(tmp_path / "m.db") as store:
+        mem = store.scope("a")
+        people = ("Alice", "Bruno", "Chiara")
+        for n in range(12):
+            mem.add_episode(
+                f"{people[n % 3]} met {people[(n + 1) % 3]} at the harbour", "s", "user"
+            )
+        store.flush()
+        backend = store._backend
+        found = backend.entities.lookup(["a"], ["alice", "bruno", "chiara"], aliases=False)
+        assert len(found) == 3
+        query = hivemem.Query(text="x")
+        now = datetime.now(UTC)
+        ids = [e.id for e in found]
+        # The old reads, one per entity: newest first within each, entity by entity.
+        expected = []
+        for entity_id in ids:
+            rows = backend._read(
+                "SELECT me.memory_id FROM memory_entities me CROSS JOIN memories m "
+                "ON m.id = me.memory_id WHERE me.entity_id = ? AND m.scope = 'a' "
+                "ORDER BY me.memory_id DESC LIMIT ?",
+                [entity_id, 5],
+            )
+            expected += [(r[0], entity_id) for r in rows]
+        seen: list[str] = []
+        with store.tracing(seen.append):
+            linked = backend.entities.linked(["a"], ids, query, now, 5)
+        assert linked == expected
+        assert len([s for s in seen if "memory_entities" in s]) == 1
+        statements = _statements(store, lambda: mem.search("Alice and Bruno and Chiara"))
+        assert len([s for s in statements if "FROM memory_entities" in s]) == 1
+
+
+def test_after_a_write_the_vector_lane_reads_its_index_state_in_one_statement(tmp_path):
+    with _open(tmp_path / "m.db") as store:
+        mem = store.scope("a")
+        for n in range(10):
+            mem.add_episode(f"turn {n} about the lighthouse", "s", "user")
+        store.flush()
+        mem.search("lighthouse")
+        mem.save("a new note about the lighthouse")
+        store.flush()
+        statements = _statements(store, lambda: mem.search("lighthouse"))
+        kept = ("FROM meta", "MAX(seq)", "sqlite_master")  # the log's new rows are read apart
+        state = [s for s in statements if any(k in s for k in kept)]
+        assert len(state) == 1, state
+        assert "sqlite_master" in state[0]
+
+
+def test_the_pools_rows_and_chunk_vectors_are_one_statement(tmp_path):
+    with _open(tmp_path / "m.db") as store:
+        mem = store.scope("a")
+        for n in range(30):
+            mem.add_episode(f"turn {n} about the harbour and the lighthouse {n % 7}", "s", "user")
+        store.flush()
+        hits: list = []
+        statements = _statements(store, lambda: hits.extend(mem.search("lighthouse harbour")))
+        assert hits
+        rows = [s for s in statements if "FROM w CROSS JOIN memories" in s]
+        assert len(rows) == 1
+        assert not [s for s in statements if s.startswith("SELECT c.id, e.vector FROM chunks")]
+        assert not [s for s in statements if s.startswith("SELECT m.id, m.scope, m.kind")]
+
+
+def test_candidate_rows_are_get_many_with_each_chunks_vector(any_location, clock):
+    """Both backends: the memories as ``get_many`` gives them, in the order asked, with
+    the vector of the chunk asked for, or of the first chunk where none is (a dialogue
+    neighbour), or none without a model."""
+    with hivemem.open(any_location, clock=clock, embedder="hash") as store:
+        mem = store.scope("a")
+        long = " ".join(f"word{n}" for n in range(900))  # several chunks
+        first = mem.save(long)
+        second = mem.save("a short note about the harbour")
+        store.flush()
+        backend = store._backend
+        model = store.indexer.identity
+        chunks = backend.memory_chunks([first.id, second.id])
+        of_first = [c.chunk_id for c in chunks if c.memory_id == first.id]
+        assert len(of_first) > 1
+        wanted = {second.id: None, first.id: of_first[1], "no-such-id": None}
+        got = backend.candidate_rows(["a"], wanted, model)
+        assert [m for m, _ in got] == backend.get_many(["a"], [second.id, first.id])
+        vectors = backend.vectors.vectors(model, [c.chunk_id for c in chunks])
+        second_first = next(c.chunk_id for c in chunks if c.memory_id == second.id)
+        assert np.array_equal(got[0][1], vectors[second_first])
+        assert np.array_equal(got[1][1], vectors[of_first[1]])
+        assert all(v is None for _, v in backend.candidate_rows(["a"], wanted, None))
+        assert backend.candidate_rows(["b"], wanted, model) == []  # another scope's: none
+
+
+def test_a_searchs_second_ask_for_dialogue_neighbours_reads_only_new_anchors(tmp_path):
+    """The keyword lane and fusion both ask for neighbours; inside one read view the
+    pairs read first are kept (the backend's docstring said so; they were read again)."""
+    with _open(tmp_path / "m.db") as store:
+        mem = store.scope("a")
+        turns = [mem.add_episode(f"turn {n} of the talk", f"s{n // 5}", "user") for n in range(15)]
+        store.flush()
+        backend = store._backend
+        query = hivemem.Query(text="x")
+        now = datetime.now(UTC)
+        ids = [t.id for t in turns]
+        fresh = backend.session_neighbours(["a"], ids[5:9], query, now)  # outside a view
+        trace: list[str] = []
+        with store.tracing(trace.append), backend.search_view():
+            backend.session_neighbours(["a"], ids[:6], query, now)
+            first = len([s for s in trace if "WITH pairs" in s])
+            again = backend.session_neighbours(["a"], ids[5:9], query, now)
+        pairs = [s for s in trace if "WITH pairs" in s]
+        assert first == 1 and len(pairs) == 2
+        assert ids[5] not in pairs[1] and ids[8] in pairs[1]  # only the anchors not read
+        assert again == fresh and list(again) == sorted(again)
+        mem.add_episode("turn 15 of the talk", "s1", "user")  # a new neighbour of turn 9
+        with backend.search_view():
+            after = backend.session_neighbours(["a"], ids[5:10], query, now)
+        assert after != fresh and after[ids[9]][-1][1] is True  # the write is seen
+
+
+def test_the_vector_lanes_queue_check_is_kept_inside_the_view_until_a_write(tmp_path):
+    with _open(tmp_path / "m.db") as store:
+        mem = store.scope("a")
+        for n in range(10):
+            mem.add_episode(f"turn {n} about the lighthouse", "s", "user")
+        store.flush()
+        mem.search("lighthouse")
+
+        def in_view(statements: list[str]) -> list[str]:
+            # The lane's check (one chunk); the embedding worker's own reads aside.
+            return [s for s in statements if s.endswith("ORDER BY q.chunk_id DESC LIMIT 1")]
+
+        again = _statements(store, lambda: mem.search("lighthouse"))
+        assert [s for s in again if "DESC LIMIT 65" in s]  # before the view: embed_fresh
+        assert in_view(again) == []
+        mem.save("a new note about the lighthouse")
+        after = _statements(store, lambda: mem.search("lighthouse"))
+        assert len(in_view(after)) == 1  # the write is seen
+
+
+def test_the_entity_lane_is_one_statement_with_lookups_and_linkeds_answer(any_location, clock):
+    """Both backends: ``lane`` gives what ``lookup`` (no aliases) then ``linked`` give;
+    on SQLite one statement reads both."""
+    with hivemem.open(any_location, clock=clock, embedder="hash") as store:
+        mem = store.scope("a")
+        people = ("Alice", "Bruno", "Chiara")
+        for n in range(12):
+            mem.add_episode(
+                f"{people[n % 3]} met {people[(n + 1) % 3]} at the harbour", "s", "user"
+            )
+        mem.add_episode("Dora stayed home", "s", "user")
+        backend = store._backend
+        query = hivemem.Query(text="x")
+        now = datetime.now(UTC)
+        names = ["alice", "chiara", "nobody"]
+        found = backend.entities.lookup(["a"], names, aliases=False)
+        linked = backend.entities.linked(["a"], [e.id for e in found], query, now, 3)
+        assert len(found) == 2 and len(linked) == 6
+        assert backend.entities.lane(["a"], names, query, now, 3) == (found, linked)
+        assert backend.entities.lane(["a"], ["nobody"], query, now, 3) == ([], [])
+        assert backend.entities.lane(["b"], names, query, now, 3) == ([], [])
+        seam = store.tracing([].append)
+        if seam is None:  # PostgreSQL: no statement seam
+            return
+        statements = _statements(store, lambda: mem.search("Alice and Chiara"))
+        entity = [s for s in statements if "FROM entities e" in s]
+        assert len(entity) == 1 and "memory_entities" in entity[0]
+        assert not [s for s in statements if s.startswith("SELECT * FROM (SELECT 0 AS arm")]
