@@ -20,11 +20,12 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Protocol
 
 from .. import text as textmod
 from ..settings import Settings
 from ..store.keyword_query import KeywordQuery, parse
-from ..store.protocols import Backend, ChunkMatch
+from ..store.protocols import Backend, ChunkMatch, TermStats
 from ..types import Query
 
 
@@ -146,8 +147,11 @@ def keyword_lane(
     terms = textmod.query_terms(textmod.query_focus(query.text), settings.max_query_terms)
     if not terms and not query.fts_syntax:
         return terms, []
+    # A small scope's reads in one statement where the backend has that (SQLite's
+    # ``keyword_scope``: the same answers); otherwise one read per question below.
+    view = _scope_view(backend, scopes, terms, query, now)
     # Weights from the visible scopes' own statistics; plans from the whole index's.
-    stats = backend.term_stats(terms, scopes)
+    stats = view.stats if view is not None else backend.term_stats(terms, scopes)
     weights = {t: idf(stats.total_chunks, stats.doc_freq.get(t, 0)) for t in terms}
     postings = stats.postings or stats.doc_freq
     masses = _Masses(terms, weights)
@@ -160,10 +164,17 @@ def keyword_lane(
         walked = sum(postings.get(t, 0) for t in used)
         if walked > settings.keyword_match_budget:
             match = replace(match, newest_first=True)
-        found = backend.keyword_search(scopes, query, match, fetch, now, time_limit_s=time_limit_s)
+        found = view.search(match, fetch) if view is not None else None
+        if found is None:
+            found = backend.keyword_search(
+                scopes, query, match, fetch, now, time_limit_s=time_limit_s
+            )
         matches = best_chunk_per_memory(found)
         texts = {m.chunk_id: m.text for m in matches}
-        matched = backend.matched_terms(list(texts), terms, texts)
+        if view is not None:
+            matched = view.matched(list(texts))
+        else:
+            matched = backend.matched_terms(list(texts), terms, texts)
         out = []
         for rank, best in enumerate(matches, start=1):
             mask = masses.mask(matched.get(best.chunk_id, ()))
@@ -184,8 +195,34 @@ def keyword_lane(
         best.update({c.match.memory_id: c for c in candidates})
         candidates = sorted(best.values(), key=lambda c: (-c.coverage, c.rank))
     if settings.window_weight > 0 and candidates:
-        candidates = _windowed(backend, scopes, query, now, masses, candidates, settings)
+        candidates = _windowed(backend, scopes, query, now, masses, candidates, settings, view)
     return terms, candidates
+
+
+class ScopeView(Protocol):
+    """What a backend's ``keyword_scope`` returns: the lane's reads of a small scope,
+    answered from one statement (``store/sqlite/keyword_scope.py``). ``search`` is None
+    for a query it cannot answer (then ``keyword_search`` is asked)."""
+
+    stats: TermStats
+
+    def search(self, keywords: KeywordQuery, limit: int) -> list[ChunkMatch] | None: ...
+
+    def matched(self, chunk_ids: Sequence[int]) -> dict[int, set[str]]: ...
+
+    def memory_terms(self, memory_ids: Sequence[str]) -> dict[str, set[str]]: ...
+
+
+def _scope_view(
+    backend: Backend, scopes: Sequence[str], terms: list[str], query: Query, now: datetime
+) -> ScopeView | None:
+    """The backend's ``keyword_scope`` for these terms, where it has one and it applies
+    (not for a caller's FTS5 syntax)."""
+    reads = getattr(backend, "keyword_scope", None)
+    if reads is None or query.fts_syntax or not terms:
+        return None
+    view: ScopeView | None = reads(scopes, terms, query, now)
+    return view
 
 
 class _Masses:
@@ -237,6 +274,7 @@ def _windowed(
     masses: _Masses,
     candidates: list[KeywordCandidate],
     settings: Settings,
+    view: ScopeView | None = None,
 ) -> list[KeywordCandidate]:
     """``candidates`` re-scored by ``window_coverage`` over their dialogue neighbours;
     a neighbour that was not a candidate joins when its window covers the query. (The
@@ -253,7 +291,10 @@ def _windowed(
     own: dict[str, int] = {m: masses.mask_of(c.matched) for m, c in found.items()}
     joining = [m for m in windows if m not in found]
     chunks: dict[str, ChunkMatch] = {}
-    if joining:
+    if joining and view is not None:  # the terms from the view; chunks once scored
+        for memory_id, held_terms in view.memory_terms(joining).items():
+            own[memory_id] = masses.mask(held_terms)
+    elif joining:
         new_chunks = backend.memory_chunks(joining)
         texts = {c.chunk_id: c.text for c in new_chunks}
         held = backend.matched_terms(list(texts), masses.terms, texts)
@@ -276,6 +317,10 @@ def _windowed(
             scores[memory_id] = base
         else:
             scores[memory_id] = base + share * (masses.coverage(together) - base)
+    if joining and view is not None:  # only a joiner that scores is read (its text)
+        scoring = [m for m in joining if scores[m] > 0]
+        for chunk in backend.memory_chunks(scoring) if scoring else ():
+            chunks.setdefault(chunk.memory_id, chunk)
     # The constructor, not ``dataclasses.replace`` (a few µs each, ~100 a search).
     out = [
         KeywordCandidate(c.match, c.rank, scores[m], c.matched, scores[m] - c.coverage)

@@ -1,0 +1,300 @@
+"""The keyword lane of a small scope in one statement (issue 24, step 1 of the plan in
+docs/retrieval.md "What one search costs").
+
+Where the visible scopes hold few chunks (chunks × query terms at most
+``termcounts.SMALL``: a conversation, a LongMemEval haystack), the lane used to ask the
+index in many small statements: each term's document frequency, the FTS5 page ranked by
+BM25, the rows and their filters, the chunks' lengths, which terms each found chunk
+holds, the scopes' sizes, and it tokenized the found chunks' texts again to count each
+term in them (``scratch.term_counts``, ~5 ms on the first query of a scope of
+kilobyte-long turns). ``keyword_scope`` asks one statement instead: for every query term,
+the scopes' chunks that match it (the quoted term, confined to the scopes, as
+``termcounts.Postings`` read them) with FTS5's own ``bm25`` of that one term; each such
+chunk's memory, sequence, text, FTS5 length and whether it passes the query's filters;
+the whole index's row count per term stem (``chunks_vocab``) and FTS5's averages record.
+Everything the lane asked before is then worked out from these rows (``ScopeView``), with
+the same arithmetic, so the results are the same (the dump comparison of the evaluation
+suites is the gate, docs/retrieval.md):
+
+- a term's document frequency in the scopes: how many chunks matched it;
+- which terms a chunk holds: the terms it matched (the phrase match of ``Postings``);
+- FTS5's BM25 of the lane's query (``"a" OR "b"``) for a chunk: the sum, in the query's
+  order, of its single-term scores (FTS5 adds each phrase's part in that order, and a
+  phrase a row lacks adds exactly 0);
+- how often a term occurs in a chunk (the scoped BM25's term frequency,
+  ``scoped_bm25.py``): FTS5's single-term score solved for it, ``tf = s·K / (idf·(k1+1)
+  − s)`` with FTS5's own idf, length and average (all in the rows above), rounded, and
+  checked by recomputing the score; any check that fails counts the texts as before.
+
+Not answered here (``None``, the caller asks the backend as before): a caller's FTS5
+syntax, a term the index splits into several tokens, newest-first searches (terms so
+common their postings pass ``keyword_match_budget``) and bigger scopes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from ... import text as textmod
+from ...types import Query
+from .. import scratch
+from ..keyword_query import KeywordQuery
+from ..protocols import ChunkMatch, TermStats
+from ..rows import placeholders
+from . import termcounts
+from .database import sqlite_driver
+from .scoped_bm25 import ALL_MATCHES_MAX, K1, B, _varint_sum
+
+# A CTE hint (SQLite 3.35+), as backend.py's.
+_ONCE = "MATERIALIZED " if sqlite_driver.sqlite_version_info >= (3, 35) else ""
+_RAW_BM25 = "bm25(chunks_fts, 1.0, 0.0)"  # FTS5's sign: lower is better
+_CHECK = 1e-9  # relative difference a recomputed single-term score may show
+
+
+class KeywordScope:
+    """``keyword_scope`` (a mixin of the backend beside ``KeywordStats``)."""
+
+    _read: Any
+    _read_raw: Any
+    _read_memo_raw: Any
+    _cache_lock: Any
+    _scope_clause: Any
+    _filter_sql: Any
+    _average_length: Any
+    _term_counts: Any
+
+    def keyword_scope(
+        self, scopes: Sequence[str], terms: Sequence[str], query: Query, now: datetime
+    ) -> ScopeView | None:
+        """The keyword lane's reads for ``terms`` in ``scopes`` in one statement (module
+        docstring); None where they do not apply (the caller asks as before)."""
+        terms = list(terms)
+        if not terms or len(set(terms)) != len(terms):
+            return None
+        stems: list[str] = []
+        for term in terms:
+            group = scratch.stems(term)
+            if len(group) != 1 or termcounts.words_of(term, group) != [term]:
+                return None  # counted by another word than itself (KeywordStats)
+            stems.append(group[0])
+        scoped, everything = termcounts.chunk_totals(self._read_memo_raw, scopes)
+        if scoped == 0 or scoped * len(terms) > termcounts.SMALL:
+            return None
+        scope = termcounts.scope_filter(scopes)
+        matches = [f"{scope} AND text : {textmod.fts_quote(term)}" for term in terms]
+        clause, params = self._scope_clause(scopes)
+        where, extra = self._filter_sql(query, now)
+        filters = " AND ".join([clause, *where])
+        unique = sorted(set(stems))
+        per_term = " UNION ALL ".join(
+            f"SELECT {i}, rowid, {_RAW_BM25} FROM chunks_fts WHERE chunks_fts MATCH ?"
+            for i in range(len(terms))
+        )
+        rows = self._read(
+            f"WITH h (t, id, s) AS {_ONCE}({per_term}) "
+            "SELECT t, id, s, NULL, NULL, NULL, NULL, NULL FROM h "
+            "UNION ALL SELECT -1, c.id, NULL, c.memory_id, c.seq, c.text, d.sz, "
+            f"CASE WHEN {filters} THEN 1 ELSE 0 END FROM chunks c "
+            "CROSS JOIN memories m ON m.id = c.memory_id "
+            "LEFT JOIN chunks_fts_docsize d ON d.id = c.id "
+            "WHERE c.id IN (SELECT id FROM h) "
+            "UNION ALL SELECT -2, NULL, doc, term, NULL, NULL, NULL, NULL FROM chunks_vocab "
+            f"WHERE term IN ({placeholders(unique)}) "
+            "UNION ALL SELECT -3, NULL, NULL, NULL, NULL, NULL, block, NULL "
+            "FROM chunks_fts_data WHERE id = 1",
+            [*matches, *params, *extra, *unique],
+        )
+        return ScopeView(self, scopes, terms, stems, scoped, everything, rows)
+
+
+class ScopeView:
+    """The rows of ``keyword_scope``, answering what the lane asked the backend
+    (``stats``, ``search``, ``matched``, ``memory_terms``) with the same arithmetic."""
+
+    def __init__(
+        self,
+        backend: KeywordScope,
+        scopes: Sequence[str],
+        terms: list[str],
+        stems: list[str],
+        scoped: int,
+        everything: int,
+        rows: list[Any],
+    ) -> None:
+        self._backend = backend
+        self._keys = tuple(sorted({termcounts.scope_key(s) for s in scopes}))
+        self.terms = terms
+        self._stems = stems
+        self._index = {t: i for i, t in enumerate(terms)}
+        self._scoped, self._everything = scoped, everything
+        scores: list[dict[int, float]] = [{} for _ in terms]  # term -> chunk -> -bm25
+        self._chunks: dict[int, tuple[str, int, str, Any, bool]] = {}
+        vocab: dict[str, int] = {}
+        averages: bytes | None = None
+        for tag, chunk_id, value, memory_id, seq, text, blob, ok in rows:
+            if tag >= 0:
+                scores[tag][chunk_id] = -value
+            elif tag == -1:
+                self._chunks[chunk_id] = (memory_id, seq, text, blob, bool(ok))
+            elif tag == -2:
+                vocab[memory_id] = int(value)
+            else:
+                averages = blob
+        self._scores = scores
+        self._vocab = vocab
+        self._averages = averages
+        self._mask: dict[int, int] = {}
+        for i, found in enumerate(scores):
+            for chunk_id in found:
+                self._mask[chunk_id] = self._mask.get(chunk_id, 0) | 1 << i
+        freq = {t: len(scores[i]) for i, t in enumerate(terms)}
+        postings = {t: vocab.get(s, 0) for t, s in zip(terms, stems, strict=True)}
+        self.stats = TermStats(scoped, postings if scoped == everything else freq, postings)
+
+    def matched(self, chunk_ids: Sequence[int]) -> dict[int, set[str]]:
+        """Which of the terms each chunk matches (``Backend.matched_terms``)."""
+        return {cid: self._held(self._mask.get(cid, 0)) for cid in chunk_ids}
+
+    def memory_terms(self, memory_ids: Sequence[str]) -> dict[str, set[str]]:
+        """The terms any chunk of each memory matches (the memories of the scopes)."""
+        wanted = set(memory_ids)
+        masks: dict[str, int] = dict.fromkeys(memory_ids, 0)
+        for chunk_id, mask in self._mask.items():
+            row = self._chunks.get(chunk_id)  # None: a chunk whose memory is gone
+            if row is not None and row[0] in wanted:
+                memory_id = row[0]
+                masks[memory_id] |= mask
+        return {m: self._held(mask) for m, mask in masks.items()}
+
+    def _held(self, mask: int) -> set[str]:
+        return {t for i, t in enumerate(self.terms) if mask >> i & 1}
+
+    def search(self, keywords: KeywordQuery, limit: int) -> list[ChunkMatch] | None:
+        """``Backend.keyword_search`` for the lane's own query (the OR of some of the
+        terms), worked out from the rows; None for any other query."""
+        if keywords.expression is not None or keywords.mode != "any" or keywords.newest_first:
+            return None
+        if not keywords.terms or any(t not in self._index for t in keywords.terms):
+            return None
+        chosen = [self._index[t] for t in keywords.terms]
+        bits = 0
+        for i in chosen:
+            bits |= 1 << i
+        ranked = []
+        for chunk_id, mask in self._mask.items():
+            row = self._chunks.get(chunk_id)
+            if mask & bits and row is not None and row[4]:
+                score = 0.0
+                for i in chosen:  # FTS5's order: each phrase's part, 0 where absent
+                    score += self._scores[i].get(chunk_id, 0.0)
+                ranked.append((-score, chunk_id))
+        ranked.sort()
+        stats = self._scoped_stats(chosen)
+        wanted = limit
+        if stats is not None and stats[2] <= ALL_MATCHES_MAX:
+            wanted = max(limit, stats[2])
+        found = [self._match(cid, -neg) for neg, cid in ranked[:wanted]]
+        if stats is None:
+            return found
+        return self._rescored(chosen, stats, found)[:limit]
+
+    def _match(self, chunk_id: int, score: float) -> ChunkMatch:
+        memory_id, seq, text, _, _ = self._chunks[chunk_id]
+        return ChunkMatch(chunk_id, memory_id, seq, text, score)
+
+    def _scoped_stats(self, chosen: list[int]) -> tuple[float, list[float], int] | None:
+        """(average length, idf per phrase, matches at most) of ``ScopedBM25._scope_stats``;
+        None when the scopes hold the whole index (FTS5's numbers are theirs)."""
+        scoped = self._scoped
+        if scoped >= self._everything:
+            return None
+        hits = [len(self._scores[i]) for i in chosen]
+        backend = self._backend
+        with backend._cache_lock():
+            average = backend._average_length(backend._read_raw, self._keys, scoped)
+        idf = [max(math.log((scoped - n + 0.5) / (n + 0.5)), 1e-6) for n in hits]
+        return average, idf, min(sum(hits), scoped)
+
+    def _rescored(
+        self, chosen: list[int], stats: tuple[float, list[float], int], found: list[ChunkMatch]
+    ) -> list[ChunkMatch]:
+        """``ScopedBM25._scoped_bm25`` of ``found`` (same expressions, same order)."""
+        average, idf, _ = stats
+        lengths = {m.chunk_id: self._length(m.chunk_id) for m in found}
+        counted = self._frequencies(chosen, found, lengths)
+        out = []
+        for match in found:
+            tfs = counted[match.chunk_id]
+            length = lengths[match.chunk_id]
+            norm = K1 * (1 - B + B * length / average)
+            score = 0.0
+            for weight, tf in zip(idf, tfs, strict=True):
+                if tf:
+                    score += weight * tf * (K1 + 1) / (tf + norm)
+            out.append(ChunkMatch(match.chunk_id, match.memory_id, match.seq, match.text, score))
+        out.sort(key=lambda m: (-m.bm25, m.chunk_id))
+        return out
+
+    def _length(self, chunk_id: int) -> int:
+        blob = self._chunks[chunk_id][3]
+        return 1 if blob is None else _varint_sum(blob)
+
+    def _frequencies(
+        self, chosen: list[int], found: list[ChunkMatch], lengths: dict[int, int]
+    ) -> dict[int, list[int]]:
+        """Each found chunk's count of each chosen term: FTS5's single-term scores solved
+        for it (module docstring), else ``scratch.term_counts`` of the texts as before."""
+        solved = self._solved(chosen, found, lengths)
+        if solved is not None:
+            return solved
+        stems = [self._stems[i] for i in chosen]
+        counted = self._backend._term_counts([(m.chunk_id, m.text) for m in found], stems)
+        return {m.chunk_id: [counted[m.chunk_id].get(s, 0) for s in stems] for m in found}
+
+    def _solved(
+        self, chosen: list[int], found: list[ChunkMatch], lengths: dict[int, int]
+    ) -> dict[int, list[int]] | None:
+        rows, tokens = _averages(self._averages)
+        if rows <= 0 or tokens <= 0:
+            return None
+        average = tokens / rows
+        idf = []
+        for i in chosen:
+            hits = self._vocab.get(self._stems[i], 0)
+            value = math.log((rows - hits + 0.5) / (hits + 0.5))
+            idf.append(value if value > 0.0 else 1e-6)
+        out: dict[int, list[int]] = {}
+        for match in found:
+            k = K1 * (1 - B + B * lengths[match.chunk_id] / average)
+            tfs = []
+            for weight, i in zip(idf, chosen, strict=True):
+                s = self._scores[i].get(match.chunk_id)
+                if s is None:
+                    tfs.append(0)
+                    continue
+                denominator = weight * (K1 + 1) - s
+                if s <= 0 or denominator <= 0:
+                    return None
+                tf = round(s * k / denominator)
+                if tf < 1 or abs(weight * tf * (K1 + 1) / (tf + k) - s) > _CHECK * s:
+                    return None
+                tfs.append(tf)
+            out[match.chunk_id] = tfs
+        return out
+
+
+def _averages(blob: bytes | None) -> tuple[int, int]:
+    """FTS5's averages record (rows, then tokens per column): (rows, tokens in all)."""
+    values: list[int] = []
+    value = 0
+    for byte in blob or b"":
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            values.append(value)
+            value = 0
+    if not values:
+        return 0, 0
+    return values[0], sum(values[1:])

@@ -1,0 +1,191 @@
+"""The small scope's keyword lane in one statement (store/sqlite/keyword_scope.py) gives
+what the lane's separate reads gave: the same candidates, ranks, coverages, held terms
+and windows, and far fewer statements."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime
+
+import pytest
+
+import hivemem
+from hivemem.retrieval import keyword as kw
+from hivemem.store import scratch
+from hivemem.store.keyword_query import KeywordQuery
+from hivemem.store.sqlite import termcounts
+from hivemem.types import Kind, Query
+
+NOW = datetime(2026, 11, 28, tzinfo=UTC)
+WORDS = [
+    "otter",
+    "heron",
+    "quarry",
+    "lake",
+    "river",
+    "stone",
+    "maple",
+    "cedar",
+    "lantern",
+    "harbor",
+    "violin",
+    "cello",
+    "ferry",
+    "island",
+    "meadow",
+    "copper",
+    "garden",
+    "falcon",
+    "sparrow",
+    "tunnel",
+    "bakery",
+    "orchard",
+]
+
+
+def _fill(store, scopes=("a", "b", "c"), per_scope=40, seed=3):
+    rng = random.Random(seed)
+    for scope in scopes:
+        mem = store.scope(scope)
+        turns = []
+        for i in range(per_scope):
+            words = rng.choices(WORDS, k=rng.randint(3, 14))
+            if i % 7 == 0:  # a long memory: several chunks
+                words = words * 60
+            turns.append(
+                {
+                    "content": " ".join(words),
+                    "session_id": f"s{i // 8}",
+                    "role": "user" if i % 2 else "assistant",
+                }
+            )
+        mem.add_episodes(turns)
+        mem.save("otter otter otter by the quarry", kind=Kind.FACT)
+
+
+def _key(c: kw.KeywordCandidate) -> tuple:
+    m = c.match
+    return (m.chunk_id, m.memory_id, m.seq, m.text, c.rank, c.coverage, c.matched, c.window)
+
+
+def _both(backend, scopes, query, monkeypatch):
+    settings = hivemem.Settings()
+    fetch = 3 * query.limit if query.limit <= 10 else query.limit + 20
+    new = kw.keyword_lane(backend, scopes, query, settings, NOW, fetch)
+    with monkeypatch.context() as m:
+        m.setattr(kw, "_scope_view", lambda *args: None)
+        old = kw.keyword_lane(backend, scopes, query, settings, NOW, fetch)
+    return (new[0], [_key(c) for c in new[1]]), (old[0], [_key(c) for c in old[1]])
+
+
+@pytest.fixture
+def store(tmp_path):
+    settings = hivemem.Settings(track_access=False)
+    with hivemem.open(tmp_path / "m.db", embedder="none", settings=settings) as store:
+        _fill(store)
+        yield store
+
+
+@pytest.mark.parametrize("limit", [3, 10, 50])
+def test_the_one_statement_lane_gives_what_the_separate_reads_gave(store, monkeypatch, limit):
+    backend = store._backend
+    rng = random.Random(limit)
+    used = 0
+    for n in range(40):
+        text = " ".join(rng.choices([*WORDS, "the", "when", "zebra"], k=rng.randint(1, 6)))
+        scopes = [["a"], ["b"], ["a", "c"], ["a", "b", "c"]][n % 4]
+        query = Query(text=text, limit=limit)
+        terms = kw.textmod.query_terms(kw.textmod.query_focus(text), 32)
+        used += kw._scope_view(backend, scopes, terms, query, NOW) is not None
+        new, old = _both(backend, scopes, query, monkeypatch)
+        assert new == old, (text, scopes)
+    assert used >= 35  # the view answered (all but queries of no term)
+
+
+def test_filters_and_windows_are_the_same_through_the_view(store, monkeypatch):
+    backend = store._backend
+    for query in (
+        Query(text="otter quarry heron", limit=10, kinds=(Kind.EPISODE,)),
+        Query(text="otter quarry heron", limit=10, sessions=("s1", "s2")),
+        Query(text="maple lantern", limit=10, exclude_sessions=("s0",)),
+        Query(text="violin", limit=5),
+    ):
+        new, old = _both(backend, ["a", "b"], query, monkeypatch)
+        assert new == old
+        assert new[1]
+
+
+def test_a_scope_holding_the_whole_index_keeps_fts5s_scores(tmp_path, monkeypatch):
+    settings = hivemem.Settings(track_access=False)
+    with hivemem.open(tmp_path / "one.db", embedder="none", settings=settings) as store:
+        _fill(store, scopes=("only",))
+        for text in ("otter heron", "quarry lake violin cello", "bakery"):
+            new, old = _both(store._backend, ["only"], Query(text=text, limit=10), monkeypatch)
+            assert new == old and new[1]
+
+
+def test_more_than_sixty_matches_keep_the_whole_index_choice_then_rescore(tmp_path, monkeypatch):
+    settings = hivemem.Settings(track_access=False)
+    with hivemem.open(tmp_path / "many.db", embedder="none", settings=settings) as store:
+        _fill(store, scopes=("a", "b"), per_scope=150)
+        backend = store._backend
+        query = Query(text="otter heron", limit=10)
+        view = kw._scope_view(backend, ["a"], ["otter", "heron"], query, NOW)
+        assert view is not None and sum(view.stats.doc_freq.values()) > 60
+        new, old = _both(backend, ["a"], query, monkeypatch)
+        assert new == old
+
+
+def test_term_counts_solved_from_fts5_scores_are_the_tokenizers(store):
+    backend = store._backend
+    query = Query(text="otter quarry", limit=10)
+    view = backend.keyword_scope(["a"], ["otter", "quarry"], query, NOW)
+    found = view.search(KeywordQuery.any_of(["otter", "quarry"]), 30)
+    lengths = {m.chunk_id: view._length(m.chunk_id) for m in found}
+    solved = view._solved([0, 1], found, lengths)
+    counted = scratch.term_counts([(m.chunk_id, m.text) for m in found], ["otter", "quarri"])
+    assert solved == {
+        m.chunk_id: [counted[m.chunk_id].get("otter", 0), counted[m.chunk_id].get("quarri", 0)]
+        for m in found
+    }
+    assert any(tfs[0] > 1 for tfs in solved.values())
+
+
+def test_a_check_that_fails_counts_the_texts_as_before(store, monkeypatch):
+    backend = store._backend
+    query = Query(text="otter quarry", limit=10)
+    view = backend.keyword_scope(["a"], ["otter", "quarry"], query, NOW)
+    expected = view.search(KeywordQuery.any_of(["otter", "quarry"]), 30)
+    monkeypatch.setattr(type(view), "_solved", lambda self, *args: None)
+    assert view.search(KeywordQuery.any_of(["otter", "quarry"]), 30) == expected
+
+
+def test_what_the_view_does_not_answer(store, monkeypatch):
+    backend = store._backend
+    query = Query(text="x", limit=10)
+    assert backend.keyword_scope(["a"], ["e_mail"], query, NOW) is None  # two tokens
+    assert backend.keyword_scope(["a"], [], query, NOW) is None
+    monkeypatch.setattr(termcounts, "SMALL", 10)
+    assert backend.keyword_scope(["a"], ["otter"], query, NOW) is None  # too big
+    monkeypatch.undo()
+    view = backend.keyword_scope(["a"], ["otter", "heron"], query, NOW)
+    assert view.search(KeywordQuery.any_of(["otter"], newest_first=True), 10) is None
+    assert view.search(KeywordQuery(("otter", "heron"), "all"), 10) is None
+    assert view.search(KeywordQuery.any_of(["zebra"]), 10) is None  # not a term of it
+
+
+def test_the_small_scope_lane_is_one_statement_and_the_window_one_more(tmp_path):
+    settings = hivemem.Settings(track_access=False, read_connections=0)
+    with hivemem.open(tmp_path / "m.db", embedder="none", settings=settings) as store:
+        _fill(store)
+        backend = store._backend
+        query = Query(text="otter heron quarry", limit=10)
+        kw.keyword_lane(backend, ["a"], query, hivemem.Settings(), NOW, 30)  # memos filled
+        seen: list[str] = []
+        backend._conn.set_trace_callback(seen.append)
+        kw.keyword_lane(backend, ["a"], query, hivemem.Settings(), NOW, 30)
+        backend._conn.set_trace_callback(None)
+        # (outside a search's read view the memo asks the change counter first)
+        statements = [s for s in seen if not s.startswith(("--", "PRAGMA data_version"))]
+        # the lane's statement, the session neighbours, the joiners' chunks
+        assert len(statements) <= 3, statements
