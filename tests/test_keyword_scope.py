@@ -115,6 +115,18 @@ def test_filters_and_windows_are_the_same_through_the_view(store, monkeypatch):
         assert new[1]
 
 
+@pytest.mark.parametrize("scopes", [["a"], ["a", "b", "c"]])
+def test_a_wide_scope_asks_as_before_but_the_window_in_one_statement(store, monkeypatch, scopes):
+    monkeypatch.setattr(termcounts, "SMALL", 10)  # every scope is wide now
+    backend = store._backend
+    for text in ("otter heron quarry", "maple lantern violin", "bakery"):
+        query = Query(text=text, limit=10)
+        view = kw._scope_view(backend, scopes, kw.textmod.query_terms(text), query, NOW)
+        assert type(view).__name__ == "WideView"
+        new, old = _both(backend, scopes, query, monkeypatch)
+        assert new == old and new[1]
+
+
 def test_a_scope_holding_the_whole_index_keeps_fts5s_scores(tmp_path, monkeypatch):
     settings = hivemem.Settings(track_access=False)
     with hivemem.open(tmp_path / "one.db", embedder="none", settings=settings) as store:
@@ -166,7 +178,8 @@ def test_what_the_view_does_not_answer(store, monkeypatch):
     assert backend.keyword_scope(["a"], ["e_mail"], query, NOW) is None  # two tokens
     assert backend.keyword_scope(["a"], [], query, NOW) is None
     monkeypatch.setattr(termcounts, "SMALL", 10)
-    assert backend.keyword_scope(["a"], ["otter"], query, NOW) is None  # too big
+    wide = backend.keyword_scope(["a"], ["otter"], query, NOW)  # too big for one statement
+    assert wide.search(KeywordQuery.any_of(["otter"]), 10) is None
     monkeypatch.undo()
     view = backend.keyword_scope(["a"], ["otter", "heron"], query, NOW)
     assert view.search(KeywordQuery.any_of(["otter"], newest_first=True), 10) is None
@@ -174,7 +187,9 @@ def test_what_the_view_does_not_answer(store, monkeypatch):
     assert view.search(KeywordQuery.any_of(["zebra"]), 10) is None  # not a term of it
 
 
-def test_the_small_scope_lane_is_one_statement_and_the_window_one_more(tmp_path):
+@pytest.mark.parametrize("small", [termcounts.SMALL, 10])
+def test_the_lane_is_one_statement_and_the_window_one_more(tmp_path, monkeypatch, small):
+    monkeypatch.setattr(termcounts, "SMALL", small)  # 10: every scope is wide
     settings = hivemem.Settings(track_access=False, read_connections=0)
     with hivemem.open(tmp_path / "m.db", embedder="none", settings=settings) as store:
         _fill(store)
@@ -182,10 +197,14 @@ def test_the_small_scope_lane_is_one_statement_and_the_window_one_more(tmp_path)
         query = Query(text="otter heron quarry", limit=10)
         kw.keyword_lane(backend, ["a"], query, hivemem.Settings(), NOW, 30)  # memos filled
         seen: list[str] = []
-        backend._conn.set_trace_callback(seen.append)
-        kw.keyword_lane(backend, ["a"], query, hivemem.Settings(), NOW, 30)
-        backend._conn.set_trace_callback(None)
-        # (outside a search's read view the memo asks the change counter first)
+        with backend.snapshot():  # a search's read view
+            backend._conn.set_trace_callback(seen.append)
+            terms, found = kw.keyword_lane(backend, ["a"], query, hivemem.Settings(), NOW, 30)
+            backend._conn.set_trace_callback(None)
+        assert found and any(c.window > 0 for c in found)
+        # (without a read pool the memo asks the writer's change counter each time)
         statements = [s for s in seen if not s.startswith(("--", "PRAGMA data_version"))]
-        # the lane's statement, the session neighbours, the joiners' chunks
-        assert len(statements) <= 3, statements
+        # small: the lane's statement, then the window's (neighbours and joiners' chunks);
+        # wide: the FTS5 page with its rows, the found chunks' lengths (the scoped BM25:
+        # scope "a" is not the whole index), then the window's
+        assert len(statements) == (2 if small > 10 else 3), statements

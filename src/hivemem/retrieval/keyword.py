@@ -172,7 +172,7 @@ def keyword_lane(
         matches = best_chunk_per_memory(found)
         texts = {m.chunk_id: m.text for m in matches}
         if view is not None:
-            matched = view.matched(list(texts))
+            matched = view.matched(list(texts), texts)
         else:
             matched = backend.matched_terms(list(texts), terms, texts)
         out = []
@@ -199,18 +199,30 @@ def keyword_lane(
     return terms, candidates
 
 
+class Window(Protocol):
+    """A view's window reads: each candidate's passing session neighbours (as
+    ``Backend.session_neighbours``), and for the neighbours that were no candidate the
+    query terms their chunks hold and their first chunk (as ``memory_chunks``)."""
+
+    pairs: dict[str, list[tuple[str, bool]]]
+    held: dict[str, set[str]]
+    first: dict[str, ChunkMatch]
+
+
 class ScopeView(Protocol):
-    """What a backend's ``keyword_scope`` returns: the lane's reads of a small scope,
-    answered from one statement (``store/sqlite/keyword_scope.py``). ``search`` is None
+    """What a backend's ``keyword_scope`` returns: the lane's reads answered in fewer
+    statements (``store/sqlite/keyword_scope.py``), the same answers. ``search`` is None
     for a query it cannot answer (then ``keyword_search`` is asked)."""
 
     stats: TermStats
 
     def search(self, keywords: KeywordQuery, limit: int) -> list[ChunkMatch] | None: ...
 
-    def matched(self, chunk_ids: Sequence[int]) -> dict[int, set[str]]: ...
+    def matched(
+        self, chunk_ids: Sequence[int], texts: Mapping[int, str]
+    ) -> dict[int, set[str]]: ...
 
-    def memory_terms(self, memory_ids: Sequence[str]) -> dict[str, set[str]]: ...
+    def window(self, memory_ids: Sequence[str]) -> Window: ...
 
 
 def _scope_view(
@@ -280,7 +292,11 @@ def _windowed(
     a neighbour that was not a candidate joins when its window covers the query. (The
     arithmetic of ``window_coverage``, over ``_Masses``' bit sets.)"""
     found = {c.match.memory_id: c for c in candidates}
-    neighbours = backend.session_neighbours(scopes, list(found), query, now)
+    seen = view.window(list(found)) if view is not None else None
+    if seen is not None:
+        neighbours = seen.pairs
+    else:
+        neighbours = backend.session_neighbours(scopes, list(found), query, now)
     windows: dict[str, set[str]] = {}
     for anchor, sides in neighbours.items():
         for other, _after in sides:
@@ -291,9 +307,10 @@ def _windowed(
     own: dict[str, int] = {m: masses.mask_of(c.matched) for m, c in found.items()}
     joining = [m for m in windows if m not in found]
     chunks: dict[str, ChunkMatch] = {}
-    if joining and view is not None:  # the terms from the view; chunks once scored
-        for memory_id, held_terms in view.memory_terms(joining).items():
-            own[memory_id] = masses.mask(held_terms)
+    if seen is not None:  # the joiners' terms and chunks came with the pairs
+        for memory_id in joining:
+            own[memory_id] = masses.mask(seen.held.get(memory_id, ()))
+        chunks = seen.first
     elif joining:
         new_chunks = backend.memory_chunks(joining)
         texts = {c.chunk_id: c.text for c in new_chunks}
@@ -317,10 +334,6 @@ def _windowed(
             scores[memory_id] = base
         else:
             scores[memory_id] = base + share * (masses.coverage(together) - base)
-    if joining and view is not None:  # only a joiner that scores is read (its text)
-        scoring = [m for m in joining if scores[m] > 0]
-        for chunk in backend.memory_chunks(scoring) if scoring else ():
-            chunks.setdefault(chunk.memory_id, chunk)
     # The constructor, not ``dataclasses.replace`` (a few µs each, ~100 a search).
     out = [
         KeywordCandidate(c.match, c.rank, scores[m], c.matched, scores[m] - c.coverage)

@@ -34,7 +34,7 @@ common their postings pass ``keyword_match_budget``) and bigger scopes.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -44,12 +44,10 @@ from .. import scratch
 from ..keyword_query import KeywordQuery
 from ..protocols import ChunkMatch, TermStats
 from ..rows import placeholders
-from . import termcounts
-from .database import sqlite_driver
+from . import neighbours, termcounts
+from .neighbours import ONCE
 from .scoped_bm25 import ALL_MATCHES_MAX, K1, B, _varint_sum
 
-# A CTE hint (SQLite 3.35+), as backend.py's.
-_ONCE = "MATERIALIZED " if sqlite_driver.sqlite_version_info >= (3, 35) else ""
 _RAW_BM25 = "bm25(chunks_fts, 1.0, 0.0)"  # FTS5's sign: lower is better
 _CHECK = 1e-9  # relative difference a recomputed single-term score may show
 
@@ -65,39 +63,44 @@ class KeywordScope:
     _filter_sql: Any
     _average_length: Any
     _term_counts: Any
+    term_stats: Any
 
     def keyword_scope(
         self, scopes: Sequence[str], terms: Sequence[str], query: Query, now: datetime
-    ) -> ScopeView | None:
-        """The keyword lane's reads for ``terms`` in ``scopes`` in one statement (module
-        docstring); None where they do not apply (the caller asks as before)."""
+    ) -> ScopeView | WideView | None:
+        """The keyword lane's reads for ``terms`` in ``scopes``: a small scope's in one
+        statement (``ScopeView``, module docstring), a bigger one's as before but with
+        the window in one statement (``WideView``); None where neither applies (the
+        caller asks as before)."""
         terms = list(terms)
         if not terms or len(set(terms)) != len(terms):
             return None
+        scoped, everything = termcounts.chunk_totals(self._read_memo_raw, scopes)
+        clause, params = self._scope_clause(scopes)
+        where, extra = self._filter_sql(query, now)
+        filters = (" AND ".join([clause, *where]), [*params, *extra])
+        if scoped * len(terms) > termcounts.SMALL:
+            return WideView(self, terms, self.term_stats(terms, scopes), filters)
         stems: list[str] = []
         for term in terms:
             group = scratch.stems(term)
             if len(group) != 1 or termcounts.words_of(term, group) != [term]:
                 return None  # counted by another word than itself (KeywordStats)
             stems.append(group[0])
-        scoped, everything = termcounts.chunk_totals(self._read_memo_raw, scopes)
-        if scoped == 0 or scoped * len(terms) > termcounts.SMALL:
+        if scoped == 0:
             return None
         scope = termcounts.scope_filter(scopes)
         matches = [f"{scope} AND text : {textmod.fts_quote(term)}" for term in terms]
-        clause, params = self._scope_clause(scopes)
-        where, extra = self._filter_sql(query, now)
-        filters = " AND ".join([clause, *where])
         unique = sorted(set(stems))
         per_term = " UNION ALL ".join(
             f"SELECT {i}, rowid, {_RAW_BM25} FROM chunks_fts WHERE chunks_fts MATCH ?"
             for i in range(len(terms))
         )
         rows = self._read(
-            f"WITH h (t, id, s) AS {_ONCE}({per_term}) "
+            f"WITH h (t, id, s) AS {ONCE}({per_term}) "
             "SELECT t, id, s, NULL, NULL, NULL, NULL, NULL FROM h "
             "UNION ALL SELECT -1, c.id, NULL, c.memory_id, c.seq, c.text, d.sz, "
-            f"CASE WHEN {filters} THEN 1 ELSE 0 END FROM chunks c "
+            f"CASE WHEN {filters[0]} THEN 1 ELSE 0 END FROM chunks c "
             "CROSS JOIN memories m ON m.id = c.memory_id "
             "LEFT JOIN chunks_fts_docsize d ON d.id = c.id "
             "WHERE c.id IN (SELECT id FROM h) "
@@ -105,9 +108,85 @@ class KeywordScope:
             f"WHERE term IN ({placeholders(unique)}) "
             "UNION ALL SELECT -3, NULL, NULL, NULL, NULL, NULL, block, NULL "
             "FROM chunks_fts_data WHERE id = 1",
-            [*matches, *params, *extra, *unique],
+            [*matches, *filters[1], *unique],
         )
-        return ScopeView(self, scopes, terms, stems, scoped, everything, rows)
+        return ScopeView(self, scopes, terms, stems, (scoped, everything), filters, rows)
+
+    def _window(
+        self, memory_ids: Sequence[str], filters: tuple[str, list[Any]]
+    ) -> tuple[dict[str, list[tuple[str, bool]]], list[ChunkMatch]]:
+        """``session_neighbours`` of ``memory_ids`` and, in the same statement, every
+        chunk of the passing neighbours that are not among them (in memory and chunk
+        order, as ``memory_chunks``): the window's joiners."""
+        ids = list(dict.fromkeys(memory_ids))
+        if not ids:
+            return {}, []
+        rows = self._read(
+            neighbours.pairs_sql(ids, filters[0])
+            + "SELECT 0, anchor, before, before IN ok, after, after IN ok FROM pairs "
+            "UNION ALL SELECT 1, c.memory_id, c.id, c.seq, c.text, NULL FROM chunks c "
+            "WHERE c.memory_id IN ok AND c.memory_id NOT IN (SELECT anchor FROM pairs)",
+            [*ids, *filters[1]],
+        )
+        pairs = neighbours.sides([r[1:] for r in rows if r[0] == 0])
+        chunks = sorted((r[1], r[3], r[2], r[4]) for r in rows if r[0] == 1)
+        return pairs, [ChunkMatch(cid, m, seq, text, 0.0) for m, seq, cid, text in chunks]
+
+
+class Window:
+    """The keyword lane's window reads: each candidate's passing session neighbours,
+    and for the neighbours that were no candidate (the joiners) the query terms their
+    chunks hold and their first chunk."""
+
+    __slots__ = ("first", "held", "pairs")
+
+    def __init__(
+        self,
+        pairs: dict[str, list[tuple[str, bool]]],
+        held: dict[str, set[str]],
+        first: dict[str, ChunkMatch],
+    ) -> None:
+        self.pairs, self.held, self.first = pairs, held, first
+
+
+def _first_chunks(chunks: list[ChunkMatch]) -> dict[str, ChunkMatch]:
+    first: dict[str, ChunkMatch] = {}
+    for chunk in chunks:
+        first.setdefault(chunk.memory_id, chunk)
+    return first
+
+
+class WideView:
+    """A scope too big for one statement of every term's matches: the term statistics,
+    the FTS5 page and its rows are asked as before (``search`` is None); the held terms
+    come from the scratch matcher over the texts at hand (what ``matched_terms`` does
+    past ``termcounts.SMALL``, without asking the chunks' scopes first), and the window
+    is one statement."""
+
+    def __init__(
+        self,
+        backend: KeywordScope,
+        terms: list[str],
+        stats: TermStats,
+        filters: tuple[str, list[Any]],
+    ) -> None:
+        self._backend, self.terms, self.stats, self._filters = backend, terms, stats, filters
+
+    def search(self, keywords: KeywordQuery, limit: int) -> list[ChunkMatch] | None:
+        return None
+
+    def matched(self, chunk_ids: Sequence[int], texts: Mapping[int, str]) -> dict[int, set[str]]:
+        """Which terms each chunk's quoted-phrase match finds (``scratch.matches``)."""
+        found = scratch.matches([(cid, texts[cid]) for cid in dict.fromkeys(chunk_ids)], self.terms)
+        return {cid: found[cid] for cid in chunk_ids}
+
+    def window(self, memory_ids: Sequence[str]) -> Window:
+        pairs, chunks = self._backend._window(memory_ids, self._filters)
+        held = self.matched([c.chunk_id for c in chunks], {c.chunk_id: c.text for c in chunks})
+        terms: dict[str, set[str]] = {}
+        for chunk in chunks:
+            terms.setdefault(chunk.memory_id, set()).update(held[chunk.chunk_id])
+        return Window(pairs, terms, _first_chunks(chunks))
 
 
 class ScopeView:
@@ -120,11 +199,13 @@ class ScopeView:
         scopes: Sequence[str],
         terms: list[str],
         stems: list[str],
-        scoped: int,
-        everything: int,
+        totals: tuple[int, int],
+        filters: tuple[str, list[Any]],
         rows: list[Any],
     ) -> None:
         self._backend = backend
+        self._filters = filters
+        scoped, everything = totals
         self._keys = tuple(sorted({termcounts.scope_key(s) for s in scopes}))
         self.terms = terms
         self._stems = stems
@@ -154,20 +235,24 @@ class ScopeView:
         postings = {t: vocab.get(s, 0) for t, s in zip(terms, stems, strict=True)}
         self.stats = TermStats(scoped, postings if scoped == everything else freq, postings)
 
-    def matched(self, chunk_ids: Sequence[int]) -> dict[int, set[str]]:
+    def matched(
+        self, chunk_ids: Sequence[int], texts: Mapping[int, str] | None = None
+    ) -> dict[int, set[str]]:
         """Which of the terms each chunk matches (``Backend.matched_terms``)."""
         return {cid: self._held(self._mask.get(cid, 0)) for cid in chunk_ids}
 
-    def memory_terms(self, memory_ids: Sequence[str]) -> dict[str, set[str]]:
-        """The terms any chunk of each memory matches (the memories of the scopes)."""
-        wanted = set(memory_ids)
-        masks: dict[str, int] = dict.fromkeys(memory_ids, 0)
-        for chunk_id, mask in self._mask.items():
-            row = self._chunks.get(chunk_id)  # None: a chunk whose memory is gone
-            if row is not None and row[0] in wanted:
-                memory_id = row[0]
-                masks[memory_id] |= mask
-        return {m: self._held(mask) for m, mask in masks.items()}
+    def window(self, memory_ids: Sequence[str]) -> Window:
+        """The window's reads (``Window``): one statement; the joiners' terms from the
+        rows of ``keyword_scope`` (a chunk none of them matched holds none)."""
+        pairs, chunks = self._backend._window(memory_ids, self._filters)
+        masks: dict[str, int] = {}
+        for chunk in chunks:
+            masks[chunk.memory_id] = masks.get(chunk.memory_id, 0) | self._mask.get(
+                chunk.chunk_id, 0
+            )
+        return Window(
+            pairs, {m: self._held(mask) for m, mask in masks.items()}, _first_chunks(chunks)
+        )
 
     def _held(self, mask: int) -> set[str]:
         return {t for i, t in enumerate(self.terms) if mask >> i & 1}
