@@ -13,6 +13,7 @@ import hivemem
 from hivemem.retrieval import keyword as kw
 from hivemem.store import scratch
 from hivemem.store.keyword_query import KeywordQuery
+from hivemem.store.sqlite import backend as sqlite_backend
 from hivemem.store.sqlite import termcounts
 from hivemem.types import Kind, Query
 
@@ -68,12 +69,17 @@ def _key(c: kw.KeywordCandidate) -> tuple:
     return (m.chunk_id, m.memory_id, m.seq, m.text, c.rank, c.coverage, c.matched, c.window)
 
 
-def _both(backend, scopes, query, monkeypatch):
+def _both(backend, scopes, query, monkeypatch, every_match=True):
+    """The lane through the view, and through the separate reads (``every_match``: with
+    ``keyword_search`` scoring every match of the scopes, as the view does, not only up
+    to ``ALL_MATCHES_MAX``)."""
     settings = hivemem.Settings()
     fetch = 3 * query.limit if query.limit <= 10 else query.limit + 20
     new = kw.keyword_lane(backend, scopes, query, settings, NOW, fetch)
     with monkeypatch.context() as m:
         m.setattr(kw, "_scope_view", lambda *args: None)
+        if every_match:
+            m.setattr(sqlite_backend, "ALL_MATCHES_MAX", 10**9)
         old = kw.keyword_lane(backend, scopes, query, settings, NOW, fetch)
     return (new[0], [_key(c) for c in new[1]]), (old[0], [_key(c) for c in old[1]])
 
@@ -136,16 +142,51 @@ def test_a_scope_holding_the_whole_index_keeps_fts5s_scores(tmp_path, monkeypatc
             assert new == old and new[1]
 
 
-def test_more_than_sixty_matches_keep_the_whole_index_choice_then_rescore(tmp_path, monkeypatch):
+def test_another_tenants_writes_never_change_a_scopes_keyword_candidates(tmp_path, monkeypatch):
+    # Issue 25's side channel past ALL_MATCHES_MAX: with more than 60 matches in the
+    # visible scope, which chunks the lane kept was chosen by the whole index's BM25,
+    # so another scope's writes (its lengths, its use of the words) moved this scope's
+    # candidates. Every match of a small scope is now scored over its own statistics.
     settings = hivemem.Settings(track_access=False)
-    with hivemem.open(tmp_path / "many.db", embedder="none", settings=settings) as store:
-        _fill(store, scopes=("a", "b"), per_scope=150)
+    rng = random.Random(5)
+    with hivemem.open(tmp_path / "t.db", embedder="none", settings=settings) as store:
+        mine = store.scope("mine")
+        mine.add_episodes(
+            [
+                {
+                    "content": " ".join(
+                        ["otter"] * rng.randint(1, 4) + rng.choices(WORDS, k=rng.randint(2, 60))
+                    ),
+                    "session_id": f"s{i // 10}",
+                    "role": "user",
+                }
+                for i in range(120)
+            ]
+        )
+        store.scope("other").save("otter heron")
         backend = store._backend
         query = Query(text="otter heron", limit=10)
-        view = kw._scope_view(backend, ["a"], ["otter", "heron"], query, NOW)
-        assert view is not None and sum(view.stats.doc_freq.values()) > 60
-        new, old = _both(backend, ["a"], query, monkeypatch)
-        assert new == old
+        view = kw._scope_view(backend, ["mine"], ["otter", "heron"], query, NOW)
+        assert view is not None and view.stats.doc_freq["otter"] > 60
+
+        def both() -> tuple:
+            return _both(backend, ["mine"], query, monkeypatch, every_match=False)
+
+        before_new, before_old = both()
+        theirs = store.scope("other")
+        theirs.add_episodes(
+            [
+                {
+                    "content": "otter " * 3 + "cedar " * rng.randint(100, 300),
+                    "session_id": "t",
+                    "role": "user",
+                }
+                for _ in range(300)
+            ]
+        )
+        after_new, after_old = both()
+        assert after_new == before_new
+        assert after_old != before_old  # what keyword_search's choice still does
 
 
 def test_term_counts_solved_from_fts5_scores_are_the_tokenizers(store):
@@ -154,7 +195,7 @@ def test_term_counts_solved_from_fts5_scores_are_the_tokenizers(store):
     view = backend.keyword_scope(["a"], ["otter", "quarry"], query, NOW)
     found = view.search(KeywordQuery.any_of(["otter", "quarry"]), 30)
     lengths = {m.chunk_id: view._length(m.chunk_id) for m in found}
-    solved = view._solved([0, 1], found, lengths)
+    solved = view._solved([0, 1], list(lengths), lengths)
     counted = scratch.term_counts([(m.chunk_id, m.text) for m in found], ["otter", "quarri"])
     assert solved == {
         m.chunk_id: [counted[m.chunk_id].get("otter", 0), counted[m.chunk_id].get("quarri", 0)]

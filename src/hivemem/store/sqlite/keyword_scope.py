@@ -14,7 +14,7 @@ chunk's memory, sequence, text, FTS5 length and whether it passes the query's fi
 the whole index's row count per term stem (``chunks_vocab``) and FTS5's averages record.
 Everything the lane asked before is then worked out from these rows (``ScopeView``), with
 the same arithmetic, so the results are the same (the dump comparison of the evaluation
-suites is the gate, docs/retrieval.md):
+suites is the gate, docs/retrieval.md), but for the side channel below:
 
 - a term's document frequency in the scopes: how many chunks matched it;
 - which terms a chunk holds: the terms it matched (the phrase match of ``Postings``);
@@ -26,9 +26,19 @@ suites is the gate, docs/retrieval.md):
   − s)`` with FTS5's own idf, length and average (all in the rows above), rounded, and
   checked by recomputing the score; any check that fails counts the texts as before.
 
+One thing differs, on purpose (issue 25's side channel): where the scopes do not hold
+the whole index, *every* match of the scopes is scored over their own statistics (the
+scoped BM25) and the best are kept, where ``keyword_search`` scores all only up to
+``ALL_MATCHES_MAX`` matches and past that keeps the whole index's BM25 best. So for a
+small scope which chunks are kept no longer depends on other tenants' rows. (Which
+query terms find candidates still follows the whole index's postings, the plan budget
+of ``selective_terms``, as before.)
+
 Not answered here (``None``, the caller asks the backend as before): a caller's FTS5
 syntax, a term the index splits into several tokens, newest-first searches (terms so
-common their postings pass ``keyword_match_budget``) and bigger scopes.
+common their postings pass ``keyword_match_budget``). A scope too big for the one
+statement (``WideView``) asks the term statistics and the FTS5 page as before, its held
+terms of the scratch matcher directly, and its window in one statement.
 """
 
 from __future__ import annotations
@@ -46,7 +56,7 @@ from ..protocols import ChunkMatch, TermStats
 from ..rows import placeholders
 from . import neighbours, termcounts
 from .neighbours import ONCE
-from .scoped_bm25 import ALL_MATCHES_MAX, K1, B, _varint_sum
+from .scoped_bm25 import K1, B, _varint_sum
 
 _RAW_BM25 = "bm25(chunks_fts, 1.0, 0.0)"  # FTS5's sign: lower is better
 _CHECK = 1e-9  # relative difference a recomputed single-term score may show
@@ -268,31 +278,34 @@ class ScopeView:
         bits = 0
         for i in chosen:
             bits |= 1 << i
-        ranked = []
-        for chunk_id, mask in self._mask.items():
-            row = self._chunks.get(chunk_id)
-            if mask & bits and row is not None and row[4]:
+        matching = [
+            cid
+            for cid, mask in self._mask.items()
+            if mask & bits and (row := self._chunks.get(cid)) is not None and row[4]
+        ]
+        stats = self._scoped_stats(chosen)
+        if stats is None:  # the scopes hold the whole index: FTS5's BM25 is theirs
+            ranked = []
+            for chunk_id in matching:
                 score = 0.0
                 for i in chosen:  # FTS5's order: each phrase's part, 0 where absent
                     score += self._scores[i].get(chunk_id, 0.0)
                 ranked.append((-score, chunk_id))
-        ranked.sort()
-        stats = self._scoped_stats(chosen)
-        wanted = limit
-        if stats is not None and stats[2] <= ALL_MATCHES_MAX:
-            wanted = max(limit, stats[2])
-        found = [self._match(cid, -neg) for neg, cid in ranked[:wanted]]
-        if stats is None:
-            return found
-        return self._rescored(chosen, stats, found)[:limit]
+            ranked.sort()
+        else:
+            # Every match of the scopes scored over their own statistics (issue 25):
+            # which chunks are kept never depends on the whole index's BM25, however
+            # many match (``keyword_search`` scores all only up to ``ALL_MATCHES_MAX``).
+            ranked = self._rescored(chosen, stats, matching)
+        return [self._match(cid, -neg) for neg, cid in ranked[:limit]]
 
     def _match(self, chunk_id: int, score: float) -> ChunkMatch:
         memory_id, seq, text, _, _ = self._chunks[chunk_id]
         return ChunkMatch(chunk_id, memory_id, seq, text, score)
 
-    def _scoped_stats(self, chosen: list[int]) -> tuple[float, list[float], int] | None:
-        """(average length, idf per phrase, matches at most) of ``ScopedBM25._scope_stats``;
-        None when the scopes hold the whole index (FTS5's numbers are theirs)."""
+    def _scoped_stats(self, chosen: list[int]) -> tuple[float, list[float]] | None:
+        """(average length, idf per phrase) of ``ScopedBM25._scope_stats``; None when the
+        scopes hold the whole index (FTS5's numbers are theirs)."""
         scoped = self._scoped
         if scoped >= self._everything:
             return None
@@ -301,26 +314,26 @@ class ScopeView:
         with backend._cache_lock():
             average = backend._average_length(backend._read_raw, self._keys, scoped)
         idf = [max(math.log((scoped - n + 0.5) / (n + 0.5)), 1e-6) for n in hits]
-        return average, idf, min(sum(hits), scoped)
+        return average, idf
 
     def _rescored(
-        self, chosen: list[int], stats: tuple[float, list[float], int], found: list[ChunkMatch]
-    ) -> list[ChunkMatch]:
-        """``ScopedBM25._scoped_bm25`` of ``found`` (same expressions, same order)."""
-        average, idf, _ = stats
-        lengths = {m.chunk_id: self._length(m.chunk_id) for m in found}
+        self, chosen: list[int], stats: tuple[float, list[float]], found: list[int]
+    ) -> list[tuple[float, int]]:
+        """``ScopedBM25._scoped_bm25`` of the chunks ``found`` (the same expressions in
+        the same order, so the same floats), as (−score, chunk id), best first."""
+        average, idf = stats
+        lengths = {cid: self._length(cid) for cid in found}
         counted = self._frequencies(chosen, found, lengths)
         out = []
-        for match in found:
-            tfs = counted[match.chunk_id]
-            length = lengths[match.chunk_id]
-            norm = K1 * (1 - B + B * length / average)
+        for chunk_id in found:
+            tfs = counted[chunk_id]
+            norm = K1 * (1 - B + B * lengths[chunk_id] / average)
             score = 0.0
             for weight, tf in zip(idf, tfs, strict=True):
                 if tf:
                     score += weight * tf * (K1 + 1) / (tf + norm)
-            out.append(ChunkMatch(match.chunk_id, match.memory_id, match.seq, match.text, score))
-        out.sort(key=lambda m: (-m.bm25, m.chunk_id))
+            out.append((-score, chunk_id))
+        out.sort()
         return out
 
     def _length(self, chunk_id: int) -> int:
@@ -328,7 +341,7 @@ class ScopeView:
         return 1 if blob is None else _varint_sum(blob)
 
     def _frequencies(
-        self, chosen: list[int], found: list[ChunkMatch], lengths: dict[int, int]
+        self, chosen: list[int], found: list[int], lengths: dict[int, int]
     ) -> dict[int, list[int]]:
         """Each found chunk's count of each chosen term: FTS5's single-term scores solved
         for it (module docstring), else ``scratch.term_counts`` of the texts as before."""
@@ -336,11 +349,12 @@ class ScopeView:
         if solved is not None:
             return solved
         stems = [self._stems[i] for i in chosen]
-        counted = self._backend._term_counts([(m.chunk_id, m.text) for m in found], stems)
-        return {m.chunk_id: [counted[m.chunk_id].get(s, 0) for s in stems] for m in found}
+        texts = [(cid, self._chunks[cid][2]) for cid in found]
+        counted = self._backend._term_counts(texts, stems)
+        return {cid: [counted[cid].get(s, 0) for s in stems] for cid in found}
 
     def _solved(
-        self, chosen: list[int], found: list[ChunkMatch], lengths: dict[int, int]
+        self, chosen: list[int], found: list[int], lengths: dict[int, int]
     ) -> dict[int, list[int]] | None:
         rows, tokens = _averages(self._averages)
         if rows <= 0 or tokens <= 0:
@@ -352,11 +366,11 @@ class ScopeView:
             value = math.log((rows - hits + 0.5) / (hits + 0.5))
             idf.append(value if value > 0.0 else 1e-6)
         out: dict[int, list[int]] = {}
-        for match in found:
-            k = K1 * (1 - B + B * lengths[match.chunk_id] / average)
+        for chunk_id in found:
+            k = K1 * (1 - B + B * lengths[chunk_id] / average)
             tfs = []
             for weight, i in zip(idf, chosen, strict=True):
-                s = self._scores[i].get(match.chunk_id)
+                s = self._scores[i].get(chunk_id)
                 if s is None:
                     tfs.append(0)
                     continue
@@ -367,7 +381,7 @@ class ScopeView:
                 if tf < 1 or abs(weight * tf * (K1 + 1) / (tf + k) - s) > _CHECK * s:
                     return None
                 tfs.append(tf)
-            out[match.chunk_id] = tfs
+            out[chunk_id] = tfs
         return out
 
 
