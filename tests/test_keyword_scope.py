@@ -249,3 +249,18 @@ def test_the_lane_is_one_statement_and_the_window_one_more(tmp_path, monkeypatch
         # wide: the FTS5 page with its rows, the found chunks' lengths (the scoped BM25:
         # scope "a" is not the whole index), then the window's
         assert len(statements) == (2 if small > 10 else 3), statements
+
+
+def test_terms_the_cached_counts_left_out_are_asked_when_chosen(store):
+    backend = store._backend
+    terms = ["otter", "heron", "quarry"]
+    query = Query(text="otter heron quarry", limit=10)
+    every = backend.keyword_scope(["a"], terms, query, NOW)  # no choice: all scored
+    expected = every.search(KeywordQuery.any_of(terms), 30)
+    assert expected
+    # The counts are kept now; a choice of "otter" alone leaves the others' BM25 out.
+    view = backend.keyword_scope(["a"], terms, query, NOW, lambda postings: ["otter"])
+    assert view._scored == {0}
+    assert view.search(KeywordQuery.any_of(terms), 30) == expected  # asked for then
+    assert view._scored == {0, 1, 2}
+    assert view.stats == every.stats

@@ -12,6 +12,11 @@ the scopes' chunks that match it (the quoted term, confined to the scopes, as
 ``termcounts.Postings`` read them) with FTS5's own ``bm25`` of that one term; each such
 chunk's memory, sequence, text, FTS5 length and whether it passes the query's filters;
 the whole index's row count per term stem (``chunks_vocab``) and FTS5's averages record.
+Where the stems' whole-index counts are already kept (``term_stats``' cache), the terms
+the lane will search for are known before the statement (``choose``): only their
+matches get FTS5's score and their rows, the other terms' matches just say which chunks
+hold them (a common term matches most of a scope); should the fresh counts choose
+otherwise, or the lane search the other terms too, those are asked then (``_ensure``).
 Everything the lane asked before is then worked out from these rows (``ScopeView``), with
 the same arithmetic, so the results are the same (the dump comparison of the evaluation
 suites is the gate, docs/retrieval.md), but for the side channel below:
@@ -44,7 +49,7 @@ terms of the scratch matcher directly, and its window in one statement.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -67,8 +72,10 @@ class KeywordScope:
 
     _read: Any
     _read_raw: Any
+    _read_memo: Any
     _read_memo_raw: Any
     _cache_lock: Any
+    _doc_freq: dict[str, tuple[int, int]]
     _scope_clause: Any
     _filter_sql: Any
     _average_length: Any
@@ -76,12 +83,18 @@ class KeywordScope:
     term_stats: Any
 
     def keyword_scope(
-        self, scopes: Sequence[str], terms: Sequence[str], query: Query, now: datetime
+        self,
+        scopes: Sequence[str],
+        terms: Sequence[str],
+        query: Query,
+        now: datetime,
+        choose: Callable[[Mapping[str, int]], Sequence[str]] | None = None,
     ) -> ScopeView | WideView | None:
         """The keyword lane's reads for ``terms`` in ``scopes``: a small scope's in one
         statement (``ScopeView``, module docstring), a bigger one's as before but with
         the window in one statement (``WideView``); None where neither applies (the
-        caller asks as before)."""
+        caller asks as before). ``choose(postings)``: the terms the lane will search
+        for, given the whole index's counts (``selective_terms``)."""
         terms = list(terms)
         if not terms or len(set(terms)) != len(terms):
             return None
@@ -101,26 +114,52 @@ class KeywordScope:
             return None
         scope = termcounts.scope_filter(scopes)
         matches = [f"{scope} AND text : {textmod.fts_quote(term)}" for term in terms]
+        scored = set(range(len(terms)))
+        known = self._known_postings(stems) if choose is not None else None
+        if choose is not None and known is not None:
+            # Trigger: the stems' index counts are cached. Why: the terms that will find
+            # candidates are then known, and FTS5's BM25 and the rows are needed for
+            # their matches only (a common term's other matches just hold it).
+            # Outcome: the others' matches without them (asked later if ever needed).
+            wanted = set(choose({t: known[s] for t, s in zip(terms, stems, strict=True)}))
+            scored = {i for i, t in enumerate(terms) if t in wanted}
         unique = sorted(set(stems))
-        per_term = " UNION ALL ".join(
-            f"SELECT {i}, rowid, {_RAW_BM25} FROM chunks_fts WHERE chunks_fts MATCH ?"
-            for i in range(len(terms))
-        )
+        sql, params = _matrix_sql(matches, scored, filters)
         rows = self._read(
-            f"WITH h (t, id, s) AS {ONCE}({per_term}) "
-            "SELECT t, id, s, NULL, NULL, NULL, NULL, NULL FROM h "
-            "UNION ALL SELECT -1, c.id, NULL, c.memory_id, c.seq, c.text, d.sz, "
-            f"CASE WHEN {filters[0]} THEN 1 ELSE 0 END FROM chunks c "
-            "CROSS JOIN memories m ON m.id = c.memory_id "
-            "LEFT JOIN chunks_fts_docsize d ON d.id = c.id "
-            "WHERE c.id IN (SELECT id FROM h) "
-            "UNION ALL SELECT -2, NULL, doc, term, NULL, NULL, NULL, NULL FROM chunks_vocab "
+            sql + "UNION ALL SELECT -2, NULL, doc, term, NULL, NULL, NULL, NULL FROM chunks_vocab "
             f"WHERE term IN ({placeholders(unique)}) "
             "UNION ALL SELECT -3, NULL, NULL, NULL, NULL, NULL, block, NULL "
             "FROM chunks_fts_data WHERE id = 1",
-            [*matches, *filters[1], *unique],
+            [*params, *unique],
         )
-        return ScopeView(self, scopes, terms, stems, (scoped, everything), filters, rows)
+        view = ScopeView(
+            self, scopes, terms, stems, (scoped, everything), (filters, matches, scored), rows
+        )
+        self._note_postings(view._vocab, unique)
+        return view
+
+    def _known_postings(self, stems: Sequence[str]) -> dict[str, int] | None:
+        """The stems' whole-index counts as ``term_stats`` keeps them (fresh within 1%
+        of the index's size), or None when one is not kept."""
+        with self._cache_lock():
+            total = self._read_memo("SELECT COALESCE(MAX(id), 0) FROM chunks")[0][0]
+            tolerance = max(50, total // 100)
+            out = {}
+            for stem in stems:
+                cached = self._doc_freq.get(stem)
+                if cached is None or abs(total - cached[1]) > tolerance:
+                    return None
+                out[stem] = cached[0]
+        return out
+
+    def _note_postings(self, vocab: Mapping[str, int], stems: Sequence[str]) -> None:
+        """The fresh counts of ``keyword_scope`` noted where ``term_stats`` keeps them."""
+        with self._cache_lock():
+            total = self._read_memo("SELECT COALESCE(MAX(id), 0) FROM chunks")[0][0]
+            if len(self._doc_freq) > 50_000:
+                self._doc_freq.clear()
+            for stem in stems:
+                self._doc_freq[stem] = (vocab.get(stem, 0), total)
 
     def _window(
         self, memory_ids: Sequence[str], filters: tuple[str, list[Any]]
@@ -141,6 +180,31 @@ class KeywordScope:
         pairs = neighbours.sides([r[1:] for r in rows if r[0] == 0])
         chunks = sorted((r[1], r[3], r[2], r[4]) for r in rows if r[0] == 1)
         return pairs, [ChunkMatch(cid, m, seq, text, 0.0) for m, seq, cid, text in chunks]
+
+
+def _matrix_sql(
+    matches: Sequence[str], scored: set[int], filters: tuple[str, list[Any]], every: bool = True
+) -> tuple[str, list[Any]]:
+    """The per-term matches (``t``, ``id``, FTS5's single-term bm25 for the terms in
+    ``scored``, else NULL; of every term, or of ``scored`` only) and the rows of the
+    chunks with a score, as the first part of a compound SELECT of eight columns; its
+    parameters."""
+    asked = range(len(matches)) if every else sorted(scored)
+    per_term = " UNION ALL ".join(
+        f"SELECT {i}, rowid, {_RAW_BM25 if i in scored else 'NULL'} "
+        "FROM chunks_fts WHERE chunks_fts MATCH ?"
+        for i in asked
+    )
+    sql = (
+        f"WITH h (t, id, s) AS {ONCE}({per_term}) "
+        "SELECT t, id, s, NULL, NULL, NULL, NULL, NULL FROM h "
+        "UNION ALL SELECT -1, c.id, NULL, c.memory_id, c.seq, c.text, d.sz, "
+        f"CASE WHEN {filters[0]} THEN 1 ELSE 0 END FROM chunks c "
+        "CROSS JOIN memories m ON m.id = c.memory_id "
+        "LEFT JOIN chunks_fts_docsize d ON d.id = c.id "
+        "WHERE c.id IN (SELECT id FROM h WHERE s IS NOT NULL) "
+    )
+    return sql, [*(matches[i] for i in asked), *filters[1]]
 
 
 class Window:
@@ -210,40 +274,57 @@ class ScopeView:
         terms: list[str],
         stems: list[str],
         totals: tuple[int, int],
-        filters: tuple[str, list[Any]],
+        asked: tuple[tuple[str, list[Any]], list[str], set[int]],
         rows: list[Any],
     ) -> None:
         self._backend = backend
-        self._filters = filters
+        self._filters, self._matches, self._scored = asked[0], asked[1], set(asked[2])
         scoped, everything = totals
         self._keys = tuple(sorted({termcounts.scope_key(s) for s in scopes}))
         self.terms = terms
         self._stems = stems
         self._index = {t: i for i, t in enumerate(terms)}
         self._scoped, self._everything = scoped, everything
-        scores: list[dict[int, float]] = [{} for _ in terms]  # term -> chunk -> -bm25
+        self._members: list[set[int]] = [set() for _ in terms]  # term -> chunks holding it
+        self._scores: list[dict[int, float]] = [{} for _ in terms]  # -> chunk -> -bm25
         self._chunks: dict[int, tuple[str, int, str, Any, bool]] = {}
         vocab: dict[str, int] = {}
         averages: bytes | None = None
-        for tag, chunk_id, value, memory_id, seq, text, blob, ok in rows:
-            if tag >= 0:
-                scores[tag][chunk_id] = -value
-            elif tag == -1:
-                self._chunks[chunk_id] = (memory_id, seq, text, blob, bool(ok))
-            elif tag == -2:
-                vocab[memory_id] = int(value)
-            else:
-                averages = blob
-        self._scores = scores
+        for row in rows:
+            if row[0] == -2:  # (-2, _, count, stem, …)
+                vocab[row[3]] = int(row[2])
+            elif row[0] == -3:  # (-3, …, the averages record, _)
+                averages = row[6]
+        self._take(rows)
         self._vocab = vocab
         self._averages = averages
         self._mask: dict[int, int] = {}
-        for i, found in enumerate(scores):
+        for i, found in enumerate(self._members):
             for chunk_id in found:
                 self._mask[chunk_id] = self._mask.get(chunk_id, 0) | 1 << i
-        freq = {t: len(scores[i]) for i, t in enumerate(terms)}
+        freq = {t: len(self._members[i]) for i, t in enumerate(terms)}
         postings = {t: vocab.get(s, 0) for t, s in zip(terms, stems, strict=True)}
         self.stats = TermStats(scoped, postings if scoped == everything else freq, postings)
+
+    def _take(self, rows: list[Any]) -> None:
+        """The per-term matches (tags >= 0) and the chunks' rows (-1) of ``rows``."""
+        for tag, chunk_id, value, memory_id, seq, text, blob, ok in rows:
+            if tag >= 0:
+                self._members[tag].add(chunk_id)
+                if value is not None:
+                    self._scores[tag][chunk_id] = -value
+            elif tag == -1:
+                self._chunks[chunk_id] = (memory_id, seq, text, blob, bool(ok))
+
+    def _ensure(self, chosen: Sequence[int]) -> None:
+        """FTS5's scores and the rows of the matches of ``chosen`` terms, asked now for
+        those that ``keyword_scope`` left out (one statement, only when one is)."""
+        missing = {i for i in chosen if i not in self._scored}
+        if not missing:
+            return
+        sql, params = _matrix_sql(self._matches, missing, self._filters, every=False)
+        self._take(self._backend._read(sql, params))
+        self._scored |= missing
 
     def matched(
         self, chunk_ids: Sequence[int], texts: Mapping[int, str] | None = None
@@ -275,6 +356,7 @@ class ScopeView:
         if not keywords.terms or any(t not in self._index for t in keywords.terms):
             return None
         chosen = [self._index[t] for t in keywords.terms]
+        self._ensure(chosen)
         bits = 0
         for i in chosen:
             bits |= 1 << i
@@ -309,7 +391,7 @@ class ScopeView:
         scoped = self._scoped
         if scoped >= self._everything:
             return None
-        hits = [len(self._scores[i]) for i in chosen]
+        hits = [len(self._members[i]) for i in chosen]
         backend = self._backend
         with backend._cache_lock():
             average = backend._average_length(backend._read_raw, self._keys, scoped)
