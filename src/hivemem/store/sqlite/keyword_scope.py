@@ -71,9 +71,7 @@ class KeywordScope:
     """``keyword_scope`` (a mixin of the backend beside ``KeywordStats``)."""
 
     _read: Any
-    _read_raw: Any
     _read_memo: Any
-    _read_memo_raw: Any
     _cache_lock: Any
     _doc_freq: dict[str, tuple[int, int]]
     _scope_clause: Any
@@ -98,7 +96,9 @@ class KeywordScope:
         terms = list(terms)
         if not terms or len(set(terms)) != len(terms):
             return None
-        scoped, everything = termcounts.chunk_totals(self._read_memo_raw, scopes)
+        # (not the raw reads of ``keyword_search``: nothing here is a caller's syntax,
+        # so a driver error is a damaged file, ``StoreError``)
+        scoped, everything = termcounts.chunk_totals(self._read_memo, scopes)
         clause, params = self._scope_clause(scopes)
         where, extra = self._filter_sql(query, now)
         filters = (" AND ".join([clause, *where]), [*params, *extra])
@@ -394,7 +394,7 @@ class ScopeView:
         hits = [len(self._members[i]) for i in chosen]
         backend = self._backend
         with backend._cache_lock():
-            average = backend._average_length(backend._read_raw, self._keys, scoped)
+            average = backend._average_length(backend._read, self._keys, scoped)
         idf = [max(math.log((scoped - n + 0.5) / (n + 0.5)), 1e-6) for n in hits]
         return average, idf
 
