@@ -20,11 +20,12 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Protocol
 
 from .. import text as textmod
 from ..settings import Settings
 from ..store.keyword_query import KeywordQuery, parse
-from ..store.protocols import Backend, ChunkMatch
+from ..store.protocols import Backend, ChunkMatch, TermStats
 from ..types import Query
 
 
@@ -146,8 +147,11 @@ def keyword_lane(
     terms = textmod.query_terms(textmod.query_focus(query.text), settings.max_query_terms)
     if not terms and not query.fts_syntax:
         return terms, []
+    # A small scope's reads in one statement where the backend has that (SQLite's
+    # ``keyword_scope``: the same answers); otherwise one read per question below.
+    view = _scope_view(backend, scopes, terms, query, now, settings.keyword_match_budget)
     # Weights from the visible scopes' own statistics; plans from the whole index's.
-    stats = backend.term_stats(terms, scopes)
+    stats = view.stats if view is not None else backend.term_stats(terms, scopes)
     weights = {t: idf(stats.total_chunks, stats.doc_freq.get(t, 0)) for t in terms}
     postings = stats.postings or stats.doc_freq
     masses = _Masses(terms, weights)
@@ -160,10 +164,17 @@ def keyword_lane(
         walked = sum(postings.get(t, 0) for t in used)
         if walked > settings.keyword_match_budget:
             match = replace(match, newest_first=True)
-        found = backend.keyword_search(scopes, query, match, fetch, now, time_limit_s=time_limit_s)
+        found = view.search(match, fetch) if view is not None else None
+        if found is None:
+            found = backend.keyword_search(
+                scopes, query, match, fetch, now, time_limit_s=time_limit_s
+            )
         matches = best_chunk_per_memory(found)
         texts = {m.chunk_id: m.text for m in matches}
-        matched = backend.matched_terms(list(texts), terms, texts)
+        if view is not None:
+            matched = view.matched(list(texts), texts)
+        else:
+            matched = backend.matched_terms(list(texts), terms, texts)
         out = []
         for rank, best in enumerate(matches, start=1):
             mask = masses.mask(matched.get(best.chunk_id, ()))
@@ -184,8 +195,57 @@ def keyword_lane(
         best.update({c.match.memory_id: c for c in candidates})
         candidates = sorted(best.values(), key=lambda c: (-c.coverage, c.rank))
     if settings.window_weight > 0 and candidates:
-        candidates = _windowed(backend, scopes, query, now, masses, candidates, settings)
+        candidates = _windowed(backend, scopes, query, now, masses, candidates, settings, view)
     return terms, candidates
+
+
+class Window(Protocol):
+    """A view's window reads: each candidate's passing session neighbours (as
+    ``Backend.session_neighbours``), and for the neighbours that were no candidate the
+    query terms their chunks hold and their first chunk (as ``memory_chunks``)."""
+
+    pairs: dict[str, list[tuple[str, bool]]]
+    held: dict[str, set[str]]
+    first: dict[str, ChunkMatch]
+
+
+class ScopeView(Protocol):
+    """What a backend's ``keyword_scope`` returns: the lane's reads answered in fewer
+    statements (``store/sqlite/keyword_scope.py``), the same answers. ``search`` is None
+    for a query it cannot answer (then ``keyword_search`` is asked)."""
+
+    stats: TermStats
+
+    def search(self, keywords: KeywordQuery, limit: int) -> list[ChunkMatch] | None: ...
+
+    def matched(
+        self, chunk_ids: Sequence[int], texts: Mapping[int, str]
+    ) -> dict[int, set[str]]: ...
+
+    def window(self, memory_ids: Sequence[str]) -> Window: ...
+
+
+def _scope_view(
+    backend: Backend,
+    scopes: Sequence[str],
+    terms: list[str],
+    query: Query,
+    now: datetime,
+    budget: int = 0,
+) -> ScopeView | None:
+    """The backend's ``keyword_scope`` for these terms, where it has one and it applies
+    (not for a caller's FTS5 syntax). It is told which terms will find candidates given
+    the whole index's counts (``selective_terms`` within ``budget``), to leave out what
+    only those need (it asks later if the counts it reads choose otherwise)."""
+    reads = getattr(backend, "keyword_scope", None)
+    if reads is None or query.fts_syntax or not terms:
+        return None
+
+    def choose(postings: Mapping[str, int]) -> list[str]:
+        return selective_terms(terms, postings, budget)
+
+    view: ScopeView | None = reads(scopes, terms, query, now, choose if budget > 0 else None)
+    return view
 
 
 class _Masses:
@@ -237,12 +297,17 @@ def _windowed(
     masses: _Masses,
     candidates: list[KeywordCandidate],
     settings: Settings,
+    view: ScopeView | None = None,
 ) -> list[KeywordCandidate]:
     """``candidates`` re-scored by ``window_coverage`` over their dialogue neighbours;
     a neighbour that was not a candidate joins when its window covers the query. (The
     arithmetic of ``window_coverage``, over ``_Masses``' bit sets.)"""
     found = {c.match.memory_id: c for c in candidates}
-    neighbours = backend.session_neighbours(scopes, list(found), query, now)
+    seen = view.window(list(found)) if view is not None else None
+    if seen is not None:
+        neighbours = seen.pairs
+    else:
+        neighbours = backend.session_neighbours(scopes, list(found), query, now)
     windows: dict[str, set[str]] = {}
     for anchor, sides in neighbours.items():
         for other, _after in sides:
@@ -253,7 +318,11 @@ def _windowed(
     own: dict[str, int] = {m: masses.mask_of(c.matched) for m, c in found.items()}
     joining = [m for m in windows if m not in found]
     chunks: dict[str, ChunkMatch] = {}
-    if joining:
+    if seen is not None:  # the joiners' terms and chunks came with the pairs
+        for memory_id in joining:
+            own[memory_id] = masses.mask(seen.held.get(memory_id, ()))
+        chunks = seen.first
+    elif joining:
         new_chunks = backend.memory_chunks(joining)
         texts = {c.chunk_id: c.text for c in new_chunks}
         held = backend.matched_terms(list(texts), masses.terms, texts)

@@ -51,6 +51,7 @@ from .database import OperationalError, sqlite_driver
 from .entities import SQLiteEntityIndex
 from .failures import is_full, is_locked, search_error, store_error
 from .keyword import KeywordPlans, KeywordStats
+from .keyword_scope import KeywordScope
 from .limits import ClosedConnection, time_limit
 from .maintenance import SQLiteMaintenance
 from .pool import WAL_AUTOCHECKPOINT_PAGES, PooledReads, ReadPool, ThreadRole
@@ -80,7 +81,7 @@ def _no_store_yet(file: Path) -> bool:
     return not (wal.exists() and wal.stat().st_size > 0)
 
 
-class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, ScopedBM25, RepairMixin):
+class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, KeywordScope, ScopedBM25, RepairMixin):
     """See ``hivemem.store.protocols.Backend`` for the contract of each method.
 
     ``read_connections``: the size of the read pool (``pool.py``); 0 reads through the

@@ -13,6 +13,7 @@ from .. import scratch
 from ..protocols import ChunkMatch, TermStats
 from ..rows import placeholders
 from . import termcounts
+from .neighbours import ONCE
 from .termcounts import BM25
 
 _RANK_PAGE_MAX = 4096  # widest FTS-only page before keyword_search filters in one statement
@@ -67,23 +68,21 @@ class KeywordPlans:
         page = limit * (_NEWEST_PAGE if newest_first else 1)
         order = "rowid DESC" if newest_first else "score DESC, rowid"
         while True:
-            ranked = self._read(
-                f"SELECT rowid, -{BM25} AS score FROM chunks_fts "
-                f"WHERE chunks_fts MATCH ? ORDER BY {order} LIMIT ?",
-                [match, page],
+            # One statement: the page ranked on the index alone (materialised first, so
+            # only its rows are joined), each row with its chunk and whether it passes.
+            rows = self._read(
+                f"WITH r (id, score) AS {ONCE}(SELECT rowid, -{BM25} AS score "
+                f"FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY {order} LIMIT ?) "
+                "SELECT r.id, r.score, c.memory_id, c.seq, c.text, "
+                f"CASE WHEN m.id IS NOT NULL AND {filters} THEN 1 ELSE 0 END FROM r "
+                "LEFT JOIN chunks c ON c.id = r.id LEFT JOIN memories m ON m.id = c.memory_id",
+                [match, page, *filter_params],
                 raw=True,
             )
-            ranked.sort(key=lambda r: (-r[1], r[0]))
+            ranked = sorted(((r[0], r[1]) for r in rows), key=lambda r: (-r[1], r[0]))
             if not ranked:
                 return []
-            ids = [r[0] for r in ranked]
-            rows = self._read(
-                "SELECT c.id, c.memory_id, c.seq, c.text FROM chunks c "
-                "CROSS JOIN memories m ON m.id = c.memory_id "
-                f"WHERE c.id IN ({placeholders(ids)}) AND {filters}",
-                [*ids, *filter_params],
-            )
-            passed = {r[0]: r for r in rows}
+            passed = {r[0]: (r[0], r[2], r[3], r[4]) for r in rows if r[5]}
             if len(passed) >= limit or len(ranked) < page:  # enough, or every match seen
                 out = []
                 for chunk_id, score in ranked:

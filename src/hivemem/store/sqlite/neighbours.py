@@ -5,7 +5,9 @@ neighbours), then fusion for its best hits (dialogue context), and the best hits
 mostly keyword matches already. The pairs of each anchor are kept for the version of the
 file they were read under (``PairMemo``; inside a search's read view the version costs no
 statement), per scope list and filters, so the second ask reads only the anchors the
-first did not: often none, one statement a search fewer.
+first did not: often none, one statement a search fewer. The statement (``pairs_sql``)
+is shared with the keyword lane's window (``keyword_scope.py``), which asks the same
+pairs with the joining neighbours' chunks in one statement.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .database import SQLiteDatabase
 
 # A CTE hint (SQLite 3.35+; the stdlib driver's system SQLite may be older).
-_ONCE = "MATERIALIZED " if sqlite_driver.sqlite_version_info >= (3, 35) else ""
+ONCE = "MATERIALIZED " if sqlite_driver.sqlite_version_info >= (3, 35) else ""
 _MEMO_MAX = 20_000  # anchors kept for one version of the file
 Sides = list[tuple[str, bool]]
 
@@ -81,29 +83,49 @@ def read(
 def _statement(
     db: SQLiteDatabase, ids: list[str], filters: str, params: list[Any]
 ) -> dict[str, Sides]:
-    side = (
-        "(SELECT n.id FROM memories n WHERE n.scope = a.scope"
-        " AND n.session_id = a.session_id AND n.kind = 'episode'"
-        " AND n.seq {op} a.seq ORDER BY n.seq {order} LIMIT 1)"
-    )
     # One statement: the pairs, and which neighbours pass the scope and filters
-    # (``passing``'s rule, as a set the pairs are looked up in); each CTE evaluated
-    # once (inlined, the pairs' subqueries ran twice: 0.85 ms vs 0.33 at 20k).
+    # (``passing``'s rule, as a set the pairs are looked up in).
     rows = db._read(
-        f"WITH pairs (anchor, before, after) AS {_ONCE}(SELECT a.id, "
-        f"{side.format(op='<', order='DESC')}, {side.format(op='>', order='ASC')} "
-        f"FROM memories a WHERE a.id IN ({placeholders(ids)}) AND a.kind = 'episode' "
-        "AND a.session_id IS NOT NULL), "
-        f"ok (id) AS {_ONCE}(SELECT m.id FROM memories m WHERE m.id IN "
-        f"(SELECT before FROM pairs UNION SELECT after FROM pairs) AND {filters}) "
-        "SELECT anchor, before, before IN ok, after, after IN ok FROM pairs",
+        pairs_sql(ids, filters)
+        + "SELECT anchor, before, before IN ok, after, after IN ok FROM pairs",
         [*ids, *params],
     )
-    out: dict[str, Sides] = {}
+    return sides(rows)
+
+
+_SIDE = (
+    "(SELECT n.id FROM memories n WHERE n.scope = a.scope"
+    " AND n.session_id = a.session_id AND n.kind = 'episode'"
+    " AND n.seq {op} a.seq ORDER BY n.seq {order} LIMIT 1)"
+)
+
+
+def pairs_sql(ids: Sequence[str], filters: str) -> str:
+    """``WITH pairs (anchor, before, after), ok (id)``: each episode among ``ids`` with
+    its session's episodes just before and after it, and which of those pass
+    ``filters`` (over ``memories m``). Parameters: the ids, then the filters'. Each CTE
+    is evaluated once (inlined, the pairs' subqueries ran twice: 0.85 ms vs 0.33 at
+    20k)."""
+    return (
+        f"WITH pairs (anchor, before, after) AS {ONCE}(SELECT a.id, "
+        f"{_SIDE.format(op='<', order='DESC')}, {_SIDE.format(op='>', order='ASC')} "
+        f"FROM memories a WHERE a.id IN ({placeholders(ids)}) AND a.kind = 'episode' "
+        "AND a.session_id IS NOT NULL), "
+        f"ok (id) AS {ONCE}(SELECT m.id FROM memories m WHERE m.id IN "
+        f"(SELECT before FROM pairs UNION SELECT after FROM pairs) AND {filters}) "
+    )
+
+
+def sides(rows: Sequence[Sequence[Any]]) -> dict[str, list[tuple[str, bool]]]:
+    """Rows of (anchor, before, before passes, after, after passes) as each anchor's
+    passing neighbours, (id, whether it comes after)."""
+    out: dict[str, list[tuple[str, bool]]] = {}
     for anchor, before, before_ok, after, after_ok in rows:
-        out[anchor] = [
+        found = [
             (n, later)
             for n, later, ok in ((before, False, before_ok), (after, True, after_ok))
             if n is not None and ok
         ]
+        if found:
+            out[anchor] = found
     return out

@@ -22,9 +22,11 @@ column's tokens, the scope key's too) over the visible scopes' statistics:
 Which chunks are scored: when the phrases' per-scope counts (or the scopes' chunks) add
 up to at most ``ALL_MATCHES_MAX``, every match of the scopes (then cut to what was
 asked), so the choice is the scopes' own too. A store of one scope (and any search whose
-scopes hold every chunk) keeps FTS5's numbers unchanged, at no cost. What stays: past
-``ALL_MATCHES_MAX`` matches in the visible scopes, which chunks FTS5 returns is still
-chosen by the whole index's BM25 (docs/retrieval.md). Cost, measured on 4 scopes of 200
+scopes hold every chunk) keeps FTS5's numbers unchanged, at no cost. What stays here:
+past ``ALL_MATCHES_MAX`` matches in the visible scopes, which chunks FTS5 returns is
+still chosen by the whole index's BM25 (docs/retrieval.md) — but the keyword lane asks
+this only of scopes past ``termcounts.SMALL`` (chunks × terms): a smaller scope's every
+match is scored over its own statistics (``keyword_scope.py``). Cost, measured on 4 scopes of 200
 turns of ~1 kB searched one at a time: +1.5 ms CPU a search at limit 10 (6.1 -> 7.6),
 +1.4 ms at limit 50 (11.0 -> 12.4); none where the scopes hold the whole index.
 """

@@ -1,0 +1,481 @@
+"""The keyword lane of a small scope in one statement (issue 24, step 1 of the plan in
+docs/retrieval.md "What one search costs").
+
+Where the visible scopes hold few chunks (chunks × query terms at most
+``termcounts.SMALL``: a conversation, a LongMemEval haystack), the lane used to ask the
+index in many small statements: each term's document frequency, the FTS5 page ranked by
+BM25, the rows and their filters, the chunks' lengths, which terms each found chunk
+holds, the scopes' sizes, and it tokenized the found chunks' texts again to count each
+term in them (``scratch.term_counts``, ~5 ms on the first query of a scope of
+kilobyte-long turns). ``keyword_scope`` asks one statement instead: for every query term,
+the scopes' chunks that match it (the quoted term, confined to the scopes, as
+``termcounts.Postings`` read them) with FTS5's own ``bm25`` of that one term; each such
+chunk's memory, sequence, text, FTS5 length and whether it passes the query's filters;
+the whole index's row count per term stem (``chunks_vocab``) and FTS5's averages record.
+Where the stems' whole-index counts are already kept (``term_stats``' cache), the terms
+the lane will search for are known before the statement (``choose``): only their
+matches get FTS5's score and their rows, the other terms' matches just say which chunks
+hold them (a common term matches most of a scope); should the fresh counts choose
+otherwise, or the lane search the other terms too, those are asked then (``_ensure``).
+Everything the lane asked before is then worked out from these rows (``ScopeView``), with
+the same arithmetic, so the results are the same (the dump comparison of the evaluation
+suites is the gate, docs/retrieval.md), but for the side channel below:
+
+- a term's document frequency in the scopes: how many chunks matched it;
+- which terms a chunk holds: the terms it matched (the phrase match of ``Postings``);
+- FTS5's BM25 of the lane's query (``"a" OR "b"``) for a chunk: the sum, in the query's
+  order, of its single-term scores (FTS5 adds each phrase's part in that order, and a
+  phrase a row lacks adds exactly 0);
+- how often a term occurs in a chunk (the scoped BM25's term frequency,
+  ``scoped_bm25.py``): FTS5's single-term score solved for it, ``tf = s·K / (idf·(k1+1)
+  − s)`` with FTS5's own idf, length and average (all in the rows above), rounded, and
+  checked by recomputing the score; any check that fails counts the texts as before.
+
+One thing differs, on purpose (issue 25's side channel): where the scopes do not hold
+the whole index, *every* match of the scopes is scored over their own statistics (the
+scoped BM25) and the best are kept, where ``keyword_search`` scores all only up to
+``ALL_MATCHES_MAX`` matches and past that keeps the whole index's BM25 best. So for a
+small scope which chunks are kept no longer depends on other tenants' rows. (Which
+query terms find candidates still follows the whole index's postings, the plan budget
+of ``selective_terms``, as before.)
+
+Not answered here (``None``, the caller asks the backend as before): a caller's FTS5
+syntax, a term the index splits into several tokens, newest-first searches (terms so
+common their postings pass ``keyword_match_budget``). A scope too big for the one
+statement (``WideView``) asks the term statistics and the FTS5 page as before, its held
+terms of the scratch matcher directly, and its window in one statement.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from ... import text as textmod
+from ...types import Query
+from .. import scratch
+from ..keyword_query import KeywordQuery
+from ..protocols import ChunkMatch, TermStats
+from ..rows import placeholders
+from . import neighbours, termcounts
+from .neighbours import ONCE
+from .scoped_bm25 import K1, B, _varint_sum
+
+_RAW_BM25 = "bm25(chunks_fts, 1.0, 0.0)"  # FTS5's sign: lower is better
+_CHECK = 1e-9  # relative difference a recomputed single-term score may show
+
+
+class KeywordScope:
+    """``keyword_scope`` (a mixin of the backend beside ``KeywordStats``)."""
+
+    _read: Any
+    _read_memo: Any
+    _cache_lock: Any
+    _doc_freq: dict[str, tuple[int, int]]
+    _scope_clause: Any
+    _filter_sql: Any
+    _average_length: Any
+    _term_counts: Any
+    term_stats: Any
+
+    def keyword_scope(
+        self,
+        scopes: Sequence[str],
+        terms: Sequence[str],
+        query: Query,
+        now: datetime,
+        choose: Callable[[Mapping[str, int]], Sequence[str]] | None = None,
+    ) -> ScopeView | WideView | None:
+        """The keyword lane's reads for ``terms`` in ``scopes``: a small scope's in one
+        statement (``ScopeView``, module docstring), a bigger one's as before but with
+        the window in one statement (``WideView``); None where neither applies (the
+        caller asks as before). ``choose(postings)``: the terms the lane will search
+        for, given the whole index's counts (``selective_terms``)."""
+        terms = list(terms)
+        if not terms or len(set(terms)) != len(terms):
+            return None
+        # (not the raw reads of ``keyword_search``: nothing here is a caller's syntax,
+        # so a driver error is a damaged file, ``StoreError``)
+        scoped, everything = termcounts.chunk_totals(self._read_memo, scopes)
+        clause, params = self._scope_clause(scopes)
+        where, extra = self._filter_sql(query, now)
+        filters = (" AND ".join([clause, *where]), [*params, *extra])
+        if scoped * len(terms) > termcounts.SMALL:
+            return WideView(self, terms, self.term_stats(terms, scopes), filters)
+        stems: list[str] = []
+        for term in terms:
+            group = scratch.stems(term)
+            if len(group) != 1 or termcounts.words_of(term, group) != [term]:
+                return None  # counted by another word than itself (KeywordStats)
+            stems.append(group[0])
+        if scoped == 0:
+            return None
+        scope = termcounts.scope_filter(scopes)
+        matches = [f"{scope} AND text : {textmod.fts_quote(term)}" for term in terms]
+        scored = set(range(len(terms)))
+        known = self._known_postings(stems) if choose is not None else None
+        if choose is not None and known is not None:
+            # Trigger: the stems' index counts are cached. Why: the terms that will find
+            # candidates are then known, and FTS5's BM25 and the rows are needed for
+            # their matches only (a common term's other matches just hold it).
+            # Outcome: the others' matches without them (asked later if ever needed).
+            wanted = set(choose({t: known[s] for t, s in zip(terms, stems, strict=True)}))
+            scored = {i for i, t in enumerate(terms) if t in wanted}
+        unique = sorted(set(stems))
+        sql, params = _matrix_sql(matches, scored, filters)
+        rows = self._read(
+            sql + "UNION ALL SELECT -2, NULL, doc, term, NULL, NULL, NULL, NULL FROM chunks_vocab "
+            f"WHERE term IN ({placeholders(unique)}) "
+            "UNION ALL SELECT -3, NULL, NULL, NULL, NULL, NULL, block, NULL "
+            "FROM chunks_fts_data WHERE id = 1",
+            [*params, *unique],
+        )
+        view = ScopeView(
+            self, scopes, terms, stems, (scoped, everything), (filters, matches, scored), rows
+        )
+        self._note_postings(view._vocab, unique)
+        return view
+
+    def _known_postings(self, stems: Sequence[str]) -> dict[str, int] | None:
+        """The stems' whole-index counts as ``term_stats`` keeps them (fresh within 1%
+        of the index's size), or None when one is not kept."""
+        with self._cache_lock():
+            total = self._read_memo("SELECT COALESCE(MAX(id), 0) FROM chunks")[0][0]
+            tolerance = max(50, total // 100)
+            out = {}
+            for stem in stems:
+                cached = self._doc_freq.get(stem)
+                if cached is None or abs(total - cached[1]) > tolerance:
+                    return None
+                out[stem] = cached[0]
+        return out
+
+    def _note_postings(self, vocab: Mapping[str, int], stems: Sequence[str]) -> None:
+        """The fresh counts of ``keyword_scope`` noted where ``term_stats`` keeps them."""
+        with self._cache_lock():
+            total = self._read_memo("SELECT COALESCE(MAX(id), 0) FROM chunks")[0][0]
+            if len(self._doc_freq) > 50_000:
+                self._doc_freq.clear()
+            for stem in stems:
+                self._doc_freq[stem] = (vocab.get(stem, 0), total)
+
+    def _window(
+        self, memory_ids: Sequence[str], filters: tuple[str, list[Any]]
+    ) -> tuple[dict[str, list[tuple[str, bool]]], list[ChunkMatch]]:
+        """``session_neighbours`` of ``memory_ids`` and, in the same statement, every
+        chunk of the passing neighbours that are not among them (in memory and chunk
+        order, as ``memory_chunks``): the window's joiners."""
+        ids = list(dict.fromkeys(memory_ids))
+        if not ids:
+            return {}, []
+        rows = self._read(
+            neighbours.pairs_sql(ids, filters[0])
+            + "SELECT 0, anchor, before, before IN ok, after, after IN ok FROM pairs "
+            "UNION ALL SELECT 1, c.memory_id, c.id, c.seq, c.text, NULL FROM chunks c "
+            "WHERE c.memory_id IN ok AND c.memory_id NOT IN (SELECT anchor FROM pairs)",
+            [*ids, *filters[1]],
+        )
+        pairs = neighbours.sides([r[1:] for r in rows if r[0] == 0])
+        chunks = sorted((r[1], r[3], r[2], r[4]) for r in rows if r[0] == 1)
+        return pairs, [ChunkMatch(cid, m, seq, text, 0.0) for m, seq, cid, text in chunks]
+
+
+def _matrix_sql(
+    matches: Sequence[str], scored: set[int], filters: tuple[str, list[Any]], every: bool = True
+) -> tuple[str, list[Any]]:
+    """The per-term matches (``t``, ``id``, FTS5's single-term bm25 for the terms in
+    ``scored``, else NULL; of every term, or of ``scored`` only) and the rows of the
+    chunks with a score, as the first part of a compound SELECT of eight columns; its
+    parameters."""
+    asked = range(len(matches)) if every else sorted(scored)
+    per_term = " UNION ALL ".join(
+        f"SELECT {i}, rowid, {_RAW_BM25 if i in scored else 'NULL'} "
+        "FROM chunks_fts WHERE chunks_fts MATCH ?"
+        for i in asked
+    )
+    sql = (
+        f"WITH h (t, id, s) AS {ONCE}({per_term}) "
+        "SELECT t, id, s, NULL, NULL, NULL, NULL, NULL FROM h "
+        "UNION ALL SELECT -1, c.id, NULL, c.memory_id, c.seq, c.text, d.sz, "
+        f"CASE WHEN {filters[0]} THEN 1 ELSE 0 END FROM chunks c "
+        "CROSS JOIN memories m ON m.id = c.memory_id "
+        "LEFT JOIN chunks_fts_docsize d ON d.id = c.id "
+        "WHERE c.id IN (SELECT id FROM h WHERE s IS NOT NULL) "
+    )
+    return sql, [*(matches[i] for i in asked), *filters[1]]
+
+
+class Window:
+    """The keyword lane's window reads: each candidate's passing session neighbours,
+    and for the neighbours that were no candidate (the joiners) the query terms their
+    chunks hold and their first chunk."""
+
+    __slots__ = ("first", "held", "pairs")
+
+    def __init__(
+        self,
+        pairs: dict[str, list[tuple[str, bool]]],
+        held: dict[str, set[str]],
+        first: dict[str, ChunkMatch],
+    ) -> None:
+        self.pairs, self.held, self.first = pairs, held, first
+
+
+def _first_chunks(chunks: list[ChunkMatch]) -> dict[str, ChunkMatch]:
+    first: dict[str, ChunkMatch] = {}
+    for chunk in chunks:
+        first.setdefault(chunk.memory_id, chunk)
+    return first
+
+
+class WideView:
+    """A scope too big for one statement of every term's matches: the term statistics,
+    the FTS5 page and its rows are asked as before (``search`` is None); the held terms
+    come from the scratch matcher over the texts at hand (what ``matched_terms`` does
+    past ``termcounts.SMALL``, without asking the chunks' scopes first), and the window
+    is one statement."""
+
+    def __init__(
+        self,
+        backend: KeywordScope,
+        terms: list[str],
+        stats: TermStats,
+        filters: tuple[str, list[Any]],
+    ) -> None:
+        self._backend, self.terms, self.stats, self._filters = backend, terms, stats, filters
+
+    def search(self, keywords: KeywordQuery, limit: int) -> list[ChunkMatch] | None:
+        return None
+
+    def matched(self, chunk_ids: Sequence[int], texts: Mapping[int, str]) -> dict[int, set[str]]:
+        """Which terms each chunk's quoted-phrase match finds (``scratch.matches``)."""
+        found = scratch.matches([(cid, texts[cid]) for cid in dict.fromkeys(chunk_ids)], self.terms)
+        return {cid: found[cid] for cid in chunk_ids}
+
+    def window(self, memory_ids: Sequence[str]) -> Window:
+        pairs, chunks = self._backend._window(memory_ids, self._filters)
+        held = self.matched([c.chunk_id for c in chunks], {c.chunk_id: c.text for c in chunks})
+        terms: dict[str, set[str]] = {}
+        for chunk in chunks:
+            terms.setdefault(chunk.memory_id, set()).update(held[chunk.chunk_id])
+        return Window(pairs, terms, _first_chunks(chunks))
+
+
+class ScopeView:
+    """The rows of ``keyword_scope``, answering what the lane asked the backend
+    (``stats``, ``search``, ``matched``, ``memory_terms``) with the same arithmetic."""
+
+    def __init__(
+        self,
+        backend: KeywordScope,
+        scopes: Sequence[str],
+        terms: list[str],
+        stems: list[str],
+        totals: tuple[int, int],
+        asked: tuple[tuple[str, list[Any]], list[str], set[int]],
+        rows: list[Any],
+    ) -> None:
+        self._backend = backend
+        self._filters, self._matches, self._scored = asked[0], asked[1], set(asked[2])
+        scoped, everything = totals
+        self._keys = tuple(sorted({termcounts.scope_key(s) for s in scopes}))
+        self.terms = terms
+        self._stems = stems
+        self._index = {t: i for i, t in enumerate(terms)}
+        self._scoped, self._everything = scoped, everything
+        self._members: list[set[int]] = [set() for _ in terms]  # term -> chunks holding it
+        self._scores: list[dict[int, float]] = [{} for _ in terms]  # -> chunk -> -bm25
+        self._chunks: dict[int, tuple[str, int, str, Any, bool]] = {}
+        vocab: dict[str, int] = {}
+        averages: bytes | None = None
+        for row in rows:
+            if row[0] == -2:  # (-2, _, count, stem, …)
+                vocab[row[3]] = int(row[2])
+            elif row[0] == -3:  # (-3, …, the averages record, _)
+                averages = row[6]
+        self._take(rows)
+        self._vocab = vocab
+        self._averages = averages
+        self._mask: dict[int, int] = {}
+        for i, found in enumerate(self._members):
+            for chunk_id in found:
+                self._mask[chunk_id] = self._mask.get(chunk_id, 0) | 1 << i
+        freq = {t: len(self._members[i]) for i, t in enumerate(terms)}
+        postings = {t: vocab.get(s, 0) for t, s in zip(terms, stems, strict=True)}
+        self.stats = TermStats(scoped, postings if scoped == everything else freq, postings)
+
+    def _take(self, rows: list[Any]) -> None:
+        """The per-term matches (tags >= 0) and the chunks' rows (-1) of ``rows``."""
+        for tag, chunk_id, value, memory_id, seq, text, blob, ok in rows:
+            if tag >= 0:
+                self._members[tag].add(chunk_id)
+                if value is not None:
+                    self._scores[tag][chunk_id] = -value
+            elif tag == -1:
+                self._chunks[chunk_id] = (memory_id, seq, text, blob, bool(ok))
+
+    def _ensure(self, chosen: Sequence[int]) -> None:
+        """FTS5's scores and the rows of the matches of ``chosen`` terms, asked now for
+        those that ``keyword_scope`` left out (one statement, only when one is)."""
+        missing = {i for i in chosen if i not in self._scored}
+        if not missing:
+            return
+        sql, params = _matrix_sql(self._matches, missing, self._filters, every=False)
+        self._take(self._backend._read(sql, params))
+        self._scored |= missing
+
+    def matched(
+        self, chunk_ids: Sequence[int], texts: Mapping[int, str] | None = None
+    ) -> dict[int, set[str]]:
+        """Which of the terms each chunk matches (``Backend.matched_terms``)."""
+        return {cid: self._held(self._mask.get(cid, 0)) for cid in chunk_ids}
+
+    def window(self, memory_ids: Sequence[str]) -> Window:
+        """The window's reads (``Window``): one statement; the joiners' terms from the
+        rows of ``keyword_scope`` (a chunk none of them matched holds none)."""
+        pairs, chunks = self._backend._window(memory_ids, self._filters)
+        masks: dict[str, int] = {}
+        for chunk in chunks:
+            masks[chunk.memory_id] = masks.get(chunk.memory_id, 0) | self._mask.get(
+                chunk.chunk_id, 0
+            )
+        return Window(
+            pairs, {m: self._held(mask) for m, mask in masks.items()}, _first_chunks(chunks)
+        )
+
+    def _held(self, mask: int) -> set[str]:
+        return {t for i, t in enumerate(self.terms) if mask >> i & 1}
+
+    def search(self, keywords: KeywordQuery, limit: int) -> list[ChunkMatch] | None:
+        """``Backend.keyword_search`` for the lane's own query (the OR of some of the
+        terms), worked out from the rows; None for any other query."""
+        if keywords.expression is not None or keywords.mode != "any" or keywords.newest_first:
+            return None
+        if not keywords.terms or any(t not in self._index for t in keywords.terms):
+            return None
+        chosen = [self._index[t] for t in keywords.terms]
+        self._ensure(chosen)
+        bits = 0
+        for i in chosen:
+            bits |= 1 << i
+        matching = [
+            cid
+            for cid, mask in self._mask.items()
+            if mask & bits and (row := self._chunks.get(cid)) is not None and row[4]
+        ]
+        stats = self._scoped_stats(chosen)
+        if stats is None:  # the scopes hold the whole index: FTS5's BM25 is theirs
+            ranked = []
+            for chunk_id in matching:
+                score = 0.0
+                for i in chosen:  # FTS5's order: each phrase's part, 0 where absent
+                    score += self._scores[i].get(chunk_id, 0.0)
+                ranked.append((-score, chunk_id))
+            ranked.sort()
+        else:
+            # Every match of the scopes scored over their own statistics (issue 25):
+            # which chunks are kept never depends on the whole index's BM25, however
+            # many match (``keyword_search`` scores all only up to ``ALL_MATCHES_MAX``).
+            ranked = self._rescored(chosen, stats, matching)
+        return [self._match(cid, -neg) for neg, cid in ranked[:limit]]
+
+    def _match(self, chunk_id: int, score: float) -> ChunkMatch:
+        memory_id, seq, text, _, _ = self._chunks[chunk_id]
+        return ChunkMatch(chunk_id, memory_id, seq, text, score)
+
+    def _scoped_stats(self, chosen: list[int]) -> tuple[float, list[float]] | None:
+        """(average length, idf per phrase) of ``ScopedBM25._scope_stats``; None when the
+        scopes hold the whole index (FTS5's numbers are theirs)."""
+        scoped = self._scoped
+        if scoped >= self._everything:
+            return None
+        hits = [len(self._members[i]) for i in chosen]
+        backend = self._backend
+        with backend._cache_lock():
+            average = backend._average_length(backend._read, self._keys, scoped)
+        idf = [max(math.log((scoped - n + 0.5) / (n + 0.5)), 1e-6) for n in hits]
+        return average, idf
+
+    def _rescored(
+        self, chosen: list[int], stats: tuple[float, list[float]], found: list[int]
+    ) -> list[tuple[float, int]]:
+        """``ScopedBM25._scoped_bm25`` of the chunks ``found`` (the same expressions in
+        the same order, so the same floats), as (−score, chunk id), best first."""
+        average, idf = stats
+        lengths = {cid: self._length(cid) for cid in found}
+        counted = self._frequencies(chosen, found, lengths)
+        out = []
+        for chunk_id in found:
+            tfs = counted[chunk_id]
+            norm = K1 * (1 - B + B * lengths[chunk_id] / average)
+            score = 0.0
+            for weight, tf in zip(idf, tfs, strict=True):
+                if tf:
+                    score += weight * tf * (K1 + 1) / (tf + norm)
+            out.append((-score, chunk_id))
+        out.sort()
+        return out
+
+    def _length(self, chunk_id: int) -> int:
+        blob = self._chunks[chunk_id][3]
+        return 1 if blob is None else _varint_sum(blob)
+
+    def _frequencies(
+        self, chosen: list[int], found: list[int], lengths: dict[int, int]
+    ) -> dict[int, list[int]]:
+        """Each found chunk's count of each chosen term: FTS5's single-term scores solved
+        for it (module docstring), else ``scratch.term_counts`` of the texts as before."""
+        solved = self._solved(chosen, found, lengths)
+        if solved is not None:
+            return solved
+        stems = [self._stems[i] for i in chosen]
+        texts = [(cid, self._chunks[cid][2]) for cid in found]
+        counted = self._backend._term_counts(texts, stems)
+        return {cid: [counted[cid].get(s, 0) for s in stems] for cid in found}
+
+    def _solved(
+        self, chosen: list[int], found: list[int], lengths: dict[int, int]
+    ) -> dict[int, list[int]] | None:
+        rows, tokens = _averages(self._averages)
+        if rows <= 0 or tokens <= 0:
+            return None
+        average = tokens / rows
+        idf = []
+        for i in chosen:
+            hits = self._vocab.get(self._stems[i], 0)
+            value = math.log((rows - hits + 0.5) / (hits + 0.5))
+            idf.append(value if value > 0.0 else 1e-6)
+        out: dict[int, list[int]] = {}
+        for chunk_id in found:
+            k = K1 * (1 - B + B * lengths[chunk_id] / average)
+            tfs = []
+            for weight, i in zip(idf, chosen, strict=True):
+                s = self._scores[i].get(chunk_id)
+                if s is None:
+                    tfs.append(0)
+                    continue
+                denominator = weight * (K1 + 1) - s
+                if s <= 0 or denominator <= 0:
+                    return None
+                tf = round(s * k / denominator)
+                if tf < 1 or abs(weight * tf * (K1 + 1) / (tf + k) - s) > _CHECK * s:
+                    return None
+                tfs.append(tf)
+            out[chunk_id] = tfs
+        return out
+
+
+def _averages(blob: bytes | None) -> tuple[int, int]:
+    """FTS5's averages record (rows, then tokens per column): (rows, tokens in all)."""
+    values: list[int] = []
+    value = 0
+    for byte in blob or b"":
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            values.append(value)
+            value = 0
+    if not values:
+        return 0, 0
+    return values[0], sum(values[1:])
