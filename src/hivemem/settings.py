@@ -123,8 +123,8 @@ class Settings:
         "local",
         "Embedder for the vector lane: `local` (bundled offline model, all-MiniLM-L6-v2), "
         "`local-l3` (the bundled default until 2026-11, paraphrase-MiniLM-L3-v2), "
-        "`local-per-channel` (the default's model quantised per channel: paraphrase hit@5 "
-        "up, a few LoCoMo questions down; docs/retrieval.md), `hash` (tests), "
+        "`local-per-channel` (the default's model quantised per channel: opt-in, it trades "
+        "a few questions each way on the four suites; docs/retrieval.md), `hash` (tests), "
         "`openai` (needs hivemem[openai]; configured by the embed_* settings), or `none` "
         "(keyword only).",
     )
