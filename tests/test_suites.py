@@ -167,3 +167,34 @@ def test_eval_all_keep_option_keeps_the_stores(tmp_path):
     before, after = json.loads(first.stdout), json.loads(second.stdout)
     assert [r["overall"] for r in before] == [r["overall"] for r in after]
     assert all(r["ingest_seconds"] < 1 for r in after)
+
+
+def test_a_suite_store_is_embedded_in_fixed_batches_whatever_the_threads_do(tmp_path, monkeypatch):
+    # The bundled int8 models give a text a slightly different vector in another batch,
+    # so a store built while the background worker raced the writes scored a few
+    # questions differently from one build to the next: the build embeds everything at
+    # the end, in the queue's order, in full batches.
+    import hivemem.facade.database as database
+    from hivemem.evaluation.suites import Doc, Item, Suite, Unit
+    from hivemem.providers.embed import HashEmbedder
+
+    calls: list[int] = []
+
+    class Recording(HashEmbedder):
+        def embed_batch(self, texts):
+            calls.append(len(texts))
+            return super().embed_batch(texts)
+
+    monkeypatch.setattr(database, "get_embedder", lambda name, **_: Recording())
+    docs = tuple(
+        Doc(
+            f"turn {i} about topic {i % 7} and word{i}",
+            "episode",
+            (f"g{i}",),
+            session=f"s{i // 10}",
+        )
+        for i in range(150)
+    )
+    suite = Suite("tiny", (Unit("u", docs, (Item("topic 3", "1", ("g3",)),)),), ("hit@1",), 10)
+    run_suite(suite, Settings(embedder="hash", embed_batch_size=64))
+    assert calls[:3] == [64, 64, 22]

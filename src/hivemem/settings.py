@@ -122,7 +122,9 @@ class Settings:
     embedder: str = _setting(
         "local",
         "Embedder for the vector lane: `local` (bundled offline model, all-MiniLM-L6-v2), "
-        "`local-l3` (the bundled default until 2026-11, paraphrase-MiniLM-L3-v2), `hash` (tests), "
+        "`local-l3` (the bundled default until 2026-11, paraphrase-MiniLM-L3-v2), "
+        "`local-per-tensor` (the same model quantised per tensor, the default until "
+        "2026-11-28: its stores keep their vectors without a reindex), `hash` (tests), "
         "`openai` (needs hivemem[openai]; configured by the embed_* settings), or `none` "
         "(keyword only).",
     )
@@ -208,12 +210,13 @@ class Settings:
         "score in [0, 1]) or `rrf` (reciprocal rank fusion, normalised to [0, 1]).",
     )
     minmax_page: int = _setting(
-        0,
+        40,
         "With `minmax` fusion, the keyword lane is scaled between its best score and its "
         "Nth best (N = this), weaker matches taking the floor, instead of between its best "
-        "and its weakest candidate; 0 (default): the weakest. 20 measured: paraphrase "
-        "hit@10 .410 -> .486, LoCoMo mixed .808 -> .813, episodes .803 -> .799 "
-        "(docs/retrieval.md).",
+        "and its weakest candidate (0). 40 with the per-channel model: at or above 0 on "
+        "every figure of the four suites, paraphrase hit@5 .266 -> .284, hit@10 .432 -> "
+        ".455 (docs/retrieval.md); 20: paraphrase hit@10 .500 but LoCoMo episodes hit@5 "
+        "-0.5.",
     )
     keyword_weight: float = _setting(0.6, "Weight of the keyword lane in weighted fusion.")
     keyword_ties: int = _setting(

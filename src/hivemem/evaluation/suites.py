@@ -395,8 +395,16 @@ def _rounded(rates: dict[str, float]) -> dict[str, float]:
 def _ingest(
     db: Path, suite: Suite, settings: Settings, notify: Progress
 ) -> tuple[int, dict[str, Doc]]:
-    """Store every document; returns the count and each memory id's document."""
+    """Store every document; returns the count and each memory id's document.
+
+    Every chunk is embedded by the final flush, in the queue's order, not by the
+    background worker as it is written: the bundled models quantise each batch's
+    activations together, so a text's vector moves with its batch companions, and the
+    worker's batches depend on how the threads happened to run. Built in the background,
+    two builds of one suite differed by a few questions (paraphrase hit@1 .063 and .072,
+    docs/retrieval.md), as much as the configurations being compared."""
     labels: dict[str, Doc] = {}
+    settings = settings.replace(embed_in_background=False)
     with open_store(db, settings=settings) as store:
         for done, unit in enumerate(suite.units, start=1):
             mem = store.scope(unit.scope)
