@@ -203,9 +203,9 @@ def test_bench_measures_the_embedding_model_once_per_run():
         model_queries=5,
     )
     model = report.model
-    assert model is not None and model.model == "all-MiniLM-L6-v2-int8c:384"
+    assert model is not None and model.model == "all-MiniLM-L6-v2-int8:384"
     assert [m.model for m in report.models] == [
-        "all-MiniLM-L6-v2-int8c:384",
+        "all-MiniLM-L6-v2-int8:384",
         "paraphrase-MiniLM-L3-v2-int8:384",
     ]
     assert all(m.ingest_per_s > 0 and m.query_embedding.count == 5 for m in report.models)
@@ -218,7 +218,7 @@ def test_bench_measures_the_embedding_model_once_per_run():
     assert 0 < model.query_embedding.p50_ms <= model.query_embedding.p95_ms
     assert seen[0] == "model" and seen.count("model") >= 2  # first, before any load
     table = format_table(report)
-    assert table.count("all-MiniLM-L6-v2-int8c:384 (default)") == 1
+    assert table.count("all-MiniLM-L6-v2-int8:384 (default)") == 1
     assert table.count("paraphrase-MiniLM-L3-v2-int8:384") == 1
     assert "ingest with embeddings, 20 turns (memories/s)" in table
     assert "query embedding p95 (ms)" in table and "20 sentences" in table

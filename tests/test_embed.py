@@ -47,9 +47,9 @@ print(json.dumps({"identity": e.identity, "vectors": [list(map(float, v)) for v 
 @pytest.mark.parametrize(
     ("name", "identity"),
     [
-        ("local", "all-MiniLM-L6-v2-int8c:384"),
+        ("local", "all-MiniLM-L6-v2-int8:384"),
         ("local-l3", "paraphrase-MiniLM-L3-v2-int8:384"),
-        ("local-per-tensor", "all-MiniLM-L6-v2-int8:384"),
+        ("local-per-channel", "all-MiniLM-L6-v2-int8c:384"),
     ],
 )
 def test_local_embedder_loads_offline_and_embeds_meaningfully(name, identity):
@@ -183,18 +183,17 @@ def test_without_onnx_the_int8_model_asks_for_it(tmp_path, monkeypatch):
 
 
 def test_per_channel_int8_is_a_model_of_its_own_closer_to_the_unquantised_one(tmp_path):
-    # The default since 2026-11-28 (docs/retrieval.md): one int8 scale per output channel
-    # keeps vectors closer to the shipped model's than one per tensor (``local-per-tensor``,
-    # the default before), and is cached and named apart, so a store never mixes the two.
+    # Opt-in (``local-per-channel``, docs/retrieval.md): one int8 scale per output channel
+    # keeps vectors closer to the shipped model's than one per tensor, and is cached and
+    # named apart, so a store never mixes its vectors with the default's.
     texts = [
         "The quarterly report is due on Friday",
         "I moved to Berlin last spring and finally unpacked the last boxes",
         "Where does the user live now?",
     ]
-    tensor = get_embedder("local-per-tensor", cache_dir=tmp_path)
-    channel = LocalEmbedder(cache_dir=tmp_path)
-    assert isinstance(tensor, LocalEmbedder) and channel.per_channel and not tensor.per_channel
-    assert not LocalEmbedder(model="paraphrase-MiniLM-L3-v2").per_channel  # not measured
+    tensor = LocalEmbedder(cache_dir=tmp_path)
+    channel = get_embedder("local-per-channel", cache_dir=tmp_path)
+    assert isinstance(channel, LocalEmbedder) and channel.per_channel
     assert channel.identity == "all-MiniLM-L6-v2-int8c:384" != tensor.identity
     assert channel.quantized_path() != tensor.quantized_path()
     assert embed.match_floor(channel.identity) == embed.match_floor(tensor.identity) == 0.3
@@ -205,14 +204,14 @@ def test_per_channel_int8_is_a_model_of_its_own_closer_to_the_unquantised_one(tm
     assert sum(by_channel) > sum(by_tensor)
 
 
-def test_a_store_of_the_old_default_asks_for_reindex_under_the_new_one(tmp_path):
+def test_a_store_of_the_default_model_asks_for_reindex_under_per_channel(tmp_path):
     import hivemem
     from hivemem.evaluation import doctor
 
     path = tmp_path / "m.db"
-    with hivemem.open(path, embedder="local-per-tensor") as store:
-        store.scope("a").save("I moved to Berlin last spring", wait=True)
     with hivemem.open(path) as store:
+        store.scope("a").save("I moved to Berlin last spring", wait=True)
+    with hivemem.open(path, embedder="local-per-channel") as store:
         check = {c.name: c for c in doctor.diagnose(store).checks}["vectors"]
         assert not check.ok and check.fix == "run `hivemem reindex`"
         assert "all-MiniLM-L6-v2-int8:384" in check.detail

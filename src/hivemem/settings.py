@@ -123,8 +123,8 @@ class Settings:
         "local",
         "Embedder for the vector lane: `local` (bundled offline model, all-MiniLM-L6-v2), "
         "`local-l3` (the bundled default until 2026-11, paraphrase-MiniLM-L3-v2), "
-        "`local-per-tensor` (the same model quantised per tensor, the default until "
-        "2026-11-28: its stores keep their vectors without a reindex), `hash` (tests), "
+        "`local-per-channel` (the default's model quantised per channel: opt-in, it trades "
+        "a few questions each way on the four suites; docs/retrieval.md), `hash` (tests), "
         "`openai` (needs hivemem[openai]; configured by the embed_* settings), or `none` "
         "(keyword only).",
     )
@@ -210,13 +210,12 @@ class Settings:
         "score in [0, 1]) or `rrf` (reciprocal rank fusion, normalised to [0, 1]).",
     )
     minmax_page: int = _setting(
-        40,
+        0,
         "With `minmax` fusion, the keyword lane is scaled between its best score and its "
         "Nth best (N = this), weaker matches taking the floor, instead of between its best "
-        "and its weakest candidate (0). 40 with the per-channel model: at or above 0 on "
-        "every figure of the four suites, paraphrase hit@5 .266 -> .284, hit@10 .432 -> "
-        ".455 (docs/retrieval.md); 20: paraphrase hit@10 .500 but LoCoMo episodes hit@5 "
-        "-0.5.",
+        "and its weakest candidate; 0 (default): the weakest. 20 measured: paraphrase "
+        "hit@10 .410 -> .486, LoCoMo mixed .808 -> .813, episodes .803 -> .799 "
+        "(docs/retrieval.md).",
     )
     keyword_weight: float = _setting(0.6, "Weight of the keyword lane in weighted fusion.")
     keyword_ties: int = _setting(

