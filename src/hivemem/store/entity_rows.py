@@ -1,12 +1,16 @@
 """Entity statements both backends share (portable SQL through the backend's
-``?``-accepting ``_read``/``_write``): a new entity's aliases and ``describe``
-(a mixin both entity indexes inherit)."""
+``?``-accepting ``_read``/``_write``): a new entity's aliases, ``describe`` (a mixin both
+entity indexes inherit) and the ``Entity`` of a row."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..clock import from_text
 from ..providers.entities import without_legal_form
+from ..types import Entity
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..providers.entities import Mention
@@ -18,6 +22,28 @@ def aliases_of_new(mention: Mention) -> list[str]:
     out = [mention.canonical]
     short = without_legal_form(mention.canonical) if mention.type.value == "organization" else None
     return [*out, short] if short else out
+
+
+def entity_rows(rows: Sequence[Sequence[Any]]) -> list[Entity]:
+    """Rows of (id, scope, name, canonical, type, mention_count, first_seen, last_seen,
+    aliases as a JSON list, protected, summary) as entities; the canonical name is not
+    repeated among the aliases."""
+    return [
+        Entity(
+            id=r[0],
+            scope=r[1],
+            name=r[2],
+            canonical=r[3],
+            type=r[4],
+            mention_count=r[5],
+            first_seen=from_text(r[6]),
+            last_seen=from_text(r[7]),
+            aliases=tuple(sorted(a for a in json.loads(r[8]) if a != r[3])),
+            protected=bool(r[9]),
+            summary=r[10],
+        )
+        for r in rows
+    ]
 
 
 class Describes:

@@ -9,14 +9,13 @@ in the same order and never deadlock.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ...clock import from_text, to_text
+from ...clock import to_text
 from ...types import Entity, ListFilter, Query
-from ..entity_rows import Describes, aliases_of_new
+from ..entity_rows import Describes, aliases_of_new, entity_rows
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...providers.entities import Mention
@@ -115,22 +114,7 @@ class PgEntityIndex(Describes):
             f"FROM entities e WHERE {where}{order}",
             params,
         )
-        return [
-            Entity(
-                id=r[0],
-                scope=r[1],
-                name=r[2],
-                canonical=r[3],
-                type=r[4],
-                mention_count=r[5],
-                first_seen=from_text(r[6]),
-                last_seen=from_text(r[7]),
-                aliases=tuple(sorted(a for a in json.loads(r[8]) if a != r[3])),
-                protected=bool(r[9]),
-                summary=r[10],
-            )
-            for r in rows
-        ]
+        return entity_rows(rows)
 
     def lookup(
         self, scopes: Sequence[str], names: Sequence[str], *, aliases: bool = True

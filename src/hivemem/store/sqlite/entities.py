@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ...clock import from_text, to_text
+from ...clock import to_text
 from ...types import Entity, ListFilter, Query
-from ..entity_rows import Describes, aliases_of_new
+from ..entity_rows import Describes, aliases_of_new, entity_rows
 from ..rows import placeholders
 from . import termcounts
 
@@ -121,7 +121,7 @@ class SQLiteEntityIndex(Describes):
             "FROM entities e WHERE " + where,
             params,
         )
-        return _entity_rows(rows)
+        return entity_rows(rows)
 
     def lookup(
         self, scopes: Sequence[str], names: Sequence[str], *, aliases: bool = True
@@ -194,7 +194,7 @@ class SQLiteEntityIndex(Describes):
             f"WHERE scope IN ({placeholders(scopes)}) AND alias IN ({placeholders(unique)}))",
             [*params, *extra, limit, *scopes, *unique],
         )
-        found = _entity_rows([r[:-1] for r in rows])
+        found = entity_rows([r[:-1] for r in rows])
         links = [
             (memory_id, entity.id)
             for entity, r in zip(found, rows, strict=True)
@@ -219,25 +219,6 @@ class SQLiteEntityIndex(Describes):
         memories; kept per scope by ``scope_chunks``, one row read). Never the whole
         store's: another tenant's writes must not move this scope's scores (issue 25)."""
         return termcounts.chunk_totals(self._db._read_memo, scopes)[0]
-
-
-def _entity_rows(rows: Sequence[Any]) -> list[Entity]:
-    return [
-        Entity(
-            id=r[0],
-            scope=r[1],
-            name=r[2],
-            canonical=r[3],
-            type=r[4],
-            mention_count=r[5],
-            first_seen=from_text(r[6]),
-            last_seen=from_text(r[7]),
-            aliases=tuple(sorted(a for a in json.loads(r[8]) if a != r[3])),
-            protected=bool(r[9]),
-            summary=r[10],
-        )
-        for r in rows
-    ]
 
 
 def stamp(when: datetime) -> str:
