@@ -11,15 +11,18 @@ import numpy as np
 
 import hivemem
 from hivemem.providers.embed import HashEmbedder
+from test_search_statements import _statements
 
 
-def _statements(store: hivemem.Store, search) -> list[str]:
-    seen: list[str] = []
-    seam = store.tracing(seen.append)
-    assert seam is not None
-    with seam:
-        search()
-    return [s for s in seen if not s.startswith("--")]
+def _searched_once(store: hivemem.Store) -> hivemem.ScopedMemory:
+    """Scope "a" with ten embedded turns about a lighthouse, searched once (the kept
+    reads filled)."""
+    mem = store.scope("a")
+    for n in range(10):
+        mem.add_episode(f"turn {n} about the lighthouse", "s", "user")
+    store.flush()
+    mem.search("lighthouse")
+    return mem
 
 
 def _open(path, **settings) -> hivemem.Store:
@@ -64,11 +67,7 @@ def test_the_entity_lane_reads_every_named_entitys_page_in_one_statement(tmp_pat
 
 def test_after_a_write_the_vector_lane_reads_its_index_state_in_one_statement(tmp_path):
     with _open(tmp_path / "m.db") as store:
-        mem = store.scope("a")
-        for n in range(10):
-            mem.add_episode(f"turn {n} about the lighthouse", "s", "user")
-        store.flush()
-        mem.search("lighthouse")
+        mem = _searched_once(store)
         mem.save("a new note about the lighthouse")
         store.flush()
         statements = _statements(store, lambda: mem.search("lighthouse"))
@@ -148,11 +147,7 @@ def test_a_searchs_second_ask_for_dialogue_neighbours_reads_only_new_anchors(tmp
 
 def test_the_vector_lanes_queue_check_is_kept_inside_the_view_until_a_write(tmp_path):
     with _open(tmp_path / "m.db") as store:
-        mem = store.scope("a")
-        for n in range(10):
-            mem.add_episode(f"turn {n} about the lighthouse", "s", "user")
-        store.flush()
-        mem.search("lighthouse")
+        mem = _searched_once(store)
 
         def in_view(statements: list[str]) -> list[str]:
             # The lane's check (one chunk); the embedding worker's own reads aside.
