@@ -6,41 +6,15 @@ non-ASCII letters."""
 
 from __future__ import annotations
 
-import json
-import os
 import random
-from pathlib import Path
-
-import pytest
 
 from hivemem.write import categorizer
 from hivemem.write.categorizer import categorize, categorize_ungated
-
-_EVAL_DIRS = [
-    os.environ.get("HIVEMEM_EVAL_DIR", ""),
-    str(Path(__file__).resolve().parents[1] / ".." / "shared" / "eval"),
-    "/work/shared/eval",
-]
-
-
-def _locomo_turns() -> list[str]:
-    for folder in filter(None, _EVAL_DIRS):
-        path = Path(folder) / "locomo10.json"
-        if path.is_file():
-            data = json.loads(path.read_text(encoding="utf-8"))
-            return [
-                turn["text"]
-                for conversation in data
-                for value in conversation["conversation"].values()
-                if isinstance(value, list)
-                for turn in value
-                if isinstance(turn, dict) and "text" in turn
-            ]
-    pytest.skip("locomo10.json not found (set HIVEMEM_EVAL_DIR)")
+from locomo_turns import locomo_turns
 
 
 def test_every_locomo_turn_gets_the_category_of_every_pattern_run():
-    turns = _locomo_turns()
+    turns = locomo_turns()
     assert len(turns) > 5000
     differing = [t for t in turns if categorize(t) != categorize_ungated(t)]
     assert differing == []

@@ -19,8 +19,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache, update_wrapper
+from typing import Any, TypeVar
 
 from . import common_words
 from . import entity_cues as cues
@@ -33,6 +36,26 @@ from .entity_context import place_cue as _place_cue
 from .entity_layout import MID_SENTENCE_COMMON_RANK
 from .entity_layout import heading as _heading
 from .entity_layout import title_case_label as _title_case_label
+
+# Names and runs of capitals the pure functions below were last asked about: a
+# conversation names the same people and places turn after turn (each answer is a few
+# microseconds of Python; a hit is a dictionary lookup). Only short ones: a cache of huge
+# runs would hold their memory.
+_CACHED = 4096
+_CACHED_LENGTH = 120
+_T = TypeVar("_T")
+_REMEMBERED: list[Any] = []  # the caches (tests clear and count them)
+
+
+def _cached(fn: Callable[[str], _T]) -> Callable[[str], _T]:
+    """``fn`` (pure) remembering its answers for texts of at most ``_CACHED_LENGTH``."""
+    remembered = lru_cache(maxsize=_CACHED)(fn)
+    _REMEMBERED.append(remembered)
+
+    def call(text: str) -> _T:
+        return remembered(text) if len(text) <= _CACHED_LENGTH else fn(text)
+
+    return update_wrapper(call, fn)
 
 
 class EntityType(StrEnum):
@@ -138,6 +161,7 @@ _TOOLS = frozenset(_TOOL_TEXT.split()) | frozenset(
 )
 
 
+@_cached
 def name_type(name: str) -> EntityType:
     """The type of a proper name by cheap cues, without its context: an organisation's
     legal form or institution word at its end ("Acme Corp", "British Airways"),
@@ -475,6 +499,7 @@ _CLAUSE_BREAK = re.compile(r"[^\w\s'’-]+")
 _TOKEN = re.compile(r"\w+(?:['’-]\w+)*")
 
 
+@_cached
 def canonical(name: str) -> str:
     """The lookup key for a name: NFC, casefolded, whitespace collapsed, curly apostrophes
     straightened, one leading ``@``/``#`` dropped, leading titles (Mr, Dr, ...) and a
@@ -489,7 +514,8 @@ def canonical(name: str) -> str:
     return key.rstrip("'")
 
 
-def _names_in_run(run: str) -> list[str]:
+@_cached
+def _names_in_run(run: str) -> tuple[str, ...]:
     """Split one run of capitalised words into names: stopwords and possessives end a
     name, titles start one, connectors only join, more than four words is a heading."""
     words = run.split(" ")
@@ -499,7 +525,7 @@ def _names_in_run(run: str) -> list[str]:
     # six letters in it survives ("DI MAARRIAAAAAA" is a cheer, not "DI").
     shouting = len(capitals) > 1 and all(w.isupper() for w in capitals)
     if shouting and any(_fold(w) in _STOPWORDS or len(w) > 6 for w in capitals):
-        return []
+        return ()
     names: list[str] = []
     segment: list[str] = []
     for index, word in enumerate(words):
@@ -539,7 +565,7 @@ def _names_in_run(run: str) -> list[str]:
             _close(segment, names)
             segment = []
     _close(segment, names)
-    return names
+    return tuple(names)
 
 
 def _no_name(word: str, key: str) -> bool:
