@@ -198,6 +198,18 @@ def test_new_content_with_a_known_secret_is_redacted_on_save(store):
     assert saved.content == "remember [REDACTED:vault-secret]"
 
 
+def test_a_batch_reads_the_vault_once_and_redacts_a_known_secret_in_any_row(store):
+    store.vault("x").set("pw", SECRET, secret=True)
+    asked: list[int] = []
+    holds = store.scrubber.holds_secrets
+    store.scrubber.holds_secrets = lambda: asked.append(1) or holds()
+    turns = [{"content": f"turn {i}", "session_id": "s", "role": "user"} for i in range(5)]
+    turns[3]["content"] = f"remember {SECRET}"
+    saved = store.scope("y").add_episodes(turns)
+    assert saved[3].content == "remember [REDACTED:vault-secret]"
+    assert len(asked) == 1  # the first row's validation asked; the others used its values
+
+
 def test_a_secret_set_by_another_process_is_redacted_at_once(db_path, clock):
     # "At once": from the first output more than the store's recheck window (5 ms) after
     # the other connection's commit; the sleeps step past that window.

@@ -353,13 +353,15 @@ class Store:
         redacted (default), refused (``InvalidInput`` naming ``field``), or allowed."""
         return guard_value(value, self.settings.credential_policy, self.scrubber, field)
 
-    def guard_fields(self, fields: dict[str, Any]) -> dict[str, Any]:
+    def guard_fields(self, fields: dict[str, Any], *, refresh: bool = True) -> dict[str, Any]:
         """The fields of a write with ``guard`` applied to each one that holds caller text
-        (``WRITTEN_TEXT_FIELDS``: content, key, tags, attributes, source ids, …)."""
+        (``WRITTEN_TEXT_FIELDS``: content, key, tags, attributes, source ids, …).
+        ``refresh=False``: the vault's values as the write's first record read them (a
+        batch asks the store once, not once a row)."""
         if not isinstance(fields, dict):
             raise InvalidInput("fields", f"expected a mapping of field names, got {fields!r:.60}")
         policy = self.settings.credential_policy
-        if policy != "allow":
+        if policy != "allow" and refresh:
             self.scrubber.holds_secrets()  # the vault's values, read once for every field
         return {
             name: guard_value(value, policy, self.scrubber, name, refresh=False)

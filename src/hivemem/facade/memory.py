@@ -354,6 +354,7 @@ class ScopedMemory:
                 session_id = rules.name(item.get("session_id"), "session_id", 200)
                 role = rules.name(item.get("role"), "role", 200)
                 record = self._build(
+                    refresh=not records,  # the vault's values: read for the first row
                     content=item.get("content"),
                     kind=Kind.EPISODE,
                     type=item.get("type") or s.episode_type,
@@ -399,11 +400,12 @@ class ScopedMemory:
         chunks = textmod.chunk(content, s.chunk_tokens, s.chunk_overlap_tokens)
         return chunks, extract(content)
 
-    def _build(self, **fields: Any) -> Memory:
+    def _build(self, *, refresh: bool = True, **fields: Any) -> Memory:
         """Validate every field and build the row to insert (nothing is written).
         Credentials and vault secrets in any text field (content, key, tags, attributes,
-        …) follow ``credential_policy`` (``hivemem.write.redact``)."""
-        fields = self._store.guard_fields(fields)
+        …) follow ``credential_policy`` (``hivemem.write.redact``); ``refresh=False``:
+        the vault's values as this write last read them (a batch's later rows)."""
+        fields = self._store.guard_fields(fields, refresh=refresh)
         fields["updated_by"] = fields.get("updated_by") or self.actor
         return rules.build_memory(self.name, self.settings, self._now(), **fields)
 
