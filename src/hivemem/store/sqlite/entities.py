@@ -39,6 +39,19 @@ def link_mentions(
 ) -> None:
     """Inside a write: resolve or create each mention's entity and link the memory.
     ``protection=False`` is for migrations older than the ``protected`` column."""
+    link_many(conn, [(scope, memory_id, mentions, when)], protection=protection)
+
+
+def link_many(
+    conn: Any,
+    items: Sequence[tuple[str, str, Sequence[Mention], str]],
+    *,
+    protection: bool = True,
+) -> None:
+    """``link_mentions`` for many memories of one write, ``(scope, memory_id, mentions,
+    when)`` each: a name the batch already resolved is not looked up again, and each
+    entity's count and last sighting are updated once, by the links the batch made (a
+    batch of turns names the same people again and again)."""
     by_alias = (
         "SELECT a.entity_id FROM entity_aliases a CROSS JOIN entities e "
         "ON e.id = a.entity_id WHERE a.scope = ? AND a.alias = ? "
@@ -47,38 +60,53 @@ def link_mentions(
         else "SELECT entity_id FROM entity_aliases WHERE scope = ? AND alias = ? "
         "AND ? IS NOT NULL ORDER BY entity_id LIMIT 1"
     )
-    for mention in mentions:
-        kind = mention.type.value
-        row = conn.execute(
-            "SELECT id FROM entities WHERE scope = ? AND canonical = ? AND type = ?",
-            (scope, mention.canonical, kind),
-        ).fetchone()
-        if row is None:
-            # By alias; a protected entity takes mentions of its own type only (it is
-            # never merged with a namesake of another type).
-            row = conn.execute(by_alias, (scope, mention.canonical, kind)).fetchone()
-        if row is None:
-            row = conn.execute(
-                "INSERT INTO entities (scope, canonical, type, name, first_seen, last_seen) "
-                "VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
-                (scope, mention.canonical, kind, mention.name, when, when),
-            ).fetchone()
-            for alias in aliases_of_new(mention):
-                conn.execute(
-                    "INSERT OR IGNORE INTO entity_aliases (scope, alias, entity_id) "
-                    "VALUES (?, ?, ?)",
-                    (scope, alias, row[0]),
-                )
-        linked = conn.execute(
-            "INSERT OR IGNORE INTO memory_entities (memory_id, entity_id) VALUES (?, ?)",
-            (memory_id, row[0]),
-        )
-        if linked.rowcount:
-            conn.execute(
-                "UPDATE entities SET mention_count = mention_count + 1, "
-                "last_seen = MAX(last_seen, ?) WHERE id = ?",
-                (when, row[0]),
+    # Within the write the answer for a name cannot change: an entity found stays, and
+    # one created later has a higher id than any alias's ``ORDER BY entity_id`` found.
+    resolved: dict[tuple[str, str, str], int] = {}
+    seen: dict[int, list[Any]] = {}  # entity id -> [new links, latest sighting]
+    for scope, memory_id, mentions, when in items:
+        for mention in mentions:
+            kind = mention.type.value
+            entity = resolved.get((scope, mention.canonical, kind))
+            if entity is None:
+                row = conn.execute(
+                    "SELECT id FROM entities WHERE scope = ? AND canonical = ? AND type = ?",
+                    (scope, mention.canonical, kind),
+                ).fetchone()
+                if row is None:
+                    # By alias; a protected entity takes mentions of its own type only
+                    # (it is never merged with a namesake of another type).
+                    row = conn.execute(by_alias, (scope, mention.canonical, kind)).fetchone()
+                if row is None:
+                    row = conn.execute(
+                        "INSERT INTO entities (scope, canonical, type, name, first_seen, "
+                        "last_seen) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+                        (scope, mention.canonical, kind, mention.name, when, when),
+                    ).fetchone()
+                    for alias in aliases_of_new(mention):
+                        conn.execute(
+                            "INSERT OR IGNORE INTO entity_aliases (scope, alias, entity_id) "
+                            "VALUES (?, ?, ?)",
+                            (scope, alias, row[0]),
+                        )
+                entity = resolved[(scope, mention.canonical, kind)] = row[0]
+            linked = conn.execute(
+                "INSERT OR IGNORE INTO memory_entities (memory_id, entity_id) VALUES (?, ?)",
+                (memory_id, entity),
             )
+            if linked.rowcount:
+                tally = seen.get(entity)
+                if tally is None:
+                    seen[entity] = [1, when]
+                else:
+                    tally[0] += 1
+                    tally[1] = max(tally[1], when)
+    if seen:
+        conn.executemany(
+            "UPDATE entities SET mention_count = mention_count + ?, "
+            "last_seen = MAX(last_seen, ?) WHERE id = ?",
+            [(count, latest, entity) for entity, (count, latest) in seen.items()],
+        )
 
 
 def retype(conn: Any, entity_id: int, kind: str) -> bool:

@@ -21,7 +21,7 @@ from ...types import Memory
 from ..rows import INSERT, memory_to_row
 from . import migrations
 from .database import IntegrityError
-from .entities import link_mentions
+from .entities import link_many, link_mentions
 
 WRITER_STATEMENTS = 512  # prepared statements the writer connection keeps (default 128)
 
@@ -47,10 +47,11 @@ def insert_one(
 
 
 def insert_many(conn: Any, items: Sequence[Item]) -> None:
-    """The rows in one ``executemany``, their chunks in another, then each row's
-    mentions. A row that breaks a constraint (a key with an active row, an id taken)
-    rolls the bulk statement back to its savepoint and the rows go in one by one, so the
-    error names the row as ``insert_one`` does."""
+    """The rows in one ``executemany``, their chunks in another, then their mentions
+    (``link_many``: each name resolved once, each entity's count updated once). A row
+    that breaks a constraint (a key with an active row, an id taken) rolls the bulk
+    statement back to its savepoint and the rows go in one by one, so the error names
+    the row as ``insert_one`` does."""
     if len(items) < 2:
         for memory, chunks, mentions in items:
             insert_one(conn, memory, chunks, mentions)
@@ -66,9 +67,10 @@ def insert_many(conn: Any, items: Sequence[Item]) -> None:
         return
     conn.execute("RELEASE bulk_insert")
     migrations.insert_chunks_of(conn, [(m.id, m.scope, list(chunks)) for m, chunks, _ in items])
-    for memory, _, mentions in items:
-        if mentions:
-            link_mentions(conn, memory.scope, memory.id, mentions, to_text(memory.created_at))
+    link_many(
+        conn,
+        [(m.scope, m.id, mentions, to_text(m.created_at)) for m, _, mentions in items if mentions],
+    )
 
 
 def conflict(exc: Exception, memory: Memory) -> Exception:
