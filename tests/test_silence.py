@@ -78,3 +78,28 @@ def test_two_unseen_words_one_of_them_rare_name_the_unknown() -> None:
     # Two unseen everyday words are not enough: a LoCoMo question's date ("october",
     # "2023") is in no turn's text.
     assert not names_the_unknown(["setback", "october", "2023"], {"setback": 1})
+
+
+def test_eval_silence_prints_how_many_words_each_question_leaves_unseen() -> None:
+    from hivemem.evaluation.silence import SilenceReport, format_silence
+
+    report = SilenceReport(
+        identity="all-MiniLM-L6-v2-int8:384",
+        floor=0.3,
+        memories=10_000,
+        queries=4,
+        answered=2,
+        suggested=None,
+        strong_keyword=4,
+        best_cosines=[],
+        unknown_floor=0.4,
+        unseen=[0, 1, 2, 3],
+        rare=[0, 1, 1, 2],
+        unknown_cosines=[0.33, 0.45],
+    )
+    text = format_silence(report)
+    assert "unknown floor 0.400" in text
+    assert "0: 1, 1: 1, 2: 1, 3+: 1; with a rare word among them: 3" in text
+    assert "naming the unknown (>= 2 such words, one rare): 2" in text
+    assert "unknown floor that silences them all 0.455" in text
+    assert report.to_dict()["naming_the_unknown_cosine_max"] == 0.45
