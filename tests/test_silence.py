@@ -56,7 +56,7 @@ def test_a_question_naming_unknown_things_gets_no_hit_and_a_paraphrase_keeps_its
 def test_only_a_calibrated_model_has_an_unknown_floor() -> None:
     assert unknown_floor("all-MiniLM-L6-v2-int8:384") == 0.4
     assert unknown_floor("all-MiniLM-L6-v2-int8c:384") == 0.4
-    assert unknown_floor("paraphrase-MiniLM-L3-v2-int8:384") == 0.0
+    assert unknown_floor("paraphrase-MiniLM-L3-v2-int8:384") == 0.35
     assert unknown_floor("hash-v1:256") is None
     assert unknown_floor(None) is None
 
