@@ -194,6 +194,14 @@ class Settings:
         "no hit. -1 (default): the model's calibrated floor (`hivemem eval silence`; "
         "none for models nobody calibrated); 0 turns it off.",
     )
+    unknown_floor: float = _setting(
+        -1.0,
+        "Cosine under which a question that names words its scope has never seen (two or "
+        "more words in no memory of the scope, one of them not a common English word) "
+        "returns no hit: an unrelated question gets silence, not the least unrelated "
+        "memories. -1 (default): the model's calibrated value (`hivemem eval silence`; "
+        "none for models nobody calibrated); 0 turns it off.",
+    )
     first_person_queries: bool = _setting(
         True,
         'The vector lane embeds a question about "the user" in the first person '
@@ -621,6 +629,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "search_embed_ms": (0.0, 60_000.0),
     "vector_floor": (0.0, 0.99),
     "match_floor": (-1.0, 0.99),
+    "unknown_floor": (-1.0, 0.99),
     "keyword_weight": _UNIT,
     "vector_weight": _UNIT,
     "entity_weight": _UNIT,

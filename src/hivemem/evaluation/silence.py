@@ -1,7 +1,9 @@
-"""Silence when nothing matches (``hivemem eval silence``): the match floor, measured.
+"""Silence when nothing matches (``hivemem eval silence``): the match floors, measured.
 
 A search whose best vector match is under the model's match floor and whose keyword
-lane found nothing returns no hit (``retrieval.pipeline._nothing_matches``). This command
+lane found nothing returns no hit, and so does one whose question names words its scope
+has never seen and whose best vector match is under the model's unknown floor
+(``retrieval.pipeline._nothing_matches``, ``retrieval.silence``). This command
 measures it the way the floor was calibrated: one scope of ``size`` (10,000) real
 dialogue turns — LoCoMo's turns and LongMemEval's user turns, in file order — and the
 100 bundled questions on subjects none of them is about (``data/unrelated_queries.json``:
@@ -9,8 +11,12 @@ mineral hardness, enzyme names, treaty dates). It prints how many of the 100 get
 with the floor in use, and, with the floor off, each question's best vector cosine and
 keyword evidence: the floor that silences every question without keyword evidence is
 the largest such cosine (``suggested``), which is what ``providers.embed.MODELS`` stores
-per model. What the floor costs in recall is what ``hivemem eval all`` reports with
-``HIVEMEM_MATCH_FLOOR=0`` beside the default (docs/retrieval.md).
+per model. It prints the second rule's signal too: how many of each question's words
+no memory of the scope holds, how many of those are rare words, and the best cosine of
+the questions that name the unknown (the unknown floor that silences them all is the
+largest). What the floors cost in recall is what ``hivemem eval all`` reports with
+``HIVEMEM_MATCH_FLOOR=0`` / ``HIVEMEM_UNKNOWN_FLOOR=0`` beside the default
+(docs/retrieval.md).
 """
 
 from __future__ import annotations
@@ -21,14 +27,15 @@ import hashlib
 import json
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .. import text as textmod
 from ..facade.database import open as open_store
-from ..providers.embed import match_floor
-from ..retrieval import ranking
+from ..providers.embed import match_floor, unknown_floor
+from ..retrieval import ranking, silence
 from ..retrieval.pipeline import MATCH_KEYWORD_FLOOR, lane_fetch, tie_page
 from ..settings import Settings
 from .locomo import load_locomo
@@ -75,6 +82,10 @@ class SilenceReport:
     suggested: float | None  # the floor that silences every query with weak keywords
     strong_keyword: int  # queries whose keyword evidence alone counts as a match
     best_cosines: list[float]
+    unknown_floor: float | None = None
+    unseen: list[int] = field(default_factory=list)  # per query: terms in no chunk
+    rare: list[int] = field(default_factory=list)  # per query: rare ones among them
+    unknown_cosines: list[float] = field(default_factory=list)  # those naming the unknown
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -86,6 +97,11 @@ class SilenceReport:
             "suggested_floor": self.suggested,
             "strong_keyword": self.strong_keyword,
             "best_cosine_max": max(self.best_cosines, default=None),
+            "unknown_floor": self.unknown_floor,
+            "unseen_words": self.unseen,
+            "rare_unseen_words": self.rare,
+            "naming_the_unknown": len(self.unknown_cosines),
+            "naming_the_unknown_cosine_max": max(self.unknown_cosines, default=None),
         }
 
 
@@ -125,12 +141,22 @@ def run_silence(
                 notify("silence: floor in use", done, len(queries))
         best: list[float] = []
         strong = 0
-        with open_store(db, settings=settings.replace(match_floor=0.0)) as store:
+        unseen: list[int] = []
+        rare: list[int] = []
+        unknown_cosines: list[float] = []
+        off = settings.replace(match_floor=0.0, unknown_floor=0.0)
+        with open_store(db, settings=off) as store:
             for done, query in enumerate(queries, start=1):
                 hits = store.scope(SCOPE).search(query, limit=60)
                 cosines = [
                     h.explain.lanes["vector"]["cosine"] for h in hits if "vector" in h.explain.lanes
                 ]
+                terms = _terms(query, settings)
+                words = silence.unknown(terms, store.keyword.term_stats(terms, [SCOPE]).doc_freq)
+                unseen.append(len(words.unseen))
+                rare.append(len(words.rare))
+                if words.names_the_unknown:
+                    unknown_cosines.append(max(cosines, default=0.0))
                 keyword = {
                     h.memory.id: h.explain.lanes["keyword"]["coverage"]
                     for h in hits
@@ -146,6 +172,7 @@ def run_silence(
                     best.append(max(cosines, default=0.0))
                 notify("silence: floor off", done, len(queries))
     floor = settings.match_floor if settings.match_floor >= 0 else match_floor(identity)
+    unknown = settings.unknown_floor if settings.unknown_floor >= 0 else unknown_floor(identity)
     return SilenceReport(
         identity=identity,
         floor=floor,
@@ -155,7 +182,18 @@ def run_silence(
         suggested=round(max(best) + 0.005, 3) if best else None,
         strong_keyword=strong,
         best_cosines=sorted(best),
+        unknown_floor=unknown,
+        unseen=unseen,
+        rare=rare,
+        unknown_cosines=sorted(unknown_cosines),
     )
+
+
+def _terms(query: str, settings: Settings) -> list[str]:
+    """The question's terms as the keyword lane reads them (``retrieval.pipeline``)."""
+    if settings.first_person_queries:
+        query = textmod.as_first_person(query)
+    return textmod.query_terms(textmod.query_focus(query), settings.max_query_terms)
 
 
 def format_silence(report: SilenceReport) -> str:
@@ -168,12 +206,35 @@ def format_silence(report: SilenceReport) -> str:
         if cosines
         else "no query with weak keyword evidence"
     )
+    unknown = "none" if not report.unknown_floor else f"{report.unknown_floor:.3f}"
     return "\n".join(
         [
             f"Silence: {report.queries} unrelated questions over {report.memories:,} memories "
-            f"in one scope; model {report.identity or 'none'}, match floor {floor}",
+            f"in one scope; model {report.identity or 'none'}, match floor {floor}, "
+            f"unknown floor {unknown}",
             f"answered with any hit: {report.answered} of {report.queries} "
             f"(target: 0); keyword evidence alone a match: {report.strong_keyword}",
-            f"with the floor off, {spread}; floor that silences them all: {suggested}",
+            f"with the floors off, {spread}; floor that silences them all: {suggested}",
+            _unknown_line(report),
         ]
+    )
+
+
+def _unknown_line(report: SilenceReport) -> str:
+    """The second rule's signal: words no memory of the scope holds, per question."""
+    counts = [sum(1 for n in report.unseen if n == k) for k in range(3)]
+    many = sum(1 for n in report.unseen if n >= 3)
+    with_rare = sum(1 for n in report.rare if n)
+    cosines = report.unknown_cosines
+    spread = (
+        f"best cosine min {cosines[0]:.3f}, median {cosines[len(cosines) // 2]:.3f}, "
+        f"max {cosines[-1]:.3f}; unknown floor that silences them all "
+        f"{max(cosines) + 0.005:.3f}"
+        if cosines
+        else "none"
+    )
+    return (
+        f"words in no memory of the scope, per question: 0: {counts[0]}, 1: {counts[1]}, "
+        f"2: {counts[2]}, 3+: {many}; with a rare word among them: {with_rare}; naming the "
+        f"unknown (>= {silence.UNKNOWN_WORDS} such words, one rare): {len(cosines)}, {spread}"
     )

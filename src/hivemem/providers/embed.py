@@ -139,7 +139,9 @@ class BundledModel:
     need: where its file is, its sha256, the graph's hidden-state output, and its
     calibrated ``match_floor``: a search whose best vector match is below this cosine
     and whose keyword lane matched too little is answered with no hit (measured by
-    ``hivemem eval silence``; docs/retrieval.md)."""
+    ``hivemem eval silence``; docs/retrieval.md), and its ``unknown_floor``: the same
+    for a question that names words its scope has never seen
+    (``hivemem.retrieval.silence``)."""
 
     name: str
     dist: str
@@ -149,6 +151,7 @@ class BundledModel:
     token_types: bool  # the graph takes token_type_ids
     weights_int8: bool  # shipped with int8 weights dequantised in the graph (folded on load)
     match_floor: float
+    unknown_floor: float = 0.0
 
 
 MODELS = {
@@ -163,6 +166,9 @@ MODELS = {
         # eval silence, 10k real turns: 9 of 100 unrelated questions silenced at no cost
         # on the four suites; 0.35 silences 36 but costs LongMemEval a question.
         match_floor=0.3,
+        # eval silence: 43 of 100 silenced at no cost on the four suites; the closest
+        # answer found that names such words has cosine 0.44 (docs/retrieval.md).
+        unknown_floor=0.4,
     ),
     "paraphrase-MiniLM-L3-v2": BundledModel(
         name="paraphrase-MiniLM-L3-v2",
@@ -175,6 +181,9 @@ MODELS = {
         # eval silence: its unrelated questions' best cosines start at 0.29 and the
         # paraphrase answers' 5th percentile is 0.06: no floor silences any without cost.
         match_floor=0.0,
+        # eval silence: 22 of 100 silenced at no cost on the four suites; the closest
+        # answer found that names such words has cosine 0.39 (docs/retrieval.md).
+        unknown_floor=0.35,
     ),
 }
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -190,13 +199,25 @@ def _install(spec: BundledModel) -> str:
 def match_floor(identity: str | None) -> float | None:
     """The match floor measured for the model of ``identity`` (``"<model>[-int8]:<dim>"``);
     None for a model nobody calibrated (no floor applies)."""
+    spec = _calibrated(identity)
+    return spec.match_floor if spec else None
+
+
+def unknown_floor(identity: str | None) -> float | None:
+    """The cosine under which a question naming words its scope has never seen gets no
+    hit, measured for the model of ``identity`` (``hivemem.retrieval.silence``); None for
+    a model nobody calibrated."""
+    spec = _calibrated(identity)
+    return spec.unknown_floor if spec else None
+
+
+def _calibrated(identity: str | None) -> BundledModel | None:
     if not identity:
         return None
     name = identity.rsplit(":", 1)[0]
     for suffix in ("-int8c", "-int8", "-w8"):
         name = name.removesuffix(suffix)
-    spec = MODELS.get(name)
-    return spec.match_floor if spec else None
+    return MODELS.get(name)
 
 
 def session_options(ort: Any, threads: int) -> Any:

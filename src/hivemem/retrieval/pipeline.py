@@ -37,7 +37,7 @@ from ..providers import entities as entitymod
 from ..settings import Settings
 from ..store.protocols import Backend, VectorMatch
 from ..types import Explanation, Hit, Kind, Memory, MemoryType, Query, Status
-from . import costs, fusion, hitset, learned, ranking
+from . import costs, fusion, hitset, learned, ranking, silence
 from . import rerank as rerankmod
 from .hitset import Ranked
 from .keyword import KeywordCandidate, idf, keyword_lane
@@ -156,7 +156,10 @@ def search(
     costs.lap("entity")
     page = tie_page(query.limit, fetch)
     lanes = _lane_arrays(candidates, lanes_run)
-    if not candidates or _nothing_matches(candidates, lanes, lanes_run, indexer, settings, page):
+    doc_freq = functools.partial(silence.scope_doc_freq, backend, scopes, terms)
+    if not candidates or _nothing_matches(
+        candidates, lanes, lanes_run, indexer, settings, page, terms, doc_freq
+    ):
         return []
 
     fused = _fuse(candidates, lanes, lanes_run, settings, page)
@@ -449,6 +452,8 @@ def _nothing_matches(
     indexer: QueryEmbedder,
     settings: Settings,
     page: int = 0,
+    terms: Sequence[str] = (),
+    doc_freq: Callable[[], Mapping[str, int]] | None = None,
 ) -> bool:
     """True when no candidate is a match worth returning: the vector lane ran and its
     best cosine is under the model's calibrated match floor (``match_floor``; the
@@ -458,16 +463,25 @@ def _nothing_matches(
     (measured: ``hivemem eval silence``). Without a vector lane or a calibrated model,
     every candidate stays: a keyword match is a match. (A floor of 0.5 on the keyword
     evidence silenced "where does alice live?" over "I live in Berlin": one of two
-    words, cosine 0.23; any shared selective word now keeps the hits.)"""
+    words, cosine 0.23; any shared selective word now keeps the hits.)
+
+    Also true, whatever the keyword lane found, when the question names words its scope
+    has never seen (``retrieval.silence``: two or more of ``terms`` in no chunk of the
+    scope by ``doc_freq``, one of them rare) and the best cosine is under the model's
+    ``unknown_floor`` (the setting overrides it): read only when the cosine is under it."""
     if "vector" not in lanes_run:
         return False
+    cosines = [c.lanes["vector"]["cosine"] for c in candidates.values() if "vector" in c.lanes]
+    best = max(cosines, default=0.0)
+    unknown = settings.unknown_floor
+    if unknown < 0:
+        unknown = embedmod.unknown_floor(indexer.identity) or 0.0
+    if best < unknown and doc_freq is not None and silence.names_the_unknown(terms, doc_freq()):
+        return True
     floor = settings.match_floor
     if floor < 0:
         floor = embedmod.match_floor(indexer.identity) or 0.0
-    if floor <= 0:
-        return False
-    cosines = [c.lanes["vector"]["cosine"] for c in candidates.values() if "vector" in c.lanes]
-    if max(cosines, default=0.0) >= floor:
+    if floor <= 0 or best >= floor:
         return False
     keyword = lanes.get("keyword")
     if keyword is None or not keyword.size:

@@ -758,9 +758,10 @@ def paraphrase(env: Env, keep: str | None, as_json: bool) -> None:
 def silence(
     env: Env, locomo_path: str, lme_path: str, size: int, keep: str | None, as_json: bool
 ) -> None:
-    """Measure the match floor: 100 bundled questions on subjects no memory is about,
-    over one scope of SIZE real dialogue turns; how many get any hit (target 0), and
-    the floor that would silence them all (how the per-model floors were calibrated).
+    """Measure the match floors: 100 bundled questions on subjects no memory is about,
+    over one scope of SIZE real dialogue turns; how many get any hit (target 0), the
+    floor that would silence them all, and how many of each question's words no memory
+    holds (how the per-model match and unknown floors were calibrated).
     """
     report = run_silence(
         locomo_path,

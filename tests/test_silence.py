@@ -1,0 +1,105 @@
+"""Silence when a question names what its scope has never heard of (retrieval.silence):
+the rule on real stores of both backends, and its signal word by word."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import hivemem
+from hivemem import Settings
+from hivemem.providers.embed import unknown_floor
+from hivemem.retrieval.silence import names_the_unknown, rare, unknown
+
+TURNS = [
+    "I moved to Berlin last spring",
+    "Our team deploys the billing service on weekdays before three",
+    "My daughter Lily plays hockey on Saturdays",
+    "Milk and cheese upset my stomach, so I skip dairy",
+    "The ice on the lake is melting early this year",
+    "We argued about which point of the plan comes first",
+    "I'm allergic to peanuts and carry an EpiPen",
+    "My brother Tom fixes old cars in his garage",
+]
+UNRELATED = "What is the melting point of hafnium carbide?"
+
+
+def _fill(location: Any, settings: Settings) -> None:
+    with hivemem.open(location, settings=settings, embedder="local") as store:
+        store.scope("u").add_episodes(
+            {"content": t, "role": "user", "session_id": f"s{i}"} for i, t in enumerate(TURNS)
+        )
+        store.flush()
+
+
+def test_a_question_naming_unknown_things_gets_no_hit_and_a_paraphrase_keeps_its_answer(
+    any_location: Any,
+) -> None:
+    settings = Settings().replace(track_access=False)
+    _fill(any_location, settings)
+    with hivemem.open(any_location, settings=settings, embedder="local") as store:
+        mem = store.scope("u")
+        # "hafnium" and "carbide" are in no memory and are not common English words;
+        # "melting" and "point" are: keyword evidence, which the match floor alone
+        # counted as a match (the least unrelated memories came back).
+        assert mem.search(UNRELATED) == []
+        # Two words the scope has never seen ("lactose", "intolerant"), one of them
+        # rare, but the answer is near in meaning (cosine ~0.58): it stays.
+        hits = mem.search("Is the user lactose intolerant?", limit=3)
+        assert hits[0].memory.content == "Milk and cheese upset my stomach, so I skip dairy"
+        assert mem.search("Which city did the user move to?")[0].memory.content == TURNS[0]
+    off = settings.replace(unknown_floor=0.0)
+    with hivemem.open(any_location, settings=off, embedder="local") as store:
+        hits = store.scope("u").search(UNRELATED)
+        assert {h.memory.content for h in hits} >= {TURNS[4], TURNS[5]}
+
+
+def test_only_a_calibrated_model_has_an_unknown_floor() -> None:
+    assert unknown_floor("all-MiniLM-L6-v2-int8:384") == 0.4
+    assert unknown_floor("all-MiniLM-L6-v2-int8c:384") == 0.4
+    assert unknown_floor("paraphrase-MiniLM-L3-v2-int8:384") == 0.35
+    assert unknown_floor("hash-v1:256") is None
+    assert unknown_floor(None) is None
+
+
+def test_rare_words_are_those_the_vocabulary_lacks_and_numbers_never_are() -> None:
+    assert rare("protactinium") and rare("mithridates") and rare("lactose")
+    assert not rare("siblings") and not rare("favourite") and not rare("thesis")
+    assert not rare("2023") and not rare("6061")
+
+
+def test_two_unseen_words_one_of_them_rare_name_the_unknown() -> None:
+    terms = ["melting", "point", "hafnium", "carbide"]
+    seen = {"melting": 1, "point": 1}
+    assert unknown(terms, seen).unseen == ("hafnium", "carbide")
+    assert names_the_unknown(terms, seen)
+    # One unseen word is not enough: "Does the user have siblings?" in a scope that
+    # never says "siblings" is a real question.
+    assert not names_the_unknown(["melting", "hafnium"], seen)
+    # Two unseen everyday words are not enough: a LoCoMo question's date ("october",
+    # "2023") is in no turn's text.
+    assert not names_the_unknown(["setback", "october", "2023"], {"setback": 1})
+
+
+def test_eval_silence_prints_how_many_words_each_question_leaves_unseen() -> None:
+    from hivemem.evaluation.silence import SilenceReport, format_silence
+
+    report = SilenceReport(
+        identity="all-MiniLM-L6-v2-int8:384",
+        floor=0.3,
+        memories=10_000,
+        queries=4,
+        answered=2,
+        suggested=None,
+        strong_keyword=4,
+        best_cosines=[],
+        unknown_floor=0.4,
+        unseen=[0, 1, 2, 3],
+        rare=[0, 1, 1, 2],
+        unknown_cosines=[0.33, 0.45],
+    )
+    text = format_silence(report)
+    assert "unknown floor 0.400" in text
+    assert "0: 1, 1: 1, 2: 1, 3+: 1; with a rare word among them: 3" in text
+    assert "naming the unknown (>= 2 such words, one rare): 2" in text
+    assert "unknown floor that silences them all 0.455" in text
+    assert report.to_dict()["naming_the_unknown_cosine_max"] == 0.45
