@@ -310,29 +310,3 @@ def test_the_stems_counts_are_read_once_per_version_of_the_file(tmp_path):
         assert ["chunks_vocab" in sql for sql in asked] == [True]
         assert fresh._vocab["otter"] == first._vocab["otter"] + 1
         assert fresh.stats.postings["heron"] == first.stats.postings["heron"] + 1
-
-
-@pytest.mark.parametrize("small", [20_000, 10])
-def test_the_windows_pairs_serve_fusions_ask_in_the_same_search(tmp_path, monkeypatch, small):
-    monkeypatch.setattr(termcounts, "SMALL", small)  # 10: every scope is wide
-    settings = hivemem.Settings(track_access=False)
-    with hivemem.open(tmp_path / "m.db", embedder="none", settings=settings) as store:
-        _fill(store)
-        backend = store._backend
-        query = Query(text="otter heron quarry", limit=10)
-        asked: list[str] = []
-        read = backend._read
-
-        def tracing(sql, params=(), **kw):
-            asked.append(sql)
-            return read(sql, params, **kw)
-
-        with backend.snapshot():  # a search's read view: the lane, then fusion's ask
-            _, found = kw.keyword_lane(backend, ["a"], query, hivemem.Settings(), NOW, 30)
-            ids = [c.match.memory_id for c in found][:12]
-            backend._read = tracing
-            kept = backend.session_neighbours(["a"], ids, query, NOW)
-            backend._read = read
-        assert asked == []  # every anchor's pairs came with the window
-        fresh = backend.session_neighbours(["a"], ids, query, NOW)  # another version: read
-        assert kept == fresh and any(kept.values())

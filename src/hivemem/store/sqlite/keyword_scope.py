@@ -82,8 +82,6 @@ class KeywordScope:
     _role: Any
     _version: Any
     _vocab_seen: tuple[Any, dict[str, int]] | None = None  # (version, stem -> rows)
-    _pool: Any
-    _pairs: neighbours.PairMemo
     term_stats: Any
 
     def keyword_scope(
@@ -108,10 +106,8 @@ class KeywordScope:
         clause, params = self._scope_clause(scopes)
         where, extra = self._filter_sql(query, now)
         filters = (" AND ".join([clause, *where]), [*params, *extra])
-        version = self._view_version()
-        noted = (version, neighbours.memo_key(scopes, where, extra))
         if scoped * len(terms) > termcounts.SMALL:
-            return WideView(self, terms, self.term_stats(terms, scopes), filters, noted)
+            return WideView(self, terms, self.term_stats(terms, scopes), filters)
         stems: list[str] = []
         for term in terms:
             group = scratch.stems(term)
@@ -132,6 +128,7 @@ class KeywordScope:
             wanted = set(choose({t: known[s] for t, s in zip(terms, stems, strict=True)}))
             scored = {i for i, t in enumerate(terms) if t in wanted}
         unique = sorted(set(stems))
+        version = self._view_version()
         vocab = self._exact_vocab(version, unique)
         sql, params = _matrix_sql(matches, scored, filters)
         if vocab is None:
@@ -155,7 +152,6 @@ class KeywordScope:
             rows,
             vocab,
         )
-        view._noted = noted
         if vocab is None:
             self._keep_vocab(version, {stem: view._vocab.get(stem, 0) for stem in unique})
             self._note_postings(view._vocab, unique)
@@ -165,7 +161,7 @@ class KeywordScope:
         """The file's version where this thread reads in a search's read view (its
         snapshot's counter and this connection's commits: no statement), else None."""
         role = self._role
-        if self._pool is None or role.writing or role.reader is None or role.version is None:
+        if role.writing or role.reader is None or role.version is None:
             return None
         return self._version()
 
@@ -224,20 +220,11 @@ class KeywordScope:
                 self._doc_freq[stem] = (vocab.get(stem, 0), total)
 
     def _window(
-        self,
-        memory_ids: Sequence[str],
-        filters: tuple[str, list[Any]],
-        noted: tuple[Any, tuple[Any, ...]] = (None, ()),
+        self, memory_ids: Sequence[str], filters: tuple[str, list[Any]]
     ) -> tuple[dict[str, list[tuple[str, bool]]], list[ChunkMatch]]:
         """``session_neighbours`` of ``memory_ids`` and, in the same statement, every
         chunk of the passing neighbours that are not among them (in memory and chunk
-        order, as ``memory_chunks``): the window's joiners.
-
-        The pairs are kept where ``session_neighbours`` keeps its own (``noted``: the
-        file's version in this read view, or None, and the memo key of the filters):
-        fusion then asks the same search's best hits' pairs, mostly keyword candidates
-        already, and reads only the others (the same statement's rows, so the same
-        pairs; one statement fewer in most searches)."""
+        order, as ``memory_chunks``): the window's joiners."""
         ids = list(dict.fromkeys(memory_ids))
         if not ids:
             return {}, []
@@ -249,7 +236,6 @@ class KeywordScope:
             [*ids, *filters[1]],
         )
         pairs = neighbours.sides([r[1:] for r in rows if r[0] == 0])
-        neighbours.keep(self._pairs, noted[0], noted[1], {i: pairs.get(i, []) for i in ids})
         chunks = sorted((r[1], r[3], r[2], r[4]) for r in rows if r[0] == 1)
         return pairs, [ChunkMatch(cid, m, seq, text, 0.0) for m, seq, cid, text in chunks]
 
@@ -325,10 +311,8 @@ class WideView:
         terms: list[str],
         stats: TermStats,
         filters: tuple[str, list[Any]],
-        noted: tuple[Any, tuple[Any, ...]] = (None, ()),
     ) -> None:
         self._backend, self.terms, self.stats, self._filters = backend, terms, stats, filters
-        self._noted = noted
 
     def search(self, keywords: KeywordQuery, limit: int) -> list[ChunkMatch] | None:
         return None
@@ -345,7 +329,7 @@ class WideView:
         }
 
     def window(self, memory_ids: Sequence[str]) -> Window:
-        pairs, chunks = self._backend._window(memory_ids, self._filters, self._noted)
+        pairs, chunks = self._backend._window(memory_ids, self._filters)
         held = self.masks([c.chunk_id for c in chunks], {c.chunk_id: c.text for c in chunks})
         masks: dict[str, int] = {}
         for chunk in chunks:
@@ -371,7 +355,6 @@ class ScopeView:
         """``vocab``: the stems' whole-index counts where the statement left them out
         (``_exact_vocab``); else they are its rows tagged -2."""
         self._backend = backend
-        self._noted: tuple[Any, tuple[Any, ...]] = (None, ())  # ``_window``'s
         self._filters, self._matches, self._scored = asked[0], asked[1], set(asked[2])
         scoped, everything = totals
         self._keys = tuple(sorted({termcounts.scope_key(s) for s in scopes}))
@@ -431,7 +414,7 @@ class ScopeView:
     def window(self, memory_ids: Sequence[str]) -> Window:
         """The window's reads (``Window``): one statement; the joiners' terms from the
         rows of ``keyword_scope`` (a chunk none of them matched holds none)."""
-        pairs, chunks = self._backend._window(memory_ids, self._filters, self._noted)
+        pairs, chunks = self._backend._window(memory_ids, self._filters)
         masks: dict[str, int] = {}
         held = self._mask
         for chunk in chunks:

@@ -59,7 +59,7 @@ def read(
     ids = list(dict.fromkeys(memory_ids))
     clause, params = db._scope_clause(scopes)
     where, extra = db._filter_sql(query, now)
-    key = memo_key(scopes, where, extra)
+    key = (tuple(scopes), tuple(where), tuple(extra))
     known: dict[str, Sides] = {}
     if version is not None:
         with memo.lock:
@@ -78,25 +78,6 @@ def read(
                     memo.sides.setdefault(key, {}).update(read_now)
                     memo.size += len(read_now)
     return {anchor: known[anchor] for anchor in sorted(known) if known[anchor]}
-
-
-def memo_key(scopes: Sequence[str], where: Sequence[str], extra: Sequence[Any]) -> tuple[Any, ...]:
-    """What pairs are kept under in a ``PairMemo``: the scopes and the filters' SQL and
-    parameters (``_filter_sql``'s, the search's clock among them)."""
-    return (tuple(scopes), tuple(where), tuple(extra))
-
-
-def keep(memo: PairMemo, version: Any, key: tuple[Any, ...], read_now: dict[str, Sides]) -> None:
-    """Pairs read elsewhere with ``pairs_sql`` and ``sides`` under ``key``'s filters (the
-    keyword lane's window, ``keyword_scope.py``; every asked anchor, [] for none) kept
-    for ``read``, when ``version`` is the file's (None: keep nothing)."""
-    if version is None:
-        return
-    with memo.lock:
-        if memo.version != version or memo.size > _MEMO_MAX:
-            memo.version, memo.sides, memo.size = version, {}, 0
-        memo.sides.setdefault(key, {}).update(read_now)
-        memo.size += len(read_now)
 
 
 def _statement(
