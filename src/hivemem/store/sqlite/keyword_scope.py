@@ -81,6 +81,7 @@ class KeywordScope:
     _term_counts: Any
     _role: Any
     _version: Any
+    _pool: Any
     _vocab_seen: tuple[Any, dict[str, int]] | None = None  # (version, stem -> rows)
     term_stats: Any
 
@@ -161,8 +162,8 @@ class KeywordScope:
         """The file's version where this thread reads in a search's read view (its
         snapshot's counter and this connection's commits: no statement), else None."""
         role = self._role
-        if role.writing or role.reader is None or role.version is None:
-            return None
+        if self._pool is None or role.writing or role.reader is None or role.version is None:
+            return None  # (without a read pool the version is a statement: keep nothing)
         return self._version()
 
     def _exact_vocab(self, version: Any, stems: Sequence[str]) -> dict[str, int] | None:
