@@ -17,6 +17,8 @@ the lane will search for are known before the statement (``choose``): only their
 matches get FTS5's score and their rows, the other terms' matches just say which chunks
 hold them (a common term matches most of a scope); should the fresh counts choose
 otherwise, or the lane search the other terms too, those are asked then (``_ensure``).
+The stems' ``chunks_vocab`` counts, exact, are kept per version of the file: a search
+whose stems were all read since the last write leaves them out (``_exact_vocab``).
 Everything the lane asked before is then worked out from these rows (``ScopeView``), with
 the same arithmetic, so the results are the same (the dump comparison of the evaluation
 suites is the gate, docs/retrieval.md), but for the side channel below:
