@@ -273,3 +273,40 @@ def test_terms_the_cached_counts_left_out_are_asked_when_chosen(store):
     assert view.search(KeywordQuery.any_of(terms), 30) == expected  # asked for then
     assert view._scored == {0, 1, 2}
     assert view.stats == every.stats
+
+
+def test_the_stems_counts_are_read_once_per_version_of_the_file(tmp_path):
+    settings = hivemem.Settings(track_access=False)
+    with hivemem.open(tmp_path / "m.db", embedder="none", settings=settings) as store:
+        _fill(store)
+        backend = store._backend
+        terms = ["otter", "heron", "quarry"]
+        query = Query(text="otter heron quarry", limit=10)
+        asked: list[str] = []
+        read = backend._read
+
+        def tracing(sql, params=(), **kw):
+            if sql.startswith("WITH h "):  # the lane's statement
+                asked.append(sql)
+            return read(sql, params, **kw)
+
+        backend._read = tracing
+        views = []
+        for _ in range(2):  # two searches, nothing written between them
+            with backend.snapshot():
+                views.append(backend.keyword_scope(["a"], terms, query, NOW))
+        first, again = views
+        assert ["chunks_vocab" in sql for sql in asked] == [True, False]
+        assert again._vocab == first._vocab and again.stats == first.stats
+        want = first.search(KeywordQuery.any_of(terms), 30)
+        assert want and again.search(KeywordQuery.any_of(terms), 30) == want
+        # A write is a new version: its counts are read again, and they moved.
+        store.scope("b").add_episodes(
+            [{"content": "otter otter heron", "session_id": "z", "role": "user"}]
+        )
+        asked.clear()
+        with backend.snapshot():
+            fresh = backend.keyword_scope(["a"], terms, query, NOW)
+        assert ["chunks_vocab" in sql for sql in asked] == [True]
+        assert fresh._vocab["otter"] == first._vocab["otter"] + 1
+        assert fresh.stats.postings["heron"] == first.stats.postings["heron"] + 1

@@ -24,12 +24,13 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..facade.database import open as open_store
 from ..providers.embed import HashEmbedder
+from ..retrieval import costs
 from ..settings import Settings
 from ..store.baseline import BareStore
 from .bench import VECTOR_DIMENSION
@@ -46,6 +47,9 @@ class Timings:
     warm: LatencyStats
     first_cpu: LatencyStats
     warm_cpu: LatencyStats
+    # Mean CPU ms per search by pipeline stage (``retrieval.costs``): HiveMem's only.
+    first_stages: dict[str, float] = field(default_factory=dict)
+    warm_stages: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -67,7 +71,12 @@ class RealLongReport:
 
     def to_dict(self) -> dict[str, Any]:
         def timings(t: Timings) -> dict[str, Any]:
-            return {k: getattr(t, k).__dict__ for k in ("first", "warm", "first_cpu", "warm_cpu")}
+            out: dict[str, Any] = {
+                k: getattr(t, k).__dict__ for k in ("first", "warm", "first_cpu", "warm_cpu")
+            }
+            if t.first_stages or t.warm_stages:
+                out["cpu_ms_by_stage"] = {"first": t.first_stages, "warm": t.warm_stages}
+            return out
 
         return {
             "longmemeval": self.path,
@@ -148,26 +157,41 @@ def _scope(n: int) -> str:
 def _timed(
     search: Callable[[int, str], int], texts: Sequence[str], queries: int
 ) -> tuple[Timings, float]:
-    """Per scope its own question first, then ``queries`` of the next ones."""
+    """Per scope its own question first, then ``queries`` of the next ones. HiveMem's
+    pipeline notes its stages' CPU time (``retrieval.costs``; plain FTS5 has none): the
+    means per search of the first and the warm ones are kept, to say where a long
+    scope's search spends (issue 24 item 4)."""
     first: list[int] = []
     warm: list[int] = []
     first_cpu: list[int] = []
     warm_cpu: list[int] = []
+    stages: tuple[costs.Laps, costs.Laps] = (costs.Laps(), costs.Laps())
     counts: list[int] = []
     for n in range(len(texts)):
         asked = [texts[(n + i) % len(texts)] for i in range(queries + 1)]
         for i, question in enumerate(asked):
-            t0, c0 = time.perf_counter_ns(), time.thread_time_ns()
-            counts.append(search(n, question))
-            (first if i == 0 else warm).append(time.perf_counter_ns() - t0)
-            (first_cpu if i == 0 else warm_cpu).append(time.thread_time_ns() - c0)
+            laps = costs.Laps()
+            with costs.recording(laps):
+                t0, c0 = time.perf_counter_ns(), time.thread_time_ns()
+                counts.append(search(n, question))
+                (first if i == 0 else warm).append(time.perf_counter_ns() - t0)
+                (first_cpu if i == 0 else warm_cpu).append(time.thread_time_ns() - c0)
+            kept = stages[0 if i == 0 else 1].ns
+            for stage, ns in laps.ns.items():
+                kept[stage] = kept.get(stage, 0) + ns
     timings = Timings(
         LatencyStats.of(first),
         LatencyStats.of(warm),
         LatencyStats.of(first_cpu),
         LatencyStats.of(warm_cpu),
+        _means(stages[0], len(first)),
+        _means(stages[1], len(warm)),
     )
     return timings, sum(counts) / max(1, len(counts))
+
+
+def _means(laps: costs.Laps, searches: int) -> dict[str, float]:
+    return {k: round(ns / 1e6 / max(1, searches), 3) for k, ns in laps.ns.items()}
 
 
 def format_real_long(report: RealLongReport) -> str:
@@ -190,6 +214,16 @@ def format_real_long(report: RealLongReport) -> str:
                 f"{mine.p95_ms:6.1f} | plain FTS5 p50 {theirs.p50_ms:6.1f} p95 "
                 f"{theirs.p95_ms:6.1f} | p95 ratio {ratio:4.2f}x"
                 + (f" (n={mine.count})" if counted else "")
+            )
+        if r.hivemem.first_stages or r.hivemem.warm_stages:
+            names = list(dict.fromkeys([*r.hivemem.first_stages, *r.hivemem.warm_stages]))
+            lines.append(
+                f"  limit {r.limit:>2} HiveMem CPU by stage, first / warm (ms): "
+                + ", ".join(
+                    f"{name} {r.hivemem.first_stages.get(name, 0.0):.2f} / "
+                    f"{r.hivemem.warm_stages.get(name, 0.0):.2f}"
+                    for name in names
+                )
             )
         lines.append(
             f"  limit {r.limit:>2} mean hits: HiveMem {r.mean_results:.1f}, "

@@ -171,13 +171,14 @@ def keyword_lane(
             )
         matches = best_chunk_per_memory(found)
         texts = {m.chunk_id: m.text for m in matches}
-        if view is not None:
-            matched = view.matched(list(texts), texts)
+        if view is not None:  # its masks are over these very terms: ``_Masses``' bits
+            masks = view.masks(list(texts), texts)
         else:
             matched = backend.matched_terms(list(texts), terms, texts)
+            masks = {cid: masses.mask(held) for cid, held in matched.items()}
         out = []
         for rank, best in enumerate(matches, start=1):
-            mask = masses.mask(matched.get(best.chunk_id, ()))
+            mask = masks.get(best.chunk_id, 0)
             out.append(KeywordCandidate(best, rank, masses.coverage(mask), masses.held(mask)))
         out.sort(key=lambda c: (-c.coverage, c.rank))
         return out
@@ -202,10 +203,11 @@ def keyword_lane(
 class Window(Protocol):
     """A view's window reads: each candidate's passing session neighbours (as
     ``Backend.session_neighbours``), and for the neighbours that were no candidate the
-    query terms their chunks hold and their first chunk (as ``memory_chunks``)."""
+    query terms their chunks hold (a bit mask over the view's terms, which are the
+    lane's: ``_Masses``' bits) and their first chunk (as ``memory_chunks``)."""
 
     pairs: dict[str, list[tuple[str, bool]]]
-    held: dict[str, set[str]]
+    held: dict[str, int]
     first: dict[str, ChunkMatch]
 
 
@@ -218,9 +220,10 @@ class ScopeView(Protocol):
 
     def search(self, keywords: KeywordQuery, limit: int) -> list[ChunkMatch] | None: ...
 
-    def matched(
-        self, chunk_ids: Sequence[int], texts: Mapping[int, str]
-    ) -> dict[int, set[str]]: ...
+    def masks(self, chunk_ids: Sequence[int], texts: Mapping[int, str]) -> dict[int, int]:
+        """Which of the lane's terms each chunk holds (``Backend.matched_terms``), as bit
+        masks over them (bit i for ``terms[i]``)."""
+        ...
 
     def window(self, memory_ids: Sequence[str]) -> Window: ...
 
@@ -320,7 +323,7 @@ def _windowed(
     chunks: dict[str, ChunkMatch] = {}
     if seen is not None:  # the joiners' terms and chunks came with the pairs
         for memory_id in joining:
-            own[memory_id] = masses.mask(seen.held.get(memory_id, ()))
+            own[memory_id] = seen.held.get(memory_id, 0)
         chunks = seen.first
     elif joining:
         new_chunks = backend.memory_chunks(joining)

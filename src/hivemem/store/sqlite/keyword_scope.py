@@ -17,6 +17,8 @@ the lane will search for are known before the statement (``choose``): only their
 matches get FTS5's score and their rows, the other terms' matches just say which chunks
 hold them (a common term matches most of a scope); should the fresh counts choose
 otherwise, or the lane search the other terms too, those are asked then (``_ensure``).
+The stems' ``chunks_vocab`` counts, exact, are kept per version of the file: a search
+whose stems were all read since the last write leaves them out (``_exact_vocab``).
 Everything the lane asked before is then worked out from these rows (``ScopeView``), with
 the same arithmetic, so the results are the same (the dump comparison of the evaluation
 suites is the gate, docs/retrieval.md), but for the side channel below:
@@ -65,6 +67,7 @@ from .scoped_bm25 import K1, B, _varint_sum
 
 _RAW_BM25 = "bm25(chunks_fts, 1.0, 0.0)"  # FTS5's sign: lower is better
 _CHECK = 1e-9  # relative difference a recomputed single-term score may show
+_VOCAB_MAX = 50_000  # stems' exact counts kept for one version of the file
 
 
 class KeywordScope:
@@ -78,6 +81,10 @@ class KeywordScope:
     _filter_sql: Any
     _average_length: Any
     _term_counts: Any
+    _role: Any
+    _version: Any
+    _pool: Any
+    _vocab_seen: tuple[Any, dict[str, int]] | None = None  # (version, stem -> rows)
     term_stats: Any
 
     def keyword_scope(
@@ -124,19 +131,73 @@ class KeywordScope:
             wanted = set(choose({t: known[s] for t, s in zip(terms, stems, strict=True)}))
             scored = {i for i, t in enumerate(terms) if t in wanted}
         unique = sorted(set(stems))
+        version = self._view_version()
+        vocab = self._exact_vocab(version, unique)
         sql, params = _matrix_sql(matches, scored, filters)
+        if vocab is None:
+            sql += (
+                "UNION ALL SELECT -2, NULL, doc, term, NULL, NULL, NULL, NULL FROM chunks_vocab "
+                f"WHERE term IN ({placeholders(unique)}) "
+            )
+            params += unique
         rows = self._read(
-            sql + "UNION ALL SELECT -2, NULL, doc, term, NULL, NULL, NULL, NULL FROM chunks_vocab "
-            f"WHERE term IN ({placeholders(unique)}) "
-            "UNION ALL SELECT -3, NULL, NULL, NULL, NULL, NULL, block, NULL "
+            sql + "UNION ALL SELECT -3, NULL, NULL, NULL, NULL, NULL, block, NULL "
             "FROM chunks_fts_data WHERE id = 1",
-            [*params, *unique],
+            params,
         )
         view = ScopeView(
-            self, scopes, terms, stems, (scoped, everything), (filters, matches, scored), rows
+            self,
+            scopes,
+            terms,
+            stems,
+            (scoped, everything),
+            (filters, matches, scored),
+            rows,
+            vocab,
         )
-        self._note_postings(view._vocab, unique)
+        if vocab is None:
+            self._keep_vocab(version, {stem: view._vocab.get(stem, 0) for stem in unique})
+            self._note_postings(view._vocab, unique)
         return view
+
+    def _view_version(self) -> Any:
+        """The file's version where this thread reads in a search's read view (its
+        snapshot's counter and this connection's commits: no statement), else None."""
+        role = self._role
+        if self._pool is None or role.writing or role.reader is None or role.version is None:
+            return None  # (without a read pool the version is a statement: keep nothing)
+        return self._version()
+
+    def _exact_vocab(self, version: Any, stems: Sequence[str]) -> dict[str, int] | None:
+        """The whole index's row count of each of ``stems`` (``chunks_vocab``) as read
+        under this very ``version`` of the file, or None when one was not.
+
+        Trigger: a search in a read view whose stems an earlier search read under the
+        same version (nothing written since). Why: counting a stem in ``chunks_vocab``
+        walks its whole doclist (~0.2 ms a search over real long turns), and the counts
+        are exact until the file changes (unlike ``_doc_freq``'s, which may be 1% old:
+        FTS5's idf, which ``ScopeView._solved`` inverts, uses the exact ones). Outcome:
+        the statement leaves ``chunks_vocab`` out."""
+        if version is None:
+            return None
+        with self._cache_lock():
+            seen = self._vocab_seen
+            if seen is None or seen[0] != version:
+                return None
+            counts = seen[1]
+            if any(stem not in counts for stem in stems):
+                return None
+            return {stem: counts[stem] for stem in stems}
+
+    def _keep_vocab(self, version: Any, vocab: Mapping[str, int]) -> None:
+        """``vocab``, read under ``version``, kept for ``_exact_vocab``."""
+        if version is None:
+            return
+        with self._cache_lock():
+            seen = self._vocab_seen
+            if seen is None or seen[0] != version or len(seen[1]) > _VOCAB_MAX:
+                seen = self._vocab_seen = (version, {})
+            seen[1].update(vocab)
 
     def _known_postings(self, stems: Sequence[str]) -> dict[str, int] | None:
         """The stems' whole-index counts as ``term_stats`` keeps them (fresh within 1%
@@ -210,17 +271,27 @@ def _matrix_sql(
 class Window:
     """The keyword lane's window reads: each candidate's passing session neighbours,
     and for the neighbours that were no candidate (the joiners) the query terms their
-    chunks hold and their first chunk."""
+    chunks hold (a bit mask over the view's terms, bit i for ``terms[i]``) and their
+    first chunk."""
 
     __slots__ = ("first", "held", "pairs")
 
     def __init__(
         self,
         pairs: dict[str, list[tuple[str, bool]]],
-        held: dict[str, set[str]],
+        held: dict[str, int],
         first: dict[str, ChunkMatch],
     ) -> None:
         self.pairs, self.held, self.first = pairs, held, first
+
+
+def _mask_of(terms: Sequence[str], held: set[str]) -> int:
+    """``held`` as a bit mask over ``terms`` (bit i for ``terms[i]``)."""
+    mask = 0
+    for i, term in enumerate(terms):
+        if term in held:
+            mask |= 1 << i
+    return mask
 
 
 def _first_chunks(chunks: list[ChunkMatch]) -> dict[str, ChunkMatch]:
@@ -254,18 +325,24 @@ class WideView:
         found = scratch.matches([(cid, texts[cid]) for cid in dict.fromkeys(chunk_ids)], self.terms)
         return {cid: found[cid] for cid in chunk_ids}
 
+    def masks(self, chunk_ids: Sequence[int], texts: Mapping[int, str]) -> dict[int, int]:
+        """``matched`` as bit masks over ``terms``."""
+        return {
+            cid: _mask_of(self.terms, held) for cid, held in self.matched(chunk_ids, texts).items()
+        }
+
     def window(self, memory_ids: Sequence[str]) -> Window:
         pairs, chunks = self._backend._window(memory_ids, self._filters)
-        held = self.matched([c.chunk_id for c in chunks], {c.chunk_id: c.text for c in chunks})
-        terms: dict[str, set[str]] = {}
+        held = self.masks([c.chunk_id for c in chunks], {c.chunk_id: c.text for c in chunks})
+        masks: dict[str, int] = {}
         for chunk in chunks:
-            terms.setdefault(chunk.memory_id, set()).update(held[chunk.chunk_id])
-        return Window(pairs, terms, _first_chunks(chunks))
+            masks[chunk.memory_id] = masks.get(chunk.memory_id, 0) | held[chunk.chunk_id]
+        return Window(pairs, masks, _first_chunks(chunks))
 
 
 class ScopeView:
     """The rows of ``keyword_scope``, answering what the lane asked the backend
-    (``stats``, ``search``, ``matched``, ``memory_terms``) with the same arithmetic."""
+    (``stats``, ``search``, ``masks``, ``window``) with the same arithmetic."""
 
     def __init__(
         self,
@@ -276,7 +353,10 @@ class ScopeView:
         totals: tuple[int, int],
         asked: tuple[tuple[str, list[Any]], list[str], set[int]],
         rows: list[Any],
+        vocab: Mapping[str, int] | None = None,
     ) -> None:
+        """``vocab``: the stems' whole-index counts where the statement left them out
+        (``_exact_vocab``); else they are its rows tagged -2."""
         self._backend = backend
         self._filters, self._matches, self._scored = asked[0], asked[1], set(asked[2])
         scoped, everything = totals
@@ -288,22 +368,22 @@ class ScopeView:
         self._members: list[set[int]] = [set() for _ in terms]  # term -> chunks holding it
         self._scores: list[dict[int, float]] = [{} for _ in terms]  # -> chunk -> -bm25
         self._chunks: dict[int, tuple[str, int, str, Any, bool]] = {}
-        vocab: dict[str, int] = {}
+        counts: dict[str, int] = {}
         averages: bytes | None = None
         for row in rows:
             if row[0] == -2:  # (-2, _, count, stem, …)
-                vocab[row[3]] = int(row[2])
+                counts[row[3]] = int(row[2])
             elif row[0] == -3:  # (-3, …, the averages record, _)
                 averages = row[6]
         self._take(rows)
-        self._vocab = vocab
+        self._vocab: Mapping[str, int] = counts if vocab is None else vocab
         self._averages = averages
         self._mask: dict[int, int] = {}
         for i, found in enumerate(self._members):
             for chunk_id in found:
                 self._mask[chunk_id] = self._mask.get(chunk_id, 0) | 1 << i
         freq = {t: len(self._members[i]) for i, t in enumerate(terms)}
-        postings = {t: vocab.get(s, 0) for t, s in zip(terms, stems, strict=True)}
+        postings = {t: self._vocab.get(s, 0) for t, s in zip(terms, stems, strict=True)}
         self.stats = TermStats(scoped, postings if scoped == everything else freq, postings)
 
     def _take(self, rows: list[Any]) -> None:
@@ -326,27 +406,23 @@ class ScopeView:
         self._take(self._backend._read(sql, params))
         self._scored |= missing
 
-    def matched(
+    def masks(
         self, chunk_ids: Sequence[int], texts: Mapping[int, str] | None = None
-    ) -> dict[int, set[str]]:
-        """Which of the terms each chunk matches (``Backend.matched_terms``)."""
-        return {cid: self._held(self._mask.get(cid, 0)) for cid in chunk_ids}
+    ) -> dict[int, int]:
+        """Which of the terms each chunk matches (``Backend.matched_terms``), as bit
+        masks over ``terms``: the rows' own, no set built per chunk."""
+        mask = self._mask
+        return {cid: mask.get(cid, 0) for cid in chunk_ids}
 
     def window(self, memory_ids: Sequence[str]) -> Window:
         """The window's reads (``Window``): one statement; the joiners' terms from the
         rows of ``keyword_scope`` (a chunk none of them matched holds none)."""
         pairs, chunks = self._backend._window(memory_ids, self._filters)
         masks: dict[str, int] = {}
+        held = self._mask
         for chunk in chunks:
-            masks[chunk.memory_id] = masks.get(chunk.memory_id, 0) | self._mask.get(
-                chunk.chunk_id, 0
-            )
-        return Window(
-            pairs, {m: self._held(mask) for m, mask in masks.items()}, _first_chunks(chunks)
-        )
-
-    def _held(self, mask: int) -> set[str]:
-        return {t for i, t in enumerate(self.terms) if mask >> i & 1}
+            masks[chunk.memory_id] = masks.get(chunk.memory_id, 0) | held.get(chunk.chunk_id, 0)
+        return Window(pairs, masks, _first_chunks(chunks))
 
     def search(self, keywords: KeywordQuery, limit: int) -> list[ChunkMatch] | None:
         """``Backend.keyword_search`` for the lane's own query (the OR of some of the
