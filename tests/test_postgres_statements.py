@@ -158,3 +158,40 @@ def test_the_keyword_statement_is_never_prepared_so_never_given_a_generic_plan(p
                 ["%ts_filter(setweight%"],
             ).fetchall()
     assert prepared == []
+
+
+def test_a_searchs_pool_rows_and_their_vectors_are_one_statement(pg_url):
+    """``candidate_rows``: the rows, the first chunk of those a lane gave none, and the
+    chunks' vectors in one round trip (three before); a vector kept in memory is not
+    sent again, and the answer is the reads' it replaces."""
+    with hivemem.open(pg_url, embedder="hash") as store:
+        mem = store.scope("a")
+        long = " ".join(f"word{n}" for n in range(900))  # several chunks
+        first, second = mem.save(long), mem.save("a short note about the harbour")
+        store.flush()
+    with hivemem.open(pg_url, embedder="hash") as store:  # nothing kept in memory yet
+        backend = store._backend
+        model = store.indexer.identity
+        chunks = backend.memory_chunks([first.id, second.id])
+        of_first = [c.chunk_id for c in chunks if c.memory_id == first.id]
+        wanted = {second.id: None, first.id: of_first[1]}
+        sent: list[str] = []
+        real = backend._q
+
+        def counted(sql, params=(), **kw):
+            sent.append(sql)
+            return real(sql, params, **kw)
+
+        backend._q = counted
+        got = backend.candidate_rows(["a"], wanted, model)
+        assert len(sent) == 1
+        backend._q = real
+        vectors = backend.vectors.vectors(model, [c.chunk_id for c in chunks])
+        second_first = next(c.chunk_id for c in chunks if c.memory_id == second.id)
+        assert [m.id for m, _ in got] == [second.id, first.id]
+        assert np.array_equal(got[0][1], vectors[second_first])
+        assert np.array_equal(got[1][1], vectors[of_first[1]])
+        backend._q = counted
+        again = backend.candidate_rows(["a"], wanted, model)  # the vectors from memory
+        assert [m for m, _ in again] == [m for m, _ in got]
+        assert all(np.array_equal(a[1], b[1]) for a, b in zip(again, got, strict=True))
