@@ -302,9 +302,11 @@ def _database_pid(db: str) -> int | None:
 
         with psycopg.connect(db, autocommit=True, connect_timeout=5) as conn:
             backend = int(conn.execute("SELECT pg_backend_pid()").fetchone()[0])  # type: ignore[index]
-        if Path(f"/proc/{backend}/comm").read_text().strip() != "postgres":
-            return None  # another machine's (or another namespace's) process number
-        parent = int(Path(f"/proc/{backend}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            # read while the connection is open: the backend ends with it
+            if Path(f"/proc/{backend}/comm").read_text().strip() != "postgres":
+                return None  # another machine's (or another namespace's) process number
+            stat = Path(f"/proc/{backend}/stat").read_text()
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
         return parent if Path(f"/proc/{parent}/comm").read_text().strip() == "postgres" else None
     except Exception:  # no /proc, no server: the figure is left out, the run goes on
         return None
