@@ -4,6 +4,7 @@ into the pooled connections (docs/postgres.md)."""
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime
 
 import numpy as np
@@ -195,3 +196,42 @@ def test_a_searchs_pool_rows_and_their_vectors_are_one_statement(pg_url):
         again = backend.candidate_rows(["a"], wanted, model)  # the vectors from memory
         assert [m for m, _ in again] == [m for m, _ in got]
         assert all(np.array_equal(a[1], b[1]) for a, b in zip(again, got, strict=True))
+
+
+def test_a_batch_of_vectors_checks_the_model_and_table_in_one_statement(pg_url):
+    """The embedding worker's ``upsert``: the recorded model and the vector table are
+    read together (one round trip a batch, two before), and the batch is stored."""
+    with hivemem.open(pg_url, embedder="hash") as store:
+        backend = store._backend
+        vectors = backend.vectors
+        mem = store.scope("a")
+        store.flush()
+        sent: list[str] = []
+        real_q, real_x, real_upsert = backend._q, backend._x, vectors.upsert
+        inside = threading.local()  # the upsert's own thread's statements only
+
+        def q(sql, params=(), **kw):
+            if getattr(inside, "on", False):
+                sent.append(sql)
+            return real_q(sql, params, **kw)
+
+        def x(sql, params=()):
+            if getattr(inside, "on", False):
+                sent.append(sql)
+            return real_x(sql, params)
+
+        def upsert(model, items):
+            inside.on = True
+            try:
+                return real_upsert(model, items)
+            finally:
+                inside.on = False
+
+        backend._q, backend._x, vectors.upsert = q, x, upsert
+        saved = mem.save("the kettle is in the second cupboard")
+        store.flush()
+        backend._q, backend._x, vectors.upsert = real_q, real_x, real_upsert
+        reads = [s for s in sent if "meta" in s or "to_regclass" in s]
+        assert len(reads) == 1, sent
+        assert mem.search("where is the kettle")[0].memory.id == saved.id
+        assert vectors.pending_count(["a"]) == 0

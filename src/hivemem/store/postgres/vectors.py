@@ -438,7 +438,12 @@ class PgVectorIndex:
 
         def run() -> int:
             with self._db.atomic():
-                if self.recorded_identity() != model or not self._table_exists():
+                # The identity and the table in one round trip (two before, per batch).
+                recorded, exists = self._db._x(
+                    "SELECT (SELECT value FROM meta WHERE key = %s), to_regclass(%s) IS NOT NULL",
+                    [IDENTITY_KEY, TABLE],
+                ).fetchone()
+                if recorded != model or not exists:
                     return 0
                 wanted = {chunk.chunk_id: (chunk, blob) for chunk, blob in items}
                 # The chunks first, in id order, skipping those being deleted (the
