@@ -235,3 +235,19 @@ def test_a_batch_of_vectors_checks_the_model_and_table_in_one_statement(pg_url):
         assert len(reads) == 1, sent
         assert mem.search("where is the kettle")[0].memory.id == saved.id
         assert vectors.pending_count(["a"]) == 0
+
+
+def test_array_literals_are_read_back_as_the_values_they_were_made_of(pg_url):
+    """``text_array`` / ``int_array``: one string per array parameter (psycopg dumps a
+    list element by element in Python); every text comes back whole, NULL is None."""
+    import psycopg
+
+    from hivemem.store.postgres import int_array, text_array
+
+    texts = ["a", 'b"c', "d\\e", None, "", "{x,y}", " sp ", "NULL", "é∑", '\\"', "a,b", "'"]
+    with psycopg.connect(pg_url) as conn:
+        row = conn.execute(
+            "SELECT %s::text[], %s::bigint[], %s::text[]",
+            [text_array(texts), int_array([1, None, -3, 2**40]), text_array([])],
+        ).fetchone()
+    assert row == (texts, [1, None, -3, 2**40], [])

@@ -51,7 +51,16 @@ from ..resolutions import Resolutions
 from ..rows import COLUMNS, JSON_FIELDS, SELECT, TIME_FIELDS, UPDATABLE, row_to_memory
 from ..rows import INSERT as SQLITE_INSERT
 from ..stats import scope_stats
-from . import NotOnPostgres, migrations, postings, qmark, redact, secrets_of
+from . import (
+    NotOnPostgres,
+    int_array,
+    migrations,
+    postings,
+    qmark,
+    redact,
+    secrets_of,
+    text_array,
+)
 from .entities import PgEntityIndex, link_mentions
 from .extras import PostgresVault
 from .inspect import PgInspection
@@ -363,7 +372,9 @@ class PostgresBackend(KeywordMixin):
         if not memory_ids:
             return []
         clause, params = self._scope_clause(scopes)
-        found = self._memories(f"{clause} AND m.id = ANY(%s)", [*params, list(memory_ids)])
+        found = self._memories(
+            f"{clause} AND m.id = ANY(%s::text[])", [*params, text_array(memory_ids)]
+        )
         order = {mid: i for i, mid in enumerate(memory_ids)}
         return sorted(found, key=lambda m: order[m.id])
 
@@ -383,7 +394,8 @@ class PostgresBackend(KeywordMixin):
         kept = self.vectors.cached_vectors(model, [c for c in chunks if c is not None])
         clause, params = self._scope_clause(scopes)
         rows = self._q(
-            f"SELECT {SELECT}, c.id, CASE WHEN c.id = ANY(%s) THEN NULL ELSE e.vector END "
+            f"SELECT {SELECT}, c.id, CASE WHEN c.id = ANY(%s::bigint[]) THEN NULL "
+            "ELSE e.vector END "
             "FROM unnest(%s::text[], %s::bigint[]) WITH ORDINALITY AS w(id, chunk, n) "
             f"JOIN memories m ON m.id = w.id AND {clause} "
             # The chunk asked for, else the memory's first: each branch one index probe
@@ -393,7 +405,7 @@ class PostgresBackend(KeywordMixin):
             "AND c.memory_id = w.id ORDER BY c.seq LIMIT 1)) c ON TRUE "
             "LEFT JOIN embedding_cache e ON e.text_hash = c.text_hash AND e.model = %s "
             "ORDER BY w.n",
-            [list(kept), ids, chunks, *params, model],
+            [int_array(kept), text_array(ids), int_array(chunks), *params, model],
         )
         width = len(COLUMNS)
         read = {r[width]: r[width + 1] for r in rows if r[width + 1] is not None}
@@ -511,10 +523,10 @@ class PostgresBackend(KeywordMixin):
             return set()
         clause, params = self._scope_clause(scopes)
         where, extra = self._filter_sql(query, now)
-        filters = " AND ".join([clause, "m.id = ANY(%s)", *where])
+        filters = " AND ".join([clause, "m.id = ANY(%s::text[])", *where])
         rows = self._q(
             f"SELECT m.id FROM memories m WHERE {filters}",
-            [*params, list(dict.fromkeys(memory_ids)), *extra],
+            [*params, text_array(dict.fromkeys(memory_ids)), *extra],
         )
         return {r[0] for r in rows}
 
@@ -555,9 +567,9 @@ class PostgresBackend(KeywordMixin):
             f"SELECT p.id, {passing.format('p.before')}, {passing.format('p.after')} FROM ("
             f"SELECT a.id, {side.format(op='<', order='DESC')} AS before, "
             f"{side.format(op='>', order='ASC')} AS after FROM memories a "
-            "WHERE a.id = ANY(%s) AND a.scope = ANY(%s) AND a.kind = 'episode' "
+            "WHERE a.id = ANY(%s::text[]) AND a.scope = ANY(%s) AND a.kind = 'episode' "
             "AND a.session_id IS NOT NULL) p",
-            [*params, *extra, *params, *extra, list(dict.fromkeys(memory_ids)), *params],
+            [*params, *extra, *params, *extra, text_array(dict.fromkeys(memory_ids)), *params],
         )
         out: dict[str, list[tuple[str, bool]]] = {}
         for anchor, before, after in rows:
@@ -672,10 +684,10 @@ class PostgresBackend(KeywordMixin):
         sql = (
             "UPDATE memories AS u SET access_count = u.access_count + %s, "
             "last_accessed = %s FROM (SELECT m.id FROM memories m WHERE "
-            f"{clause} AND m.id = ANY(%s) ORDER BY m.id FOR UPDATE SKIP LOCKED) s "
+            f"{clause} AND m.id = ANY(%s::text[]) ORDER BY m.id FOR UPDATE SKIP LOCKED) s "
             "WHERE u.id = s.id"
         )
-        values = [count, to_text(now), *params, list(memory_ids)]
+        values = [count, to_text(now), *params, text_array(memory_ids)]
         if self.in_write():  # the caller's transaction holds it
             self._x(sql, values)
             return

@@ -78,6 +78,7 @@ import psycopg
 from ...errors import StoreError
 from ...types import Query
 from ..protocols import PendingChunk, VectorMatch
+from . import int_array
 from .migrations import SCHEMA_LOCK
 from .scope_indexes import ScopeIndexes, scope_literal
 
@@ -629,8 +630,8 @@ class PgVectorIndex:
         if missing:
             rows = self._db._q(
                 "SELECT c.id, e.vector FROM chunks c JOIN embedding_cache e "
-                "ON e.text_hash = c.text_hash AND e.model = %s WHERE c.id = ANY(%s)",
-                [model, missing],
+                "ON e.text_hash = c.text_hash AND e.model = %s WHERE c.id = ANY(%s::bigint[])",
+                [model, int_array(missing)],
             )
             out.update(self.remember(model, {r[0]: r[1] for r in rows}))
         return out
