@@ -61,6 +61,9 @@ def test_load_on_postgresql(pg_url):
     result = run_load(LoadTarget("postgresql", pg_url), clients=3, seconds=2, preload=30)
     _check(result)
     assert result.db == pg_url
+    # The test server runs on this machine: its own processes' CPU is counted too
+    assert result.database_cpu_s is not None and result.database_cpu_s > 0
+    assert "database" in format_load([result])
     # Each target loads a database of its own, dropped after: the URL's database got
     # nothing (a later target does not run on the rows of the ones before it) …
     import psycopg
@@ -122,3 +125,16 @@ def test_mcp_over_streamable_http_and_many_scopes(backend, tmp_path, request):
     _check(many)
     # the writes went to many scopes, each found again in its own scope (above)
     assert many.scopes == 40 and 1 < many.scopes_written <= 40
+
+
+def test_a_baseline_build_runs_on_postgresql_too(monkeypatch):
+    """``--baseline-src`` with a PostgreSQL URL: the baseline build is loaded on the
+    server as well, beside this build's (with the workers asked), not on SQLite alone."""
+    from hivemem.evaluation import bench_load
+
+    ran: list[LoadTarget] = []
+    monkeypatch.setattr(bench_load, "run_load", lambda target, **_: ran.append(target))
+    bench_load.load_targets("postgresql://u@h/db", None, baseline_src="/old/src", workers=2)
+    on_pg = [t for t in ran if t.db == "postgresql://u@h/db"]
+    assert [(t.pythonpath, t.workers) for t in on_pg] == [("/old/src", 2), (None, 1), (None, 2)]
+    assert [t.pythonpath for t in ran if t.db != "postgresql://u@h/db"] == ["/old/src", None, None]

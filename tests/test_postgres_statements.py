@@ -4,6 +4,7 @@ into the pooled connections (docs/postgres.md)."""
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime
 
 import numpy as np
@@ -158,3 +159,95 @@ def test_the_keyword_statement_is_never_prepared_so_never_given_a_generic_plan(p
                 ["%ts_filter(setweight%"],
             ).fetchall()
     assert prepared == []
+
+
+def test_a_searchs_pool_rows_and_their_vectors_are_one_statement(pg_url):
+    """``candidate_rows``: the rows, the first chunk of those a lane gave none, and the
+    chunks' vectors in one round trip (three before); a vector kept in memory is not
+    sent again, and the answer is the reads' it replaces."""
+    with hivemem.open(pg_url, embedder="hash") as store:
+        mem = store.scope("a")
+        long = " ".join(f"word{n}" for n in range(900))  # several chunks
+        first, second = mem.save(long), mem.save("a short note about the harbour")
+        store.flush()
+    with hivemem.open(pg_url, embedder="hash") as store:  # nothing kept in memory yet
+        backend = store._backend
+        model = store.indexer.identity
+        chunks = backend.memory_chunks([first.id, second.id])
+        of_first = [c.chunk_id for c in chunks if c.memory_id == first.id]
+        wanted = {second.id: None, first.id: of_first[1]}
+        sent: list[str] = []
+        real = backend._q
+
+        def counted(sql, params=(), **kw):
+            sent.append(sql)
+            return real(sql, params, **kw)
+
+        backend._q = counted
+        got = backend.candidate_rows(["a"], wanted, model)
+        assert len(sent) == 1
+        backend._q = real
+        vectors = backend.vectors.vectors(model, [c.chunk_id for c in chunks])
+        second_first = next(c.chunk_id for c in chunks if c.memory_id == second.id)
+        assert [m.id for m, _ in got] == [second.id, first.id]
+        assert np.array_equal(got[0][1], vectors[second_first])
+        assert np.array_equal(got[1][1], vectors[of_first[1]])
+        backend._q = counted
+        again = backend.candidate_rows(["a"], wanted, model)  # the vectors from memory
+        assert [m for m, _ in again] == [m for m, _ in got]
+        assert all(np.array_equal(a[1], b[1]) for a, b in zip(again, got, strict=True))
+
+
+def test_a_batch_of_vectors_checks_the_model_and_table_in_one_statement(pg_url):
+    """The embedding worker's ``upsert``: the recorded model and the vector table are
+    read together (one round trip a batch, two before), and the batch is stored."""
+    with hivemem.open(pg_url, embedder="hash") as store:
+        backend = store._backend
+        vectors = backend.vectors
+        mem = store.scope("a")
+        store.flush()
+        sent: list[str] = []
+        real_q, real_x, real_upsert = backend._q, backend._x, vectors.upsert
+        inside = threading.local()  # the upsert's own thread's statements only
+
+        def q(sql, params=(), **kw):
+            if getattr(inside, "on", False):
+                sent.append(sql)
+            return real_q(sql, params, **kw)
+
+        def x(sql, params=()):
+            if getattr(inside, "on", False):
+                sent.append(sql)
+            return real_x(sql, params)
+
+        def upsert(model, items):
+            inside.on = True
+            try:
+                return real_upsert(model, items)
+            finally:
+                inside.on = False
+
+        backend._q, backend._x, vectors.upsert = q, x, upsert
+        saved = mem.save("the kettle is in the second cupboard")
+        store.flush()
+        backend._q, backend._x, vectors.upsert = real_q, real_x, real_upsert
+        reads = [s for s in sent if "meta" in s or "to_regclass" in s]
+        assert len(reads) == 1, sent
+        assert mem.search("where is the kettle")[0].memory.id == saved.id
+        assert vectors.pending_count(["a"]) == 0
+
+
+def test_array_literals_are_read_back_as_the_values_they_were_made_of(pg_url):
+    """``text_array`` / ``int_array``: one string per array parameter (psycopg dumps a
+    list element by element in Python); every text comes back whole, NULL is None."""
+    import psycopg
+
+    from hivemem.store.postgres import int_array, text_array
+
+    texts = ["a", 'b"c', "d\\e", None, "", "{x,y}", " sp ", "NULL", "é∑", '\\"', "a,b", "'"]
+    with psycopg.connect(pg_url) as conn:
+        row = conn.execute(
+            "SELECT %s::text[], %s::bigint[], %s::text[]",
+            [text_array(texts), int_array([1, None, -3, 2**40]), text_array([])],
+        ).fetchone()
+    assert row == (texts, [1, None, -3, 2**40], [])

@@ -239,3 +239,62 @@ def test_a_statement_deferred_in_a_rolled_back_savepoint_is_never_sent(pg_url, c
                 backend._defer("INSERT INTO meta (key, value) VALUES ('gone', 'v')")
                 raise RuntimeError("the caller gives this savepoint up")
         assert backend._q("SELECT key FROM meta WHERE key IN ('kept', 'gone')") == [("kept",)]
+
+
+def test_an_episode_takes_no_entry_in_the_key_supersede_and_duplicate_indexes(pg_url, clock):
+    """Migration 0024 (SQLite's twin): those three indexes hold only the rows their
+    queries can find, and the queries still use them, with a generic plan too."""
+    with hivemem.open(pg_url, clock=clock, embedder="hash") as store:
+        mem = store.scope("a")
+        mem.add_episodes(
+            [{"content": f"turn {n}", "session_id": "s", "role": "user"} for n in range(50)]
+        )
+        keyed = mem.save("the deploy window is Friday", key="deploy-window")
+        mem.save("the deploy window is Monday", key="deploy-window", supersede_reason="moved")
+        note = mem.save("a keyless note")
+        q = store._backend._q
+        predicates = dict(
+            q(
+                "SELECT indexrelid::regclass::text, pg_get_expr(indpred, indrelid) FROM pg_index "
+                "WHERE indrelid = 'memories'::regclass AND indpred IS NOT NULL"
+            )
+        )
+        assert predicates["memories_scope_key"] == "(key IS NOT NULL)"
+        assert predicates["memories_supersedes"] == "(supersedes_id IS NOT NULL)"
+        assert predicates["memories_scope_hash"] == "(kind <> 'episode'::text)"
+        with store._backend._pool.connection() as conn:
+            conn.execute("ANALYZE memories")
+            entries = {
+                name: conn.execute(
+                    "SELECT count(*) FROM memories WHERE " + where  # the index's own rows
+                ).fetchone()[0]
+                for name, where in predicates.items()
+            }
+            assert entries["memories_scope_key"] == 2  # the two keyed versions alone
+            assert entries["memories_supersedes"] == 1
+            assert entries["memories_scope_hash"] == 3  # not one of the 50 episodes
+            conn.execute("SET enable_seqscan = off")
+            conn.execute("SET plan_cache_mode = force_generic_plan")
+            for sql, params, index in (
+                (
+                    "SELECT id FROM memories m WHERE m.scope = ANY(%s) AND m.key = %s",
+                    [["a"], "deploy-window"],
+                    "memories_scope_key",
+                ),
+                (
+                    "SELECT id FROM memories m WHERE m.scope = ANY(%s) AND m.supersedes_id = %s",
+                    [["a"], keyed.id],
+                    "memories_supersedes",
+                ),
+                (
+                    "SELECT id FROM memories m WHERE m.scope = %s AND m.content_hash = %s "
+                    "AND m.kind = %s AND m.key IS NULL AND m.kind <> 'episode'",
+                    ["a", note.content_hash, "fact"],
+                    "memories_scope_hash",
+                ),
+            ):
+                plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + sql, params, prepare=True))
+                assert index in plan, plan
+        # and the rules they serve still hold
+        assert mem.get("deploy-window").content == "the deploy window is Monday"
+        assert mem.save("a keyless note").id == note.id  # the duplicate found

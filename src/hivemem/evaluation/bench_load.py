@@ -98,6 +98,7 @@ class LoadResult:
     scopes: int = 1  # the scopes the load was spread over
     scopes_written: int = 0  # the scopes that got an acknowledged write
     stages: StageCpu | None = None  # server CPU ms per request by stage (load_stages)
+    database_cpu_s: float | None = None  # a local PostgreSQL's own processes meanwhile
 
     @property
     def requests_per_s(self) -> float:
@@ -132,6 +133,8 @@ class LoadResult:
             "scopes_written": self.scopes_written,
             "client_cpu_ms_per_request": _rounded(self.cpu_ms_per_request(self.client_cpu_s)),
             "server_cpu_ms_per_request": _rounded(self.cpu_ms_per_request(self.server_cpu_s)),
+            "database_cpu_s": self.database_cpu_s,
+            "database_cpu_ms_per_request": _rounded(self.cpu_ms_per_request(self.database_cpu_s)),
             "server_cpu_ms_by_stage": self.stages.to_dict() if self.stages else None,
         }
 
@@ -270,17 +273,42 @@ def _family(pid: int) -> list[int]:
     return pids
 
 
-def _cpu_seconds(pid: int) -> float | None:
+def _cpu_seconds(pid: int, *, reaped: bool = False) -> float | None:
     """User + system CPU seconds of ``pid`` and its children (the workers), from
-    ``/proc`` (None where there is none)."""
+    ``/proc`` (None where there is none); ``reaped``: with the children that ended
+    (``pid``'s cutime and cstime: a PostgreSQL backend whose connection closed)."""
     try:
         ticks = os.sysconf("SC_CLK_TCK")
         total = 0
         for one in _family(pid):
             fields = Path(f"/proc/{one}/stat").read_text().rsplit(")", 1)[1].split()
             total += int(fields[11]) + int(fields[12])  # utime, stime
+            if reaped and one == pid:
+                total += int(fields[13]) + int(fields[14])  # cutime, cstime
         return total / ticks
     except (OSError, ValueError, IndexError):
+        return None
+
+
+def _database_pid(db: str) -> int | None:
+    """The postmaster of a PostgreSQL server on this machine (the parent of a backend
+    the bench connects to), whose processes' CPU the clients' load costs too: on a
+    machine the server shares with them, requests/s follows the server's CPU plus the
+    database's. None for SQLite, a server elsewhere, or one this process cannot see."""
+    if not is_url(db):
+        return None
+    try:
+        import psycopg
+
+        with psycopg.connect(db, autocommit=True, connect_timeout=5) as conn:
+            backend = int(conn.execute("SELECT pg_backend_pid()").fetchone()[0])  # type: ignore[index]
+            # read while the connection is open: the backend ends with it
+            if Path(f"/proc/{backend}/comm").read_text().strip() != "postgres":
+                return None  # another machine's (or another namespace's) process number
+            stat = Path(f"/proc/{backend}/stat").read_text()
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        return parent if Path(f"/proc/{parent}/comm").read_text().strip() == "postgres" else None
+    except Exception:  # no /proc, no server: the figure is left out, the run goes on
         return None
 
 
@@ -444,6 +472,8 @@ def _run_load(
         say(f"{target.label}: {clients} clients for {seconds:g} s")
         reports_before = collect(Path(stage_folder), _family(server.pid))
         server_cpu = _cpu_seconds(server.pid)
+        database = _database_pid(target.db)
+        database_cpu = _cpu_seconds(database, reaped=True) if database else None
         client_cpu = time.process_time()
         started = time.monotonic()
         threads = [
@@ -469,6 +499,9 @@ def _run_load(
         elapsed = time.monotonic() - started
         client_cpu = time.process_time() - client_cpu
         server_after = _cpu_seconds(server.pid)
+        if database and database_cpu is not None:
+            database_after = _cpu_seconds(database, reaped=True)
+            database_cpu = database_after - database_cpu if database_after is not None else None
         server_cpu = (
             server_after - server_cpu
             if server_cpu is not None and server_after is not None
@@ -506,6 +539,7 @@ def _run_load(
         scopes=len(scopes),
         scopes_written=len({scope for scope, _ in tally.acknowledged.values()}),
         stages=stages,
+        database_cpu_s=database_cpu,
     )
 
 
@@ -534,7 +568,12 @@ def format_load(results: Sequence[LoadResult]) -> str:
         if r.wal_bytes is not None:
             lines.append(f"  {r.label}: WAL {r.wal_bytes / 1e6:.1f} MB when the clients stopped")
         cpu, per_request = [], []
-        for side, used in (("clients", r.client_cpu_s), ("server", r.server_cpu_s)):
+        sides = (
+            ("clients", r.client_cpu_s),
+            ("server", r.server_cpu_s),
+            ("database", r.database_cpu_s),
+        )
+        for side, used in sides:
             if used is not None:
                 cpu.append(f"{side} {used / r.seconds:.2f}")
                 per_request.append(f"{side} {r.cpu_ms_per_request(used):.2f} ms")
@@ -559,8 +598,8 @@ def format_load(results: Sequence[LoadResult]) -> str:
     lines.append("found: via the server while it ran / via the library after it stopped (SIGTERM).")
     lines.append(
         f"this machine: {os.cpu_count()} CPU cores, shared by the clients and the server "
-        "(and PostgreSQL's own processes, not counted above): req/s is at most the cores "
-        "the server gets divided by its CPU per request."
+        "(and a local PostgreSQL's own processes: 'database' above): req/s is at most the "
+        "cores the server gets divided by its CPU per request."
     )
     return "\n".join(lines)
 
@@ -582,7 +621,8 @@ def load_targets(
     (``baseline_src``), SQLite's single connection (``compare``), SQLite with its read
     pool, SQLite with ``workers`` server processes (when > 1), the MCP server over
     streamable HTTP (``mcp``), the load spread over ``many_scopes`` small scopes (a hive
-    of tenants), and PostgreSQL (with as many workers, MCP and scopes too)."""
+    of tenants), and PostgreSQL (the baseline build first, with ``workers``; then as
+    SQLite: with as many workers, MCP and scopes too)."""
     targets = []
     if bare:
         targets.append(
@@ -608,6 +648,15 @@ def load_targets(
         if name == "postgresql":
             if not postgres_url:
                 break
+            if baseline_src:  # beside this build's, on the same server
+                targets.append(
+                    LoadTarget(
+                        f"postgresql, baseline, {workers} w",
+                        postgres_url,
+                        pythonpath=baseline_src,
+                        workers=workers,
+                    )
+                )
             targets.append(LoadTarget("postgresql", postgres_url))
         if workers > 1:
             targets.append(

@@ -221,7 +221,8 @@ def _stage_printer(quiet: bool = False) -> Any:
     "--baseline-src",
     type=click.Path(file_okay=False, exists=True),
     help="--load: also run a server from another checkout's src folder (e.g. a git "
-    "worktree of an earlier commit), as a baseline in the same run.",
+    "worktree of an earlier commit), as a baseline in the same run (on SQLite, and with "
+    "--db postgresql://… on PostgreSQL too, with --workers).",
 )
 @click.option(
     "--workers",

@@ -15,6 +15,7 @@ Needs the ``postgres`` extra: ``pip install 'hivemem[postgres]'``.
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 from typing import Any
 
 from ...errors import MissingDependency, StoreError
@@ -34,6 +35,26 @@ class NotOnPostgres(StoreError):
             "(docs/postgres.md lists what is); use a SQLite store for it"
         )
         self.feature = feature
+
+
+def text_array(values: Iterable[str | None]) -> str:
+    """``values`` as one ``text[]`` literal, for a ``%s::text[]`` parameter. psycopg
+    dumps a Python list element by element in Python (~1.3 µs an element: ~80 µs for
+    the 60 ids of a search's pool); one string is dumped at once and the server parses
+    it. Every element is quoted (backslash and double quote escaped), None is NULL."""
+    return (
+        "{"
+        + ",".join(
+            "NULL" if v is None else '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+            for v in values
+        )
+        + "}"
+    )
+
+
+def int_array(values: Iterable[int | None]) -> str:
+    """``values`` as one ``bigint[]`` literal (see ``text_array``); None is NULL."""
+    return "{" + ",".join("NULL" if v is None else str(int(v)) for v in values) + "}"
 
 
 @functools.lru_cache(maxsize=1024)

@@ -58,7 +58,7 @@ from ..keyword_query import (
     phrase_tokens,
 )
 from ..protocols import ChunkMatch, TermStats
-from . import postings
+from . import int_array, postings, text_array
 
 if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Callable
@@ -645,7 +645,9 @@ class KeywordMixin:
         have = {cid for cid, _ in known}
         missing = [cid for cid in chunk_ids if cid not in have]
         if missing:
-            read = self._q("SELECT id, text FROM chunks WHERE id = ANY(%s)", [missing])
+            read = self._q(
+                "SELECT id, text FROM chunks WHERE id = ANY(%s::bigint[])", [int_array(missing)]
+            )
             self._remember_texts(read)
             known += [(r[0], r[1]) for r in read]
         for cid, found in scratch.matches(known, terms).items():
@@ -656,9 +658,9 @@ class KeywordMixin:
         if not memory_ids:
             return []
         rows = self._q(
-            "SELECT id, memory_id, seq, text FROM chunks WHERE memory_id = ANY(%s) "
+            "SELECT id, memory_id, seq, text FROM chunks WHERE memory_id = ANY(%s::text[]) "
             "ORDER BY memory_id, seq",
-            [list(memory_ids)],
+            [text_array(memory_ids)],
         )
         self._remember_texts([(r[0], r[3]) for r in rows])
         return [ChunkMatch(r[0], r[1], r[2], r[3], 0.0) for r in rows]

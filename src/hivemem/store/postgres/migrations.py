@@ -452,6 +452,27 @@ MIGRATIONS: list[Migration] = [
         "0023_scope_vector_indexes",
         ("DROP INDEX IF EXISTS chunk_vectors_hnsw",),
     ),
+    Migration(
+        # SQLite's 0024 twin (the write path, issue 24): three indexes of ``memories``
+        # held an entry for every row though their queries find few. ``key = %s`` (by
+        # key, versions, the key filter) and ``supersedes_id = %s`` (successors) are
+        # strict, so the planner proves ``IS NOT NULL`` from them, plans generic or
+        # not; ``find_duplicate`` names ``kind <> 'episode'`` as a literal. An episode,
+        # keyless and replacing nothing, now skips all three; a keyless save two.
+        # (SQLite's other half, memory_categories WITHOUT ROWID, has no twin here: a
+        # PostgreSQL table is a heap and its key one b-tree either way.)
+        "0024_lean_write_indexes",
+        (
+            "DROP INDEX memories_scope_key",
+            "CREATE INDEX memories_scope_key ON memories (scope, key) WHERE key IS NOT NULL",
+            "DROP INDEX memories_supersedes",
+            "CREATE INDEX memories_supersedes ON memories (supersedes_id) "
+            "WHERE supersedes_id IS NOT NULL",
+            "DROP INDEX memories_scope_hash",
+            "CREATE INDEX memories_scope_hash ON memories (scope, content_hash) "
+            "WHERE kind <> 'episode'",
+        ),
+    ),
 ]
 
 

@@ -66,7 +66,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -78,6 +78,7 @@ import psycopg
 from ...errors import StoreError
 from ...types import Query
 from ..protocols import PendingChunk, VectorMatch
+from . import int_array
 from .migrations import SCHEMA_LOCK
 from .scope_indexes import ScopeIndexes, scope_literal
 
@@ -438,7 +439,12 @@ class PgVectorIndex:
 
         def run() -> int:
             with self._db.atomic():
-                if self.recorded_identity() != model or not self._table_exists():
+                # The identity and the table in one round trip (two before, per batch).
+                recorded, exists = self._db._x(
+                    "SELECT (SELECT value FROM meta WHERE key = %s), to_regclass(%s) IS NOT NULL",
+                    [IDENTITY_KEY, TABLE],
+                ).fetchone()
+                if recorded != model or not exists:
                     return 0
                 wanted = {chunk.chunk_id: (chunk, blob) for chunk, blob in items}
                 # The chunks first, in id order, skipping those being deleted (the
@@ -619,19 +625,28 @@ class PgVectorIndex:
     def vectors(self, model: str, chunk_ids: Sequence[int]) -> dict[int, np.ndarray]:
         if not chunk_ids:
             return {}
-        with self._lock:
-            out = {c: self._vectors[(model, c)] for c in chunk_ids if (model, c) in self._vectors}
+        out = self.cached_vectors(model, chunk_ids)
         missing = [c for c in chunk_ids if c not in out]
         if missing:
             rows = self._db._q(
                 "SELECT c.id, e.vector FROM chunks c JOIN embedding_cache e "
-                "ON e.text_hash = c.text_hash AND e.model = %s WHERE c.id = ANY(%s)",
-                [model, missing],
+                "ON e.text_hash = c.text_hash AND e.model = %s WHERE c.id = ANY(%s::bigint[])",
+                [model, int_array(missing)],
             )
-            read = {r[0]: np.frombuffer(bytes(r[1]), dtype=np.float32) for r in rows}
-            with self._lock:
-                if len(self._vectors) + len(read) > _VECTORS_MAX:
-                    self._vectors.clear()
-                self._vectors.update(((model, c), v) for c, v in read.items())
-            out.update(read)
+            out.update(self.remember(model, {r[0]: r[1] for r in rows}))
+        return out
+
+    def cached_vectors(self, model: str, chunk_ids: Sequence[int]) -> dict[int, np.ndarray]:
+        """The vectors of ``chunk_ids`` this index keeps in memory (no read)."""
+        with self._lock:
+            return {c: self._vectors[(model, c)] for c in chunk_ids if (model, c) in self._vectors}
+
+    def remember(self, model: str, read: Mapping[int, bytes]) -> dict[int, np.ndarray]:
+        """Vectors read from ``embedding_cache`` (chunk id -> its bytes) as arrays, kept
+        in memory for the next searches (a chunk's text, so its vector, never changes)."""
+        out = {c: np.frombuffer(bytes(v), dtype=np.float32) for c, v in read.items()}
+        with self._lock:
+            if len(self._vectors) + len(out) > _VECTORS_MAX:
+                self._vectors.clear()
+            self._vectors.update(((model, c), v) for c, v in out.items())
         return out
