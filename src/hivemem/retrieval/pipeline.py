@@ -453,7 +453,7 @@ def _nothing_matches(
     settings: Settings,
     page: int = 0,
     terms: Sequence[str] = (),
-    doc_freq: Callable[[], Mapping[str, int]] | None = None,
+    doc_freq: Callable[[], Mapping[str, int] | None] | None = None,
 ) -> bool:
     """True when no candidate is a match worth returning: the vector lane ran and its
     best cosine is under the model's calibrated match floor (``match_floor``; the
@@ -468,7 +468,8 @@ def _nothing_matches(
     Also true, whatever the keyword lane found, when the question names words its scope
     has never seen (``retrieval.silence``: two or more of ``terms`` in no chunk of the
     scope by ``doc_freq``, one of them rare) and the best cosine is under the model's
-    ``unknown_floor`` (the setting overrides it): read only when the cosine is under it."""
+    ``unknown_floor`` (the setting overrides it): read only when the cosine is under it,
+    and ``None`` where the scope is too small to say a word is unknown."""
     if "vector" not in lanes_run:
         return False
     cosines = [c.lanes["vector"]["cosine"] for c in candidates.values() if "vector" in c.lanes]
@@ -476,8 +477,10 @@ def _nothing_matches(
     unknown = settings.unknown_floor
     if unknown < 0:
         unknown = embedmod.unknown_floor(indexer.identity) or 0.0
-    if best < unknown and doc_freq is not None and silence.names_the_unknown(terms, doc_freq()):
-        return True
+    if best < unknown and doc_freq is not None:
+        seen = doc_freq()
+        if seen is not None and silence.names_the_unknown(terms, seen):
+            return True
     floor = settings.match_floor
     if floor < 0:
         floor = embedmod.match_floor(indexer.identity) or 0.0

@@ -25,6 +25,12 @@ LongMemEval's first 20 questions.
 The document frequencies are the backend's ``term_stats`` over the scopes searched (both
 backends cache them per term; the keyword lane has just read the same ones), and they
 are read only when the best cosine is already under the floor.
+
+Only a scope of at least ``MIN_SCOPE_CHUNKS`` chunks can say what it has never heard of.
+In a young scope of a few memories nearly every word is unseen, and a real question that
+names alternatives ("Which CI provider do we use, Jenkins or CircleCI?" over "Our CI runs
+on GitHub Actions", cosine under the floor) was silenced; the suites the floor was
+measured on hold 500 to 10,000 chunks a scope, and the rule silenced answers on none.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from ..providers.embed import VOCAB_FILE
 from ..store.protocols import Backend
 
 UNKNOWN_WORDS = 2  # terms in no chunk of the scope, at least (one rare among them)
+MIN_SCOPE_CHUNKS = 1_000  # a smaller scope's unseen words say nothing (module docstring)
 
 
 @functools.cache
@@ -79,7 +86,11 @@ def names_the_unknown(terms: Sequence[str], doc_freq: Mapping[str, int]) -> bool
 
 def scope_doc_freq(
     backend: Backend, scopes: Sequence[str], terms: Sequence[str]
-) -> Mapping[str, int]:
+) -> Mapping[str, int] | None:
     """Each term's chunk count in ``scopes``: the backend's ``term_stats`` (cached per
-    term by both backends; the keyword lane has just read the same)."""
-    return backend.term_stats(terms, scopes).doc_freq if terms else {}
+    term by both backends; the keyword lane has just read the same). ``None`` when the
+    scopes hold fewer than ``MIN_SCOPE_CHUNKS`` chunks: too few to say a word is unknown."""
+    if not terms:
+        return {}
+    stats = backend.term_stats(terms, scopes)
+    return stats.doc_freq if stats.total_chunks >= MIN_SCOPE_CHUNKS else None
