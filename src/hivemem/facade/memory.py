@@ -687,11 +687,17 @@ class ScopedMemory:
 
         # One consistent view per search where the backend gives one cheaply (SQLite's read
         # pool: one WAL read connection for the whole search); elsewhere none is taken.
-        view = getattr(self._backend, "search_view", contextlib.nullcontext)
+        # The scopes' newest queued chunks are embedded just before it (the view sees
+        # them), under the view's own change counter (no statement of its own).
+        view = getattr(self._backend, "search_view", None)
 
         def run(query: Query) -> list[Hit]:
-            fresh.embed_fresh(store.indexer, self.visible, query, self.settings)
-            with view():
+            def embed_fresh() -> None:
+                fresh.embed_fresh(store.indexer, self.visible, query, self.settings)
+
+            if view is None:
+                embed_fresh()
+            with contextlib.nullcontext() if view is None else view(embed_fresh):
                 return retrieval.search_in_mode(
                     deep, self._backend, store.indexer, self.visible, query, self.settings,
                     self._now(), store.reranker, store.llm,
