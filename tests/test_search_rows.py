@@ -86,7 +86,7 @@ def test_the_pools_rows_and_chunk_vectors_are_one_statement(tmp_path):
         hits: list = []
         statements = _statements(store, lambda: hits.extend(mem.search("lighthouse harbour")))
         assert hits
-        rows = [s for s in statements if "FROM w CROSS JOIN memories" in s]
+        rows = [s for s in statements if "FROM x CROSS JOIN memories" in s]
         assert len(rows) == 1
         assert not [s for s in statements if s.startswith("SELECT c.id, e.vector FROM chunks")]
         assert not [s for s in statements if s.startswith("SELECT m.id, m.scope, m.kind")]
@@ -209,3 +209,64 @@ def test_the_entity_lane_is_one_statement_with_lookups_and_linkeds_answer(any_lo
         entity = [s for s in statements if "FROM entities e" in s]
         assert len(entity) == 1 and "memory_entities" in entity[0]
         assert not [s for s in statements if s.startswith("SELECT * FROM (SELECT 0 AS arm")]
+
+
+def test_pool_rows_are_session_neighbours_and_candidate_rows_in_one(any_location, clock):
+    """Both backends: ``pool_rows`` gives the anchors' neighbours as
+    ``session_neighbours`` does, and the rows of the pool and of those neighbours as
+    ``candidate_rows`` does, each with the chunk its vector is of; on SQLite in one
+    statement, inside a view as outside, with the pairs the view kept or without."""
+    with hivemem.open(any_location, clock=clock, embedder="hash") as store:
+        mem = store.scope("a")
+        turns = [mem.add_episode(f"turn {n} of the talk", f"s{n // 5}", "user") for n in range(10)]
+        note = mem.save("a note with no session")
+        store.flush()
+        backend = store._backend
+        model = store.indexer.identity
+        query = hivemem.Query(text="x")
+        now = clock.now
+        ids = [t.id for t in turns]
+        chunks = {c.memory_id: c.chunk_id for c in backend.memory_chunks([*ids, note.id])}
+        wanted = {ids[2]: chunks[ids[2]], note.id: None, ids[7]: None}
+        anchors = [ids[2], ids[7], note.id]
+        expected_sides = backend.session_neighbours(["a"], anchors, query, now)
+        assert expected_sides[ids[2]] == [(ids[1], False), (ids[3], True)]
+
+        def check(rows, sides) -> None:
+            assert sides == expected_sides
+            asked = {**wanted, ids[1]: None, ids[3]: None, ids[6]: None, ids[8]: None}
+            by_id = {m.id: (m, v, c) for m, v, c in rows}
+            assert sorted(by_id) == sorted(asked)
+            expected = backend.candidate_rows(["a"], asked, model)
+            for memory, vector in expected:
+                got, got_vector, chunk = by_id[memory.id]
+                assert got == memory and np.array_equal(got_vector, vector)
+                assert chunk in (asked[memory.id], chunks[memory.id])
+
+        check(*backend.pool_rows(["a"], wanted, model, anchors, lambda k: None, query, now))
+        if not hasattr(backend, "search_view"):
+            return
+        trace: list[str] = []
+        with store.tracing(trace.append), backend.search_view():
+            check(*backend.pool_rows(["a"], wanted, model, anchors, lambda k: None, query, now))
+            check(*backend.pool_rows(["a"], wanted, model, anchors, lambda k: None, query, now))
+        reads = [s for s in trace if "m.id = x.id" in s or "SELECT anchor" in s]
+        assert len(reads) == 2 and "WITH pairs" in reads[0] and "WITH pairs" not in reads[1]
+
+
+def test_a_search_reads_dialogue_context_with_the_pools_rows(tmp_path):
+    """Fusion's neighbours of the best hits come with the pool's rows: no statement of
+    their own (``session_neighbours``' SQL), whichever anchors the keyword lane read."""
+    with _open(tmp_path / "m.db") as store:
+        mem = store.scope("a")
+        for n in range(40):
+            mem.add_episode(
+                f"turn {n} about the harbour {n % 3} and boat {n % 5}", f"s{n // 4}", "user"
+            )
+        store.flush()
+        for question in ("harbour boat", "what about the boat 3", "turn 17"):
+            hits: list = []
+            statements = _statements(store, lambda q=question, h=hits: h.extend(mem.search(q)))
+            assert hits
+            assert not [s for s in statements if "SELECT anchor, before, before IN ok" in s]
+            assert len([s for s in statements if "CROSS JOIN memories m ON m.id = x.id" in s]) == 1

@@ -160,24 +160,42 @@ def search(
         return []
 
     fused = _fuse(candidates, lanes, lanes_run, settings, page)
-    if settings.neighbour_weight > 0:
-        _add_neighbours(backend, scopes, query, now, settings, fused, candidates)
     # Only the best ``pool`` go on: the adjustments move scores by a bounded factor, and
     # reading, re-scoring and diversifying every candidate the windows and neighbours
     # brought in cost more than the lanes themselves at 100k memories. The pool is
     # 2 × fetch up to 60 (limit 10: as measured on LoCoMo), then twice the limit, so its
     # cost grows with the limit, not with limit × multiplier.
     pool = min(2 * fetch, max(_POOL_FLOOR, 2 * query.limit, settings.rerank_depth))
+    # Dialogue context (``_add_context``) and the pool's rows are one read: the best
+    # ``pool`` before context, the best hits' neighbours, and the neighbours' rows. Context
+    # only raises scores, so the pool after it is among those (a candidate outside the
+    # first ``pool`` that is no neighbour still has ``pool`` better, or tied and earlier).
+    anchors = _ranked(fused)[: query.limit] if settings.neighbour_weight > 0 else []
+    head = fused if len(fused) <= pool else dict.fromkeys(_ranked(fused)[:pool], 0.0)
+    costs.lap("fusion")
+    # For diversity, each one's chunk vector (the chunk a lane matched, else the
+    # memory's first), where MMR will compare vectors.
+    model = indexer.identity if settings.mmr_lambda < 1.0 and indexer.enabled else None
+    read, sides = backend.pool_rows(
+        scopes,
+        {k: candidates[k].chunk_id or None for k in head},
+        model,
+        anchors,
+        lambda k: candidates[k].chunk_id or None if k in candidates else None,
+        query,
+        now,
+    )
+    costs.lap("rows")
+    _add_context(sides, anchors, settings, fused, candidates)
     if len(fused) > pool:
         fused = dict(sorted(fused.items(), key=lambda item: -item[1])[:pool])
+    memories = {m.id: m for m, _, _ in read if m.id in fused}
+    known: dict[tuple[str, int | None], np.ndarray | None] = {}
+    for m, vector, chunk in read if model else ():
+        own = candidates[m.id].chunk_id if m.id in fused else -1
+        if not own or own == chunk:  # the chunk asked for (none: the first), or the same
+            known[(m.id, own or None)] = vector
     costs.lap("fusion")
-    # One read: the pool's rows and, for diversity, each one's chunk vector (the chunk a
-    # lane matched, else the memory's first), where MMR will compare vectors.
-    model = indexer.identity if settings.mmr_lambda < 1.0 and indexer.enabled else None
-    read = backend.candidate_rows(scopes, {k: candidates[k].chunk_id or None for k in fused}, model)
-    memories = {m.id: m for m, _ in read}
-    known = {(m.id, candidates[m.id].chunk_id or None): v for m, v in read} if model else {}
-    costs.lap("rows")
     # The session prior is about dialogue: only episodes belong to a session's mass, and
     # a memory saved on purpose (fact, decision, summary, note) keeps its score.
     sessions = {
@@ -362,24 +380,28 @@ def _entity_lane(ranked: list[tuple[str, float]] | None, candidates: dict[str, _
     return True
 
 
-def _add_neighbours(
-    backend: Backend,
-    scopes: Sequence[str],
-    query: Query,
-    now: datetime,
+def _ranked(fused: Mapping[str, float]) -> list[str]:
+    """The memories best first (ties in ``fused``'s order)."""
+    return sorted(fused, key=lambda k: -fused[k])
+
+
+def _add_context(
+    sides: Mapping[str, Sequence[tuple[str, bool]]],
+    anchors: Sequence[str],
     settings: Settings,
     fused: dict[str, float],
     candidates: dict[str, _Candidate],
 ) -> None:
-    """Dialogue context: the turns just before and after a strong episode hit score
-    ``neighbour_weight`` × its score, unless they scored better on their own.
+    """Dialogue context: the turns just before and after a strong episode hit
+    (``anchors``, the best ``limit``; ``sides``: their neighbours that pass, as
+    ``session_neighbours`` gives them) score ``neighbour_weight`` × its score, unless
+    they scored better on their own.
 
     Why: in a conversation the answer is often the reply to the turn that matches the
     question ("Did you go to the concert?" / "Yes, it was amazing"), and a short reply
     shares no words and little meaning with the question.
     """
-    anchors = sorted(fused, key=lambda k: -fused[k])[: query.limit]
-    for anchor, neighbours in backend.session_neighbours(scopes, anchors, query, now).items():
+    for anchor, neighbours in sides.items():
         for neighbour, after in neighbours:
             weight = settings.neighbour_weight if after else settings.previous_weight
             value = weight * fused[anchor]

@@ -21,7 +21,7 @@ privately and hands out the protocol objects by name (``store.memories``, ``stor
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -284,6 +284,10 @@ class Transactions(Protocol):
     def close(self) -> None: ...
 
 
+PoolRow = tuple[Memory, Any, int | None]  # ``pool_rows``: a memory, a chunk's vector, the chunk
+Neighbours = dict[str, list[tuple[str, bool]]]  # ``session_neighbours``' answer
+
+
 class Memories(Protocol):
     """The rows of ``memories``: reads take every scope the caller may see, writes the
     one scope it may write. Writes run inside ``Transactions.atomic``."""
@@ -297,6 +301,23 @@ class Memories(Protocol):
         self, scopes: Sequence[str], wanted: Mapping[str, int | None], model: str | None
     ) -> list[tuple[Memory, Any]]:
         """Search's pool: ``get_many`` in order, each with a chunk's vector or None."""
+        ...
+
+    def pool_rows(
+        self,
+        scopes: Sequence[str],
+        wanted: Mapping[str, int | None],
+        model: str | None,
+        anchors: Sequence[str],
+        chunk_of: Callable[[str], int | None],
+        query: Query,
+        now: datetime,
+    ) -> tuple[list[PoolRow], Neighbours]:
+        """``session_neighbours`` of ``anchors``, and ``candidate_rows`` of ``wanted``
+        and of every such neighbour (in no order), each row with the chunk its vector
+        is of (None: the memory's first). A neighbour's chunk is ``chunk_of``'s where
+        the backend asks it, else its first: where that is not the candidate's own, the
+        caller reads the vector again. SQLite: one statement."""
         ...
 
     def by_key(

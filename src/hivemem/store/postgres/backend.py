@@ -46,7 +46,7 @@ from ...clock import from_text, to_text
 from ...errors import Conflict, StoreError, TryAgain
 from ...providers.entities import Mention
 from ...types import ListFilter, Memory, Query, Status
-from ..protocols import SessionInfo
+from ..protocols import Neighbours, PoolRow, SessionInfo
 from ..resolutions import Resolutions
 from ..rows import COLUMNS, JSON_FIELDS, SELECT, TIME_FIELDS, UPDATABLE, row_to_memory
 from ..rows import INSERT as SQLITE_INSERT
@@ -381,6 +381,26 @@ class PostgresBackend(KeywordMixin):
             chunk.setdefault(c.memory_id, c.chunk_id)
         vectors = self.vectors.vectors(model, [chunk[m.id] for m in memories if m.id in chunk])
         return [(m, vectors.get(chunk.get(m.id, -1))) for m in memories]
+
+    def pool_rows(
+        self,
+        scopes: Sequence[str],
+        wanted: Mapping[str, int | None],
+        model: str | None,
+        anchors: Sequence[str],
+        chunk_of: Callable[[str], int | None],
+        query: Query,
+        now: datetime,
+    ) -> tuple[builtins.list[PoolRow], Neighbours]:
+        """``session_neighbours``, then ``candidate_rows`` of ``wanted`` and the
+        neighbours (SQLite's is one statement)."""
+        sides = self.session_neighbours(scopes, anchors, query, now) if anchors else {}
+        asked = dict(wanted)
+        for pairs in sides.values():
+            for neighbour, _ in pairs:
+                asked.setdefault(neighbour, chunk_of(neighbour))
+        rows = self.candidate_rows(scopes, asked, model)
+        return [(m, v, asked[m.id]) for m, v in rows], sides
 
     def by_key(
         self, scopes: Sequence[str], key: str, as_of: datetime | None = None
