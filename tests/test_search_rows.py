@@ -212,10 +212,11 @@ def test_the_entity_lane_is_one_statement_with_lookups_and_linkeds_answer(any_lo
 
 
 def test_pool_rows_are_session_neighbours_and_candidate_rows_in_one(any_location, clock):
-    """Both backends: ``pool_rows`` gives the anchors' neighbours as
-    ``session_neighbours`` does, and the rows of the pool and of those neighbours as
-    ``candidate_rows`` does, each with the chunk its vector is of; on SQLite in one
-    statement, inside a view as outside, with the pairs the view kept or without."""
+    """Both backends: ``pool_rows`` hands ``keep`` the anchors' neighbours as
+    ``session_neighbours`` gives them, and returns the rows ``keep`` names, of the pool
+    and of those neighbours, as ``candidate_rows`` gives them, each with the chunk its
+    vector is of; on SQLite in one statement, inside a view as outside, with the pairs
+    the view kept or without."""
     with hivemem.open(any_location, clock=clock, embedder="hash") as store:
         mem = store.scope("a")
         turns = [mem.add_episode(f"turn {n} of the talk", f"s{n // 5}", "user") for n in range(10)]
@@ -231,25 +232,34 @@ def test_pool_rows_are_session_neighbours_and_candidate_rows_in_one(any_location
         anchors = [ids[2], ids[7], note.id]
         expected_sides = backend.session_neighbours(["a"], anchors, query, now)
         assert expected_sides[ids[2]] == [(ids[1], False), (ids[3], True)]
+        asked = {**wanted, ids[1]: None, ids[3]: None, ids[6]: None, ids[8]: None}
+        kept = [ids[2], note.id, ids[3], ids[8]]  # one asked, one neighbour of each side
 
-        def check(rows, sides) -> None:
+        def keep(sides):
             assert sides == expected_sides
-            asked = {**wanted, ids[1]: None, ids[3]: None, ids[6]: None, ids[8]: None}
+            return set(kept)
+
+        def check(rows) -> None:
             by_id = {m.id: (m, v, c) for m, v, c in rows}
-            assert sorted(by_id) == sorted(asked)
-            expected = backend.candidate_rows(["a"], asked, model)
+            assert sorted(by_id) == sorted(kept)
+            expected = backend.candidate_rows(["a"], {k: asked[k] for k in kept}, model)
             for memory, vector in expected:
                 got, got_vector, chunk = by_id[memory.id]
                 assert got == memory and np.array_equal(got_vector, vector)
                 assert chunk in (asked[memory.id], chunks[memory.id])
 
-        check(*backend.pool_rows(["a"], wanted, model, anchors, lambda k: None, query, now))
+        def read():
+            return backend.pool_rows(
+                ["a"], wanted, model, anchors, lambda k: None, keep, query, now
+            )
+
+        check(read())
         if not hasattr(backend, "search_view"):
             return
         trace: list[str] = []
         with store.tracing(trace.append), backend.search_view():
-            check(*backend.pool_rows(["a"], wanted, model, anchors, lambda k: None, query, now))
-            check(*backend.pool_rows(["a"], wanted, model, anchors, lambda k: None, query, now))
+            check(read())
+            check(read())
         reads = [s for s in trace if "m.id = x.id" in s or "SELECT anchor" in s]
         assert len(reads) == 2 and "WITH pairs" in reads[0] and "WITH pairs" not in reads[1]
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -176,26 +176,34 @@ def search(
     # For diversity, each one's chunk vector (the chunk a lane matched, else the
     # memory's first), where MMR will compare vectors.
     model = indexer.identity if settings.mmr_lambda < 1.0 and indexer.enabled else None
-    read, sides = backend.pool_rows(
+
+    def keep(sides: Mapping[str, Sequence[tuple[str, bool]]]) -> Collection[str]:
+        # Given the read's neighbours: context, then the pool, whose rows are built.
+        nonlocal fused
+        costs.lap("rows")
+        _add_context(sides, anchors, settings, fused, candidates)
+        if len(fused) > pool:
+            fused = dict(sorted(fused.items(), key=lambda item: -item[1])[:pool])
+        costs.lap("fusion")
+        return fused.keys()
+
+    read = backend.pool_rows(
         scopes,
         {k: candidates[k].chunk_id or None for k in head},
         model,
         anchors,
         lambda k: candidates[k].chunk_id or None if k in candidates else None,
+        keep,
         query,
         now,
     )
-    costs.lap("rows")
-    _add_context(sides, anchors, settings, fused, candidates)
-    if len(fused) > pool:
-        fused = dict(sorted(fused.items(), key=lambda item: -item[1])[:pool])
-    memories = {m.id: m for m, _, _ in read if m.id in fused}
+    memories = {m.id: m for m, _, _ in read}
     known: dict[tuple[str, int | None], np.ndarray | None] = {}
     for m, vector, chunk in read if model else ():
-        own = candidates[m.id].chunk_id if m.id in fused else -1
+        own = candidates[m.id].chunk_id
         if not own or own == chunk:  # the chunk asked for (none: the first), or the same
             known[(m.id, own or None)] = vector
-    costs.lap("fusion")
+    costs.lap("rows")
     # The session prior is about dialogue: only episodes belong to a session's mass, and
     # a memory saved on purpose (fact, decision, summary, note) keeps its score.
     sessions = {

@@ -21,7 +21,7 @@ privately and hands out the protocol objects by name (``store.memories``, ``stor
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -310,14 +310,16 @@ class Memories(Protocol):
         model: str | None,
         anchors: Sequence[str],
         chunk_of: Callable[[str], int | None],
+        keep: Callable[[Neighbours], Collection[str]],
         query: Query,
         now: datetime,
-    ) -> tuple[list[PoolRow], Neighbours]:
-        """``session_neighbours`` of ``anchors``, and ``candidate_rows`` of ``wanted``
-        and of every such neighbour (in no order), each row with the chunk its vector
-        is of (None: the memory's first). A neighbour's chunk is ``chunk_of``'s where
-        the backend asks it, else its first: where that is not the candidate's own, the
-        caller reads the vector again. SQLite: one statement."""
+    ) -> list[PoolRow]:
+        """``session_neighbours`` of ``anchors`` and the rows of the pool in one read:
+        ``keep`` gets the neighbours and names the memories wanted, among ``wanted``
+        and those neighbours; their ``candidate_rows`` come back (in no order), each
+        with the chunk its vector is of (None: the memory's first). A neighbour's chunk
+        is ``chunk_of``'s where the backend asks it, else its first: where that is not
+        the candidate's own, the caller reads the vector again. SQLite: one statement."""
         ...
 
     def by_key(

@@ -35,7 +35,7 @@ import builtins
 import hashlib
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from datetime import datetime
 from typing import Any, TypeVar
@@ -389,18 +389,20 @@ class PostgresBackend(KeywordMixin):
         model: str | None,
         anchors: Sequence[str],
         chunk_of: Callable[[str], int | None],
+        keep: Callable[[Neighbours], Collection[str]],
         query: Query,
         now: datetime,
-    ) -> tuple[builtins.list[PoolRow], Neighbours]:
-        """``session_neighbours``, then ``candidate_rows`` of ``wanted`` and the
-        neighbours (SQLite's is one statement)."""
+    ) -> builtins.list[PoolRow]:
+        """``session_neighbours``, then ``candidate_rows`` of the memories ``keep``
+        wants (SQLite's is one statement)."""
         sides = self.session_neighbours(scopes, anchors, query, now) if anchors else {}
         asked = dict(wanted)
         for pairs in sides.values():
             for neighbour, _ in pairs:
                 asked.setdefault(neighbour, chunk_of(neighbour))
-        rows = self.candidate_rows(scopes, asked, model)
-        return [(m, v, asked[m.id]) for m, v in rows], sides
+        kept = keep(sides)
+        rows = self.candidate_rows(scopes, {k: v for k, v in asked.items() if k in kept}, model)
+        return [(m, v, asked[m.id]) for m, v in rows]
 
     def by_key(
         self, scopes: Sequence[str], key: str, as_of: datetime | None = None

@@ -19,7 +19,7 @@ import builtins
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
@@ -371,14 +371,15 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, KeywordScope, Scope
         model: str | None,
         anchors: Sequence[str],
         chunk_of: Callable[[str], int | None],
+        keep: Callable[[Neighbours], Collection[str]],
         query: Query,
         now: datetime,
-    ) -> tuple[builtins.list[PoolRow], Neighbours]:
+    ) -> builtins.list[PoolRow]:
         """One statement (``candidates.read_with_context``); the pairs kept as
         ``session_neighbours`` keeps them."""
         return candidates.read_with_context(
             self, self._pairs, self._pairs_version(), scopes, wanted, model,
-            self._access.overlay, anchors, chunk_of, query, now,
+            self._access.overlay, anchors, chunk_of, keep, query, now,
         )  # fmt: skip
 
     def by_key(

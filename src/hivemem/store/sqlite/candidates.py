@@ -14,7 +14,7 @@ fusion's context and the pool's rows are one read where they were two.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -76,12 +76,14 @@ def read_with_context(
     overlay: Callable[[list[Memory]], list[Memory]],
     anchors: Sequence[str],
     chunk_of: Callable[[str], int | None],
+    keep: Callable[[dict[str, neighbours.Sides]], Collection[str]],
     query: Query,
     now: datetime,
-) -> tuple[list[Row], dict[str, neighbours.Sides]]:
+) -> list[Row]:
     """``read`` of ``wanted`` and ``session_neighbours`` of ``anchors`` in one statement,
-    with the rows of those neighbours: (rows, each anchor's neighbours as
-    ``session_neighbours`` gives them). Each row carries the chunk its vector is of:
+    with the rows of those neighbours. ``keep`` is given each anchor's neighbours (as
+    ``session_neighbours`` gives them) and says which of the rows read are wanted:
+    ``Memory`` values are built for those only. Each row carries the chunk its vector is of:
     the one asked for (``wanted``, else ``chunk_of`` for a neighbour kept from an
     earlier ask), else the memory's first (a neighbour read here: a candidate's own
     chunk is most often its first, a turn being one chunk). Rows come in no particular
@@ -94,7 +96,8 @@ def read_with_context(
             if neighbour not in asked:
                 asked[neighbour] = chunk_of(neighbour)
     if not asked and not todo:
-        return [], {}
+        keep(neighbours.in_order(known))
+        return []
     clause, params = db._scope_clause(scopes)
     pairs: list[Any] = []
     for memory_id, chunk_id in asked.items():
@@ -123,16 +126,16 @@ def read_with_context(
     else:
         sql = f"WITH x (id, chunk) AS ({values}) {rows_sql}"
         got = db._read(sql, [*pairs, *extra, *params])
-    memory_rows = [r for r in got if r[0] == 0]
     if todo:
         found = neighbours.sides([r[1:6] for r in got if r[0] == 1])
         known.update(neighbours.keep(memo, version, ask, todo, found))
+    wanted_ids = keep(neighbours.in_order(known))
+    memory_rows = [r for r in got if r[0] == 0 and r[1] in wanted_ids]
     memories = overlay([row_to_memory(r[1:-2]) for r in memory_rows])
-    out = [
+    return [
         (memory, None if r[-2] is None else np.frombuffer(r[-2], dtype=np.float32), r[-1])
         for memory, r in zip(memories, memory_rows, strict=True)
     ]
-    return out, neighbours.in_order(known)
 
 
 def _vector_join(model: str | None, table: str) -> tuple[str, str, list[Any]]:
