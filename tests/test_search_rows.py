@@ -280,3 +280,31 @@ def test_a_search_reads_dialogue_context_with_the_pools_rows(tmp_path):
             assert hits
             assert not [s for s in statements if "SELECT anchor, before, before IN ok" in s]
             assert len([s for s in statements if "CROSS JOIN memories m ON m.id = x.id" in s]) == 1
+
+
+def test_the_pools_rows_read_no_vector_the_vector_lane_read(tmp_path):
+    """A candidate the vector lane found by the chunk that stands for it brings that
+    chunk's vector (``VectorMatch.vector``): the pool's read asks for none of those
+    (``have``), and gives the rest as before."""
+    with _open(tmp_path / "m.db") as store:
+        mem = store.scope("a")
+        turns = [
+            mem.add_episode(f"turn {n} about the harbour and the lighthouse {n % 7}", "s", "user")
+            for n in range(30)
+        ]
+        store.flush()
+        backend = store._backend
+        model = store.indexer.identity
+        query = hivemem.Query(text="x")
+        now = datetime.now(UTC)
+        wanted = {t.id: None for t in turns[:4]}
+        rows = backend.pool_rows(
+            ["a"], wanted, model, [], lambda k: None, lambda sides: set(wanted), query, now,
+            have=[turns[1].id],
+        )  # fmt: skip
+        vectors = {m.id: v for m, v, _ in rows}
+        assert vectors[turns[1].id] is None
+        assert all(vectors[t.id] is not None for t in (turns[0], turns[2], turns[3]))
+        statements = _statements(store, lambda: mem.search("harbour lighthouse 3"))
+        (pool,) = [s for s in statements if "m.id = x.id" in s]
+        assert ", 0)" in pool  # at least one candidate's vector came with the vector lane

@@ -82,6 +82,7 @@ class _Candidate:
     chunk_seq: int = 0
     chunk_text: str = ""
     matched: tuple[str, ...] = ()
+    vector: np.ndarray | None = None  # the chunk's, where the vector lane read it
 
 
 def _lane_rank(lane: str, candidate: _Candidate) -> float:
@@ -149,6 +150,8 @@ def search(
                 c.lane_scores["vector"] = score
                 if c.chunk_id is None:
                     c.chunk_id, c.chunk_seq, c.chunk_text = match.chunk_id, match.seq, match.text
+                if c.chunk_id == match.chunk_id:
+                    c.vector = match.vector
             lanes_run.append("vector")
     costs.lap("vector")
     if entity_run and _entity_lane(entity_reads(), candidates):
@@ -196,13 +199,16 @@ def search(
         keep,
         query,
         now,
+        [k for k in head if candidates[k].vector is not None] if model else (),
     )
     memories = {m.id: m for m, _, _ in read}
     known: dict[tuple[str, int | None], np.ndarray | None] = {}
     for m, vector, chunk in read if model else ():
-        own = candidates[m.id].chunk_id
-        if not own or own == chunk:  # the chunk asked for (none: the first), or the same
-            known[(m.id, own or None)] = vector
+        c = candidates[m.id]
+        if c.vector is not None:  # read by the vector lane: not read again
+            known[(m.id, c.chunk_id)] = c.vector
+        elif not c.chunk_id or c.chunk_id == chunk:  # the chunk asked for (none: the first)
+            known[(m.id, c.chunk_id or None)] = vector
     costs.lap("rows")
     # The session prior is about dialogue: only episodes belong to a session's mass, and
     # a memory saved on purpose (fact, decision, summary, note) keeps its score.

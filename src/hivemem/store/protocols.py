@@ -76,13 +76,16 @@ class PendingChunk:
 
 @dataclass(frozen=True, slots=True)
 class VectorMatch:
-    """A memory's best chunk by cosine similarity to the query (in [-1, 1])."""
+    """A memory's best chunk by cosine similarity to the query (in [-1, 1]); ``vector``:
+    that chunk's float vector where the backend read it (diversity then reads it no
+    more)."""
 
     chunk_id: int
     memory_id: str
     seq: int
     text: str
     similarity: float
+    vector: Any = field(default=None, compare=False, repr=False)
 
 
 class VectorIndex(Protocol):
@@ -313,13 +316,15 @@ class Memories(Protocol):
         keep: Callable[[Neighbours], Collection[str]],
         query: Query,
         now: datetime,
+        have: Collection[str] = (),
     ) -> list[PoolRow]:
         """``session_neighbours`` of ``anchors`` and the rows of the pool in one read:
         ``keep`` gets the neighbours and names the memories wanted, among ``wanted``
         and those neighbours; their ``candidate_rows`` come back (in no order), each
         with the chunk its vector is of (None: the memory's first). A neighbour's chunk
         is ``chunk_of``'s where the backend asks it, else its first: where that is not
-        the candidate's own, the caller reads the vector again. SQLite: one statement."""
+        the candidate's own, the caller reads the vector again. ``have``: memories whose
+        chunk's vector the caller holds (none is read for them). SQLite: one statement."""
         ...
 
     def by_key(

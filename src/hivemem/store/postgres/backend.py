@@ -392,9 +392,10 @@ class PostgresBackend(KeywordMixin):
         keep: Callable[[Neighbours], Collection[str]],
         query: Query,
         now: datetime,
+        have: Collection[str] = (),
     ) -> builtins.list[PoolRow]:
         """``session_neighbours``, then ``candidate_rows`` of the memories ``keep``
-        wants (SQLite's is one statement)."""
+        wants (SQLite's is one statement; vectors are read for ``have`` too)."""
         sides = self.session_neighbours(scopes, anchors, query, now) if anchors else {}
         asked = dict(wanted)
         for pairs in sides.values():

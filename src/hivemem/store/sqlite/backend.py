@@ -374,12 +374,13 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, KeywordScope, Scope
         keep: Callable[[Neighbours], Collection[str]],
         query: Query,
         now: datetime,
+        have: Collection[str] = (),
     ) -> builtins.list[PoolRow]:
         """One statement (``candidates.read_with_context``); the pairs kept as
         ``session_neighbours`` keeps them."""
         return candidates.read_with_context(
             self, self._pairs, self._pairs_version(), scopes, wanted, model,
-            self._access.overlay, anchors, chunk_of, keep, query, now,
+            self._access.overlay, anchors, chunk_of, keep, query, now, have,
         )  # fmt: skip
 
     def by_key(

@@ -79,6 +79,7 @@ def read_with_context(
     keep: Callable[[dict[str, neighbours.Sides]], Collection[str]],
     query: Query,
     now: datetime,
+    have: Collection[str] = (),
 ) -> list[Row]:
     """``read`` of ``wanted`` and ``session_neighbours`` of ``anchors`` in one statement,
     with the rows of those neighbours. ``keep`` is given each anchor's neighbours (as
@@ -87,7 +88,8 @@ def read_with_context(
     the one asked for (``wanted``, else ``chunk_of`` for a neighbour kept from an
     earlier ask), else the memory's first (a neighbour read here: a candidate's own
     chunk is most often its first, a turn being one chunk). Rows come in no particular
-    order. ``version``: as ``neighbours.read``'s."""
+    order. ``version``: as ``neighbours.read``'s. ``have``: memories whose vector the
+    caller holds (the vector lane read it): none is read for them (a row's vector None)."""
     ask = neighbours.Asked.of(db, scopes, query, now)
     known, todo = neighbours.kept(memo, version, ask, anchors)
     asked = dict(wanted)
@@ -101,11 +103,13 @@ def read_with_context(
     clause, params = db._scope_clause(scopes)
     pairs: list[Any] = []
     for memory_id, chunk_id in asked.items():
-        pairs += [memory_id, chunk_id]
+        pairs += [memory_id, chunk_id, memory_id not in have]
     values = (
-        "VALUES " + ", ".join(["(?, ?)"] * len(asked)) if asked else "SELECT NULL, NULL WHERE 0"
+        "VALUES " + ", ".join(["(?, ?, ?)"] * len(asked))
+        if asked
+        else "SELECT NULL, NULL, NULL WHERE 0"
     )
-    vector, join, extra = _vector_join(model, "x")
+    vector, join, extra = _vector_join(model, "x", "x.need AND ")
     rows_sql = (
         f"SELECT 0, {SELECT}, {vector}, {'x.chunk' if model is None else 'c.id'} "
         "FROM x CROSS JOIN memories m ON m.id = x.id "
@@ -116,15 +120,15 @@ def read_with_context(
         # that pass (``ok``) join the memories asked for, each with its first chunk.
         padding = ", ".join(["NULL"] * (len(COLUMNS) - 3))
         sql = (
-            neighbours.pairs_sql(todo, ask.filters) + f", w (id, chunk) AS ({values}), "
-            "x (id, chunk) AS (SELECT id, chunk FROM w "
-            "UNION ALL SELECT id, NULL FROM ok WHERE id NOT IN (SELECT id FROM w)) "
+            neighbours.pairs_sql(todo, ask.filters) + f", w (id, chunk, need) AS ({values}), "
+            "x (id, chunk, need) AS (SELECT id, chunk, need FROM w "
+            "UNION ALL SELECT id, NULL, 1 FROM ok WHERE id NOT IN (SELECT id FROM w)) "
             f"{rows_sql} UNION ALL SELECT 1, anchor, before, before IN ok, after, "
             f"after IN ok, {padding} FROM pairs"
         )
         got = db._read(sql, [*todo, *ask.params, *pairs, *extra, *params])
     else:
-        sql = f"WITH x (id, chunk) AS ({values}) {rows_sql}"
+        sql = f"WITH x (id, chunk, need) AS ({values}) {rows_sql}"
         got = db._read(sql, [*pairs, *extra, *params])
     if todo:
         found = neighbours.sides([r[1:6] for r in got if r[0] == 1])
@@ -138,15 +142,15 @@ def read_with_context(
     ]
 
 
-def _vector_join(model: str | None, table: str) -> tuple[str, str, list[Any]]:
+def _vector_join(model: str | None, table: str, when: str = "") -> tuple[str, str, list[Any]]:
     """The vector column, the joins that bring it, and their parameters: the chunk asked
     for in ``table``, else the memory's first (``memory_chunks``'s order); none without
-    a model."""
+    a model. ``when``: a condition (ending in AND) under which the vector is read."""
     if model is None:
         return "NULL", "", []
     join = (
         f"LEFT JOIN chunks c ON c.id = COALESCE({table}.chunk, (SELECT f.id FROM chunks f "
         "WHERE f.memory_id = m.id ORDER BY f.seq LIMIT 1)) "
-        "LEFT JOIN embedding_cache e ON e.text_hash = c.text_hash AND e.model = ? "
+        f"LEFT JOIN embedding_cache e ON {when}e.text_hash = c.text_hash AND e.model = ? "
     )
     return "e.vector", join, [model]
