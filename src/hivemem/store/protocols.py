@@ -21,7 +21,7 @@ privately and hands out the protocol objects by name (``store.memories``, ``stor
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -30,6 +30,7 @@ from typing import Any, Protocol
 from ..providers.entities import Mention
 from ..types import Entity, Kind, ListFilter, Memory, MemoryType, Query, Status
 from .keyword_query import KeywordQuery
+from .pool_reads import PoolReads
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,9 +77,7 @@ class PendingChunk:
 
 @dataclass(frozen=True, slots=True)
 class VectorMatch:
-    """A memory's best chunk by cosine similarity to the query (in [-1, 1]); ``vector``:
-    that chunk's float vector where the backend read it (diversity then reads it no
-    more)."""
+    """A memory's best chunk by cosine similarity to the query (in [-1, 1]), its vector."""
 
     chunk_id: int
     memory_id: str
@@ -287,10 +286,6 @@ class Transactions(Protocol):
     def close(self) -> None: ...
 
 
-PoolRow = tuple[Memory, Any, int | None]  # ``pool_rows``: a memory, a chunk's vector, the chunk
-Neighbours = dict[str, list[tuple[str, bool]]]  # ``session_neighbours``' answer
-
-
 class Memories(Protocol):
     """The rows of ``memories``: reads take every scope the caller may see, writes the
     one scope it may write. Writes run inside ``Transactions.atomic``."""
@@ -299,33 +294,6 @@ class Memories(Protocol):
     def get(self, scopes: Sequence[str], memory_id: str) -> Memory | None: ...
 
     def get_many(self, scopes: Sequence[str], memory_ids: Sequence[str]) -> list[Memory]: ...
-
-    def candidate_rows(
-        self, scopes: Sequence[str], wanted: Mapping[str, int | None], model: str | None
-    ) -> list[tuple[Memory, Any]]:
-        """Search's pool: ``get_many`` in order, each with a chunk's vector or None."""
-        ...
-
-    def pool_rows(
-        self,
-        scopes: Sequence[str],
-        wanted: Mapping[str, int | None],
-        model: str | None,
-        anchors: Sequence[str],
-        chunk_of: Callable[[str], int | None],
-        keep: Callable[[Neighbours], Collection[str]],
-        query: Query,
-        now: datetime,
-        have: Collection[str] = (),
-    ) -> list[PoolRow]:
-        """``session_neighbours`` of ``anchors`` and the rows of the pool in one read:
-        ``keep`` gets the neighbours and names the memories wanted, among ``wanted``
-        and those neighbours; their ``candidate_rows`` come back (in no order), each
-        with the chunk its vector is of (None: the memory's first). A neighbour's chunk
-        is ``chunk_of``'s where the backend asks it, else its first: where that is not
-        the candidate's own, the caller reads the vector again. ``have``: memories whose
-        chunk's vector the caller holds (none is read for them). SQLite: one statement."""
-        ...
 
     def by_key(
         self, scopes: Sequence[str], key: str, as_of: datetime | None = None
@@ -807,7 +775,7 @@ class BackupRows(Protocol):
     def put_session(self, row: Mapping[str, Any], when: str) -> str: ...
 
 
-class Backend(Transactions, Memories, KeywordIndex, Sessions, Health, Protocol):
+class Backend(Transactions, Memories, PoolReads, KeywordIndex, Sessions, Health, Protocol):
     """A whole backend, as ``hivemem.store.factory`` builds it: the protocols above on
     one object, with the narrower ones as attributes. Only the factory and the ``Store``
     see it whole; services get the protocol objects by name."""

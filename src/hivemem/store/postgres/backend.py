@@ -46,7 +46,8 @@ from ...clock import from_text, to_text
 from ...errors import Conflict, StoreError, TryAgain
 from ...providers.entities import Mention
 from ...types import ListFilter, Memory, Query, Status
-from ..protocols import Neighbours, PoolRow, SessionInfo
+from ..pool_reads import Neighbours, PoolRow
+from ..protocols import SessionInfo
 from ..resolutions import Resolutions
 from ..rows import COLUMNS, JSON_FIELDS, SELECT, TIME_FIELDS, UPDATABLE, row_to_memory
 from ..rows import INSERT as SQLITE_INSERT

@@ -32,7 +32,8 @@ from ...types import ListFilter, Memory, Query, Status
 from ..fts5 import to_fts5
 from ..inspect import InspectionStatements
 from ..keyword_query import KeywordQuery
-from ..protocols import ChunkMatch, Neighbours, PoolRow, SessionInfo
+from ..pool_reads import Neighbours, PoolRow
+from ..protocols import ChunkMatch, SessionInfo
 from ..resolutions import Resolutions
 from ..rows import (
     JSON_FIELDS,
