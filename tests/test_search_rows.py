@@ -86,7 +86,7 @@ def test_the_pools_rows_and_chunk_vectors_are_one_statement(tmp_path):
         hits: list = []
         statements = _statements(store, lambda: hits.extend(mem.search("lighthouse harbour")))
         assert hits
-        rows = [s for s in statements if "FROM w CROSS JOIN memories" in s]
+        rows = [s for s in statements if "FROM x CROSS JOIN memories" in s]
         assert len(rows) == 1
         assert not [s for s in statements if s.startswith("SELECT c.id, e.vector FROM chunks")]
         assert not [s for s in statements if s.startswith("SELECT m.id, m.scope, m.kind")]
@@ -154,11 +154,31 @@ def test_the_vector_lanes_queue_check_is_kept_inside_the_view_until_a_write(tmp_
             return [s for s in statements if s.endswith("ORDER BY q.chunk_id DESC LIMIT 1")]
 
         again = _statements(store, lambda: mem.search("lighthouse"))
-        assert [s for s in again if "DESC LIMIT 65" in s]  # before the view: embed_fresh
         assert in_view(again) == []
+        # Before the view (embed_fresh), kept too: under the counter the view begins
+        # under, read once a search.
+        assert [s for s in again if "DESC LIMIT 65" in s] == []
+        assert again.count("PRAGMA data_version") <= 2  # the view's, the vault's
         mem.save("a new note about the lighthouse")
         after = _statements(store, lambda: mem.search("lighthouse"))
         assert len(in_view(after)) == 1  # the write is seen
+        assert len([s for s in after if "DESC LIMIT 65" in s]) == 1
+
+
+def test_a_search_embeds_chunks_another_connection_queued_since_the_last(tmp_path):
+    """The queue check before the view is kept, but not past another connection's
+    commit: its turn is embedded by the next search and found by meaning."""
+    with (
+        _open(tmp_path / "m.db") as store,
+        _open(tmp_path / "m.db", embed_in_background=False) as other,  # leaves it queued
+    ):
+        mem = _searched_once(store)
+        mem.search("lighthouse")
+        other.scope("a").add_episode("the ferry leaves at noon", "s", "user")
+        hits = mem.search("ferry noon")
+        assert hits and hits[0].memory.content == "the ferry leaves at noon"
+        assert "vector" in hits[0].explain.lanes
+        assert not any("still being embedded" in n for n in hits[0].explain.notes)
 
 
 def test_the_entity_lane_is_one_statement_with_lookups_and_linkeds_answer(any_location, clock):
@@ -191,7 +211,109 @@ def test_the_entity_lane_is_one_statement_with_lookups_and_linkeds_answer(any_lo
             backend._q = real
             assert len(sent) == 1
             return
+        # The worker idle first: a read connection it holds as tracing begins is not
+        # traced, and the search may take it next (1 run in ~12 missed the statement).
+        store.flush()
         statements = _statements(store, lambda: mem.search("Alice and Chiara"))
         entity = [s for s in statements if "FROM entities e" in s]
         assert len(entity) == 1 and "memory_entities" in entity[0]
         assert not [s for s in statements if s.startswith("SELECT * FROM (SELECT 0 AS arm")]
+
+
+def test_pool_rows_are_session_neighbours_and_candidate_rows_in_one(any_location, clock):
+    """Both backends: ``pool_rows`` hands ``keep`` the anchors' neighbours as
+    ``session_neighbours`` gives them, and returns the rows ``keep`` names, of the pool
+    and of those neighbours, as ``candidate_rows`` gives them, each with the chunk its
+    vector is of; on SQLite in one statement, inside a view as outside, with the pairs
+    the view kept or without."""
+    with hivemem.open(any_location, clock=clock, embedder="hash") as store:
+        mem = store.scope("a")
+        turns = [mem.add_episode(f"turn {n} of the talk", f"s{n // 5}", "user") for n in range(10)]
+        note = mem.save("a note with no session")
+        store.flush()
+        backend = store._backend
+        model = store.indexer.identity
+        query = hivemem.Query(text="x")
+        now = clock.now
+        ids = [t.id for t in turns]
+        chunks = {c.memory_id: c.chunk_id for c in backend.memory_chunks([*ids, note.id])}
+        wanted = {ids[2]: chunks[ids[2]], note.id: None, ids[7]: None}
+        anchors = [ids[2], ids[7], note.id]
+        expected_sides = backend.session_neighbours(["a"], anchors, query, now)
+        assert expected_sides[ids[2]] == [(ids[1], False), (ids[3], True)]
+        asked = {**wanted, ids[1]: None, ids[3]: None, ids[6]: None, ids[8]: None}
+        kept = [ids[2], note.id, ids[3], ids[8]]  # one asked, one neighbour of each side
+
+        def keep(sides):
+            assert sides == expected_sides
+            return set(kept)
+
+        def check(rows) -> None:
+            by_id = {m.id: (m, v, c) for m, v, c in rows}
+            assert sorted(by_id) == sorted(kept)
+            expected = backend.candidate_rows(["a"], {k: asked[k] for k in kept}, model)
+            for memory, vector in expected:
+                got, got_vector, chunk = by_id[memory.id]
+                assert got == memory and np.array_equal(got_vector, vector)
+                assert chunk in (asked[memory.id], chunks[memory.id])
+
+        def read():
+            return backend.pool_rows(
+                ["a"], wanted, model, anchors, lambda k: None, keep, query, now
+            )
+
+        check(read())
+        if not hasattr(backend, "search_view"):
+            return
+        trace: list[str] = []
+        with store.tracing(trace.append), backend.search_view():
+            check(read())
+            check(read())
+        reads = [s for s in trace if "m.id = x.id" in s or "SELECT anchor" in s]
+        assert len(reads) == 2 and "WITH pairs" in reads[0] and "WITH pairs" not in reads[1]
+
+
+def test_a_search_reads_dialogue_context_with_the_pools_rows(tmp_path):
+    """Fusion's neighbours of the best hits come with the pool's rows: no statement of
+    their own (``session_neighbours``' SQL), whichever anchors the keyword lane read."""
+    with _open(tmp_path / "m.db") as store:
+        mem = store.scope("a")
+        for n in range(40):
+            mem.add_episode(
+                f"turn {n} about the harbour {n % 3} and boat {n % 5}", f"s{n // 4}", "user"
+            )
+        store.flush()
+        for question in ("harbour boat", "what about the boat 3", "turn 17"):
+            hits: list = []
+            statements = _statements(store, lambda q=question, h=hits: h.extend(mem.search(q)))
+            assert hits
+            assert not [s for s in statements if "SELECT anchor, before, before IN ok" in s]
+            assert len([s for s in statements if "CROSS JOIN memories m ON m.id = x.id" in s]) == 1
+
+
+def test_the_pools_rows_read_no_vector_the_vector_lane_read(tmp_path):
+    """A candidate the vector lane found by the chunk that stands for it brings that
+    chunk's vector (``VectorMatch.vector``): the pool's read asks for none of those
+    (``have``), and gives the rest as before."""
+    with _open(tmp_path / "m.db") as store:
+        mem = store.scope("a")
+        turns = [
+            mem.add_episode(f"turn {n} about the harbour and the lighthouse {n % 7}", "s", "user")
+            for n in range(30)
+        ]
+        store.flush()
+        backend = store._backend
+        model = store.indexer.identity
+        query = hivemem.Query(text="x")
+        now = datetime.now(UTC)
+        wanted = {t.id: None for t in turns[:4]}
+        rows = backend.pool_rows(
+            ["a"], wanted, model, [], lambda k: None, lambda sides: set(wanted), query, now,
+            have=[turns[1].id],
+        )  # fmt: skip
+        vectors = {m.id: v for m, v, _ in rows}
+        assert vectors[turns[1].id] is None
+        assert all(vectors[t.id] is not None for t in (turns[0], turns[2], turns[3]))
+        statements = _statements(store, lambda: mem.search("harbour lighthouse 3"))
+        (pool,) = [s for s in statements if "m.id = x.id" in s]
+        assert ", 0)" in pool  # at least one candidate's vector came with the vector lane

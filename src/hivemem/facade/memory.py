@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -689,11 +690,14 @@ class ScopedMemory:
 
         # One consistent view per search where the backend gives one cheaply (SQLite's read
         # pool: one WAL read connection for the whole search); elsewhere none is taken.
-        view = getattr(self._backend, "search_view", contextlib.nullcontext)
+        # The scopes' newest queued chunks are embedded just before it, for it to see.
+        view = getattr(self._backend, "search_view", None)
 
         def run(query: Query) -> list[Hit]:
-            fresh.embed_fresh(store.indexer, self.visible, query, self.settings)
-            with view():
+            embed = functools.partial(fresh.embed_fresh, store.indexer, self.visible, query)
+            if view is None:
+                embed(self.settings)
+            with view(lambda: embed(self.settings)) if view else contextlib.nullcontext():
                 return retrieval.search_in_mode(
                     deep, self._backend, store.indexer, self.visible, query, self.settings,
                     self._now(), store.reranker, store.llm,

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -82,6 +82,7 @@ class _Candidate:
     chunk_seq: int = 0
     chunk_text: str = ""
     matched: tuple[str, ...] = ()
+    vector: np.ndarray | None = None  # the chunk's, where the vector lane read it
 
 
 def _lane_rank(lane: str, candidate: _Candidate) -> float:
@@ -149,6 +150,8 @@ def search(
                 c.lane_scores["vector"] = score
                 if c.chunk_id is None:
                     c.chunk_id, c.chunk_seq, c.chunk_text = match.chunk_id, match.seq, match.text
+                if c.chunk_id == match.chunk_id:
+                    c.vector = match.vector
             lanes_run.append("vector")
     costs.lap("vector")
     if entity_run and _entity_lane(entity_reads(), candidates):
@@ -163,23 +166,52 @@ def search(
         return []
 
     fused = _fuse(candidates, lanes, lanes_run, settings, page)
-    if settings.neighbour_weight > 0:
-        _add_neighbours(backend, scopes, query, now, settings, fused, candidates)
     # Only the best ``pool`` go on: the adjustments move scores by a bounded factor, and
     # reading, re-scoring and diversifying every candidate the windows and neighbours
     # brought in cost more than the lanes themselves at 100k memories. The pool is
     # 2 × fetch up to 60 (limit 10: as measured on LoCoMo), then twice the limit, so its
     # cost grows with the limit, not with limit × multiplier.
     pool = min(2 * fetch, max(_POOL_FLOOR, 2 * query.limit, settings.rerank_depth))
-    if len(fused) > pool:
-        fused = dict(sorted(fused.items(), key=lambda item: -item[1])[:pool])
+    # Dialogue context (``_add_context``) and the pool's rows are one read: the best
+    # ``pool`` before context, the best hits' neighbours, and the neighbours' rows. Context
+    # only raises scores, so the pool after it is among those (a candidate outside the
+    # first ``pool`` that is no neighbour still has ``pool`` better, or tied and earlier).
+    anchors = _ranked(fused)[: query.limit] if settings.neighbour_weight > 0 else []
+    head = fused if len(fused) <= pool else dict.fromkeys(_ranked(fused)[:pool], 0.0)
     costs.lap("fusion")
-    # One read: the pool's rows and, for diversity, each one's chunk vector (the chunk a
-    # lane matched, else the memory's first), where MMR will compare vectors.
+    # For diversity, each one's chunk vector (the chunk a lane matched, else the
+    # memory's first), where MMR will compare vectors.
     model = indexer.identity if settings.mmr_lambda < 1.0 and indexer.enabled else None
-    read = backend.candidate_rows(scopes, {k: candidates[k].chunk_id or None for k in fused}, model)
-    memories = {m.id: m for m, _ in read}
-    known = {(m.id, candidates[m.id].chunk_id or None): v for m, v in read} if model else {}
+
+    def keep(sides: Mapping[str, Sequence[tuple[str, bool]]]) -> Collection[str]:
+        # Given the read's neighbours: context, then the pool, whose rows are built.
+        nonlocal fused
+        costs.lap("rows")
+        _add_context(sides, anchors, settings, fused, candidates)
+        if len(fused) > pool:
+            fused = dict(sorted(fused.items(), key=lambda item: -item[1])[:pool])
+        costs.lap("fusion")
+        return fused.keys()
+
+    read = backend.pool_rows(
+        scopes,
+        {k: candidates[k].chunk_id or None for k in head},
+        model,
+        anchors,
+        lambda k: candidates[k].chunk_id or None if k in candidates else None,
+        keep,
+        query,
+        now,
+        [k for k in head if candidates[k].vector is not None] if model else (),
+    )
+    memories = {m.id: m for m, _, _ in read}
+    known: dict[tuple[str, int | None], np.ndarray | None] = {}
+    for m, vector, chunk in read if model else ():
+        c = candidates[m.id]
+        if c.vector is not None:  # read by the vector lane: not read again
+            known[(m.id, c.chunk_id)] = c.vector
+        elif not c.chunk_id or c.chunk_id == chunk:  # the chunk asked for (none: the first)
+            known[(m.id, c.chunk_id or None)] = vector
     costs.lap("rows")
     # The session prior is about dialogue: only episodes belong to a session's mass, and
     # a memory saved on purpose (fact, decision, summary, note) keeps its score.
@@ -365,24 +397,28 @@ def _entity_lane(ranked: list[tuple[str, float]] | None, candidates: dict[str, _
     return True
 
 
-def _add_neighbours(
-    backend: Backend,
-    scopes: Sequence[str],
-    query: Query,
-    now: datetime,
+def _ranked(fused: Mapping[str, float]) -> list[str]:
+    """The memories best first (ties in ``fused``'s order)."""
+    return sorted(fused, key=lambda k: -fused[k])
+
+
+def _add_context(
+    sides: Mapping[str, Sequence[tuple[str, bool]]],
+    anchors: Sequence[str],
     settings: Settings,
     fused: dict[str, float],
     candidates: dict[str, _Candidate],
 ) -> None:
-    """Dialogue context: the turns just before and after a strong episode hit score
-    ``neighbour_weight`` × its score, unless they scored better on their own.
+    """Dialogue context: the turns just before and after a strong episode hit
+    (``anchors``, the best ``limit``; ``sides``: their neighbours that pass, as
+    ``session_neighbours`` gives them) score ``neighbour_weight`` × its score, unless
+    they scored better on their own.
 
     Why: in a conversation the answer is often the reply to the turn that matches the
     question ("Did you go to the concert?" / "Yes, it was amazing"), and a short reply
     shares no words and little meaning with the question.
     """
-    anchors = sorted(fused, key=lambda k: -fused[k])[: query.limit]
-    for anchor, neighbours in backend.session_neighbours(scopes, anchors, query, now).items():
+    for anchor, neighbours in sides.items():
         for neighbour, after in neighbours:
             weight = settings.neighbour_weight if after else settings.previous_weight
             value = weight * fused[anchor]

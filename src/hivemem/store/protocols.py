@@ -30,6 +30,7 @@ from typing import Any, Protocol
 from ..providers.entities import Mention
 from ..types import Entity, Kind, ListFilter, Memory, MemoryType, Query, Status
 from .keyword_query import KeywordQuery
+from .pool_reads import PoolReads
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,13 +77,14 @@ class PendingChunk:
 
 @dataclass(frozen=True, slots=True)
 class VectorMatch:
-    """A memory's best chunk by cosine similarity to the query (in [-1, 1])."""
+    """A memory's best chunk by cosine similarity to the query (in [-1, 1]), its vector."""
 
     chunk_id: int
     memory_id: str
     seq: int
     text: str
     similarity: float
+    vector: Any = field(default=None, compare=False, repr=False)
 
 
 class VectorIndex(Protocol):
@@ -292,12 +294,6 @@ class Memories(Protocol):
     def get(self, scopes: Sequence[str], memory_id: str) -> Memory | None: ...
 
     def get_many(self, scopes: Sequence[str], memory_ids: Sequence[str]) -> list[Memory]: ...
-
-    def candidate_rows(
-        self, scopes: Sequence[str], wanted: Mapping[str, int | None], model: str | None
-    ) -> list[tuple[Memory, Any]]:
-        """Search's pool: ``get_many`` in order, each with a chunk's vector or None."""
-        ...
 
     def by_key(
         self, scopes: Sequence[str], key: str, as_of: datetime | None = None
@@ -779,7 +775,7 @@ class BackupRows(Protocol):
     def put_session(self, row: Mapping[str, Any], when: str) -> str: ...
 
 
-class Backend(Transactions, Memories, KeywordIndex, Sessions, Health, Protocol):
+class Backend(Transactions, Memories, PoolReads, KeywordIndex, Sessions, Health, Protocol):
     """A whole backend, as ``hivemem.store.factory`` builds it: the protocols above on
     one object, with the narrower ones as attributes. Only the factory and the ``Store``
     see it whole; services get the protocol objects by name."""

@@ -19,7 +19,7 @@ import builtins
 import json
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
@@ -32,6 +32,7 @@ from ...types import ListFilter, Memory, Query, Status
 from ..fts5 import to_fts5
 from ..inspect import InspectionStatements
 from ..keyword_query import KeywordQuery
+from ..pool_reads import Neighbours, PoolRow
 from ..protocols import ChunkMatch, SessionInfo
 from ..resolutions import Resolutions
 from ..rows import (
@@ -364,6 +365,25 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, KeywordScope, Scope
     ) -> builtins.list[tuple[Memory, Any]]:
         return candidates.read(self, scopes, wanted, model, self._access.overlay)
 
+    def pool_rows(
+        self,
+        scopes: Sequence[str],
+        wanted: Mapping[str, int | None],
+        model: str | None,
+        anchors: Sequence[str],
+        chunk_of: Callable[[str], int | None],
+        keep: Callable[[Neighbours], Collection[str]],
+        query: Query,
+        now: datetime,
+        have: Collection[str] = (),
+    ) -> builtins.list[PoolRow]:
+        """One statement (``candidates.read_with_context``); the pairs kept as
+        ``session_neighbours`` keeps them."""
+        return candidates.read_with_context(
+            self, self._pairs, self._pairs_version(), scopes, wanted, model,
+            self._access.overlay, anchors, chunk_of, keep, query, now, have,
+        )  # fmt: skip
+
     def by_key(
         self, scopes: Sequence[str], key: str, as_of: datetime | None = None
     ) -> Memory | None:
@@ -576,10 +596,16 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, KeywordScope, Scope
     ) -> dict[str, builtins.list[tuple[str, bool]]]:
         """The pairs are kept until the file changes (``neighbours.py``: a search asks
         twice, for its keyword candidates and for its best hits)."""
-        role = self._role  # kept inside a read view only, where the version is free
+        return neighbours.read(
+            self, self._pairs, self._pairs_version(), scopes, memory_ids, query, now
+        )
+
+    def _pairs_version(self) -> Any:
+        """The version neighbour pairs are kept under: inside a read view only, where it
+        is free (None: read, keep nothing)."""
+        role = self._role
         kept = self._pool is not None and role.reader is not None and role.version is not None
-        version = self._version() if kept and not role.writing else None
-        return neighbours.read(self, self._pairs, version, scopes, memory_ids, query, now)
+        return self._version() if kept and not role.writing else None
 
     def passing(
         self, scopes: Sequence[str], memory_ids: Sequence[str], query: Query, now: datetime

@@ -5,20 +5,30 @@ adjust their scores, and, for diversity (MMR), the float vector of the chunk tha
 for each: the chunk a lane matched, else (a dialogue neighbour) the memory's first
 chunk. Those were three statements (the rows, the neighbours' first chunks, the
 vectors); here they are one, over a ``VALUES`` list of (memory, chunk) pairs.
+
+``read_with_context`` adds the dialogue neighbours of the best hits (fusion's
+``session_neighbours``) to the same statement: the pairs of the anchors not kept from the
+keyword lane's ask (``neighbours.py``), and the rows of every neighbour that passes, so
+fusion's context and the pool's rows are one read where they were two.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...types import Memory
-from ..rows import SELECT, row_to_memory
+from ...types import Memory, Query
+from ..rows import COLUMNS, SELECT, row_to_memory
+from . import neighbours
 
 if TYPE_CHECKING:  # pragma: no cover
+    from datetime import datetime
+
     from .database import SQLiteDatabase
+
+Row = tuple[Memory, np.ndarray | None, int | None]  # a memory, its chunk's vector, that chunk
 
 
 def read(
@@ -39,17 +49,8 @@ def read(
     for memory_id, chunk_id in wanted.items():
         pairs += [memory_id, chunk_id]
     values = ", ".join(["(?, ?)"] * len(wanted))
-    if model is None:
-        vector, join, extra = "NULL", "", []
-    else:
-        # The chunk a lane matched, else the memory's first (``memory_chunks``'s order).
-        vector = "e.vector"
-        join = (
-            "LEFT JOIN chunks c ON c.id = COALESCE(w.chunk, (SELECT f.id FROM chunks f "
-            "WHERE f.memory_id = m.id ORDER BY f.seq LIMIT 1)) "
-            "LEFT JOIN embedding_cache e ON e.text_hash = c.text_hash AND e.model = ? "
-        )
-        extra = [model]
+    # The chunk a lane matched, else the memory's first (``memory_chunks``'s order).
+    vector, join, extra = _vector_join(model, "w")
     rows = db._read(
         f"WITH w (id, chunk) AS (VALUES {values}) "
         f"SELECT {SELECT}, {vector} FROM w CROSS JOIN memories m ON m.id = w.id {join}"
@@ -63,3 +64,95 @@ def read(
         (memory, None if r[-1] is None else np.frombuffer(r[-1], dtype=np.float32))
         for memory, r in zip(memories, rows, strict=True)
     ]
+
+
+def read_with_context(
+    db: SQLiteDatabase,
+    memo: neighbours.PairMemo,
+    version: Any,
+    scopes: Sequence[str],
+    wanted: Mapping[str, int | None],
+    model: str | None,
+    overlay: Callable[[list[Memory]], list[Memory]],
+    anchors: Sequence[str],
+    chunk_of: Callable[[str], int | None],
+    keep: Callable[[dict[str, neighbours.Sides]], Collection[str]],
+    query: Query,
+    now: datetime,
+    have: Collection[str] = (),
+) -> list[Row]:
+    """``read`` of ``wanted`` and ``session_neighbours`` of ``anchors`` in one statement,
+    with the rows of those neighbours. ``keep`` is given each anchor's neighbours (as
+    ``session_neighbours`` gives them) and says which of the rows read are wanted:
+    ``Memory`` values are built for those only. Each row carries the chunk its vector is of:
+    the one asked for (``wanted``, else ``chunk_of`` for a neighbour kept from an
+    earlier ask), else the memory's first (a neighbour read here: a candidate's own
+    chunk is most often its first, a turn being one chunk). Rows come in no particular
+    order. ``version``: as ``neighbours.read``'s. ``have``: memories whose vector the
+    caller holds (the vector lane read it): none is read for them (a row's vector None)."""
+    ask = neighbours.Asked.of(db, scopes, query, now)
+    known, todo = neighbours.kept(memo, version, ask, anchors)
+    asked = dict(wanted)
+    for sides in known.values():
+        for neighbour, _ in sides:
+            if neighbour not in asked:
+                asked[neighbour] = chunk_of(neighbour)
+    if not asked and not todo:
+        keep(neighbours.in_order(known))
+        return []
+    clause, params = db._scope_clause(scopes)
+    pairs: list[Any] = []
+    for memory_id, chunk_id in asked.items():
+        pairs += [memory_id, chunk_id, memory_id not in have]
+    values = (
+        "VALUES " + ", ".join(["(?, ?, ?)"] * len(asked))
+        if asked
+        else "SELECT NULL, NULL, NULL WHERE 0"
+    )
+    vector, join, extra = _vector_join(model, "x", " AND x.need")
+    rows_sql = (
+        f"SELECT 0, {SELECT}, {vector}, {'x.chunk' if model is None else 'c.id'} "
+        "FROM x CROSS JOIN memories m ON m.id = x.id "
+        f"{join}WHERE {clause}"
+    )
+    if todo:
+        # The pairs' rows beside the memories' (padded to their width); the neighbours
+        # that pass (``ok``) join the memories asked for, each with its first chunk.
+        padding = ", ".join(["NULL"] * (len(COLUMNS) - 3))
+        sql = (
+            neighbours.pairs_sql(todo, ask.filters) + f", w (id, chunk, need) AS ({values}), "
+            "x (id, chunk, need) AS (SELECT id, chunk, need FROM w "
+            "UNION ALL SELECT id, NULL, 1 FROM ok WHERE id NOT IN (SELECT id FROM w)) "
+            f"{rows_sql} UNION ALL SELECT 1, anchor, before, before IN ok, after, "
+            f"after IN ok, {padding} FROM pairs"
+        )
+        got = db._read(sql, [*todo, *ask.params, *pairs, *extra, *params])
+    else:
+        sql = f"WITH x (id, chunk, need) AS ({values}) {rows_sql}"
+        got = db._read(sql, [*pairs, *extra, *params])
+    if todo:
+        found = neighbours.sides([r[1:6] for r in got if r[0] == 1])
+        known.update(neighbours.keep(memo, version, ask, todo, found))
+    wanted_ids = keep(neighbours.in_order(known))
+    memory_rows = [r for r in got if r[0] == 0 and r[1] in wanted_ids]
+    memories = overlay([row_to_memory(r[1:-2]) for r in memory_rows])
+    return [
+        (memory, None if r[-2] is None else np.frombuffer(r[-2], dtype=np.float32), r[-1])
+        for memory, r in zip(memories, memory_rows, strict=True)
+    ]
+
+
+def _vector_join(model: str | None, table: str, when: str = "") -> tuple[str, str, list[Any]]:
+    """The vector column, the joins that bring it, and their parameters: the chunk asked
+    for in ``table``, else the memory's first (``memory_chunks``'s order); none without
+    a model. ``when``: `` AND`` a condition under which the vector is read (after the
+    index's terms: a constant false there, ``0 AND …``, made SQLite scan the whole
+    cache, 0.8 s)."""
+    if model is None:
+        return "NULL", "", []
+    join = (
+        f"LEFT JOIN chunks c ON c.id = COALESCE({table}.chunk, (SELECT f.id FROM chunks f "
+        "WHERE f.memory_id = m.id ORDER BY f.seq LIMIT 1)) "
+        f"LEFT JOIN embedding_cache e ON e.text_hash = c.text_hash AND e.model = ?{when} "
+    )
+    return "e.vector", join, [model]

@@ -56,27 +56,62 @@ def read(
     which pairs are kept (None: read, keep nothing, as inside a write transaction)."""
     if not memory_ids:
         return {}
+    ask = Asked.of(db, scopes, query, now)
+    known, todo = kept(memo, version, ask, memory_ids)
+    if todo:
+        found = _statement(db, todo, ask.filters, ask.params)
+        known.update(keep(memo, version, ask, todo, found))
+    return in_order(known)
+
+
+@dataclass(frozen=True, slots=True)
+class Asked:
+    """The filters neighbours must pass (scope and query, over ``memories m``), and the
+    memo's key for them."""
+
+    filters: str
+    params: list[Any]
+    key: tuple[Any, ...]
+
+    @classmethod
+    def of(cls, db: SQLiteDatabase, scopes: Sequence[str], query: Query, now: datetime) -> Asked:
+        clause, params = db._scope_clause(scopes)
+        where, extra = db._filter_sql(query, now)
+        key = (tuple(scopes), tuple(where), tuple(extra))
+        return cls(" AND ".join([clause, *where]), [*params, *extra], key)
+
+
+def kept(
+    memo: PairMemo, version: Any, ask: Asked, memory_ids: Sequence[str]
+) -> tuple[dict[str, Sides], list[str]]:
+    """The anchors' pairs kept under ``version`` (None: none), and the anchors to read."""
     ids = list(dict.fromkeys(memory_ids))
-    clause, params = db._scope_clause(scopes)
-    where, extra = db._filter_sql(query, now)
-    key = (tuple(scopes), tuple(where), tuple(extra))
     known: dict[str, Sides] = {}
     if version is not None:
         with memo.lock:
             if memo.version != version or memo.size > _MEMO_MAX:
                 memo.version, memo.sides, memo.size = version, {}, 0
-            kept = memo.sides.get(key, {})
+            kept = memo.sides.get(ask.key, {})
             known = {i: kept[i] for i in ids if i in kept}
-    todo = [i for i in ids if i not in known]
-    if todo:
-        found = _statement(db, todo, " AND ".join([clause, *where]), [*params, *extra])
-        read_now = {i: found.get(i, []) for i in todo}
-        known.update(read_now)
-        if version is not None:
-            with memo.lock:
-                if memo.version == version:
-                    memo.sides.setdefault(key, {}).update(read_now)
-                    memo.size += len(read_now)
+    return known, [i for i in ids if i not in known]
+
+
+def keep(
+    memo: PairMemo, version: Any, ask: Asked, todo: Sequence[str], found: dict[str, Sides]
+) -> dict[str, Sides]:
+    """``found`` (the pairs read for ``todo``) for every anchor of ``todo``, kept under
+    ``version`` (None: not kept)."""
+    read_now = {i: found.get(i, []) for i in todo}
+    if version is not None:
+        with memo.lock:
+            if memo.version == version:
+                memo.sides.setdefault(ask.key, {}).update(read_now)
+                memo.size += len(read_now)
+    return read_now
+
+
+def in_order(known: dict[str, Sides]) -> dict[str, Sides]:
+    """The anchors with a neighbour, in anchor id order (``read``'s answer)."""
     return {anchor: known[anchor] for anchor in sorted(known) if known[anchor]}
 
 

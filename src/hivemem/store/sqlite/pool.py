@@ -251,6 +251,9 @@ class ThreadRole(threading.local):
     writing = 0
     reader: Any = None
     version: int | None = None  # the file's change counter noted as the snapshot began
+    # The counter a search view noted before its snapshot, while its step before the
+    # snapshot runs (``PooledReads.search_view``): that step's kept reads use it.
+    early: int | None = None
 
 
 class PooledReads:
@@ -318,7 +321,8 @@ class PooledReads:
         only inside a read view (elsewhere the counter itself is a statement, as much as
         the read: the vector queue, read before the view and again inside it)."""
         role = self._role
-        if role.writing or (view_only and (role.reader is None or role.version is None)):
+        viewed = role.version is not None or role.early is not None
+        if role.writing or (view_only and not viewed):
             return list(self._read(sql, params, raw=raw))
         version = self._version()
         key = (sql, tuple(params))
@@ -376,6 +380,8 @@ class PooledReads:
             return int(self._read("PRAGMA data_version")[0][0])
         if self._role.reader is not None and self._role.version is not None:
             return self._role.version  # inside a snapshot: the counter it began under
+        if self._role.early is not None:
+            return self._role.early  # the step before a search's snapshot (search_view)
         try:
             return self._pool.data_version()
         except self._driver_errors as exc:
@@ -433,21 +439,46 @@ class PooledReads:
             self._pool.reset()
 
     @contextmanager
-    def search_view(self) -> Iterator[None]:
+    def search_view(self, before: Callable[[], object] | None = None) -> Iterator[None]:
         """What one search reads through: with the pool, a snapshot (one read connection
         for the whole search); with the pool off, nothing (each statement takes the lock,
-        as before the pool: a search must not hold the one connection for its length)."""
-        if self._pool is None:
-            yield
+        as before the pool: a search must not hold the one connection for its length).
+
+        ``before`` runs first, outside the snapshot (the facade's embedding of the
+        scopes' newest queued chunks, which the snapshot must then see). With the pool,
+        under the change counter the snapshot will begin under, noted once: its kept
+        reads (``_read_memo``; the queue of chunks to embed, asked again inside the view)
+        cost no statement while nothing was written, where the counter alone was one.
+        Safe as the snapshot's own order is (``snapshot``): the counter is read before
+        anything it keys, and a commit of this store's writer in ``before`` moves
+        ``_version``'s own-commit count."""
+        role = self._role
+        if self._pool is None or role.writing or role.reader is not None:
+            if before is not None:
+                before()
+            if self._pool is None:
+                yield
+            else:
+                with self.snapshot():  # already stable: nothing to begin
+                    yield
             return
-        with self.snapshot():
+        version = self.data_version()
+        if before is not None:
+            role.early = version
+            try:
+                before()
+            finally:
+                role.early = None
+        with self.snapshot(version):
             yield
 
     @contextmanager
-    def snapshot(self) -> Iterator[None]:
+    def snapshot(self, version: int | None = None) -> Iterator[None]:
         """Every read inside sees one snapshot: inside a write, the write's own view;
         otherwise a WAL read transaction on one connection bound to this thread, which
-        blocks no writer (with the pool off: on the writer connection, under its lock)."""
+        blocks no writer (with the pool off: on the writer connection, under its lock).
+        ``version``: the change counter, read by the caller just before (else read
+        here)."""
         role = self._role
         if role.writing or role.reader is not None:  # the view is already stable
             yield
@@ -466,7 +497,8 @@ class PooledReads:
         # commit of another process between the snapshot's start and the counter's read
         # was counted but not seen, and the rows kept under it hid it from every later
         # search (tests/test_read_caches.py).
-        version = self.data_version()
+        if version is None:
+            version = self.data_version()
         with self._lent(snapshot=True) as conn, self._read_transaction(conn):
             role.reader, role.version = conn, version
             try:

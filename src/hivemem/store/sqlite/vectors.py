@@ -569,9 +569,9 @@ def _best(rows: Sequence[Any], vector: np.ndarray, fetch: int) -> list[VectorMat
     matrix = np.frombuffer(b"".join(r[4] for r in rows), dtype=np.float32).reshape(len(rows), -1)
     similarities = matrix @ np.asarray(vector, dtype=np.float32)
     best: dict[str, VectorMatch] = {}
-    for row, similarity in zip(rows, similarities.tolist(), strict=True):
+    for i, (row, similarity) in enumerate(zip(rows, similarities.tolist(), strict=True)):
         current = best.get(row[1])
         if current is None or similarity > current.similarity:
-            best[row[1]] = VectorMatch(row[0], row[1], row[2], row[3], similarity)
+            best[row[1]] = VectorMatch(row[0], row[1], row[2], row[3], similarity, matrix[i])
     ranked = sorted(best.values(), key=lambda m: (-m.similarity, m.chunk_id))
     return ranked[:fetch]
