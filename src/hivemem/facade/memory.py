@@ -402,9 +402,8 @@ class ScopedMemory:
         return chunks, extract(content)
 
     def _build(self, *, refresh: bool = True, **fields: Any) -> Memory:
-        """Validate every field and build the row to insert (nothing is written).
-        Credentials and vault secrets in any text field (content, key, tags, attributes,
-        …) follow ``credential_policy`` (``hivemem.write.redact``); ``refresh=False``:
+        """Validate every field and build the row to insert (nothing is written). Secrets in
+        any text field follow ``credential_policy`` (``hivemem.write.redact``); ``refresh=False``:
         the vault's values as this write last read them (a batch's later rows)."""
         fields = self._store.guard_fields(fields, refresh=refresh)
         fields["updated_by"] = fields.get("updated_by") or self.actor
@@ -689,8 +688,7 @@ class ScopedMemory:
         store = self._store
 
         # One consistent view per search where the backend gives one cheaply (SQLite's read
-        # pool: one WAL read connection for the whole search); elsewhere none is taken.
-        # The scopes' newest queued chunks are embedded just before it, for it to see.
+        # pool), the scopes' newest queued chunks embedded just before it; elsewhere none.
         view = getattr(self._backend, "search_view", None)
 
         def run(query: Query) -> list[Hit]:
