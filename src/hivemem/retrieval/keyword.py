@@ -37,11 +37,15 @@ def idf(total: int, doc_freq: int) -> float:
 
 
 def coverage(weights: Mapping[str, float], matched: Iterable[str]) -> float:
-    """The share of the query's IDF mass that ``matched`` terms carry, in [0, 1]."""
+    """The share of the query's IDF mass that ``matched`` terms carry, in [0, 1]. Summed
+    in the query's order, never a set's: a set of strings iterates in an order Python's
+    string hashing picks per process, the sum's last bit moved with it, and two memories
+    tied at the cut of a search's pool swapped from one process to the next."""
     total = sum(weights.values())
     if total <= 0:
         return 0.0
-    return min(1.0, sum(weights.get(t, 0.0) for t in set(matched)) / total)
+    held = set(matched)
+    return min(1.0, sum(w for t, w in weights.items() if t in held) / total)
 
 
 def best_chunk_per_memory(matches: Sequence[ChunkMatch]) -> list[ChunkMatch]:
@@ -96,7 +100,7 @@ def window_coverage(
     def mass(terms: frozenset[str]) -> float:
         known = masses.get(terms)
         if known is None:
-            known = masses[terms] = min(1.0, sum(weights.get(t, 0.0) for t in terms) / total)
+            known = masses[terms] = coverage(weights, terms)
         return known
 
     out = {}
