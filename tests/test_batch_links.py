@@ -6,10 +6,10 @@ entity by an alias, a namesake of another type and a repeated name)."""
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import UTC, datetime
 
 import pytest
+import sqlean as sqlite3
 
 import hivemem
 from locomo_turns import locomo_turns

@@ -150,3 +150,25 @@ def test_matched_terms_take_the_texts_the_lane_just_read(tmp_path, monkeypatch):
         mem = store.scope("a")
         lane = _statements(store, lambda: mem.search("lighthouse harbour"))
         assert not [s for s in lane if "SELECT id, text FROM chunks" in s]
+
+
+def test_a_connection_lent_out_as_tracing_begins_is_traced_from_its_next_lend(tmp_path):
+    # The embedding worker may hold a read connection as tracing begins; the search that
+    # took it next went untraced (a statement count in tests came up short 1 run in 12).
+    with _filled(tmp_path / "m.db") as store:
+        pool = store._backend._pool
+        held = pool.acquire()
+        seen: list[str] = []
+        seam = store.tracing(seen.append)
+        assert seam is not None
+        with seam:
+            pool.release(held)
+            again = pool.acquire()
+            assert again is held
+            again.execute("SELECT 42").fetchall()
+            pool.release(again)
+        assert "SELECT 42" in seen
+        after = pool.acquire()
+        after.execute("SELECT 43").fetchall()  # tracing ended: not seen
+        pool.release(after)
+        assert "SELECT 43" not in seen

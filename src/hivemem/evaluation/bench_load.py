@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import HiveMemError
-from ..store.factory import is_url
+from ..store.factory import is_url, local_postgres
 from ..store.factory import postgres_admin as admin
 from .bench import CorpusGenerator
 from .bench_postgres import _with_database
@@ -291,25 +291,10 @@ def _cpu_seconds(pid: int, *, reaped: bool = False) -> float | None:
 
 
 def _database_pid(db: str) -> int | None:
-    """The postmaster of a PostgreSQL server on this machine (the parent of a backend
-    the bench connects to), whose processes' CPU the clients' load costs too: on a
-    machine the server shares with them, requests/s follows the server's CPU plus the
-    database's. None for SQLite, a server elsewhere, or one this process cannot see."""
-    if not is_url(db):
-        return None
-    try:
-        import psycopg
-
-        with psycopg.connect(db, autocommit=True, connect_timeout=5) as conn:
-            backend = int(conn.execute("SELECT pg_backend_pid()").fetchone()[0])  # type: ignore[index]
-            # read while the connection is open: the backend ends with it
-            if Path(f"/proc/{backend}/comm").read_text().strip() != "postgres":
-                return None  # another machine's (or another namespace's) process number
-            stat = Path(f"/proc/{backend}/stat").read_text()
-        parent = int(stat.rsplit(")", 1)[1].split()[1])
-        return parent if Path(f"/proc/{parent}/comm").read_text().strip() == "postgres" else None
-    except Exception:  # no /proc, no server: the figure is left out, the run goes on
-        return None
+    """The PostgreSQL server's postmaster when it runs on this machine (its processes'
+    CPU is counted beside the server's: ``local_postgres.postmaster_pid``); None for
+    SQLite, or a server elsewhere."""
+    return local_postgres.postmaster_pid(db) if is_url(db) else None
 
 
 def _stop(server: subprocess.Popen[bytes]) -> None:

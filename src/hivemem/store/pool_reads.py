@@ -36,3 +36,28 @@ class PoolReads(Protocol):
         not the candidate's own, the caller reads the vector again. ``have``: memories
         whose chunk's vector the caller holds (none is read for them)."""
         ...
+
+
+def in_two_reads(
+    backend: Any,
+    scopes: Sequence[str],
+    wanted: Mapping[str, int | None],
+    model: str | None,
+    anchors: Sequence[str],
+    chunk_of: Callable[[str], int | None],
+    keep: Callable[[Neighbours], Collection[str]],
+    query: Query,
+    now: datetime,
+    have: Collection[str] = (),
+) -> list[PoolRow]:
+    """``pool_rows`` for a backend without the one statement, as its method
+    (``pool_rows = in_two_reads``): ``session_neighbours``, then ``candidate_rows`` of
+    the memories ``keep`` wants (PostgreSQL's; vectors are read for ``have`` too)."""
+    sides = backend.session_neighbours(scopes, anchors, query, now) if anchors else {}
+    asked = dict(wanted)
+    for pairs in sides.values():
+        for neighbour, _ in pairs:
+            asked.setdefault(neighbour, chunk_of(neighbour))
+    kept = keep(sides)
+    rows = backend.candidate_rows(scopes, {k: v for k, v in asked.items() if k in kept}, model)
+    return [(m, v, asked[m.id]) for m, v in rows]

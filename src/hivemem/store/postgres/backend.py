@@ -35,7 +35,7 @@ import builtins
 import hashlib
 import threading
 import time
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from datetime import datetime
 from typing import Any, TypeVar
@@ -46,7 +46,7 @@ from ...clock import from_text, to_text
 from ...errors import Conflict, StoreError, TryAgain
 from ...providers.entities import Mention
 from ...types import ListFilter, Memory, Query, Status
-from ..pool_reads import Neighbours, PoolRow
+from .. import pool_reads
 from ..protocols import SessionInfo
 from ..resolutions import Resolutions
 from ..rows import COLUMNS, JSON_FIELDS, SELECT, TIME_FIELDS, UPDATABLE, row_to_memory
@@ -413,28 +413,8 @@ class PostgresBackend(KeywordMixin):
         vectors = {**kept, **self.vectors.remember(model, read)}
         return [(row_to_memory(r[:width]), vectors.get(r[width])) for r in rows]
 
-    def pool_rows(
-        self,
-        scopes: Sequence[str],
-        wanted: Mapping[str, int | None],
-        model: str | None,
-        anchors: Sequence[str],
-        chunk_of: Callable[[str], int | None],
-        keep: Callable[[Neighbours], Collection[str]],
-        query: Query,
-        now: datetime,
-        have: Collection[str] = (),
-    ) -> builtins.list[PoolRow]:
-        """``session_neighbours``, then ``candidate_rows`` of the memories ``keep``
-        wants (SQLite's is one statement; vectors are read for ``have`` too)."""
-        sides = self.session_neighbours(scopes, anchors, query, now) if anchors else {}
-        asked = dict(wanted)
-        for pairs in sides.values():
-            for neighbour, _ in pairs:
-                asked.setdefault(neighbour, chunk_of(neighbour))
-        kept = keep(sides)
-        rows = self.candidate_rows(scopes, {k: v for k, v in asked.items() if k in kept}, model)
-        return [(m, v, asked[m.id]) for m, v in rows]
+    # ``session_neighbours``, then ``candidate_rows`` (SQLite's is one statement)
+    pool_rows = pool_reads.in_two_reads
 
     def by_key(
         self, scopes: Sequence[str], key: str, as_of: datetime | None = None

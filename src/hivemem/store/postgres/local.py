@@ -131,3 +131,23 @@ def stop(folder: Path | str | None = None, *, timeout_s: float = 60.0) -> bool:
         if info.process.is_running():
             raise StoreError(f"the local PostgreSQL in {root} did not stop: {exc}") from None
     return True
+
+
+def postmaster_pid(url: str) -> int | None:
+    """The postmaster of the PostgreSQL server at ``url`` when it runs on this machine
+    (the parent of the backend a connection gets), for ``hivemem bench --load``: on a
+    machine the server shares with the clients, requests/s follows the HiveMem server's
+    CPU plus the database's. None for a server elsewhere or one this process cannot see."""
+    try:
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True, connect_timeout=5) as conn:
+            backend = int(conn.execute("SELECT pg_backend_pid()").fetchone()[0])  # type: ignore[index]
+            # read while the connection is open: the backend ends with it
+            if Path(f"/proc/{backend}/comm").read_text().strip() != "postgres":
+                return None  # another machine's (or another namespace's) process number
+            stat = Path(f"/proc/{backend}/stat").read_text()
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        return parent if Path(f"/proc/{parent}/comm").read_text().strip() == "postgres" else None
+    except Exception:  # no /proc, no server: the figure is left out, the run goes on
+        return None

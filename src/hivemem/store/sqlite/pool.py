@@ -97,6 +97,7 @@ class ReadPool:
         self._watcher: Any = None
         self._watch_lock = threading.Lock()
         self.tracer: Callable[[str], None] | None = None  # see ``PooledReads.tracing``
+        self._traced = False  # ``trace`` was ever called: a lend sets the current tracer
 
     def acquire(self, *, snapshot: bool = False) -> Any:
         """An idle connection, a new one while fewer than ``2 × size`` are open, else wait
@@ -115,6 +116,8 @@ class ReadPool:
                         conn = self._idle.pop()
                         self._snapshots += snapshot
                         self._lent += 1
+                        if self._traced:  # lent while ``trace`` changed: its tracer now
+                            conn.set_trace_callback(self.tracer)
                         return conn
                     if self._opened < 2 * self.size:
                         self._opened += 1
@@ -229,8 +232,11 @@ class ReadPool:
 
     def trace(self, callback: Callable[[str], None] | None) -> None:
         """``callback`` gets every statement of the idle connections, the change-counter
-        watcher and those opened from now on (None: no longer)."""
+        watcher and those opened or lent from now on (None: no longer). A connection lent
+        out as it begins (the embedding worker's) gets it at its next lend: a search that
+        took it next went untraced, and statement counts in tests came up short."""
         with self._cond:
+            self._traced = True
             self.tracer = callback
             for conn in self._idle:
                 conn.set_trace_callback(callback)
@@ -348,7 +354,7 @@ class PooledReads:
         """``callback(sql)`` for every statement run inside, on any connection of this
         store (the writer and the read pool; sqlite3's ``set_trace_callback``), on
         whichever thread runs it: the measuring seam of ``hivemem bench``'s statements
-        per search. Connections lent out as it begins are not traced."""
+        per search. A connection lent out as it begins is traced from its next lend."""
         with self._lock:
             self._conn.set_trace_callback(callback)
         if self._pool is not None:
