@@ -199,8 +199,9 @@ class Settings:
         "Cosine under which a question that names words its scope has never seen (two or "
         "more words in no memory of the scope, one of them not a common English word) "
         "returns no hit: an unrelated question gets silence, not the least unrelated "
-        "memories. -1 (default): the model's calibrated value (`hivemem eval silence`; "
-        "none for models nobody calibrated); 0 turns it off.",
+        "memories. Only in scopes of 1,000 chunks or more (a younger scope has not seen "
+        "most words yet). -1 (default): the model's calibrated value (`hivemem eval "
+        "silence`; none for models nobody calibrated); 0 turns it off.",
     )
     first_person_queries: bool = _setting(
         True,
