@@ -47,7 +47,18 @@ from ..types import (
     Status,
     as_tuple,
 )
-from ..write import audit, categories, chains, expiry, learning, promotion, retry, rights, rules
+from ..write import (
+    audit,
+    categories,
+    chains,
+    episodes,
+    expiry,
+    learning,
+    promotion,
+    retry,
+    rights,
+    rules,
+)
 from ..write import purge as purgemod
 from ..write.redact import scrubs_output
 
@@ -327,64 +338,28 @@ class ScopedMemory:
         ``source``, ``expires_at``: the TTL policy's unless given). ``wait=True`` returns
         only once their vectors are stored.
         """
-        s = self.settings
         items = arguments.batch(items)
         arguments.flag(wait, "wait")
-        records: list[tuple[Memory, tuple[list[str], list[Mention]]]] = []
-        sureness: list[tuple[str, float]] = []
-        allowed = {
-            "content",
-            "session_id",
-            "role",
-            "event_time",
-            "attributes",
-            "tags",
-            "type",
-            "source",
-            "expires_at",
-        }
-        for index, item in enumerate(items):
-            if index >= s.max_batch:
-                raise InvalidInput("items", f"more than {s.max_batch} episodes in one batch")
-            if not isinstance(item, Mapping):
-                raise InvalidInput(f"items[{index}]", "expected a mapping of add_episode fields")
-            unknown = set(item) - allowed
-            if unknown:
-                raise InvalidInput(f"items[{index}]", f"unknown fields {sorted(unknown)}")
-            try:
-                session_id = rules.name(item.get("session_id"), "session_id", 200)
-                role = rules.name(item.get("role"), "role", 200)
-                record = self._build(
-                    refresh=not records,  # the vault's values: read for the first row
-                    content=item.get("content"),
-                    kind=Kind.EPISODE,
-                    type=item.get("type") or s.episode_type,
-                    source=item.get("source") or Source.CONVERSATION,
-                    tags=item.get("tags"),
-                    attributes=item.get("attributes"),
-                    event_time=item.get("event_time"),
-                    expires_at=item.get("expires_at", _DEFAULT),
-                    session_id=session_id,
-                    role=role,
-                )
-            except InvalidInput as exc:
-                if index == 0 and not records:
-                    raise
-                raise InvalidInput(f"items[{index}].{exc.field}", exc.message) from None
-            record, sure = categories.categorized(record, given=False)
-            records.append((record, self._derive(record.content)))
-            sureness.append((record.id, sure))
+        records = episodes.rows(
+            items,
+            scope=self.name,
+            settings=self.settings,
+            now=self._now,
+            guard=lambda fields, refresh: self._store.guard_fields(fields, refresh=refresh),
+            actor=self.actor,
+            default_expiry=_DEFAULT,
+        )
         if not records:
             return []
         sessions: dict[str, tuple[datetime, int]] = {}
-        for record, _ in records:
+        for record, *_ in records:
             assert record.session_id is not None
             when = record.event_time or record.created_at
             first, count = sessions.get(record.session_id, (when, 0))
             sessions[record.session_id] = (min(first, when), count + 1)
         with self._backend.atomic():
-            self._backend.insert_many([(record, *pieces) for record, pieces in records])
-            self._store.job_state.note_categories(sureness)
+            self._backend.insert_many([(r, chunks, found) for r, _, chunks, found in records])
+            self._store.job_state.note_categories([(r.id, sure) for r, sure, *_ in records])
             started = [
                 session_id
                 for session_id, (when, count) in sessions.items()
@@ -392,7 +367,7 @@ class ScopedMemory:
             ]
         self._store.index_written(wait)
         self._store.session_worker.session_started(self.name, started)  # queued, not run here
-        return [record for record, _ in records]
+        return [record for record, *_ in records]
 
     def _derive(self, content: str) -> tuple[list[str], list[Mention]]:
         """What a memory's row brings along, computed before the write lock: its chunks
