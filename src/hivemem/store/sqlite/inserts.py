@@ -6,7 +6,12 @@ The write path's cost is its statements (issue 24: a write against a plain SQLit
 of a row and its FTS5 row). Here a batch goes in as one ``executemany`` of its rows and
 one of its chunks, and the insertion order (``seq``, migration 0014) is numbered by the
 insert itself: the ``memories_seq_ai`` trigger numbers only rows inserted without it
-(older code paths), which cost an ``UPDATE`` of every new row and its index entries.
+(older code paths), which cost an ``UPDATE`` of every new row and its index entries. A
+batch reads the last number once and numbers its rows itself.
+
+A chunk's ``text_hash`` (the embedding cache's key) is the hash of its text; a memory
+short enough to be one chunk is its own chunk, whose hash its row already holds
+(``content_hash``: the same function of the same string), so it is not hashed twice.
 """
 
 from __future__ import annotations
@@ -14,12 +19,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ... import text as textmod
 from ...clock import to_text
 from ...errors import Conflict
 from ...providers.entities import Mention
 from ...types import Memory
 from ..rows import INSERT, memory_to_row
-from . import migrations
+from . import termcounts
 from .database import IntegrityError
 from .entities import link_many, link_mentions
 
@@ -28,6 +34,11 @@ WRITER_STATEMENTS = 512  # prepared statements the writer connection keeps (defa
 NUMBERED_INSERT = (
     INSERT.replace(") VALUES (", ", seq) VALUES (").removesuffix(")")
     + ", (SELECT COALESCE(MAX(seq), 0) + 1 FROM memories))"
+)
+
+SEQ_INSERT = INSERT.replace(") VALUES (", ", seq) VALUES (").removesuffix(")") + ", ?)"
+CHUNK_INSERT = (
+    "INSERT INTO chunks (memory_id, seq, text, text_hash, scope_key) VALUES (?, ?, ?, ?, ?)"
 )
 
 Item = tuple[Memory, Sequence[str], Sequence[Mention]]
@@ -41,9 +52,11 @@ def insert_one(
         conn.execute(NUMBERED_INSERT, memory_to_row(memory))
     except IntegrityError as exc:
         raise conflict(exc, memory) from None
-    migrations.insert_chunks(conn, memory.id, memory.scope, list(chunks))
+    conn.executemany(CHUNK_INSERT, chunk_rows([(memory, chunks)]))
     if mentions:
-        link_mentions(conn, memory.scope, memory.id, mentions, to_text(memory.created_at))
+        link_mentions(
+            conn, memory.scope, memory.id, mentions, to_text(memory.created_at), fresh=True
+        )
 
 
 def insert_many(conn: Any, items: Sequence[Item]) -> None:
@@ -57,8 +70,12 @@ def insert_many(conn: Any, items: Sequence[Item]) -> None:
             insert_one(conn, memory, chunks, mentions)
         return
     conn.execute("SAVEPOINT bulk_insert")
+    last = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM memories").fetchone()[0]
     try:
-        conn.executemany(NUMBERED_INSERT, [memory_to_row(m) for m, _, _ in items])
+        conn.executemany(
+            SEQ_INSERT,
+            [(*memory_to_row(m), last + n) for n, (m, _, _) in enumerate(items, 1)],
+        )
     except IntegrityError:
         conn.execute("ROLLBACK TO bulk_insert")
         conn.execute("RELEASE bulk_insert")
@@ -66,11 +83,29 @@ def insert_many(conn: Any, items: Sequence[Item]) -> None:
             insert_one(conn, memory, chunks, mentions)
         return
     conn.execute("RELEASE bulk_insert")
-    migrations.insert_chunks_of(conn, [(m.id, m.scope, list(chunks)) for m, chunks, _ in items])
+    conn.executemany(CHUNK_INSERT, chunk_rows([(m, chunks) for m, chunks, _ in items]))
     link_many(
         conn,
         [(m.scope, m.id, mentions, to_text(m.created_at)) for m, _, mentions in items if mentions],
+        fresh=True,
     )
+
+
+def chunk_rows(items: Sequence[tuple[Memory, Sequence[str]]]) -> list[tuple[Any, ...]]:
+    """The ``CHUNK_INSERT`` rows of memories' chunks (the scope key computed once per
+    scope); the one chunk that is the memory's text, the very string, takes the row's
+    ``content_hash``."""
+    keys: dict[str, str] = {}
+    rows: list[tuple[Any, ...]] = []
+    for memory, pieces in items:
+        key = keys.get(memory.scope)
+        if key is None:
+            key = keys[memory.scope] = termcounts.scope_key(memory.scope)
+        if len(pieces) == 1 and pieces[0] is memory.content and memory.content_hash:
+            rows.append((memory.id, 0, pieces[0], memory.content_hash, key))
+            continue
+        rows.extend((memory.id, i, p, textmod.content_hash(p), key) for i, p in enumerate(pieces))
+    return rows
 
 
 def conflict(exc: Exception, memory: Memory) -> Exception:
