@@ -36,10 +36,12 @@ def link_mentions(
     when: str,
     *,
     protection: bool = True,
+    fresh: bool = False,
 ) -> None:
     """Inside a write: resolve or create each mention's entity and link the memory.
-    ``protection=False`` is for migrations older than the ``protected`` column."""
-    link_many(conn, [(scope, memory_id, mentions, when)], protection=protection)
+    ``protection=False`` is for migrations older than the ``protected`` column;
+    ``fresh``: the memory was inserted by this write (``link_many``)."""
+    link_many(conn, [(scope, memory_id, mentions, when)], protection=protection, fresh=fresh)
 
 
 def link_many(
@@ -47,11 +49,18 @@ def link_many(
     items: Sequence[tuple[str, str, Sequence[Mention], str]],
     *,
     protection: bool = True,
+    fresh: bool = False,
 ) -> None:
     """``link_mentions`` for many memories of one write, ``(scope, memory_id, mentions,
     when)`` each: a name the batch already resolved is not looked up again, and each
     entity's count and last sighting are updated once, by the links the batch made (a
-    batch of turns names the same people again and again)."""
+    batch of turns names the same people again and again).
+
+    The names are looked up by canonical name in one statement per scope (``_KNOWN``),
+    not one per mention. ``fresh``: the memories were inserted by this write, so none
+    is linked yet (a memory's links go with it, ``ON DELETE CASCADE``): its links are
+    its distinct entities, inserted by one ``executemany`` instead of a statement per
+    mention whose row count said whether the link was new."""
     by_alias = (
         "SELECT a.entity_id FROM entity_aliases a CROSS JOIN entities e "
         "ON e.id = a.entity_id WHERE a.scope = ? AND a.alias = ? "
@@ -60,23 +69,21 @@ def link_many(
         else "SELECT entity_id FROM entity_aliases WHERE scope = ? AND alias = ? "
         "AND ? IS NOT NULL ORDER BY entity_id LIMIT 1"
     )
-    # Within the write the answer for a name cannot change: an entity found stays, and
-    # one created later has a higher id than any alias's ``ORDER BY entity_id`` found.
-    resolved: dict[tuple[str, str, str], int] = {}
+    # Within the write the answer for a name cannot change: an entity found stays, one
+    # created later has a higher id than any alias's ``ORDER BY entity_id`` found, and
+    # the only entities the write creates are those of names it found no entity for.
+    resolved = _known(conn, items)
     seen: dict[int, list[Any]] = {}  # entity id -> [new links, latest sighting]
+    links: list[tuple[str, int]] = []
     for scope, memory_id, mentions, when in items:
+        linked: set[int] = set()
         for mention in mentions:
             kind = mention.type.value
             entity = resolved.get((scope, mention.canonical, kind))
             if entity is None:
-                row = conn.execute(
-                    "SELECT id FROM entities WHERE scope = ? AND canonical = ? AND type = ?",
-                    (scope, mention.canonical, kind),
-                ).fetchone()
-                if row is None:
-                    # By alias; a protected entity takes mentions of its own type only
-                    # (it is never merged with a namesake of another type).
-                    row = conn.execute(by_alias, (scope, mention.canonical, kind)).fetchone()
+                # By alias; a protected entity takes mentions of its own type only
+                # (it is never merged with a namesake of another type).
+                row = conn.execute(by_alias, (scope, mention.canonical, kind)).fetchone()
                 if row is None:
                     row = conn.execute(
                         "INSERT INTO entities (scope, canonical, type, name, first_seen, "
@@ -90,23 +97,62 @@ def link_many(
                             (scope, alias, row[0]),
                         )
                 entity = resolved[(scope, mention.canonical, kind)] = row[0]
-            linked = conn.execute(
+            if fresh:
+                if entity in linked:
+                    continue
+                linked.add(entity)
+                links.append((memory_id, entity))
+            elif not conn.execute(
                 "INSERT OR IGNORE INTO memory_entities (memory_id, entity_id) VALUES (?, ?)",
                 (memory_id, entity),
-            )
-            if linked.rowcount:
-                tally = seen.get(entity)
-                if tally is None:
-                    seen[entity] = [1, when]
-                else:
-                    tally[0] += 1
-                    tally[1] = max(tally[1], when)
+            ).rowcount:
+                continue
+            tally = seen.get(entity)
+            if tally is None:
+                seen[entity] = [1, when]
+            else:
+                tally[0] += 1
+                tally[1] = max(tally[1], when)
+    if links:
+        conn.executemany("INSERT INTO memory_entities (memory_id, entity_id) VALUES (?, ?)", links)
     if seen:
         conn.executemany(
             "UPDATE entities SET mention_count = mention_count + ?, "
             "last_seen = MAX(last_seen, ?) WHERE id = ?",
             [(count, latest, entity) for entity, (count, latest) in seen.items()],
         )
+
+
+_KNOWN = 400  # names per statement (SQLite allows 32,766 variables since 3.32)
+
+
+def _known(
+    conn: Any, items: Sequence[tuple[str, str, Sequence[Mention], str]]
+) -> dict[tuple[str, str, str], int]:
+    """The entities the write's names already have, ``(scope, canonical, type) -> id``:
+    one statement per scope (and ``_KNOWN`` names) on ``UNIQUE (scope, canonical,
+    type)``; a canonical name known under another type only is left out."""
+    wanted: dict[str, dict[str, None]] = {}
+    pairs: set[tuple[str, str, str]] = set()
+    for scope, _, mentions, _ in items:
+        names = wanted.setdefault(scope, {})
+        for mention in mentions:
+            names[mention.canonical] = None
+            pairs.add((scope, mention.canonical, mention.type.value))
+    found: dict[tuple[str, str, str], int] = {}
+    for scope, names in wanted.items():
+        ordered = list(names)
+        for start in range(0, len(ordered), _KNOWN):
+            part = ordered[start : start + _KNOWN]
+            rows = conn.execute(
+                "SELECT canonical, type, id FROM entities WHERE scope = ? "
+                f"AND canonical IN ({placeholders(part)})",
+                [scope, *part],
+            ).fetchall()
+            for canonical, kind, entity in rows:
+                if (scope, canonical, kind) in pairs:
+                    found[(scope, canonical, kind)] = entity
+    return found
 
 
 def retype(conn: Any, entity_id: int, kind: str) -> bool:
