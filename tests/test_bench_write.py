@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from hivemem.evaluation.bench_write import format_write, run_write_bench
 from hivemem.frontends.cli import main
-from hivemem.store.baseline import BareStore
+from hivemem.store.baseline import BareStore, wal_pages
 
 
 def test_write_bench_times_both_paths_beside_plain_sqlite():
@@ -32,10 +32,15 @@ def test_write_bench_times_both_paths_beside_plain_sqlite():
     )
     for path in (hot, batch):
         assert path.hivemem_per_s > 0 and path.baseline_per_s > 0 and path.ratio > 0
+        # Pages of WAL are counted, not timed: a row and its FTS5 row log at least one
+        # page per transaction, and HiveMem's turn (row, chunk, links, session) more.
+        assert path.hivemem_wal_pages > path.baseline_wal_pages > 0
+    assert hot.baseline_wal_pages >= 1 and hot.hivemem_wal_pages > 2 * hot.baseline_wal_pages
     assert report.ingest is None
     assert {"hot path", "batch path"} <= set(stages)
     table = format_write(report)
     assert "hot (1 per tx)" in table and "batch (25 per tx)" in table
+    assert "WAL pages per row" in table
 
 
 @pytest.mark.parametrize("kwargs", [{"rows": 0}, {"batch": 0}, {"rows": True}])
@@ -56,6 +61,16 @@ def test_bench_write_path_command_prints_json():
     assert "ratio" in printed.stdout
 
 
+def test_wal_pages_counts_the_frames_a_write_appends(tmp_path):
+    bare = BareStore(tmp_path / "bare.db")
+    bare.add("s", "warm the file up")
+    assert wal_pages(tmp_path / "bare.db", lambda: None) == 0
+    one = wal_pages(tmp_path / "bare.db", lambda: bare.add("s", "one row"))
+    two = wal_pages(tmp_path / "bare.db", lambda: [bare.add("s", f"row {i}") for i in range(2)])
+    assert one >= 1 and two > one  # each commit logs the pages it changed again
+    bare.close()
+
+
 def test_bare_store_close_closes_only_its_connection(tmp_path):
     bare = BareStore(tmp_path / "bare.db")
     bare.add("s", "one row")
@@ -74,3 +89,4 @@ def test_bench_write_path_on_postgres_beside_a_plain_insert(pg_url):
     assert (report["hot"]["rows"], report["hot"]["hivemem"]["count"]) == (20, 20)
     assert (report["batch"]["rows"], report["batch"]["baseline"]["count"]) == (20, 2)
     assert report["hot"]["baseline_per_s"] > 0 and report["batch"]["ratio"] > 0
+    assert report["hot"]["hivemem_wal_pages"] is None  # a SQLite file's count

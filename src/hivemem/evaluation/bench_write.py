@@ -20,7 +20,10 @@ The two sides run in alternating rounds of ``ROUND`` rows (HiveMem, then the bas
 then HiveMem …), each into its own fresh file, so a shared machine's load drifts over
 both alike; the ratio is HiveMem's time over the baseline's. Beside it, each side's
 process CPU per row: on a shared machine a write's wall time also holds the waits for a
-core, the CPU does not.
+core, the CPU does not. And (SQLite) each side's pages of write-ahead log per row, a
+count no load moves: after the timed rounds, ``WAL_ROWS`` more turns one per
+transaction, then one batch of ``WAL_BATCH``, each after the log was emptied
+(``store.baseline.wal_pages``). A commit writes every page its transaction changed.
 """
 
 from __future__ import annotations
@@ -36,13 +39,15 @@ from urllib.parse import urlsplit, urlunsplit
 from ..facade.database import open as open_store
 from ..providers.embed import DEFAULT_MODEL, LocalEmbedder
 from ..settings import Settings
-from ..store.baseline import BareStore
+from ..store.baseline import BareStore, wal_pages
 from ..store.factory import BarePostgres, is_url
 from ..store.factory import postgres_admin as admin
 from .bench import DEFAULT_SEED, CorpusGenerator
 from .bench_report import LatencyStats
 
 ROUND = 250  # rows per alternating round of the hot path
+WAL_ROWS = 25  # turns, one per transaction, whose log is counted (under 1,000 pages)
+WAL_BATCH = 100  # turns of the one batch whose log is counted
 _WARMUP = 20
 _SCOPE = "bench"
 
@@ -63,6 +68,8 @@ class PathResult:
     cpu_ratio: float
     hivemem: LatencyStats  # per call
     baseline: LatencyStats  # per call
+    hivemem_wal_pages: float | None = None  # pages of WAL per row (SQLite; None on PG)
+    baseline_wal_pages: float | None = None
 
 
 @dataclass(frozen=True)
@@ -116,7 +123,7 @@ def run_write_bench(
     settings = (settings or Settings()).replace(consolidate_on_session_switch=False)
     notify = progress or (lambda stage, done, total: None)
     generator = CorpusGenerator(seed)
-    turns = list(generator.episodes(2 * rows + 2 * _WARMUP))
+    turns = list(generator.episodes(2 * rows + 2 * _WARMUP + WAL_ROWS + WAL_BATCH))
     with tempfile.TemporaryDirectory(prefix="hivemem-bench-write-") as scratch:
         folder = Path(scratch)
         if url is not None and is_url(url):
@@ -124,8 +131,14 @@ def run_write_bench(
         else:
             sides = _sqlite(folder, settings)
         try:
-            hot = _hot_path(sides, turns[: rows + _WARMUP], notify)
-            batched = _batch_path(sides, turns[rows + _WARMUP :], batch, notify)
+            hot = _hot_path(sides, turns[: rows + _WARMUP], notify, turns[-WAL_ROWS:])
+            batched = _batch_path(
+                sides,
+                turns[rows + _WARMUP : 2 * (rows + _WARMUP)],
+                batch,
+                notify,
+                turns[-WAL_ROWS - WAL_BATCH : -WAL_ROWS],
+            )
         finally:
             sides.drop()
         ingest = _ingest(folder, generator, model_sentences, settings, notify) if model else None
@@ -140,6 +153,7 @@ class _Sides:
     def __init__(self, open_pair: Callable[[str], tuple[Any, Any]]) -> None:
         self.open_pair = open_pair
         self.drops: list[Callable[[], None]] = []
+        self.files: dict[str, tuple[Path, Path]] = {}  # SQLite: name -> the two files
 
     def drop(self) -> None:
         for drop in self.drops:
@@ -148,10 +162,12 @@ class _Sides:
 
 def _sqlite(folder: Path, settings: Settings) -> _Sides:
     def open_pair(name: str) -> tuple[Any, Any]:
-        store = open_store(folder / f"{name}.db", settings=settings, embedder="none")
-        return store, BareStore(folder / f"{name}-bare.db")
+        sides.files[name] = (folder / f"{name}.db", folder / f"{name}-bare.db")
+        store = open_store(sides.files[name][0], settings=settings, embedder="none")
+        return store, BareStore(sides.files[name][1])
 
-    return _Sides(open_pair)
+    sides = _Sides(open_pair)
+    return sides
 
 
 def _postgres(url: str, settings: Settings) -> _Sides:
@@ -179,8 +195,14 @@ def _postgres(url: str, settings: Settings) -> _Sides:
     return sides
 
 
-def _hot_path(sides: _Sides, turns: Sequence[dict[str, Any]], notify: Progress) -> PathResult:
+def _hot_path(
+    sides: _Sides,
+    turns: Sequence[dict[str, Any]],
+    notify: Progress,
+    logged: Sequence[dict[str, Any]] = (),
+) -> PathResult:
     store, bare = sides.open_pair("hot")
+    pages: tuple[float, float] | None = None
     mem = store.scope(_SCOPE)
     mine: list[int] = []
     theirs: list[int] = []
@@ -208,16 +230,31 @@ def _hot_path(sides: _Sides, turns: Sequence[dict[str, Any]], notify: Progress) 
             cpu[0] += c1 - c0
             cpu[1] += c2 - c1
             notify("hot path", start + len(part), len(measured))
+
+        def ours() -> None:
+            for item in logged:
+                mem.add_episode(item["content"], item["session_id"], item["role"])
+
+        def plain() -> None:
+            for item in logged:
+                bare.add(_SCOPE, item["content"])
+
+        pages = _logged(sides, "hot", ours, plain, len(logged))
     finally:
         store.close()
         bare.close()
-    return _result(len(mine), 1, mine, theirs, cpu)
+    return _result(len(mine), 1, mine, theirs, cpu, pages)
 
 
 def _batch_path(
-    sides: _Sides, turns: Sequence[dict[str, Any]], batch: int, notify: Progress
+    sides: _Sides,
+    turns: Sequence[dict[str, Any]],
+    batch: int,
+    notify: Progress,
+    logged: Sequence[dict[str, Any]] = (),
 ) -> PathResult:
     store, bare = sides.open_pair("batch")
+    pages: tuple[float, float] | None = None
     mem = store.scope(_SCOPE)
     mine: list[int] = []
     theirs: list[int] = []
@@ -239,14 +276,39 @@ def _batch_path(
             cpu[0] += c1 - c0
             cpu[1] += time.process_time_ns() - c1
             notify("batch path", start + len(part), len(measured))
+        pages = _logged(
+            sides,
+            "batch",
+            lambda: mem.add_episodes(logged),
+            lambda: bare.add_many(_SCOPE, [item["content"] for item in logged]),
+            len(logged),
+        )
     finally:
         store.close()
         bare.close()
-    return _result(len(measured), batch, mine, theirs, cpu)
+    return _result(len(measured), batch, mine, theirs, cpu, pages)
+
+
+def _logged(
+    sides: _Sides, name: str, ours: Callable[[], None], plain: Callable[[], None], rows: int
+) -> tuple[float, float] | None:
+    """Pages of WAL per row that ``ours`` and ``plain`` append (SQLite files only)."""
+    if name not in sides.files or rows == 0:
+        return None
+    mine, theirs = sides.files[name]
+    return (
+        round(wal_pages(mine, ours) / rows, 2),
+        round(wal_pages(theirs, plain) / rows, 2),
+    )
 
 
 def _result(
-    rows: int, per_call: int, mine: list[int], theirs: list[int], cpu: list[int]
+    rows: int,
+    per_call: int,
+    mine: list[int],
+    theirs: list[int],
+    cpu: list[int],
+    pages: tuple[float, float] | None = None,
 ) -> PathResult:
     mine_s, theirs_s = sum(mine) / 1e9, sum(theirs) / 1e9
     return PathResult(
@@ -260,6 +322,8 @@ def _result(
         cpu_ratio=round(cpu[0] / cpu[1], 2) if cpu[1] > 0 else 0.0,
         hivemem=LatencyStats.of(mine),
         baseline=LatencyStats.of(theirs),
+        hivemem_wal_pages=pages[0] if pages else None,
+        baseline_wal_pages=pages[1] if pages else None,
     )
 
 
@@ -335,6 +399,14 @@ def format_write(report: WriteReport) -> str:
         "(ratio: HiveMem's wall time over the plain insert's; p50/p95: HiveMem per call; "
         "CPU: this process's, HiveMem / plain)"
     )
+    hot, batch = report.hot, report.batch
+    if hot.hivemem_wal_pages is not None and batch.hivemem_wal_pages is not None:
+        lines.append(
+            f"WAL pages per row, HiveMem / plain: hot {hot.hivemem_wal_pages:.2f} / "
+            f"{hot.baseline_wal_pages:.2f} ({WAL_ROWS} rows, 1 per tx), batch "
+            f"{batch.hivemem_wal_pages:.2f} / {batch.baseline_wal_pages:.2f} "
+            f"(one tx of {WAL_BATCH})"
+        )
     if report.ingest is not None:
         i = report.ingest
         lines += [

@@ -9,9 +9,11 @@ Not a store of HiveMem's: nothing else uses it.
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -117,3 +119,23 @@ class BareStore:
             .fetchone()
         )
         return {"id": row[0], "content": row[1]} if row else None
+
+
+def wal_pages(path: str | Path, write: Callable[[], None]) -> int:
+    """Pages of write-ahead log that ``write()`` appends to the SQLite file ``path`` (a
+    WAL file; HiveMem's store or a ``BareStore``, open elsewhere): the log is emptied
+    first (a ``TRUNCATE`` checkpoint), so every frame after it is the write's. A
+    transaction logs each page it changed once, so this is what its ``COMMIT`` writes
+    and what a checkpoint copies back (``write`` must stay under the autocheckpoint:
+    1,000 pages by default, HiveMem's 3,000)."""
+    conn = sqlite_driver.connect(str(path), isolation_level=None)
+    try:
+        busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if busy:
+            raise RuntimeError(f"{path}: the log could not be emptied (a reader holds it)")
+        page = conn.execute("PRAGMA page_size").fetchone()[0]
+    finally:
+        conn.close()
+    write()
+    size = os.path.getsize(f"{path}-wal")
+    return max(0, size - 32) // (24 + page)  # a 32-byte header, then frames
