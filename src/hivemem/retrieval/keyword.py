@@ -162,7 +162,7 @@ def keyword_lane(
 
     def run(
         match: KeywordQuery, used: Sequence[str] = (), time_limit_s: float | None = None
-    ) -> list[KeywordCandidate]:
+    ) -> list[_Found]:
         # Terms so common that scoring every match would cost more than the budget are
         # searched newest first (the index then scores only the rows it returns).
         walked = sum(postings.get(t, 0) for t in used)
@@ -180,15 +180,13 @@ def keyword_lane(
         else:
             matched = backend.matched_terms(list(texts), terms, texts)
             masks = {cid: masses.mask(held) for cid, held in matched.items()}
-        out = []
-        for rank, best in enumerate(matches, start=1):
-            mask = masks.get(best.chunk_id, 0)
-            out.append(KeywordCandidate(best, rank, masses.coverage(mask), masses.held(mask)))
-        out.sort(key=lambda c: (-c.coverage, c.rank))
+        out = [(best, rank, masks.get(best.chunk_id, 0)) for rank, best in enumerate(matches, 1)]
+        out.sort(key=lambda c: (-masses.coverage(c[2]), c[1]))
         return out
 
     if query.fts_syntax:  # the caller's own FTS5 syntax: its cost is bounded by time
-        return terms, run(parse(query.text), time_limit_s=settings.fts_time_limit_ms / 1000)
+        found = run(parse(query.text), time_limit_s=settings.fts_time_limit_ms / 1000)
+        return terms, [masses.candidate(*c) for c in found]
     chosen = selective_terms(terms, postings, settings.keyword_match_budget)
     candidates = run(KeywordQuery.any_of(chosen), chosen)
     excluded = [t for t in terms if t not in chosen]
@@ -196,12 +194,14 @@ def keyword_lane(
         # Trigger: the selective terms found too few memories. Why: the common terms may
         # still find something. Outcome: merge their matches, ranked by coverage.
         extra = run(KeywordQuery.any_of(excluded), excluded)
-        best = {c.match.memory_id: c for c in extra}
-        best.update({c.match.memory_id: c for c in candidates})
-        candidates = sorted(best.values(), key=lambda c: (-c.coverage, c.rank))
+        best = {c[0].memory_id: c for c in extra}
+        best.update({c[0].memory_id: c for c in candidates})
+        candidates = sorted(best.values(), key=lambda c: (-masses.coverage(c[2]), c[1]))
     if settings.window_weight > 0 and candidates:
-        candidates = _windowed(backend, scopes, query, now, masses, candidates, settings, view)
-    return terms, candidates
+        windowed = _windowed(backend, scopes, query, now, masses, candidates, settings, view)
+        if windowed is not None:
+            return terms, windowed
+    return terms, [masses.candidate(*c) for c in candidates]
 
 
 class Window(Protocol):
@@ -295,6 +295,16 @@ class _Masses:
             known = self._coverage[mask] = coverage(self._weights, self.held(mask))
         return known
 
+    def candidate(self, match: ChunkMatch, rank: int, mask: int) -> KeywordCandidate:
+        """The candidate of a ``_Found`` with no window."""
+        return KeywordCandidate(match, rank, self.coverage(mask), self.held(mask))
+
+
+# A memory the lane found, before its window: (its best chunk, that chunk's BM25 rank,
+# the query terms it holds as ``_Masses``' bits). Tuples: a ``KeywordCandidate`` is
+# built once per memory, after the window.
+_Found = tuple[ChunkMatch, int, int]
+
 
 def _windowed(
     backend: Backend,
@@ -302,32 +312,42 @@ def _windowed(
     query: Query,
     now: datetime,
     masses: _Masses,
-    candidates: list[KeywordCandidate],
+    candidates: list[_Found],
     settings: Settings,
     view: ScopeView | None = None,
-) -> list[KeywordCandidate]:
+) -> list[KeywordCandidate] | None:
     """``candidates`` re-scored by ``window_coverage`` over their dialogue neighbours;
     a neighbour that was not a candidate joins when its window covers the query. (The
-    arithmetic of ``window_coverage``, over ``_Masses``' bit sets.)"""
-    found = {c.match.memory_id: c for c in candidates}
+    arithmetic of ``window_coverage``, over ``_Masses``' bit sets.) None where no
+    candidate has a neighbour (they stand as they are)."""
+    found = {c[0].memory_id: c for c in candidates}
     seen = view.window(list(found)) if view is not None else None
     if seen is not None:
         neighbours = seen.pairs
     else:
         neighbours = backend.session_neighbours(scopes, list(found), query, now)
-    windows: dict[str, set[str]] = {}
+    # Each memory's window, both ways (a memory may appear twice: OR-ed, no matter).
+    windows: dict[str, list[str]] = {}
     for anchor, sides in neighbours.items():
+        near = windows.get(anchor)
+        if near is None:
+            near = windows[anchor] = []
         for other, _after in sides:
-            windows.setdefault(anchor, set()).add(other)
-            windows.setdefault(other, set()).add(anchor)
+            near.append(other)
+            back = windows.get(other)
+            if back is None:
+                windows[other] = [anchor]
+            else:
+                back.append(anchor)
     if not windows:
-        return candidates
-    own: dict[str, int] = {m: masses.mask_of(c.matched) for m, c in found.items()}
+        return None
+    own: dict[str, int] = {m: c[2] for m, c in found.items()}
     joining = [m for m in windows if m not in found]
     chunks: dict[str, ChunkMatch] = {}
     if seen is not None:  # the joiners' terms and chunks came with the pairs
+        held_by = seen.held
         for memory_id in joining:
-            own[memory_id] = seen.held.get(memory_id, 0)
+            own[memory_id] = held_by.get(memory_id, 0)
         chunks = seen.first
     elif joining:
         new_chunks = backend.memory_chunks(joining)
@@ -342,21 +362,25 @@ def _windowed(
         for memory_id in joining:
             own[memory_id] = joined.get(memory_id, 0)
     share = settings.window_weight
+    coverage = masses.coverage
     scores: dict[str, float] = {}
     for memory_id, mask in own.items():
         together = mask
-        for other in windows.get(memory_id, ()):
-            together |= own.get(other, 0)
-        base = masses.coverage(mask)
+        near = windows.get(memory_id)
+        if near is not None:
+            for other in near:
+                together |= own.get(other, 0)
+        base = coverage(mask)
         if together == mask:
             scores[memory_id] = base
         else:
-            scores[memory_id] = base + share * (masses.coverage(together) - base)
-    # The constructor, not ``dataclasses.replace`` (a few µs each, ~100 a search).
-    out = [
-        KeywordCandidate(c.match, c.rank, scores[m], c.matched, scores[m] - c.coverage)
-        for m, c in found.items()
-    ]
+            scores[memory_id] = base + share * (coverage(together) - base)
+    # Built once per candidate, here (a frozen dataclass costs ~1 µs to build).
+    held_terms = masses.held
+    out = []
+    for memory_id, (match, rank, mask) in found.items():
+        score = scores[memory_id]
+        out.append(KeywordCandidate(match, rank, score, held_terms(mask), score - coverage(mask)))
     last = len(candidates)
     for memory_id in joining:
         score = scores[memory_id]
@@ -365,7 +389,7 @@ def _windowed(
             mask = own[memory_id]
             out.append(
                 KeywordCandidate(
-                    chunks[memory_id], last, score, masses.held(mask), score - masses.coverage(mask)
+                    chunks[memory_id], last, score, held_terms(mask), score - coverage(mask)
                 )
             )
     out.sort(key=lambda c: (-c.coverage, c.rank))

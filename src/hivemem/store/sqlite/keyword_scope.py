@@ -224,10 +224,11 @@ class KeywordScope:
 
     def _window(
         self, memory_ids: Sequence[str], filters: tuple[str, list[Any]]
-    ) -> tuple[dict[str, list[tuple[str, bool]]], list[ChunkMatch]]:
+    ) -> tuple[dict[str, list[tuple[str, bool]]], list[tuple[str, int, int, str]]]:
         """``session_neighbours`` of ``memory_ids`` and, in the same statement, every
-        chunk of the passing neighbours that are not among them (in memory and chunk
-        order, as ``memory_chunks``): the window's joiners."""
+        chunk of the passing neighbours that are not among them, as (memory, sequence,
+        chunk id, text) in memory and chunk order (as ``memory_chunks``): the window's
+        joiners. (Tuples: only each joiner's first chunk becomes a ``ChunkMatch``.)"""
         ids = list(dict.fromkeys(memory_ids))
         if not ids:
             return {}, []
@@ -240,7 +241,7 @@ class KeywordScope:
         )
         pairs = neighbours.sides([r[1:] for r in rows if r[0] == 0])
         chunks = sorted((r[1], r[3], r[2], r[4]) for r in rows if r[0] == 1)
-        return pairs, [ChunkMatch(cid, m, seq, text, 0.0) for m, seq, cid, text in chunks]
+        return pairs, chunks
 
 
 def _matrix_sql(
@@ -294,11 +295,21 @@ def _mask_of(terms: Sequence[str], held: set[str]) -> int:
     return mask
 
 
-def _first_chunks(chunks: list[ChunkMatch]) -> dict[str, ChunkMatch]:
+def _joined(
+    chunks: list[tuple[str, int, int, str]], held: Callable[[int], int]
+) -> tuple[dict[str, int], dict[str, ChunkMatch]]:
+    """The joiners' chunks (``_window``'s, in memory and chunk order) as each memory's
+    held terms (the union of its chunks' masks, ``held(chunk id)``) and first chunk."""
+    masks: dict[str, int] = {}
     first: dict[str, ChunkMatch] = {}
-    for chunk in chunks:
-        first.setdefault(chunk.memory_id, chunk)
-    return first
+    for memory_id, seq, chunk_id, text in chunks:
+        known = masks.get(memory_id)
+        if known is None:
+            first[memory_id] = ChunkMatch(chunk_id, memory_id, seq, text, 0.0)
+            masks[memory_id] = held(chunk_id)
+        else:
+            masks[memory_id] = known | held(chunk_id)
+    return masks, first
 
 
 class WideView:
@@ -333,11 +344,8 @@ class WideView:
 
     def window(self, memory_ids: Sequence[str]) -> Window:
         pairs, chunks = self._backend._window(memory_ids, self._filters)
-        held = self.masks([c.chunk_id for c in chunks], {c.chunk_id: c.text for c in chunks})
-        masks: dict[str, int] = {}
-        for chunk in chunks:
-            masks[chunk.memory_id] = masks.get(chunk.memory_id, 0) | held[chunk.chunk_id]
-        return Window(pairs, masks, _first_chunks(chunks))
+        held = self.masks([c[2] for c in chunks], {c[2]: c[3] for c in chunks})
+        return Window(pairs, *_joined(chunks, held.__getitem__))
 
 
 class ScopeView:
@@ -365,36 +373,40 @@ class ScopeView:
         self._stems = stems
         self._index = {t: i for i, t in enumerate(terms)}
         self._scoped, self._everything = scoped, everything
-        self._members: list[set[int]] = [set() for _ in terms]  # term -> chunks holding it
+        self._counts = [0] * len(terms)  # term -> chunks holding it
         self._scores: list[dict[int, float]] = [{} for _ in terms]  # -> chunk -> -bm25
-        self._chunks: dict[int, tuple[str, int, str, Any, bool]] = {}
-        counts: dict[str, int] = {}
-        averages: bytes | None = None
-        for row in rows:
-            if row[0] == -2:  # (-2, _, count, stem, …)
-                counts[row[3]] = int(row[2])
-            elif row[0] == -3:  # (-3, …, the averages record, _)
-                averages = row[6]
-        self._take(rows)
+        # chunk -> (memory, sequence, text, FTS5 length, passes the filters)
+        self._chunks: dict[int, tuple[str, int, str, int, bool]] = {}
+        self._mask: dict[int, int] = {}  # chunk -> the terms it holds, as bits
+        self._averages: bytes | None = None
+        counts = self._take(rows, first=True)
         self._vocab: Mapping[str, int] = counts if vocab is None else vocab
-        self._averages = averages
-        self._mask: dict[int, int] = {}
-        for i, found in enumerate(self._members):
-            for chunk_id in found:
-                self._mask[chunk_id] = self._mask.get(chunk_id, 0) | 1 << i
-        freq = {t: len(self._members[i]) for i, t in enumerate(terms)}
+        freq = {t: self._counts[i] for i, t in enumerate(terms)}
         postings = {t: self._vocab.get(s, 0) for t, s in zip(terms, stems, strict=True)}
         self.stats = TermStats(scoped, postings if scoped == everything else freq, postings)
 
-    def _take(self, rows: list[Any]) -> None:
-        """The per-term matches (tags >= 0) and the chunks' rows (-1) of ``rows``."""
+    def _take(self, rows: list[Any], first: bool = False) -> dict[str, int]:
+        """The per-term matches (tags >= 0) and the chunks' rows (-1) of ``rows``, in
+        one pass (~300 rows a search over real long turns); of the ``first`` statement
+        also each term's matches as bits and counts (asked of every term there, once),
+        the stems' index counts (-2, returned) and FTS5's averages record (-3)."""
+        mask, counts, scores, chunks = self._mask, self._counts, self._scores, self._chunks
+        vocab: dict[str, int] = {}
         for tag, chunk_id, value, memory_id, seq, text, blob, ok in rows:
             if tag >= 0:
-                self._members[tag].add(chunk_id)
+                if first:
+                    mask[chunk_id] = mask.get(chunk_id, 0) | 1 << tag
+                    counts[tag] += 1
                 if value is not None:
-                    self._scores[tag][chunk_id] = -value
+                    scores[tag][chunk_id] = -value
             elif tag == -1:
-                self._chunks[chunk_id] = (memory_id, seq, text, blob, bool(ok))
+                length = 1 if blob is None else _varint_sum(blob)
+                chunks[chunk_id] = (memory_id, seq, text, length, bool(ok))
+            elif tag == -2:  # (-2, _, count, stem, …)
+                vocab[memory_id] = int(value)
+            elif tag == -3:  # (-3, …, the averages record, _)
+                self._averages = blob
+        return vocab
 
     def _ensure(self, chosen: Sequence[int]) -> None:
         """FTS5's scores and the rows of the matches of ``chosen`` terms, asked now for
@@ -418,11 +430,8 @@ class ScopeView:
         """The window's reads (``Window``): one statement; the joiners' terms from the
         rows of ``keyword_scope`` (a chunk none of them matched holds none)."""
         pairs, chunks = self._backend._window(memory_ids, self._filters)
-        masks: dict[str, int] = {}
         held = self._mask
-        for chunk in chunks:
-            masks[chunk.memory_id] = masks.get(chunk.memory_id, 0) | held.get(chunk.chunk_id, 0)
-        return Window(pairs, masks, _first_chunks(chunks))
+        return Window(pairs, *_joined(chunks, lambda chunk_id: held.get(chunk_id, 0)))
 
     def search(self, keywords: KeywordQuery, limit: int) -> list[ChunkMatch] | None:
         """``Backend.keyword_search`` for the lane's own query (the OR of some of the
@@ -443,11 +452,12 @@ class ScopeView:
         ]
         stats = self._scoped_stats(chosen)
         if stats is None:  # the scopes hold the whole index: FTS5's BM25 is theirs
+            parts = [self._scores[i] for i in chosen]
             ranked = []
             for chunk_id in matching:
                 score = 0.0
-                for i in chosen:  # FTS5's order: each phrase's part, 0 where absent
-                    score += self._scores[i].get(chunk_id, 0.0)
+                for part in parts:  # FTS5's order: each phrase's part, 0 where absent
+                    score += part.get(chunk_id, 0.0)
                 ranked.append((-score, chunk_id))
             ranked.sort()
         else:
@@ -455,11 +465,12 @@ class ScopeView:
             # which chunks are kept never depends on the whole index's BM25, however
             # many match (``keyword_search`` scores all only up to ``ALL_MATCHES_MAX``).
             ranked = self._rescored(chosen, stats, matching)
-        return [self._match(cid, -neg) for neg, cid in ranked[:limit]]
-
-    def _match(self, chunk_id: int, score: float) -> ChunkMatch:
-        memory_id, seq, text, _, _ = self._chunks[chunk_id]
-        return ChunkMatch(chunk_id, memory_id, seq, text, score)
+        chunks = self._chunks
+        out = []
+        for negative, chunk_id in ranked[:limit]:
+            memory_id, seq, text, _, _ = chunks[chunk_id]
+            out.append(ChunkMatch(chunk_id, memory_id, seq, text, -negative))
+        return out
 
     def _scoped_stats(self, chosen: list[int]) -> tuple[float, list[float]] | None:
         """(average length, idf per phrase) of ``ScopedBM25._scope_stats``; None when the
@@ -467,7 +478,7 @@ class ScopeView:
         scoped = self._scoped
         if scoped >= self._everything:
             return None
-        hits = [len(self._members[i]) for i in chosen]
+        hits = [self._counts[i] for i in chosen]
         backend = self._backend
         with backend._cache_lock():
             average = backend._average_length(backend._read, self._keys, scoped)
@@ -480,12 +491,13 @@ class ScopeView:
         """``ScopedBM25._scoped_bm25`` of the chunks ``found`` (the same expressions in
         the same order, so the same floats), as (−score, chunk id), best first."""
         average, idf = stats
-        lengths = {cid: self._length(cid) for cid in found}
-        counted = self._frequencies(chosen, found, lengths)
+        chunks = self._chunks
+        counted = self._solved(chosen, found)
+        if counted is None:
+            counted = self._counted(chosen, found)
         out = []
-        for chunk_id in found:
-            tfs = counted[chunk_id]
-            norm = K1 * (1 - B + B * lengths[chunk_id] / average)
+        for chunk_id, tfs in zip(found, counted, strict=True):
+            norm = K1 * (1 - B + B * chunks[chunk_id][3] / average)
             score = 0.0
             for weight, tf in zip(idf, tfs, strict=True):
                 if tf:
@@ -494,52 +506,45 @@ class ScopeView:
         out.sort()
         return out
 
-    def _length(self, chunk_id: int) -> int:
-        blob = self._chunks[chunk_id][3]
-        return 1 if blob is None else _varint_sum(blob)
-
-    def _frequencies(
-        self, chosen: list[int], found: list[int], lengths: dict[int, int]
-    ) -> dict[int, list[int]]:
-        """Each found chunk's count of each chosen term: FTS5's single-term scores solved
-        for it (module docstring), else ``scratch.term_counts`` of the texts as before."""
-        solved = self._solved(chosen, found, lengths)
-        if solved is not None:
-            return solved
+    def _counted(self, chosen: list[int], found: list[int]) -> list[list[int]]:
+        """Each found chunk's count of each chosen term from its text
+        (``scratch.term_counts``), where ``_solved`` could not say."""
         stems = [self._stems[i] for i in chosen]
         texts = [(cid, self._chunks[cid][2]) for cid in found]
         counted = self._backend._term_counts(texts, stems)
-        return {cid: [counted[cid].get(s, 0) for s in stems] for cid in found}
+        return [[counted[cid].get(s, 0) for s in stems] for cid in found]
 
-    def _solved(
-        self, chosen: list[int], found: list[int], lengths: dict[int, int]
-    ) -> dict[int, list[int]] | None:
+    def _solved(self, chosen: list[int], found: list[int]) -> list[list[int]] | None:
+        """Each found chunk's count of each chosen term (in ``found``'s order): FTS5's
+        single-term score solved for it (module docstring); None when a check fails."""
         rows, tokens = _averages(self._averages)
         if rows <= 0 or tokens <= 0:
             return None
         average = tokens / rows
-        idf = []
+        parts = []
         for i in chosen:
             hits = self._vocab.get(self._stems[i], 0)
             value = math.log((rows - hits + 0.5) / (hits + 0.5))
-            idf.append(value if value > 0.0 else 1e-6)
-        out: dict[int, list[int]] = {}
+            weight = value if value > 0.0 else 1e-6
+            parts.append((weight, weight * (K1 + 1), self._scores[i]))
+        chunks = self._chunks
+        out: list[list[int]] = []
         for chunk_id in found:
-            k = K1 * (1 - B + B * lengths[chunk_id] / average)
+            k = K1 * (1 - B + B * chunks[chunk_id][3] / average)
             tfs = []
-            for weight, i in zip(idf, chosen, strict=True):
-                s = self._scores[i].get(chunk_id)
+            for weight, top, part in parts:
+                s = part.get(chunk_id)
                 if s is None:
                     tfs.append(0)
                     continue
-                denominator = weight * (K1 + 1) - s
+                denominator = top - s
                 if s <= 0 or denominator <= 0:
                     return None
                 tf = round(s * k / denominator)
                 if tf < 1 or abs(weight * tf * (K1 + 1) / (tf + k) - s) > _CHECK * s:
                     return None
                 tfs.append(tf)
-            out[chunk_id] = tfs
+            out.append(tfs)
         return out
 
 
