@@ -37,7 +37,7 @@ from ..providers import entities as entitymod
 from ..settings import Settings
 from ..store.protocols import Backend, VectorMatch
 from ..types import Explanation, Hit, Kind, Memory, MemoryType, Query, Status
-from . import costs, fusion, hitset, learned, ranking, silence
+from . import costs, fusion, hitset, learned, question_forms, ranking, silence
 from . import rerank as rerankmod
 from .hitset import Ranked
 from .keyword import KeywordCandidate, idf, keyword_lane
@@ -340,7 +340,7 @@ def _vector_reads(
     read)."""
     waiting = indexer.embed_pending(scopes, 0, 0.0)  # counts only: 0 or 1
     try:
-        vector = indexer.embed_query(focus)
+        vector = question_forms.query_vector(indexer.embed_query, focus, settings.statement_weight)
     except Exception as exc:  # reads fail open: an embedder down leaves keyword search
         log.warning("query embedding failed, vector lane skipped: %s", exc)
         return None, [f"vector lane skipped: the query could not be embedded ({exc})"]
