@@ -9,7 +9,7 @@ import pytest
 
 import hivemem
 from hivemem import InvalidInput, Settings
-from hivemem.retrieval.question_forms import query_vector, statement_form
+from hivemem.retrieval.question_forms import query_vector, share, statement_form
 
 
 @pytest.mark.parametrize(
@@ -76,27 +76,63 @@ def test_the_setting_is_a_share_between_0_and_1():
         Settings().replace(statement_weight=1.5)
 
 
-def test_a_search_embeds_the_statement_form_beside_the_question(tmp_path):
-    # The vector lane's cosine for a memory is its cosine to the normalised mean of the
-    # two forms' vectors: the lane searched with both. (One memory: embedded alone, its
-    # stored vector is the one ``embed_query`` gives its text.)
-    turns = ["I moved to Berlin last spring"]
-    question = "Where does the user live now?"
-    cosines = {}
+def test_the_form_is_used_only_where_the_keyword_lane_ties_at_its_best():
+    on = Settings().replace(statement_weight=0.5)  # keyword_ties 3
+    tied = {str(i): 1.0 for i in range(8)}
+    decisive = {"a": 1.0, "b": 1.0, "c": 0.5}
+    assert share(on, tied, page=20) == 0.5
+    assert share(on, decisive, page=20) == 0.0
+    assert share(on, {}, page=20) == 0.0  # no keyword match: nothing ties
+    assert share(Settings(), tied, page=20) == 0.0  # off
+    assert share(on.replace(keyword_ties=0), tied, page=20) == 0.0
+
+
+LIVE = [
+    "We watched the band play live at the festival",
+    "I live stream my cooking on weekends",
+    "The live demo crashed during the keynote",
+    "Live music in the park every Friday",
+    "The football match was shown live on TV",
+]
+BERLIN = "I moved to Berlin last spring"
+
+
+def _berlin_cosines(location, turns):
+    """Berlin's vector-lane cosine for "Where does the user live now?" with the form
+    off and at 0.5 (one store, reopened), and the vectors to check it against."""
+    settings = Settings().replace(track_access=False)
+    with hivemem.open(location, settings=settings, embedder="local") as store:
+        mem = store.scope("u")
+        mem.add_episodes({"content": t, "role": "user", "session_id": "s"} for t in turns)
+        store.flush()
+        # Embedded alone, its stored vector is the one ``embed_query`` gives its text.
+        mem.add_episodes([{"content": BERLIN, "role": "user", "session_id": "b"}])
+        store.flush()
+        embed = store.indexer.embed_query
+        vectors = [embed(t) for t in (BERLIN, "Where do I live now?", "I live now")]
+    cosines = []
     for weight in (0.0, 0.5):
-        settings = Settings().replace(track_access=False, statement_weight=weight)
-        with hivemem.open(tmp_path / f"m{weight}.db", settings=settings, embedder="local") as s:
-            mem = s.scope("u")
-            mem.add_episodes({"content": t, "role": "user", "session_id": "s"} for t in turns)
-            s.flush()
-            hits = mem.search(question, limit=1)
-            berlin = next(h for h in hits if h.memory.content == turns[0])
-            cosines[weight] = berlin.explain.lanes["vector"]["cosine"]
-            embed = s.indexer.embed_query
-            doc = embed(turns[0])
-            assert doc is not None
-            q, f = embed("Where do I live now?"), embed("I live now")
-            assert q is not None and f is not None
-            mixed = (q + f) / np.linalg.norm(q + f) if weight else q
-            assert cosines[weight] == pytest.approx(float(doc @ mixed), abs=1e-4)
-    assert cosines[0.5] != cosines[0.0]
+        with hivemem.open(
+            location, settings=settings.replace(statement_weight=weight), embedder="local"
+        ) as store:
+            hits = store.scope("u").search("Where does the user live now?", limit=10)
+            berlin = next(h for h in hits if h.memory.content == BERLIN)
+            cosines.append(berlin.explain.lanes["vector"]["cosine"])
+    doc, question, form = (v for v in vectors if v is not None)
+    return cosines, doc, question, form
+
+
+def test_a_search_whose_keyword_lane_ties_embeds_the_statement_form_beside_it(db_path):
+    # Five memories hold "live", the question's one keyword: the lane ties them all, and
+    # the vector lane searches the normalised mean of the question's and its statement
+    # form's vectors: the lane's cosine for a memory is its cosine to that.
+    (before, after), doc, question, form = _berlin_cosines(db_path, LIVE)
+    assert before == pytest.approx(float(doc @ question), abs=1e-4)
+    mixed = (question + form) / np.linalg.norm(question + form)
+    assert after == pytest.approx(float(doc @ mixed), abs=1e-4)
+    assert after != pytest.approx(before, abs=1e-3)
+
+
+def test_a_search_whose_keyword_lane_is_decisive_embeds_the_question_alone(db_path):
+    (before, after), *_ = _berlin_cosines(db_path, LIVE[:1])
+    assert after == before

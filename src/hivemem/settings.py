@@ -211,8 +211,8 @@ class Settings:
     )
     statement_weight: float = _setting(
         0.0,
-        'Share of a question\'s statement form ("Where do I live?" -> "I live") in the '
-        "vector lane's query (retrieval/question_forms.py); 0: the question alone.",
+        'Share of a question\'s statement form ("Where do I live?" -> "I live") in the vector '
+        "lane's query where keyword_ties fires (retrieval/question_forms.py); 0: off.",
     )
 
     # Fusion and ranking.

@@ -115,9 +115,12 @@ def search(
     # whose reads are round trips runs them on other threads meanwhile (same results,
     # applied in the same order below); elsewhere each runs when its result is asked.
     parallel = backend.reads_in_parallel()
+    statement = [0.0]  # the statement form's share, known after the keyword lane
     vector_lane = _later(
-        parallel and vector_run,
-        lambda: _vector_reads(backend, indexer, scopes, query, now, fetch, settings, focus),
+        parallel and vector_run and not settings.statement_weight,
+        lambda: _vector_reads(
+            backend, indexer, scopes, query, now, fetch, settings, focus, statement[0]
+        ),
     )
     entity_reads = _later(
         parallel and entity_run,
@@ -126,6 +129,8 @@ def search(
 
     terms, keyword = keyword_lane(backend, scopes, query, settings, now, fetch)
     _add_keyword(candidates, keyword)
+    keyword_scores = {k: c.lane_scores.get("keyword", 0.0) for k, c in candidates.items()}
+    statement[0] = question_forms.share(settings, keyword_scores, tie_page(query.limit, fetch))
     lanes_run = ["keyword"] if terms or query.fts_syntax else []
     costs.lap("keyword")
 
@@ -331,6 +336,7 @@ def _vector_reads(
     fetch: int,
     settings: Settings,
     focus: str,
+    statement: float = 0.0,
 ) -> tuple[list[VectorMatch] | None, list[str]]:
     """The vector lane's matches (None: the lane did not run) and notes.
 
@@ -340,7 +346,7 @@ def _vector_reads(
     read)."""
     waiting = indexer.embed_pending(scopes, 0, 0.0)  # counts only: 0 or 1
     try:
-        vector = question_forms.query_vector(indexer.embed_query, focus, settings.statement_weight)
+        vector = question_forms.query_vector(indexer.embed_query, focus, statement)
     except Exception as exc:  # reads fail open: an embedder down leaves keyword search
         log.warning("query embedding failed, vector lane skipped: %s", exc)
         return None, [f"vector lane skipped: the query could not be embedded ({exc})"]

@@ -14,9 +14,12 @@ unchanged (the lane then embeds it once). Measured on four suites: docs/retrieva
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
+
+from ..settings import Settings
+from .ranking import lane_confidence
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
 
@@ -56,6 +59,20 @@ _PREDICATE_START = frozenset(
 )
 # How/what + word: the phrase asks for an amount, a time or a kind; the answer states it.
 _HOW_WORDS = frozenset({"many", "much", "long", "often", "old", "far", "big", "soon"})
+
+
+def share(settings: Settings, keyword: Mapping[str, float], page: int) -> float:
+    """The statement form's share of the vector lane's query for this search:
+    ``statement_weight`` where the keyword lane cannot tell its best matches apart (more
+    than ``keyword_ties`` tie at its best on the tie page: ``ranking.lane_confidence``),
+    else 0. There the answer is to be found by meaning, and the form helps most; where
+    the keyword lane is decisive (most LoCoMo and LongMemEval questions) the question
+    alone is embedded — applied to every question the form cost LongMemEval a question
+    at turn@10 (docs/retrieval.md)."""
+    weight = settings.statement_weight
+    if weight <= 0 or settings.keyword_ties <= 0:
+        return 0.0
+    return weight if lane_confidence(keyword, settings.keyword_ties, page) < 1.0 else 0.0
 
 
 def query_vector(
