@@ -115,13 +115,13 @@ def search(
     # whose reads are round trips runs them on other threads meanwhile (same results,
     # applied in the same order below); elsewhere each runs when its result is asked.
     parallel = backend.reads_in_parallel()
-    statement = [0.0]  # the statement form's share, known after the keyword lane
-    vector_lane = _later(
-        parallel and vector_run and not settings.statement_weight,
-        lambda: _vector_reads(
-            backend, indexer, scopes, query, now, fetch, settings, focus, statement[0]
-        ),
-    )
+
+    def vector_read(statement: float) -> tuple[list[VectorMatch] | None, list[str]]:
+        return _vector_reads(
+            backend, indexer, scopes, query, now, fetch, settings, focus, statement
+        )
+
+    vector_lane = _later(parallel and vector_run, lambda: vector_read(0.0))
     entity_reads = _later(
         parallel and entity_run,
         lambda: _entity_reads(backend, scopes, query, now, fetch, focus),
@@ -130,7 +130,9 @@ def search(
     terms, keyword = keyword_lane(backend, scopes, query, settings, now, fetch)
     _add_keyword(candidates, keyword)
     keyword_scores = {k: c.lane_scores.get("keyword", 0.0) for k, c in candidates.items()}
-    statement[0] = question_forms.share(settings, keyword_scores, tie_page(query.limit, fetch))
+    statement = question_forms.share(settings, keyword_scores, tie_page(query.limit, fetch))
+    if statement > 0 and vector_run:  # a parallel read of the question alone is dropped
+        vector_lane = functools.partial(vector_read, statement)
     lanes_run = ["keyword"] if terms or query.fts_syntax else []
     costs.lap("keyword")
 
