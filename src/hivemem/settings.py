@@ -209,6 +209,11 @@ class Settings:
         '("Where does the user live?" → "Where do I live?"), as users write their own '
         "turns; the keyword lane searches the question as written.",
     )
+    statement_weight: float = _setting(
+        0.0,
+        'Share of a question\'s statement form ("Where do I live?" -> "I live") in the vector '
+        "lane's query where keyword_ties fires (retrieval/question_forms.py); 0: off.",
+    )
 
     # Fusion and ranking.
     fusion: str = _setting(
@@ -220,11 +225,8 @@ class Settings:
     )
     minmax_page: int = _setting(
         0,
-        "With `minmax` fusion, the keyword lane is scaled between its best score and its "
-        "Nth best (N = this), weaker matches taking the floor, instead of between its best "
-        "and its weakest candidate; 0 (default): the weakest. 20 measured: paraphrase "
-        "hit@10 .410 -> .486, LoCoMo mixed .808 -> .813, episodes .803 -> .799 "
-        "(docs/retrieval.md).",
+        "With `minmax` fusion, the keyword lane is scaled between its best and its Nth "
+        "best score (N = this; weaker ones at the floor); 0 (default): best and weakest.",
     )
     keyword_weight: float = _setting(0.6, "Weight of the keyword lane in weighted fusion.")
     keyword_ties: int = _setting(
@@ -631,6 +633,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "vector_floor": (0.0, 0.99),
     "match_floor": (-1.0, 0.99),
     "unknown_floor": (-1.0, 0.99),
+    "statement_weight": _UNIT,
     "keyword_weight": _UNIT,
     "vector_weight": _UNIT,
     "entity_weight": _UNIT,

@@ -37,7 +37,7 @@ from ..providers import entities as entitymod
 from ..settings import Settings
 from ..store.protocols import Backend, VectorMatch
 from ..types import Explanation, Hit, Kind, Memory, MemoryType, Query, Status
-from . import costs, fusion, hitset, learned, ranking, silence
+from . import costs, fusion, hitset, learned, question_forms, ranking, silence
 from . import rerank as rerankmod
 from .hitset import Ranked
 from .keyword import KeywordCandidate, idf, keyword_lane
@@ -115,10 +115,13 @@ def search(
     # whose reads are round trips runs them on other threads meanwhile (same results,
     # applied in the same order below); elsewhere each runs when its result is asked.
     parallel = backend.reads_in_parallel()
-    vector_lane = _later(
-        parallel and vector_run,
-        lambda: _vector_reads(backend, indexer, scopes, query, now, fetch, settings, focus),
-    )
+
+    def vector_read(statement: float) -> tuple[list[VectorMatch] | None, list[str]]:
+        return _vector_reads(
+            backend, indexer, scopes, query, now, fetch, settings, focus, statement
+        )
+
+    vector_lane = _later(parallel and vector_run, lambda: vector_read(0.0))
     entity_reads = _later(
         parallel and entity_run,
         lambda: _entity_reads(backend, scopes, query, now, fetch, focus),
@@ -126,6 +129,10 @@ def search(
 
     terms, keyword = keyword_lane(backend, scopes, query, settings, now, fetch)
     _add_keyword(candidates, keyword)
+    keyword_scores = {k: c.lane_scores.get("keyword", 0.0) for k, c in candidates.items()}
+    statement = question_forms.share(settings, keyword_scores, tie_page(query.limit, fetch))
+    if statement > 0 and vector_run:  # a parallel read of the question alone is dropped
+        vector_lane = functools.partial(vector_read, statement)
     lanes_run = ["keyword"] if terms or query.fts_syntax else []
     costs.lap("keyword")
 
@@ -331,6 +338,7 @@ def _vector_reads(
     fetch: int,
     settings: Settings,
     focus: str,
+    statement: float = 0.0,
 ) -> tuple[list[VectorMatch] | None, list[str]]:
     """The vector lane's matches (None: the lane did not run) and notes.
 
@@ -340,7 +348,7 @@ def _vector_reads(
     read)."""
     waiting = indexer.embed_pending(scopes, 0, 0.0)  # counts only: 0 or 1
     try:
-        vector = indexer.embed_query(focus)
+        vector = question_forms.query_vector(indexer.embed_query, focus, statement)
     except Exception as exc:  # reads fail open: an embedder down leaves keyword search
         log.warning("query embedding failed, vector lane skipped: %s", exc)
         return None, [f"vector lane skipped: the query could not be embedded ({exc})"]
