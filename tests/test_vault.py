@@ -270,9 +270,13 @@ def test_own_writes_do_not_reload_the_secrets_and_others_still_are_seen(db_path,
             holder.join()
 
 
-def _pragmas(store, search) -> int:
+def _pragmas(store, search) -> int | None:
     seen: list[str] = []
-    with store.tracing(seen.append):
+    seam = store.tracing(seen.append)
+    if seam is None:  # PostgreSQL: no statement seam (its listener answers the vault)
+        search()
+        return None
+    with seam:
         search()
     return sum(s == "PRAGMA data_version" for s in seen)
 
@@ -291,7 +295,7 @@ def test_a_search_checks_the_vault_with_its_own_views_counter(db_path, clock):
         time.sleep(0.02)
         mem.search("door code")
         time.sleep(0.02)  # past the recheck window: each search's output asks again
-        assert _pragmas(store, lambda: mem.search("door code")) == 1
+        assert _pragmas(store, lambda: mem.search("door code")) in (1, None)
         with hivemem.open(db_path, clock=clock, embedder="hash") as other:
             other.vault("a").set("pw", SECRET, secret=True)
         time.sleep(0.02)
@@ -312,6 +316,8 @@ def test_a_search_checks_the_vault_with_its_own_views_counter(db_path, clock):
 def test_a_views_counter_is_taken_once_and_only_while_fresh(db_path, clock):
     with hivemem.open(db_path, clock=clock, embedder="hash") as store:
         backend = store._backend
+        if not hasattr(backend, "viewed_version"):
+            pytest.skip("SQLite's read view only")
         with backend.search_view():
             pass
         assert backend.viewed_version(time.monotonic() - 60) is not None
