@@ -53,35 +53,6 @@ def test_a_read_does_not_wait_for_a_write_in_progress(tmp_path):
         assert mem.search("egret")[0].memory.content == "The egret wades at noon"
 
 
-def test_read_connections_map_the_file_and_see_writes_at_once(tmp_path):
-    """The pool's connections read the file through ``mmap`` (``READ_MMAP_BYTES``: a
-    search's pages where the OS cache holds them); the writer does not. A write, and
-    another connection's, are read at once all the same, and a file that grows past
-    the mapped part is read whole."""
-    from hivemem.store.sqlite.pool import READ_MMAP_BYTES
-
-    with _open(tmp_path / "m.db") as store, _open(tmp_path / "m.db") as other:
-        mem = store.scope("a")
-        mem.save("The heron fishes at dawn")
-        backend = store._backend
-        conn = backend._pool.acquire()
-        try:
-            assert conn.execute("PRAGMA mmap_size").fetchone()[0] == READ_MMAP_BYTES
-        finally:
-            backend._pool.release(conn)
-        with backend._lock:
-            assert backend._conn.execute("PRAGMA mmap_size").fetchone()[0] == 0
-        other.scope("a").save("The kestrel hovers over the verge")
-        assert mem.search("kestrel")
-        mem.add_episodes(
-            [
-                {"content": f"turn {n} " + "words " * 400, "session_id": "s", "role": "user"}
-                for n in range(300)
-            ]
-        )  # a megabyte more
-        assert len(mem.list(limit=1000)) == 302
-
-
 def test_with_the_pool_off_a_read_waits_for_the_write(tmp_path):
     """read_connections=0 is the single connection: the same read waits (the contrast
     that shows the test above measures the pool)."""

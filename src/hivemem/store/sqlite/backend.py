@@ -55,7 +55,7 @@ from .keyword import KeywordPlans, KeywordStats
 from .keyword_scope import KeywordScope
 from .limits import ClosedConnection, time_limit
 from .maintenance import SQLiteMaintenance
-from .pool import READ_MMAP_BYTES, WAL_AUTOCHECKPOINT_PAGES, PooledReads, ReadPool, ThreadRole
+from .pool import WAL_AUTOCHECKPOINT_PAGES, PooledReads, ReadPool, ThreadRole
 from .purge import SQLitePurge
 from .repair import RepairMixin
 from .scoped_bm25 import ALL_MATCHES_MAX, ScopedBM25
@@ -179,7 +179,6 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, KeywordScope, Scope
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             conn.execute("PRAGMA query_only = ON")
-            conn.execute(f"PRAGMA mmap_size = {READ_MMAP_BYTES}")  # pool.py: why
             if self.vectors.exact_scan is None:
                 load_extension(conn)
         except BaseException:

@@ -66,14 +66,6 @@ WAL_CHECK_EVERY = 64
 WAL_AUTOCHECKPOINT_PAGES = 3_000
 _MEMO_MAX = 256  # statements ``_read_memo`` keeps for one version of the file
 WAL_DRAIN_S = 2.0  # longest wait for the searches in flight before a restart is skipped
-# How much of the file each read connection maps into memory (``PRAGMA mmap_size``). A
-# search's B-tree seeks (the pool's rows, the KNN rows, the entity pages) otherwise copy
-# every page through a ``pread`` into the connection's own 2 MB cache, which keeps few
-# of a 100 MB file's pages: mapped, the pages are read where the OS cache holds them,
-# shared by every connection and process (no memory of its own, unlike a bigger
-# ``cache_size``). Measured at 20,000 memories: 10-16% of a search's CPU, every stage
-# (docs/retrieval.md). Reads only: the writer's pages go through SQLite's own I/O.
-READ_MMAP_BYTES = 256 * 1024 * 1024
 
 
 class ReadPool:
