@@ -194,3 +194,45 @@ def test_length_prior_judges_only_long_memories_saved_on_purpose():
     # median 120: only what is over twice that is judged, and only saved memories
     assert factors == {"summary": pytest.approx((240 / 1000) ** 0.5)}
     assert length_prior(lengths, {"summary"}, 0.0) == {}
+
+
+def _diversity_order_before(scores, column, limit, lambda_):
+    """``diversity_order`` as it was before its loop reused arrays (np.where, np.clip)."""
+    n = len(scores)
+    values = np.asarray(scores, dtype=np.float64)
+    redundancy = np.zeros(n)
+    open_ = np.ones(n, dtype=bool)
+    penalty = 1.0 - lambda_
+    out = []
+    for _ in range(min(limit, n)):
+        factor = 1.0 - penalty * redundancy
+        value = np.where(open_, values * factor, -np.inf)
+        taken = int(np.argmax(value))
+        out.append((taken, float(factor[taken])))
+        open_[taken] = False
+        if penalty > 0:
+            np.maximum(redundancy, np.clip(column(taken), 0.0, 1.0), out=redundancy)
+    return out
+
+
+@pytest.mark.parametrize("lambda_", [0.7, 0.0, 1.0, 0.35])
+def test_diversity_order_is_bit_for_bit_what_it_was(lambda_):
+    """The loop's arrays are kept and its ufuncs called directly (the order stage at
+    limit 50); the order and every factor are the same floats as before, ties, float32
+    columns, negative and NaN similarities included."""
+    rng = np.random.default_rng(11)
+    for n in (1, 7, 60, 120):
+        vectors = rng.normal(size=(n, 24)).astype(np.float32)
+        vectors[n // 2 :: 5] = vectors[0]  # near duplicates: ties in score × factor
+        scores = sorted(np.round(rng.uniform(0.0, 1.0, size=n), 2).tolist(), reverse=True)
+
+        def column(j, vectors=vectors):
+            cosine = vectors @ vectors[j] / 24.0
+            if j % 9 == 4:
+                cosine[0] = np.nan
+            return cosine
+
+        for limit in (1, 10, 50, n + 3):
+            assert diversity_order(scores, column, limit, lambda_) == _diversity_order_before(
+                scores, column, limit, lambda_
+            )

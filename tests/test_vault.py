@@ -270,6 +270,67 @@ def test_own_writes_do_not_reload_the_secrets_and_others_still_are_seen(db_path,
             holder.join()
 
 
+def _pragmas(store, search) -> int | None:
+    seen: list[str] = []
+    seam = store.tracing(seen.append)
+    if seam is None:  # PostgreSQL: no statement seam (its listener answers the vault)
+        search()
+        return None
+    with seam:
+        search()
+    return sum(s == "PRAGMA data_version" for s in seen)
+
+
+def test_a_search_checks_the_vault_with_its_own_views_counter(db_path, clock):
+    """The output of a search is checked against the change counter its read view began
+    under (``viewed_version``): while nothing is committed a search runs one ``PRAGMA
+    data_version`` (the view's), not a second one on the writer for the vault. A secret
+    set by another process before a search begins is redacted in its hits all the
+    same, and a view's counter is never used for a later output: a secret set after a
+    search is redacted in the next output past the recheck window."""
+    with hivemem.open(db_path, clock=clock, embedder="hash") as store:
+        mem = store.scope("a")
+        mem.save(f"the door code is {SECRET}")
+        mem.search("door code")
+        time.sleep(0.02)
+        mem.search("door code")
+        time.sleep(0.02)  # past the recheck window: each search's output asks again
+        assert _pragmas(store, lambda: mem.search("door code")) in (1, None)
+        with hivemem.open(db_path, clock=clock, embedder="hash") as other:
+            other.vault("a").set("pw", SECRET, secret=True)
+        time.sleep(0.02)
+        hits = mem.search("door code")
+        assert hits and all(SECRET not in h.memory.content for h in hits)
+        assert REDACTED in hits[0].memory.content
+        with hivemem.open(db_path, clock=clock, embedder="hash") as other:
+            other.vault("a").delete("pw")
+        time.sleep(0.02)
+        assert SECRET in mem.search("door code")[0].memory.content
+        mem.search("door code")  # its view's counter is taken by its own output only
+        with hivemem.open(db_path, clock=clock, embedder="hash") as other:
+            other.vault("a").set("pw", SECRET, secret=True)
+        time.sleep(0.02)
+        assert store.scrub(f"x {SECRET}") == f"x {REDACTED}"
+
+
+def test_a_views_counter_is_taken_once_and_only_while_fresh(db_path, clock):
+    with hivemem.open(db_path, clock=clock, embedder="hash") as store:
+        backend = store._backend
+        if not hasattr(backend, "viewed_version"):
+            pytest.skip("SQLite's read view only")
+        with backend.search_view():
+            pass
+        assert backend.viewed_version(time.monotonic() - 60) is not None
+        assert backend.viewed_version(time.monotonic() - 60) is None  # taken
+        with backend.search_view():
+            pass
+        assert backend.viewed_version(time.monotonic() + 1) is None  # ended too long ago
+        assert backend.viewed_version(time.monotonic() - 60) is None  # taken all the same
+        with pytest.raises(RuntimeError), backend.search_view():
+            raise RuntimeError("a failed search has no output")
+        assert backend.viewed_version(time.monotonic() - 60) is None
+
+
 # ----------------------------------------------------------------------------- CLI
 
 

@@ -74,6 +74,11 @@ class SQLiteDatabase(Transactions, Protocol):
         while another thread writes (``pool.py``)."""
         ...
 
+    def viewed_version(self, since: float) -> int | None:
+        """The counter this thread's last search view began under, if it ended at
+        ``since`` or later; taken once (``pool.py``)."""
+        ...
+
     def on_writer(self) -> AbstractContextManager[None]:
         """Reads inside go through the writer connection (``pool.py``)."""
         ...

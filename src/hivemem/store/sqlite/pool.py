@@ -260,6 +260,9 @@ class ThreadRole(threading.local):
     # The counter a search view noted before its snapshot, while its step before the
     # snapshot runs (``PooledReads.search_view``): that step's kept reads use it.
     early: int | None = None
+    # The counter this thread's last search view began under, and when the view ended
+    # (``time.monotonic``): the vault's check of that search's output (``viewed_version``).
+    viewed: tuple[int, float] | None = None
 
 
 class PooledReads:
@@ -459,6 +462,7 @@ class PooledReads:
         anything it keys, and a commit of this store's writer in ``before`` moves
         ``_version``'s own-commit count."""
         role = self._role
+        role.viewed = None
         if self._pool is None or role.writing or role.reader is not None:
             if before is not None:
                 before()
@@ -477,6 +481,20 @@ class PooledReads:
                 role.early = None
         with self.snapshot(version):
             yield
+        role.viewed = (version, time.monotonic())  # not after a failed search: no output
+
+    def viewed_version(self, since: float) -> int | None:
+        """The change counter this thread's last search view began under, if the view
+        ended at ``since`` (``time.monotonic``) or later, else ``None``; taken once (a
+        second call answers ``None``). The vault's check of that search's output
+        (``vault.py``): where the counter has not moved since the vault last looked, no
+        connection has committed in between, and the secrets it holds are the
+        snapshot's, the statement that check was is saved."""
+        role = self._role
+        viewed, role.viewed = role.viewed, None
+        if viewed is None or viewed[1] < since:
+            return None
+        return viewed[0]
 
     @contextmanager
     def snapshot(self, version: int | None = None) -> Iterator[None]:

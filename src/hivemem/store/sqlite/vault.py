@@ -30,13 +30,25 @@ class SQLiteVault(VaultStatements):
         read every secret again (the pool's counter moves for them too; it is asked
         while the writer is busy, a read never waiting for a write). Each counter is
         compared with its own last reading, and one never read before counts as a
-        change: no other connection's commit is missed whichever one answers."""
+        change: no other connection's commit is missed whichever one answers.
+
+        The output of a search is checked against the counter its read view began under
+        (``viewed_version``, the pool's counter, read before the snapshot anyway), when
+        the view ended within ``RECHECK_SECONDS``: where it equals the pool's counter
+        the vault last saw, nothing was committed by any connection in between, and no
+        statement is run (it was the ninth of a search). So a secret committed before a
+        search begins is redacted in its output; one committed while it runs may show
+        in it, as output within ``RECHECK_SECONDS`` of a commit may (the search, begun
+        first, is ordered before the change). Any other output asks SQLite as above."""
         if self._db.closed:
             return False
         now = time.monotonic()
+        viewed = self._db.viewed_version(now - RECHECK_SECONDS)  # taken once, whatever follows
         if self._seen and now - self._checked_at < RECHECK_SECONDS:
             return False
         self._checked_at = now
+        if viewed is not None and self._seen.get("pool") == viewed:
+            return False  # the one counter, unmoved: no commit since the vault last looked
         version = self._db.writer_version()
         which = "writer"
         if version is None:
@@ -44,6 +56,9 @@ class SQLiteVault(VaultStatements):
         first = not self._seen
         before = self._seen.get(which)
         self._seen[which] = version
+        if viewed is not None and which == "writer":
+            # Read before the writer's counter: a base no newer than what was checked.
+            self._seen["pool"] = viewed
         return not first and before != version
 
     def close(self) -> None:
