@@ -196,12 +196,21 @@ def test_a_split_sentence_transformers_model_loads_and_finds_a_paraphrase(site, 
     split = SplitModel(**{**split.__dict__, "dimension": 384})
     embedder = SplitModelEmbedder(model=split, cache_dir=tmp_path / "cache")
     assert embedder.unavailable is None
-    with hivemem.open(db_path, embedder=embedder) as store:
-        mem = store.scope("alice")
-        mem.save("The old billing system was retired in 2024", wait=True)
-        berlin = mem.save("I moved to Berlin last spring", wait=True)
-        hits = mem.search("which city does the user reside in")
-        assert hits[0].memory.id == berlin.id
-        assert "vector" in hits[0].explain.lanes
-        assert store.vectors.recorded_identity() == "mini:384"
+    import torch
+
+    threads = torch.get_num_threads()
+    try:
+        with hivemem.open(db_path, embedder=embedder) as store:
+            mem = store.scope("alice")
+            mem.save("The old billing system was retired in 2024", wait=True)
+            berlin = mem.save("I moved to Berlin last spring", wait=True)
+            hits = mem.search("which city does the user reside in")
+            assert hits[0].memory.id == berlin.id
+            assert "vector" in hits[0].explain.lanes
+            assert store.vectors.recorded_identity() == "mini:384"
+        # one PyTorch thread: two spin against each other on a busy machine (566 ms a
+        # mpnet query against 53 ms on one, docs/retrieval.md)
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(threads)
     assert (tmp_path / "cache" / f"mini-{split.sha256[:12]}" / MANIFEST).is_file()

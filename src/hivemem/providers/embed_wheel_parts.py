@@ -235,6 +235,7 @@ class SplitModelEmbedder(SentenceTransformersEmbedder):
         cache_dir: str | Path | None = None,
         device: str = "cpu",
         batch_size: int = 32,
+        threads: int | None = 1,
     ) -> None:
         self.split = model
         self.cache = Path(cache_dir) if cache_dir is not None else _default_cache()
@@ -245,6 +246,7 @@ class SplitModelEmbedder(SentenceTransformersEmbedder):
             dimension=model.dimension,
             device=device,
             batch_size=batch_size,
+            threads=threads,
         )
 
     @property
