@@ -124,7 +124,10 @@ class Settings:
         "Embedder for the vector lane: `local` (bundled offline model, all-MiniLM-L6-v2), "
         "`local-l3` (the bundled default until 2026-11, paraphrase-MiniLM-L3-v2), "
         "`local-per-channel` (the default's model quantised per channel: opt-in, it trades "
-        "a few questions each way on the four suites; docs/retrieval.md), `hash` (tests), "
+        "a few questions each way on the four suites; docs/retrieval.md), `local-mpnet` "
+        "(all-mpnet-base-v2 from its five wheels, on PyTorch: stronger by meaning, ~19x "
+        "slower; README), `sentence-transformers` / `onnx` (a model folder: "
+        "embed_model_path), `hash` (tests), "
         "`openai` (needs hivemem[openai]; configured by the embed_* settings), or `none` "
         "(keyword only).",
     )

@@ -3,7 +3,8 @@ disk (extra ``hivemem[sentence-transformers]``, which brings PyTorch).
 
 ``SentenceTransformersEmbedder(model=FOLDER)`` embeds with the model in ``FOLDER`` (a
 sentence-transformers save: ``modules.json``, ``config.json``, the weights), on the CPU
-unless ``device`` says otherwise. Models load from disk only: the Hugging Face hub is
+unless ``device`` says otherwise; ``threads`` sets PyTorch's CPU threads (for the whole
+process, as PyTorch does) when the model loads. Models load from disk only: the Hugging Face hub is
 switched off (``HF_HUB_OFFLINE``, ``TRANSFORMERS_OFFLINE`` and ``local_files_only``), and
 a name that is not a folder is refused with the fix, never fetched. Registered as the
 entry point ``sentence-transformers``; with the settings, ``embedder =
@@ -91,6 +92,7 @@ class SentenceTransformersEmbedder:
         dimension: int | None = None,
         device: str = "cpu",
         batch_size: int = 32,
+        threads: int | None = None,
     ) -> None:
         self.folder = _model_folder(model, "model")
         if dimension is not None and (
@@ -101,6 +103,7 @@ class SentenceTransformersEmbedder:
         self._dimension = dimension
         self.device = device
         self.batch_size = max(1, int(batch_size))
+        self.threads = threads
         self._model: Any = None
         self._lock = threading.Lock()
 
@@ -146,11 +149,17 @@ class SentenceTransformersEmbedder:
                 self._check_folder()
                 _offline()
                 try:
+                    import torch
                     from sentence_transformers import SentenceTransformer
                 except ImportError:
                     raise MissingDependency(
                         "the sentence-transformers embedder", _INSTALL
                     ) from None
+                if self.threads:
+                    # PyTorch's worker threads spin while they wait: on a busy 2-core
+                    # machine all-mpnet-base-v2 took 566 ms a query on 2 threads, 53 ms on
+                    # one (docs/retrieval.md). Process-wide, as PyTorch's setting is.
+                    torch.set_num_threads(self.threads)
                 try:
                     self._model = SentenceTransformer(
                         str(self.folder), device=self.device, local_files_only=True
