@@ -296,3 +296,35 @@ def test_a_kinds_filter_probes_memories_by_id_whatever_the_statistics_say(pg_url
             plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + text))
     assert "memories_scope_hash" not in plan, plan
     assert "memories_pkey" in plan, plan
+
+
+@pytest.mark.parametrize("big", [False, True], ids=["exact", "hnsw"])
+def test_the_knn_probes_each_nearest_chunk_by_key(pg_url, big):
+    """The KNN statement's rows: each nearest chunk and its memory probed by primary key,
+    never a join that reads every chunk of the table to hash the nearest few (the
+    planner's choice at a few thousand chunks, and under the exact plan's
+    ``enable_seqscan = off`` a full scan of ``chunks_pkey``)."""
+    import psycopg
+    from pgvector.psycopg import register_vector
+
+    with hivemem.open(pg_url, embedder="hash") as store:
+        mem = store.scope("a")
+        mem.add_episodes(
+            [
+                {"content": f"turn {n} of the talk", "session_id": "s", "role": "user"}
+                for n in range(300)
+            ]
+        )
+        store.flush()
+        index = store._backend.vectors
+        vector = np.zeros(index._dimension(), dtype=np.float32)
+        vector[0] = 1.0
+        sql = index.plan_sql("a", big, "m.scope = %(scope)s AND m.status = ANY(%(f0)s)")
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            register_vector(conn)
+            conn.execute("ANALYZE")
+            conn.execute("SET enable_seqscan = off")
+            params = {"q": vector, "scope": "a", "k": 64, "f0": ["active"]}
+            plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + sql, params))
+    assert "Hash Join" not in plan, plan
+    assert "Index Cond: (id = nn.chunk_id)" in plan, plan
