@@ -138,3 +138,18 @@ def test_a_baseline_build_runs_on_postgresql_too(monkeypatch):
     on_pg = [t for t in ran if t.db == "postgresql://u@h/db"]
     assert [(t.pythonpath, t.workers) for t in on_pg] == [("/old/src", 2), (None, 1), (None, 2)]
     assert [t.pythonpath for t in ran if t.db != "postgresql://u@h/db"] == ["/old/src", None, None]
+
+
+def test_a_child_that_ended_meanwhile_leaves_the_cpu_figure_standing(monkeypatch):
+    """A PostgreSQL backend whose connection closed between the listing of the
+    postmaster's children and the reading of its ``/proc`` entry: skipped (its time
+    reaches the parent's cutime once reaped), where before the whole figure was None."""
+    import os
+
+    from hivemem.evaluation import bench_load
+
+    gone = 2**22 + 1  # above Linux's pid_max: no such process
+    monkeypatch.setattr(bench_load, "_family", lambda pid: [pid, gone])
+    assert bench_load._cpu_seconds(os.getpid(), reaped=True) is not None
+    monkeypatch.setattr(bench_load, "_family", lambda pid: [gone])
+    assert bench_load._cpu_seconds(gone) is None  # the process itself gone: no figure

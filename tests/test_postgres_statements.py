@@ -251,3 +251,80 @@ def test_array_literals_are_read_back_as_the_values_they_were_made_of(pg_url):
             [text_array(texts), int_array([1, None, -3, 2**40]), text_array([])],
         ).fetchone()
     assert row == (texts, [1, None, -3, 2**40], [])
+
+
+def test_a_kinds_filter_probes_memories_by_id_whatever_the_statistics_say(pg_url):
+    """The memory filter of a keyword statement (here a save's cross-references: the
+    saved text's words, kinds without episodes) is a probe by id. Before migration 0025
+    the planner could prove the duplicate index's ``kind <> 'episode'`` from the kinds
+    filter; with statistics read while a scope held only episodes it took that index as
+    empty and scanned every note of the scope for each chunk checked (19 ms instead of
+    2 for the load bench's writes: its costliest statement)."""
+    import psycopg
+
+    from hivemem.types import Kind, Status
+
+    with hivemem.open(pg_url, embedder="hash") as store:
+        mem = store.scope("a")
+        mem.add_episodes(
+            [
+                {"content": f"turn {n} of the talk", "session_id": "s", "role": "user"}
+                for n in range(300)
+            ]
+        )
+        with store._backend._pool.connection() as conn:
+            conn.execute("ANALYZE memories")  # the statistics of a scope of episodes
+        for n in range(60):
+            mem.save(f"load client {n % 4} write {n} marker {n * 7919}")
+        caught: list[tuple[str, list]] = []
+        backend = store._backend
+        timed = backend._timed
+        backend._timed = lambda sql, values, limit: (
+            caught.append((sql, list(values))) or timed(sql, values, limit)
+        )
+        query = Query(
+            text="load client write marker",
+            kinds=(Kind.FACT, Kind.NOTE, Kind.SUMMARY, Kind.REFLECTION),
+            statuses=(Status.ACTIVE,),
+        )
+        terms = KeywordQuery.any_of(["load", "client", "write", "marker"])
+        now = datetime(2026, 11, 28, tzinfo=UTC)
+        assert len(backend.keyword_search(["a"], query, terms, 20, now)) == 20
+        sql, values = caught[-1]
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            text = psycopg.ClientCursor(conn).mogrify(sql, values)
+            plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + text))
+    assert "memories_scope_hash" not in plan, plan
+    assert "memories_pkey" in plan, plan
+
+
+@pytest.mark.parametrize("big", [False, True], ids=["exact", "hnsw"])
+def test_the_knn_probes_each_nearest_chunk_by_key(pg_url, big):
+    """The KNN statement's rows: each nearest chunk and its memory probed by primary key,
+    never a join that reads every chunk of the table to hash the nearest few (the
+    planner's choice at a few thousand chunks, and under the exact plan's
+    ``enable_seqscan = off`` a full scan of ``chunks_pkey``)."""
+    import psycopg
+    from pgvector.psycopg import register_vector
+
+    with hivemem.open(pg_url, embedder="hash") as store:
+        mem = store.scope("a")
+        mem.add_episodes(
+            [
+                {"content": f"turn {n} of the talk", "session_id": "s", "role": "user"}
+                for n in range(300)
+            ]
+        )
+        store.flush()
+        index = store._backend.vectors
+        vector = np.zeros(index._dimension(), dtype=np.float32)
+        vector[0] = 1.0
+        sql = index.plan_sql("a", big, "m.scope = %(scope)s AND m.status = ANY(%(f0)s)")
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            register_vector(conn)
+            conn.execute("ANALYZE")
+            conn.execute("SET enable_seqscan = off")
+            params = {"q": vector, "scope": "a", "k": 64, "f0": ["active"]}
+            plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + sql, params))
+    assert "Hash Join" not in plan, plan
+    assert "Index Cond: (id = nn.chunk_id)" in plan, plan

@@ -242,7 +242,7 @@ def test_a_statement_deferred_in_a_rolled_back_savepoint_is_never_sent(pg_url, c
 
 
 def test_an_episode_takes_no_entry_in_the_key_supersede_and_duplicate_indexes(pg_url, clock):
-    """Migration 0024 (SQLite's twin): those three indexes hold only the rows their
+    """Migrations 0024 (SQLite's twin) and 0025: those three indexes hold only the rows their
     queries can find, and the queries still use them, with a generic plan too."""
     with hivemem.open(pg_url, clock=clock, embedder="hash") as store:
         mem = store.scope("a")
@@ -261,7 +261,7 @@ def test_an_episode_takes_no_entry_in_the_key_supersede_and_duplicate_indexes(pg
         )
         assert predicates["memories_scope_key"] == "(key IS NOT NULL)"
         assert predicates["memories_supersedes"] == "(supersedes_id IS NOT NULL)"
-        assert predicates["memories_scope_hash"] == "(kind <> 'episode'::text)"
+        assert predicates["memories_scope_hash"] == "((kind <> 'episode'::text) AND (key IS NULL))"
         with store._backend._pool.connection() as conn:
             conn.execute("ANALYZE memories")
             entries = {
@@ -272,7 +272,9 @@ def test_an_episode_takes_no_entry_in_the_key_supersede_and_duplicate_indexes(pg
             }
             assert entries["memories_scope_key"] == 2  # the two keyed versions alone
             assert entries["memories_supersedes"] == 1
-            assert entries["memories_scope_hash"] == 3  # not one of the 50 episodes
+            assert (
+                entries["memories_scope_hash"] == 1
+            )  # the keyless note: no episode (0025: no keyed save)
             conn.execute("SET enable_seqscan = off")
             conn.execute("SET plan_cache_mode = force_generic_plan")
             for sql, params, index in (
@@ -298,3 +300,39 @@ def test_an_episode_takes_no_entry_in_the_key_supersede_and_duplicate_indexes(pg
         # and the rules they serve still hold
         assert mem.get("deploy-window").content == "the deploy window is Monday"
         assert mem.save("a keyless note").id == note.id  # the duplicate found
+
+
+def test_a_big_batch_refreshes_the_statistics_searches_plan_from(pg_url, clock):
+    """A batch of ``ANALYZE_MIN_ROWS`` memories or more, a tenth of the table or more,
+    analyzes the searched tables in its own transaction: a search right after a big
+    load is planned from the new rows, not from an empty table's statistics (autovacuum
+    comes a minute or more later). A small batch, or a small one beside a big table,
+    leaves it to autovacuum."""
+    from hivemem.store.postgres import writes
+
+    def analyzed(store):
+        return dict(
+            store._backend._q(
+                "SELECT relname, analyze_count FROM pg_stat_user_tables "
+                "WHERE relname IN ('memories', 'chunks', 'keyword_postings')"
+            )
+        )
+
+    turns = [
+        {"content": f"turn {n} about the harbour", "session_id": "s", "role": "user"}
+        for n in range(writes.ANALYZE_MIN_ROWS)
+    ]
+    with hivemem.open(pg_url, clock=clock, embedder="hash") as store:
+        mem = store.scope("a")
+        before = analyzed(store)
+        mem.add_episodes(turns[:20])  # small: no ANALYZE
+        assert analyzed(store) == before
+        mem.add_episodes(turns)
+        after = analyzed(store)
+        assert all(after[table] == before.get(table, 0) + 1 for table in after), (before, after)
+        assert (
+            store._backend._q("SELECT reltuples FROM pg_class WHERE oid = 'memories'::regclass")[0][
+                0
+            ]
+            == len(turns) + 20
+        )  # the batch's own rows counted, before its commit

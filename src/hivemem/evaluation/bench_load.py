@@ -276,12 +276,20 @@ def _family(pid: int) -> list[int]:
 def _cpu_seconds(pid: int, *, reaped: bool = False) -> float | None:
     """User + system CPU seconds of ``pid`` and its children (the workers), from
     ``/proc`` (None where there is none); ``reaped``: with the children that ended
-    (``pid``'s cutime and cstime: a PostgreSQL backend whose connection closed)."""
+    (``pid``'s cutime and cstime: a PostgreSQL backend whose connection closed). A
+    child that ends between the listing and its reading is skipped: its time reaches
+    ``pid``'s cutime once reaped (before, the whole figure became None, and a busy
+    PostgreSQL, whose backends come and go, often printed no database CPU)."""
     try:
         ticks = os.sysconf("SC_CLK_TCK")
         total = 0
         for one in _family(pid):
-            fields = Path(f"/proc/{one}/stat").read_text().rsplit(")", 1)[1].split()
+            try:
+                fields = Path(f"/proc/{one}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                if one == pid:
+                    raise
+                continue
             total += int(fields[11]) + int(fields[12])  # utime, stime
             if reaped and one == pid:
                 total += int(fields[13]) + int(fields[14])  # cutime, cstime

@@ -456,7 +456,7 @@ class PostgresBackend(KeywordMixin):
 
     def find_duplicate(self, scope: str, kind: str, content_hash: str) -> Memory | None:
         self._advisory("dup", scope, kind, content_hash)
-        lean = "" if kind == "episode" else " AND m.kind <> 'episode'"  # 0024's hash index
+        lean = "" if kind == "episode" else " AND m.kind <> 'episode'"  # 0025's hash index
         found = self._memories(
             "m.scope = %s AND m.content_hash = %s AND m.kind = %s AND m.status = 'active' "
             f"AND m.key IS NULL{lean}",

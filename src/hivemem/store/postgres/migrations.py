@@ -473,6 +473,22 @@ MIGRATIONS: list[Migration] = [
             "WHERE kind <> 'episode'",
         ),
     ),
+    Migration(
+        # 0024's duplicate index had a trap: any kinds filter without episodes (a save's
+        # cross-references, a search for facts) implies ``kind <> 'episode'``, so the
+        # planner could take it for a filter's probe of a memory by id. With statistics
+        # read while a scope held only episodes it looked empty, and the probe scanned
+        # every note of the scope for each chunk checked (the load bench's writes: the
+        # cross-references statement 19 ms instead of 2). ``key IS NULL`` is named by
+        # ``find_duplicate`` alone, so no filter proves the predicate any more; a keyed
+        # save, which it never looks for, takes no entry either.
+        "0025_duplicate_index_for_find_duplicate_only",
+        (
+            "DROP INDEX memories_scope_hash",
+            "CREATE INDEX memories_scope_hash ON memories (scope, content_hash) "
+            "WHERE kind <> 'episode' AND key IS NULL",
+        ),
+    ),
 ]
 
 
