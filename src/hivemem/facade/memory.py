@@ -27,11 +27,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .. import arguments
-from .. import text as textmod
 from ..errors import Conflict, InvalidInput, NotFound
 from ..lifecycle import sessions
 from ..lifecycle.maintenance import crossrefs, cycle
-from ..providers.entities import Mention, extract
+from ..providers.entities import Mention
 from ..retrieval import deep as retrieval
 from ..retrieval import entity_profiles, fresh
 from ..types import (
@@ -370,11 +369,7 @@ class ScopedMemory:
         return [record for record, *_ in records]
 
     def _derive(self, content: str) -> tuple[list[str], list[Mention]]:
-        """What a memory's row brings along, computed before the write lock: its chunks
-        (keyword index) and its entity mentions (regex, tens of microseconds)."""
-        s = self.settings
-        chunks = textmod.chunk(content, s.chunk_tokens, s.chunk_overlap_tokens)
-        return chunks, extract(content)
+        return episodes.derive(content, self.settings)  # chunks and entity mentions
 
     def _build(self, *, refresh: bool = True, **fields: Any) -> Memory:
         """Validate every field and build the row to insert (nothing is written). Secrets in

@@ -129,10 +129,11 @@ def search(
 
     terms, keyword = keyword_lane(backend, scopes, query, settings, now, fetch)
     _add_keyword(candidates, keyword)
-    keyword_scores = {k: c.lane_scores.get("keyword", 0.0) for k, c in candidates.items()}
-    statement = question_forms.share(settings, keyword_scores, tie_page(query.limit, fetch))
-    if statement > 0 and vector_run:  # a parallel read of the question alone is dropped
-        vector_lane = functools.partial(vector_read, statement)
+    if settings.statement_weight > 0 and vector_run:  # off by default: no work then
+        scores = {k: c.lane_scores.get("keyword", 0.0) for k, c in candidates.items()}
+        statement = question_forms.share(settings, scores, tie_page(query.limit, fetch))
+        if statement > 0:  # a parallel read of the question alone is dropped
+            vector_lane = functools.partial(vector_read, statement)
     lanes_run = ["keyword"] if terms or query.fts_syntax else []
     costs.lap("keyword")
 

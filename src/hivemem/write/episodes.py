@@ -91,10 +91,15 @@ def rows(
             if index == 0 and not out:
                 raise
             raise InvalidInput(f"items[{index}].{exc.field}", exc.message) from None
-        content = record.content
-        chunks = textmod.chunk(content, settings.chunk_tokens, settings.chunk_overlap_tokens)
-        out.append((record, sure, chunks, extract(content)))
+        out.append((record, sure, *derive(record.content, settings)))
     return out
+
+
+def derive(content: str, settings: Settings) -> tuple[list[str], list[Mention]]:
+    """What a memory's row brings along, computed before the write lock: its chunks
+    (keyword index) and its entity mentions (regex, tens of microseconds)."""
+    chunks = textmod.chunk(content, settings.chunk_tokens, settings.chunk_overlap_tokens)
+    return chunks, extract(content)
 
 
 def _record(
