@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import hivemem
-from hivemem.errors import HiveMemError, MissingDependency
+from hivemem.errors import HiveMemError, InvalidInput, MissingDependency
 from hivemem.providers.embed import get_embedder
 from hivemem.providers.embed_wheel_parts import (
     MANIFEST,
@@ -214,3 +214,21 @@ def test_a_split_sentence_transformers_model_loads_and_finds_a_paraphrase(site, 
     finally:
         torch.set_num_threads(threads)
     assert (tmp_path / "cache" / f"mini-{split.sha256[:12]}" / MANIFEST).is_file()
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("cache_dir", 5),
+        ("cache_dir", "  "),
+        ("threads", "x"),
+        ("threads", 0),
+        ("batch_size", -1),
+        ("batch_size", True),
+        ("batch_size", 10**9),
+    ],
+)
+def test_a_bad_option_is_refused_with_its_name(option, value):
+    with pytest.raises(InvalidInput) as caught:
+        get_embedder("local-mpnet", **{option: value})
+    assert caught.value.field == option

@@ -55,6 +55,12 @@ def _model_folder(model: str | Path, option: str) -> Path:
     return Path(model).expanduser()
 
 
+def _count(value: Any, option: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 4096:
+        raise InvalidInput(option, "expected a whole number from 1 to 4096")
+    return value
+
+
 def _pooling_dimension(folder: Path) -> int | None:
     """The sentence-embedding size a sentence-transformers folder declares, read from
     its configuration files (no model load); None when they do not say."""
@@ -102,8 +108,8 @@ class SentenceTransformersEmbedder:
         self.name = (model_name or "").strip() or _default_name(self.folder)
         self._dimension = dimension
         self.device = device
-        self.batch_size = max(1, int(batch_size))
-        self.threads = threads
+        self.batch_size = _count(batch_size, "batch_size")
+        self.threads = None if threads is None else _count(threads, "threads")
         self._model: Any = None
         self._lock = threading.Lock()
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import HiveMemError, MissingDependency
+from ..errors import HiveMemError, InvalidInput, MissingDependency
 from .embed_local_models import SentenceTransformersEmbedder
 
 MANIFEST = ".hivemem-assembled.json"
@@ -238,7 +238,11 @@ class SplitModelEmbedder(SentenceTransformersEmbedder):
         threads: int | None = 1,
     ) -> None:
         self.split = model
-        self.cache = Path(cache_dir) if cache_dir is not None else _default_cache()
+        if cache_dir is not None and (
+            not isinstance(cache_dir, str | Path) or not str(cache_dir).strip()
+        ):
+            raise InvalidInput("cache_dir", "expected a folder to assemble the model in")
+        self.cache = _default_cache() if cache_dir is None else Path(cache_dir).expanduser()
         folder = self.cache / f"{model.name}-{model.sha256[:12]}" / model.folder
         super().__init__(
             model=folder,
