@@ -1,5 +1,5 @@
 """Silence when a question names what its scope has never heard of (retrieval.silence):
-the rule on real stores of both backends, and its signal word by word."""
+the rules on real stores of both backends, and their signals word by word."""
 
 from __future__ import annotations
 
@@ -8,8 +8,16 @@ from typing import Any
 import hivemem
 from hivemem import Settings
 from hivemem.evaluation.paraphrase import load_distractors
-from hivemem.providers.embed import unknown_floor
-from hivemem.retrieval.silence import MIN_SCOPE_CHUNKS, names_the_unknown, rare, unknown
+from hivemem.providers.embed import stranger_floor, unknown_floor
+from hivemem.retrieval.silence import (
+    MIN_SCOPE_CHUNKS,
+    a_stranger,
+    names_the_unknown,
+    personal,
+    rare,
+    unknown,
+    unknown_names,
+)
 
 TURNS = [
     "I moved to Berlin last spring",
@@ -58,6 +66,36 @@ def test_a_question_naming_unknown_things_gets_no_hit_and_a_paraphrase_keeps_its
         assert TURNS[4] in {h.memory.content for h in hits}  # "melting": keyword evidence
 
 
+def test_a_question_about_no_one_the_scope_knows_naming_a_thing_it_never_saw_gets_no_hit(
+    any_location: Any,
+) -> None:
+    settings = Settings().replace(track_access=False)
+    _fill(any_location, settings)
+    with hivemem.open(any_location, settings=settings, embedder="local") as store:
+        mem = store.scope("u")
+        # No personal word, no entity of the scope, a name the scope has never seen
+        # ("Charlemagne" is a word of the vocabulary: the unseen-words rule keeps it;
+        # "Mithridates"-like single rare names too); best cosines ~0.40 and ~0.38.
+        assert mem.search("Which bishop crowned Charlemagne?") == []
+        assert mem.search("Who painted the Garden of Earthly Delights?") == []
+        # Real questions keep their answers: about the user (the issue's example), about
+        # an entity the scope holds, about shared work with two unseen everyday words
+        # (cosine ~0.53: the reason unseen words alone do not make a stranger).
+        assert mem.search("Which city did the user move to?")[0].memory.content == TURNS[0]
+        assert mem.search("Which sport does Lily play?")[0].memory.content == TURNS[2]
+        shipped = mem.search("When does the team ship the invoicing service?")
+        assert shipped[0].memory.content == TURNS[1]
+        # Read your writes: a name written a moment ago is known at once (the entity lane
+        # sees it, whatever the cached document frequencies still say).
+        question = "Is Zyxtronic reliable?"
+        assert mem.search(question) == []
+        mem.add_episode("Zyxtronic Partners audit our books every March", "s-new", "user")
+        assert mem.search(question)[0].memory.content.startswith("Zyxtronic Partners")
+    off = settings.replace(unknown_floor=0.0)  # the setting turns both word rules off
+    with hivemem.open(any_location, settings=off, embedder="local") as store:
+        assert store.scope("u").search("Which bishop crowned Charlemagne?")
+
+
 def test_a_young_scope_never_silences_a_question_for_words_it_has_not_seen_yet(
     any_location: Any,
 ) -> None:
@@ -80,6 +118,27 @@ def test_only_a_calibrated_model_has_an_unknown_floor() -> None:
     assert unknown_floor("paraphrase-MiniLM-L3-v2-int8:384") == 0.35
     assert unknown_floor("hash-v1:256") is None
     assert unknown_floor(None) is None
+
+
+def test_only_l6_has_a_measured_stranger_floor() -> None:
+    assert stranger_floor("all-MiniLM-L6-v2-int8:384") == 0.53
+    assert stranger_floor("paraphrase-MiniLM-L3-v2-int8:384") == 0.0  # not measured
+    assert stranger_floor("hash-v1:256") is None
+
+
+def test_a_stranger_asks_about_no_one_and_names_a_thing_never_seen() -> None:
+    assert personal("Where do I live now?") and personal("What did the user eat?")
+    assert personal("Where are our keys?") and not personal("Which bishop crowned Pepin?")
+    seen = {"bishop": 3, "crowned": 1, "charlemagne": 0, "tanganyika": 0, "lake": 5}
+    assert unknown_names("Which bishop crowned Charlemagne?", seen) == ("charlemagne",)
+    assert unknown_names("Which rift contains Lake Tanganyika?", seen) == ("lake tanganyika",)
+    assert a_stranger("Which bishop crowned Charlemagne?", seen)
+    # A personal question naming a place the scope lacks is real ("What did the user eat
+    # in Mexico?" has its answer in the paraphrase suite); a date is no name.
+    assert not a_stranger("What did I eat in Charlemagne?", seen)
+    assert unknown_names("What happened on 8 May 2023?", {"may": 0, "2023": 0}) == ()
+    # Unseen everyday words without a name are no stranger.
+    assert not a_stranger("When does the team ship invoices?", {"ship": 0, "invoices": 0})
 
 
 def test_rare_words_are_those_the_vocabulary_lacks_and_numbers_never_are() -> None:
@@ -124,3 +183,27 @@ def test_eval_silence_prints_how_many_words_each_question_leaves_unseen() -> Non
     assert "naming the unknown (>= 2 such words, one rare): 2" in text
     assert "unknown floor that silences them all 0.455" in text
     assert report.to_dict()["naming_the_unknown_cosine_max"] == 0.45
+
+
+def test_eval_silence_prints_the_questions_about_no_one_the_scope_knows() -> None:
+    from hivemem.evaluation.silence import SilenceReport, format_silence
+
+    report = SilenceReport(
+        identity="all-MiniLM-L6-v2-int8:384",
+        floor=0.3,
+        memories=10_000,
+        queries=4,
+        answered=1,
+        suggested=None,
+        strong_keyword=4,
+        best_cosines=[],
+        stranger_floor=0.53,
+        about_no_one=3,
+        unknown_names=[0, 1, 1, 1],
+        stranger_cosines=[0.31, 0.52],
+    )
+    text = format_silence(report)
+    assert "about no one the scope knows (no personal word, no entity of the scope): 3" in text
+    assert "of those, naming a thing never seen: 2 (any question: 3)" in text
+    assert "stranger floor that silences them all 0.525; stranger floor 0.530" in text
+    assert report.to_dict()["strangers"] == 2

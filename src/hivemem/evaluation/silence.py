@@ -14,7 +14,11 @@ the largest such cosine (``suggested``), which is what ``providers.embed.MODELS`
 per model. It prints the second rule's signal too: how many of each question's words
 no memory of the scope holds, how many of those are rare words, and the best cosine of
 the questions that name the unknown (the unknown floor that silences them all is the
-largest). What the floors cost in recall is what ``hivemem eval all`` reports with
+largest). And the third rule's (2026-11-28): how many questions are about no one the
+scope knows (no personal word, no entity of the scope), how many of those name a thing
+(a capitalised name) the scope has never seen, and their best cosines (the stranger
+floor that silences them all is the largest). What the floors cost in recall is what
+``hivemem eval all`` reports with
 ``HIVEMEM_MATCH_FLOOR=0`` / ``HIVEMEM_UNKNOWN_FLOOR=0`` beside the default
 (docs/retrieval.md).
 """
@@ -28,16 +32,19 @@ import json
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from .. import text as textmod
 from ..facade.database import open as open_store
-from ..providers.embed import match_floor, unknown_floor
+from ..providers.embed import match_floor, stranger_floor, unknown_floor
+from ..providers.entities import query_names
 from ..retrieval import ranking, silence
 from ..retrieval.pipeline import MATCH_KEYWORD_FLOOR, lane_fetch, tie_page
 from ..settings import Settings
+from ..types import Query
 from .locomo import load_locomo
 
 SCOPE = "silence"
@@ -86,6 +93,10 @@ class SilenceReport:
     unseen: list[int] = field(default_factory=list)  # per query: terms in no chunk
     rare: list[int] = field(default_factory=list)  # per query: rare ones among them
     unknown_cosines: list[float] = field(default_factory=list)  # those naming the unknown
+    stranger_floor: float | None = None
+    about_no_one: int = 0  # questions with no personal word and no entity of the scope
+    unknown_names: list[int] = field(default_factory=list)  # per query: names never seen
+    stranger_cosines: list[float] = field(default_factory=list)  # strangers' best cosines
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -102,6 +113,11 @@ class SilenceReport:
             "rare_unseen_words": self.rare,
             "naming_the_unknown": len(self.unknown_cosines),
             "naming_the_unknown_cosine_max": max(self.unknown_cosines, default=None),
+            "stranger_floor": self.stranger_floor,
+            "about_no_one": self.about_no_one,
+            "unknown_names": self.unknown_names,
+            "strangers": len(self.stranger_cosines),
+            "strangers_cosine_max": max(self.stranger_cosines, default=None),
         }
 
 
@@ -144,6 +160,9 @@ def run_silence(
         unseen: list[int] = []
         rare: list[int] = []
         unknown_cosines: list[float] = []
+        no_one = 0
+        names: list[int] = []
+        strangers: list[float] = []
         off = settings.replace(match_floor=0.0, unknown_floor=0.0)
         with open_store(db, settings=off) as store:
             for done, query in enumerate(queries, start=1):
@@ -152,11 +171,18 @@ def run_silence(
                     h.explain.lanes["vector"]["cosine"] for h in hits if "vector" in h.explain.lanes
                 ]
                 terms = _terms(query, settings)
-                words = silence.unknown(terms, store.keyword.term_stats(terms, [SCOPE]).doc_freq)
+                seen = store.keyword.term_stats(terms, [SCOPE]).doc_freq
+                words = silence.unknown(terms, seen)
                 unseen.append(len(words.unseen))
                 rare.append(len(words.rare))
                 if words.names_the_unknown:
                     unknown_cosines.append(max(cosines, default=0.0))
+                text = _searched(query, settings)
+                names.append(len(silence.unknown_names(text, seen)))
+                if not _knows_an_entity(store, text) and not silence.personal(text):
+                    no_one += 1
+                    if silence.a_stranger(text, seen):
+                        strangers.append(max(cosines, default=0.0))
                 keyword = {
                     h.memory.id: h.explain.lanes["keyword"]["coverage"]
                     for h in hits
@@ -173,6 +199,7 @@ def run_silence(
                 notify("silence: floor off", done, len(queries))
     floor = settings.match_floor if settings.match_floor >= 0 else match_floor(identity)
     unknown = settings.unknown_floor if settings.unknown_floor >= 0 else unknown_floor(identity)
+    stranger = settings.unknown_floor if settings.unknown_floor >= 0 else stranger_floor(identity)
     return SilenceReport(
         identity=identity,
         floor=floor,
@@ -186,14 +213,29 @@ def run_silence(
         unseen=unseen,
         rare=rare,
         unknown_cosines=sorted(unknown_cosines),
+        stranger_floor=stranger,
+        about_no_one=no_one,
+        unknown_names=names,
+        stranger_cosines=sorted(strangers),
     )
+
+
+def _searched(query: str, settings: Settings) -> str:
+    """The question as the search reads it (``retrieval.pipeline``)."""
+    return textmod.as_first_person(query) if settings.first_person_queries else query
 
 
 def _terms(query: str, settings: Settings) -> list[str]:
     """The question's terms as the keyword lane reads them (``retrieval.pipeline``)."""
-    if settings.first_person_queries:
-        query = textmod.as_first_person(query)
+    query = _searched(query, settings)
     return textmod.query_terms(textmod.query_focus(query), settings.max_query_terms)
+
+
+def _knows_an_entity(store: Any, text: str) -> bool:
+    """The entity lane's test: the question names an entity the scope holds."""
+    names = query_names(textmod.query_focus(text))
+    found, _ = store.entities.lane([SCOPE], names, Query(text=text), datetime.now(UTC), 1)
+    return bool(found)
 
 
 def format_silence(report: SilenceReport) -> str:
@@ -216,7 +258,27 @@ def format_silence(report: SilenceReport) -> str:
             f"(target: 0); keyword evidence alone a match: {report.strong_keyword}",
             f"with the floors off, {spread}; floor that silences them all: {suggested}",
             _unknown_line(report),
+            _stranger_line(report),
         ]
+    )
+
+
+def _stranger_line(report: SilenceReport) -> str:
+    """The third rule's signal: questions about no one the scope knows."""
+    cosines = report.stranger_cosines
+    floor = "none" if not report.stranger_floor else f"{report.stranger_floor:.3f}"
+    spread = (
+        f"best cosine min {cosines[0]:.3f}, median {cosines[len(cosines) // 2]:.3f}, "
+        f"max {cosines[-1]:.3f}; stranger floor that silences them all "
+        f"{max(cosines) + 0.005:.3f}"
+        if cosines
+        else "none"
+    )
+    named = sum(1 for n in report.unknown_names if n)
+    return (
+        f"about no one the scope knows (no personal word, no entity of the scope): "
+        f"{report.about_no_one}; of those, naming a thing never seen: {len(cosines)} (any "
+        f"question: {named}), {spread}; stranger floor {floor}"
     )
 
 

@@ -169,7 +169,7 @@ def search(
     lanes = _lane_arrays(candidates, lanes_run)
     doc_freq = functools.partial(silence.scope_doc_freq, backend, scopes, terms)
     if not candidates or _nothing_matches(
-        candidates, lanes, lanes_run, indexer, settings, page, terms, doc_freq
+        candidates, lanes, lanes_run, indexer, settings, page, terms, doc_freq, query.text
     ):
         return []
 
@@ -499,6 +499,7 @@ def _nothing_matches(
     page: int = 0,
     terms: Sequence[str] = (),
     doc_freq: Callable[[], Mapping[str, int] | None] | None = None,
+    text: str = "",
 ) -> bool:
     """True when no candidate is a match worth returning: the vector lane ran and its
     best cosine is under the model's calibrated match floor (``match_floor``; the
@@ -514,18 +515,16 @@ def _nothing_matches(
     has never seen (``retrieval.silence``: two or more of ``terms`` in no chunk of the
     scope by ``doc_freq``, one of them rare) and the best cosine is under the model's
     ``unknown_floor`` (the setting overrides it): read only when the cosine is under it,
-    and ``None`` where the scope is too small to say a word is unknown."""
+    and ``None`` where the scope is too small to say a word is unknown; and when the
+    question (``text``) is about no one the scope knows and names a thing it has never
+    seen, under the model's ``stranger_floor`` (``retrieval.silence.silent``)."""
     if "vector" not in lanes_run:
         return False
     cosines = [c.lanes["vector"]["cosine"] for c in candidates.values() if "vector" in c.lanes]
     best = max(cosines, default=0.0)
-    unknown = settings.unknown_floor
-    if unknown < 0:
-        unknown = embedmod.unknown_floor(indexer.identity) or 0.0
-    if best < unknown and doc_freq is not None:
-        seen = doc_freq()
-        if seen is not None and silence.names_the_unknown(terms, seen):
-            return True
+    known = "entity" in lanes_run
+    if silence.silent(best, text, terms, doc_freq, known, settings, indexer.identity):
+        return True
     floor = settings.match_floor
     if floor < 0:
         floor = embedmod.match_floor(indexer.identity) or 0.0

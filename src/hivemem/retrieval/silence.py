@@ -31,15 +31,43 @@ In a young scope of a few memories nearly every word is unseen, and a real quest
 names alternatives ("Which CI provider do we use, Jenkins or CircleCI?" over "Our CI runs
 on GitHub Actions", cosine under the floor) was silenced; the suites the floor was
 measured on hold 500 to 10,000 chunks a scope, and the rule silenced answers on none.
+
+A question about no one the scope knows (``a_stranger``, 2026-11-28): the rule above
+leaves the unrelated questions that name one rare word ("Which Roman general defeated
+Mithridates?") or only everyday ones ("Which bishop crowned Charlemagne?"). What they
+share, and the real questions mostly lack, is their *subject*: a real question asks about
+the user ("Where do I live now?", "Does the user have siblings?"), about someone or
+something the scope has named (LoCoMo's "What did Caroline ..."), or about shared work
+("Which database did the team decide on?"); an unrelated one asks about the world, and
+names things of it. The second rule: a question with no personal word (I, my, we, you,
+the user, ...) and no entity the scope holds (the entity lane found none) that names a
+thing the scope has never seen ("Mithridates", "Charlemagne", "Lake Tanganyika": a
+mention, ``providers.entities``, with a word in no chunk) gets no hit when its best
+vector match is under the model's ``stranger_floor``. A name is what makes it safe: an
+everyday word the scope lacks says little (the paraphrase suite's answers share no word
+with their questions), but a scope that has never seen a name holds nothing about it.
+Two unseen everyday words instead of a name silenced 9 more of the 100 and no answer on
+the suites, but also "When does the team ship the invoicing service?" over "Our team
+deploys the billing service on weekdays before three" (cosine .53) in a scope of 1,008
+chunks; it was not kept. Measured (``hivemem eval silence``; docs/retrieval.md,
+"Silence: a question about no one the scope knows"): with all-MiniLM-L6-v2 at 0.53 the
+two rules silence 68 of the 100, and no answer today's search finds in the top 10 is
+lost on any suite, on either half of its questions. The personal words and the entity
+lane's result are read first: a question about the user never costs the document
+frequencies.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ..providers import embed as embedmod
+from ..providers import entities as entitymod
 from ..providers.embed import VOCAB_FILE
+from ..settings import Settings
 from ..store.protocols import Backend
 
 UNKNOWN_WORDS = 2  # terms in no chunk of the scope, at least (one rare among them)
@@ -94,3 +122,72 @@ def scope_doc_freq(
         return {}
     stats = backend.term_stats(terms, scopes)
     return stats.doc_freq if stats.total_chunks >= MIN_SCOPE_CHUNKS else None
+
+
+# Words by which a question asks about its asker or the one it asks (after
+# ``text.as_first_person``, "the user" reads "I"; "user" stays for other phrasings).
+_PERSONAL = re.compile(
+    r"\b(?:i|me|my|mine|myself|we|us|our|ours|ourselves|you|your|yours|user|users)\b",
+    re.IGNORECASE,
+)
+_NOT_NAMES = {entitymod.EntityType.DATE, entitymod.EntityType.EMAIL, entitymod.EntityType.URL}
+
+
+def personal(text: str) -> bool:
+    """The question asks about its asker or the one it asks: a personal word in it."""
+    return _PERSONAL.search(text) is not None
+
+
+def unknown_names(text: str, doc_freq: Mapping[str, int]) -> tuple[str, ...]:
+    """The named things of ``text`` (``providers.entities.extract``: capitalised names,
+    dates aside: a date the scope lacks says nothing) with a word that no chunk of the
+    scope holds (``doc_freq`` 0; words ``doc_freq`` does not count are not judged)."""
+    names = []
+    for mention in entitymod.extract(text):
+        if mention.type in _NOT_NAMES:
+            continue
+        words = re.findall(r"\w+", mention.canonical.casefold())
+        if any(doc_freq.get(w, 1) == 0 for w in words):
+            names.append(mention.canonical)
+    return tuple(names)
+
+
+def a_stranger(text: str, doc_freq: Mapping[str, int]) -> bool:
+    """The second rule's words (the module docstring), for a question already known to
+    name no entity of the scope: no personal word, and a name the scope has never seen."""
+    return not personal(text) and bool(unknown_names(text, doc_freq))
+
+
+def silent(
+    best: float,
+    text: str,
+    terms: Sequence[str],
+    doc_freq: Callable[[], Mapping[str, int] | None] | None,
+    knows_an_entity: bool,
+    settings: Settings,
+    identity: str | None,
+) -> bool:
+    """True when either rule of this module silences the search: ``best`` is the vector
+    lane's best cosine, ``text`` the question as searched, ``terms`` its keyword terms,
+    ``doc_freq`` reads their chunk counts in the scopes (None: the scopes are too young
+    to say), ``knows_an_entity`` whether the entity lane found an entity the scopes
+    hold. The floors are the model's ``unknown_floor`` and ``stranger_floor``; the
+    ``unknown_floor`` setting, when set (>= 0), overrides both (0 turns both off).
+    Without the entity lane (``entity_weight`` 0) nothing tells a question's subject,
+    and only the first rule applies."""
+    if doc_freq is None:
+        return False
+    unknown = stranger = settings.unknown_floor
+    if unknown < 0:
+        unknown = embedmod.unknown_floor(identity) or 0.0
+        stranger = embedmod.stranger_floor(identity) or 0.0
+    if settings.entity_weight <= 0 or knows_an_entity or personal(text):
+        stranger = 0.0  # the question has a subject (or none can be told): rule 2 is off
+    if best >= max(unknown, stranger):
+        return False
+    seen = doc_freq()
+    if seen is None:
+        return False
+    if best < unknown and names_the_unknown(terms, seen):
+        return True
+    return best < stranger and a_stranger(text, seen)
