@@ -197,10 +197,11 @@ class Settings:
     )
     unknown_floor: float = _setting(
         -1.0,
-        "Cosine under which a question naming words its scope has never seen (two or more, "
-        "one not a common English word) returns no hit, in scopes of 1,000 chunks or more "
-        "(a younger one has not seen most words yet). -1 (default): the model's calibrated "
-        "value (`hivemem eval silence`; none if uncalibrated); 0 turns it off.",
+        "Cosine under which, in scopes of 1,000+ chunks, a question naming 2+ words the scope "
+        "never saw (one not common English), or about no one it knows (no I/we/you/user or "
+        "known entity) naming a thing it never saw, gets no hit. -1 (default): the model's "
+        "`unknown_floor`/`stranger_floor` (`hivemem eval silence`; none if uncalibrated); "
+        "other values set both; 0 turns both off.",
     )
     first_person_queries: bool = _setting(
         True,
