@@ -34,7 +34,7 @@ from typing import Any
 
 from .. import text as textmod
 from ..facade.database import open as open_store
-from ..providers.embed import match_floor, unknown_floor
+from ..providers import calibration
 from ..retrieval import ranking, silence
 from ..retrieval.pipeline import MATCH_KEYWORD_FLOOR, lane_fetch, tie_page
 from ..settings import Settings
@@ -163,16 +163,17 @@ def run_silence(
                     if "keyword" in h.explain.lanes
                 }
                 page = tie_page(60, lane_fetch(60, settings.candidate_multiplier))
+                ties = calibration.resolved(settings, identity).keyword_ties
                 evidence = max(keyword.values(), default=0.0) * ranking.lane_confidence(
-                    keyword, settings.keyword_ties or len(keyword), page
+                    keyword, ties or len(keyword), page
                 )
                 if evidence > MATCH_KEYWORD_FLOOR:
                     strong += 1
                 else:
                     best.append(max(cosines, default=0.0))
                 notify("silence: floor off", done, len(queries))
-    floor = settings.match_floor if settings.match_floor >= 0 else match_floor(identity)
-    unknown = settings.unknown_floor if settings.unknown_floor >= 0 else unknown_floor(identity)
+    model = calibration.resolved(settings, identity)  # the -1s: the model's values
+    floor, unknown = model.match_floor, model.unknown_floor
     return SilenceReport(
         identity=identity,
         floor=floor,
