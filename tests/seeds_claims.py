@@ -16,6 +16,7 @@ import hivemem
 from hivemem import InvalidInput, NotFound, Settings, run_job, tools
 from hivemem.lifecycle.maintenance import job_names
 from hivemem.lifecycle.maintenance.decay import factor
+from hivemem.providers import calibration
 from hivemem.providers import entities as ents
 from hivemem.retrieval import ranking
 from hivemem.types import TYPE_ALIASES, Kind, MemoryType, Status
@@ -303,7 +304,8 @@ def _(c):
 
 @claim("openhive", "Hybrid merge `0.7 × vector + 0.3 × keyword`")
 def _(c):
-    assert (S.fusion, S.keyword_weight, S.vector_weight) == ("minmax", 0.6, 0.4)
+    model = calibration.resolved(S, "all-MiniLM-L6-v2-int8:384")  # -1: the model's weights
+    assert (model.fusion, model.keyword_weight, model.vector_weight) == ("minmax", 0.6, 0.4)
     assert Settings(fusion="weighted", vector_weight=0.7, keyword_weight=0.3).fusion == "weighted"
 
 

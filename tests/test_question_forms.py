@@ -77,7 +77,7 @@ def test_the_setting_is_a_share_between_0_and_1():
 
 
 def test_the_form_is_used_only_where_the_keyword_lane_ties_at_its_best():
-    on = Settings().replace(statement_weight=0.5)  # keyword_ties 3
+    on = Settings().replace(statement_weight=0.5, keyword_ties=3)  # as resolved for L6
     tied = {str(i): 1.0 for i in range(8)}
     decisive = {"a": 1.0, "b": 1.0, "c": 0.5}
     assert share(on, tied, page=20) == 0.5

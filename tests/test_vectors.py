@@ -22,6 +22,7 @@ import sqlean as sqlite3  # the SQLite library the store uses (tests/test_projec
 
 import hivemem
 from hivemem import HiveMemError, Settings
+from hivemem.providers import calibration
 from hivemem.providers.embed import HashEmbedder, OpenAIEmbedder
 from hivemem.retrieval.ranking import cosine
 from hivemem.store.sqlite.vectors import hamming_nearest, to_words
@@ -558,7 +559,7 @@ def test_minmax_reports_the_best_absolute_fused_score_for_the_top_hit(cstore):
     mem.save(CAR, wait=True)
     (hit,) = mem.search("automobile")
     vector = hit.explain.lanes["vector"]["score"]
-    s = cstore.settings
+    s = calibration.resolved(cstore.settings, cstore.indexer.identity)  # the model's weights
     absolute = s.vector_weight / (s.keyword_weight + s.vector_weight) * vector
     assert hit.explain.fused == pytest.approx(absolute, abs=1e-5)
 

@@ -22,6 +22,9 @@ from .seed_profiles import SEED_ENV, SEED_PROFILES
 ENV_PREFIX = "HIVEMEM_"
 
 
+_MODELS = " -1 (default): the model's (providers/calibration.py); %s for a model nobody measured."
+
+
 def _setting(default: Any, help: str) -> Any:
     if isinstance(default, dict | list):
         return field(default_factory=lambda: type(default)(default), metadata={"help": help})
@@ -183,11 +186,8 @@ class Settings:
         "(at least twice the lane's candidates). LoCoMo hit@10 .801 at 64, .792 at 30.",
     )
     vector_floor: float = _setting(
-        0.1,
-        "Cosine similarity that maps to a vector-lane score of 0 (what unrelated texts "
-        "score with the bundled models); 1.0 maps to 1.",
+        0.1, "Cosine that maps to a vector-lane score of 0 (unrelated texts' cosine); 1.0 to 1."
     )
-
     match_floor: float = _setting(
         -1.0,
         "Cosine under which the vector lane's best match does not count as a match: when "
@@ -201,7 +201,7 @@ class Settings:
         "never saw (one not common English), or about no one it knows (no I/we/you/user or "
         "known entity) naming a thing it never saw, gets no hit. -1 (default): the model's "
         "`unknown_floor`/`stranger_floor` (`hivemem eval silence`; none if uncalibrated); "
-        "other values set both; 0 turns both off.",
+        "the model's unknown_floor keeps its stranger_floor, other values set both; 0: off.",
     )
     first_person_queries: bool = _setting(
         True,
@@ -224,19 +224,18 @@ class Settings:
         "score in [0, 1]) or `rrf` (reciprocal rank fusion, normalised to [0, 1]).",
     )
     minmax_page: int = _setting(
-        0,
-        "With `minmax` fusion, the keyword lane is scaled between its best and its Nth "
-        "best score (N = this; weaker ones at the floor); 0 (default): best and weakest.",
+        -1,
+        "With `minmax` fusion, the keyword lane is scaled between its best and its Nth best "
+        "score (N = this; weaker ones at the floor); 0: best and weakest." + _MODELS % 0,
     )
-    keyword_weight: float = _setting(0.6, "Weight of the keyword lane in weighted fusion.")
+    keyword_weight: float = _setting(-1.0, "Keyword lane's weight in fusion." + _MODELS % 0.6)
     keyword_ties: int = _setting(
-        3,
-        "When more than this many memories tie at the keyword lane's best score (a "
-        "question whose only keyword is a common word), the lane's weight is scaled by "
-        "keyword_ties / tied, so the vector lane can find the answer by meaning; 0 turns "
-        "this off.",
+        -1,
+        "When more than this many memories tie at the keyword lane's best score (a question "
+        "whose only keyword is a common word), the lane's weight is scaled by keyword_ties / "
+        "tied, so the vector lane can find the answer by meaning; 0: off." + _MODELS % 3,
     )
-    vector_weight: float = _setting(0.4, "Weight of the vector lane in weighted fusion.")
+    vector_weight: float = _setting(-1.0, "Vector lane's weight in fusion." + _MODELS % 0.4)
     entity_weight: float = _setting(
         0.1, "Weight of the entity lane in weighted fusion (0 turns the lane off)."
     )
@@ -616,8 +615,8 @@ _RANGES: dict[str, tuple[float, float]] = {
     "chunk_overlap_tokens": (0, 100_000),  # and below chunk_tokens (check)
     "default_decay_rate": (0.0, 100.0),
     "candidate_multiplier": (1, 100),
-    "keyword_ties": (0, 100_000),
-    "minmax_page": (0, 100_000),
+    "keyword_ties": (-1, 100_000),  # -1: the model's (providers/calibration.py)
+    "minmax_page": (-1, 100_000),
     "search_limit": (1, 100),
     "superseded_factor": _UNIT,
     "max_query_terms": (1, 1_000),
@@ -634,8 +633,8 @@ _RANGES: dict[str, tuple[float, float]] = {
     "match_floor": (-1.0, 0.99),
     "unknown_floor": (-1.0, 0.99),
     "statement_weight": _UNIT,
-    "keyword_weight": _UNIT,
-    "vector_weight": _UNIT,
+    "keyword_weight": (-1.0, 1.0),  # -1: the model's (providers/calibration.py)
+    "vector_weight": (-1.0, 1.0),
     "entity_weight": _UNIT,
     "neighbour_weight": _UNIT,
     "previous_weight": _UNIT,

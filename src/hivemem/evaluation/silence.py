@@ -39,7 +39,7 @@ from typing import Any
 
 from .. import text as textmod
 from ..facade.database import open as open_store
-from ..providers.embed import match_floor, stranger_floor, unknown_floor
+from ..providers import calibration
 from ..providers.entities import query_names
 from ..retrieval import ranking, silence
 from ..retrieval.pipeline import MATCH_KEYWORD_FLOOR, lane_fetch, tie_page
@@ -189,17 +189,18 @@ def run_silence(
                     if "keyword" in h.explain.lanes
                 }
                 page = tie_page(60, lane_fetch(60, settings.candidate_multiplier))
+                ties = calibration.resolved(settings, identity).keyword_ties
                 evidence = max(keyword.values(), default=0.0) * ranking.lane_confidence(
-                    keyword, settings.keyword_ties or len(keyword), page
+                    keyword, ties or len(keyword), page
                 )
                 if evidence > MATCH_KEYWORD_FLOOR:
                     strong += 1
                 else:
                     best.append(max(cosines, default=0.0))
                 notify("silence: floor off", done, len(queries))
-    floor = settings.match_floor if settings.match_floor >= 0 else match_floor(identity)
-    unknown = settings.unknown_floor if settings.unknown_floor >= 0 else unknown_floor(identity)
-    stranger = settings.unknown_floor if settings.unknown_floor >= 0 else stranger_floor(identity)
+    model = calibration.resolved(settings, identity)  # the -1s: the model's values
+    floor = model.match_floor
+    unknown, stranger = silence.floors(model, identity)
     return SilenceReport(
         identity=identity,
         floor=floor,

@@ -32,6 +32,7 @@ from typing import Protocol, TypeVar
 import numpy as np
 
 from .. import text as textmod
+from ..providers import calibration
 from ..providers import embed as embedmod
 from ..providers import entities as entitymod
 from ..settings import Settings
@@ -100,6 +101,7 @@ def search(
 ) -> list[Hit]:
     """Hits for ``query`` in ``scopes``, best first (see the module docstring)."""
     costs.lap("setup")  # the facade's part: arguments, fresh chunks, the read view
+    settings = calibration.resolved(settings, indexer.identity)  # -1: the model's value
     fetch = lane_fetch(query.limit, settings.candidate_multiplier)
     if settings.first_person_queries and not query.fts_syntax:
         # A question about "the user" is read in the first person, as the user's own

@@ -64,6 +64,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ..providers import calibration
 from ..providers import embed as embedmod
 from ..providers import entities as entitymod
 from ..providers.embed import VOCAB_FILE
@@ -158,6 +159,19 @@ def a_stranger(text: str, doc_freq: Mapping[str, int]) -> bool:
     return not personal(text) and bool(unknown_names(text, doc_freq))
 
 
+def floors(settings: Settings, identity: str | None) -> tuple[float, float]:
+    """The ``unknown_floor`` and ``stranger_floor`` a search uses. The search resolves
+    its settings against the model's profile first (``providers.calibration``: -1
+    becomes the model's ``unknown_floor``), so a value equal to the model's own is read
+    as "the model's" and brings the model's ``stranger_floor`` with it; any other value
+    the user set overrides both (0 turns both rules off)."""
+    model = calibration.profile(identity).unknown_floor
+    unknown = settings.unknown_floor
+    if unknown < 0 or unknown == model:
+        return model, embedmod.stranger_floor(identity) or 0.0
+    return unknown, unknown
+
+
 def silent(
     best: float,
     text: str,
@@ -177,10 +191,7 @@ def silent(
     and only the first rule applies."""
     if doc_freq is None:
         return False
-    unknown = stranger = settings.unknown_floor
-    if unknown < 0:
-        unknown = embedmod.unknown_floor(identity) or 0.0
-        stranger = embedmod.stranger_floor(identity) or 0.0
+    unknown, stranger = floors(settings, identity)
     if settings.entity_weight <= 0 or knows_an_entity or personal(text):
         stranger = 0.0  # the question has a subject (or none can be told): rule 2 is off
     if best >= max(unknown, stranger):
