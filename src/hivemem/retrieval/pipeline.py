@@ -35,6 +35,7 @@ from .. import text as textmod
 from ..providers import embed as embedmod
 from ..providers import entities as entitymod
 from ..settings import Settings
+from ..store.pool_reads import RankRow
 from ..store.protocols import Backend, VectorMatch
 from ..types import Explanation, Hit, Kind, Memory, MemoryType, Query, Status
 from . import costs, fusion, hitset, learned, question_forms, ranking, silence
@@ -294,6 +295,8 @@ def search(
             candidates=len(candidates),
         )
         snippet = textmod.snippet(c.chunk_text or memory.content, terms)
+        if isinstance(memory, RankRow):  # the pool's row: a ``Memory`` for the hits only
+            memory = memory.memory()
         hits.append(Hit(memory=memory, score=round(score, 6), explain=explain, snippet=snippet))
     costs.lap("order")  # adjustments, one per memory, current versions, diversity, hits
     return hits
@@ -310,7 +313,7 @@ def lane_fetch(limit: int, multiplier: int) -> int:
     return limit + (multiplier - 1) * min(limit, _EXTRA_FLOOR)
 
 
-def _current_candidate(current: Memory, superseded: Memory) -> _Candidate:
+def _current_candidate(current: Memory, superseded: Memory | RankRow) -> _Candidate:
     """The lane record of a current version brought in by its superseded match."""
     c = _Candidate(current.id)
     c.lanes["current"] = {"of": superseded.id}  # type: ignore[dict-item]
@@ -630,7 +633,7 @@ def _weights(settings: Settings) -> dict[str, float]:
     }
 
 
-def adjustments(memory: Memory, settings: Settings, now: datetime) -> dict[str, float]:
+def adjustments(memory: Memory | RankRow, settings: Settings, now: datetime) -> dict[str, float]:
     """The multipliers applied after fusion, by name (only those that are not 1)."""
     factors: dict[str, float] = {}
     if memory.status is Status.SUPERSEDED:
