@@ -8,8 +8,8 @@ import pytest
 import hivemem
 from hivemem import Settings
 from hivemem.retrieval import learned
+from hivemem.retrieval.candidates import Candidate, Candidates
 from hivemem.retrieval.hitset import Ranked
-from hivemem.retrieval.pipeline import _Candidate
 
 TURNS = [
     "Where did you go on holiday in June?",
@@ -21,11 +21,14 @@ TURNS = [
 
 
 def _ranked(memory, score, matched, *, keyword=None, vector=None, session=1.0):
-    candidate = _Candidate(memory.id, matched=matched)
+    table = Candidates()
+    at = table.add(memory.id)
+    table.matched[at] = matched
     if keyword is not None:
-        candidate.lanes["keyword"] = {"rank": 1, "bm25": -1.0, "coverage": keyword}
+        table.keyword[at] = (1, keyword, 0.0)  # rank, coverage, window
     if vector is not None:
-        candidate.lanes["vector"] = {"rank": 1, "cosine": vector, "score": vector}
+        table.vector_lane[at] = (1, vector, vector)  # rank, score, cosine
+    candidate = Candidate(table, at)
     factors = {"session": session} if session < 1.0 else {}
     return Ranked(score, score, candidate, memory, factors)
 

@@ -12,7 +12,20 @@ import numpy as np
 
 import hivemem
 from hivemem.providers.embed import HashEmbedder
+from hivemem.retrieval import hitset
+from hivemem.store.pool_reads import RankRow
 from test_search_statements import _statements
+
+_RANKED = (
+    "id", "scope", "kind", "type", "content", "source", "status", "confidence",
+    "access_count", "last_accessed", "event_time", "created_at", "session_id",
+    "attributes", "source_ids",
+)  # fmt: skip
+
+
+def _ranked_fields(memory) -> tuple:
+    """What ranking reads of a pool member (``RankRow`` and ``Memory`` alike)."""
+    return tuple(getattr(memory, name) for name in _RANKED)
 
 
 def _searched_once(store: hivemem.Store) -> hivemem.ScopedMemory:
@@ -264,6 +277,9 @@ def test_pool_rows_are_session_neighbours_and_candidate_rows_in_one(any_location
             expected = backend.candidate_rows(["a"], {k: asked[k] for k in kept}, model)
             for memory, vector in expected:
                 got, got_vector, chunk = by_id[memory.id]
+                if isinstance(got, RankRow):  # SQLite: the row, its ``Memory`` built on demand
+                    assert _ranked_fields(got) == _ranked_fields(memory)
+                    got = got.memory()
                 assert got == memory and np.array_equal(got_vector, vector)
                 assert chunk in (asked[memory.id], chunks[memory.id])
 
@@ -327,3 +343,34 @@ def test_the_pools_rows_read_no_vector_the_vector_lane_read(tmp_path):
         statements = _statements(store, lambda: mem.search("harbour lighthouse 3"))
         (pool,) = [s for s in statements if "m.id = x.id" in s]
         assert ", 0)" in pool  # at least one candidate's vector came with the vector lane
+
+
+def test_pool_rows_carry_the_queued_access_counts_as_get_many(tmp_path, clock):
+    """SQLite's pool rows (``RankRow``) hold the access counts a search queued and did
+    not write yet, as ``get_many``'s memories do, in ranking's fields and in the
+    ``Memory`` built for a hit; a promoted copy's origin reads the same."""
+    with hivemem.open(tmp_path / "m.db", clock=clock, embedder="hash") as store:
+        mem = store.scope("a")
+        turns = [mem.add_episode(f"turn {n} of the talk", "s1", "user") for n in range(4)]
+        fact = mem.save("the talk had four turns", attributes={"promoted_from": {"id": "x1"}})
+        store.flush()
+        clock.advance(hours=1)
+        assert mem.search("turn of the talk", limit=3)  # last access queued, not written
+        mem.get(turns[0].id)  # a count queued
+        backend = store._backend
+        ids = [*(t.id for t in turns), fact.id]
+        query = hivemem.Query(text="x")
+        rows = backend.pool_rows(
+            ["a"], dict.fromkeys(ids), None, [], lambda k: None, lambda sides: ids, query,
+            clock.now,
+        )  # fmt: skip
+        by_id = {m.id: m for m, _, _ in rows}
+        expected = {m.id: m for m in backend.get_many(["a"], ids)}
+        assert any(m.access_count for m in expected.values())
+        assert any(m.last_accessed for m in expected.values())
+        for memory_id, memory in expected.items():
+            row = by_id[memory_id]
+            assert isinstance(row, RankRow)
+            assert _ranked_fields(row) == _ranked_fields(memory)
+            assert row.memory() == memory
+        assert hitset.origin(by_id[fact.id]) == "x1"

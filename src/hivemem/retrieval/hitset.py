@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
+from ..store.pool_reads import RankRow
 from ..store.protocols import Backend
 from ..types import Memory, Query, Status
 
@@ -31,12 +32,14 @@ _MAX_CHAIN = 32  # supersede links followed to find the current version
 @dataclass(slots=True)
 class Ranked:
     """A memory on its way through the pipeline: its score, the fused score it started
-    from, what the lanes said (``candidate``) and the factors applied so far."""
+    from, what the lanes said (``candidate``) and the factors applied so far. ``memory``
+    is the pool's row of it (``RankRow``; a ``Memory`` where a backend gave one), made a
+    ``Memory`` for the hits returned only."""
 
     score: float
     base: float
     candidate: Any
-    memory: Memory
+    memory: Memory | RankRow
     factors: dict[str, float] = field(default_factory=dict)
 
     def sort_key(self) -> tuple[float, bool, float, str]:
@@ -44,7 +47,7 @@ class Ranked:
         return (-self.score, self.memory.status is Status.SUPERSEDED, -self.base, self.memory.id)
 
 
-def origin(memory: Memory) -> str:
+def origin(memory: Memory | RankRow) -> str:
     """The id of the memory this one was promoted from; for a fact consolidation drew
     from one turn, that turn's id (the fact restates it: measured with
     ``consolidate_on_session_switch`` on, such a fact beside its turn took a second place
@@ -60,7 +63,9 @@ def origin(memory: Memory) -> str:
 T = TypeVar("T")
 
 
-def one_per_memory(items: Iterable[T], own_scope: str, memory_of: Callable[[T], Memory]) -> list[T]:
+def one_per_memory(
+    items: Iterable[T], own_scope: str, memory_of: Callable[[T], Memory | RankRow]
+) -> list[T]:
     """``items`` (best first) with promoted copies collapsed: per origin, the item whose
     memory is in ``own_scope``, else the first. Order is kept (the winner takes the place
     of the best copy)."""
@@ -79,14 +84,16 @@ def one_per_memory(items: Iterable[T], own_scope: str, memory_of: Callable[[T], 
     return [listed[chosen[k]] for k in winners]
 
 
-def current_version(backend: Backend, scopes: Sequence[str], memory: Memory) -> Memory | None:
+def current_version(
+    backend: Backend, scopes: Sequence[str], memory: Memory | RankRow
+) -> Memory | None:
     """The active end of ``memory``'s supersede chain within ``scopes`` (None if none)."""
     seen = {memory.id}
-    todo = [memory]
+    todo: list[Memory | RankRow] = [memory]
     for _ in range(_MAX_CHAIN):
         if not todo:
             return None
-        nxt = []
+        nxt: list[Memory | RankRow] = []
         for item in todo:
             for successor in backend.successors(scopes, item.id):
                 if successor.status is Status.ACTIVE:
@@ -105,7 +112,7 @@ def current_above_superseded(
     now: datetime,
     ranked: list[Ranked],
     superseded_factor: float,
-    new_candidate: Callable[[Memory, Memory], Any],
+    new_candidate: Callable[[Memory, Memory | RankRow], Any],
 ) -> list[Ranked]:
     """``ranked`` where every superseded hit sits below the current version of its
     chain (added when it was not a candidate and passes the query's filters; scored at

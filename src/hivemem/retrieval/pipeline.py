@@ -25,7 +25,7 @@ import functools
 import logging
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime
 from typing import Protocol, TypeVar
 
@@ -36,10 +36,12 @@ from ..providers import calibration
 from ..providers import embed as embedmod
 from ..providers import entities as entitymod
 from ..settings import Settings
+from ..store.pool_reads import RankRow
 from ..store.protocols import Backend, VectorMatch
 from ..types import Explanation, Hit, Kind, Memory, MemoryType, Query, Status
 from . import costs, fusion, hitset, learned, question_forms, ranking, silence
 from . import rerank as rerankmod
+from .candidates import Candidate, Candidates
 from .hitset import Ranked
 from .keyword import KeywordCandidate, idf, keyword_lane
 from .rerank import Reranker
@@ -72,24 +74,6 @@ class QueryEmbedder(Protocol):
         ...
 
 
-@dataclass(slots=True)
-class _Candidate:
-    """One memory as the lanes saw it."""
-
-    memory_id: str
-    lanes: dict[str, dict[str, float]] = field(default_factory=dict)
-    lane_scores: dict[str, float] = field(default_factory=dict)
-    chunk_id: int | None = None
-    chunk_seq: int = 0
-    chunk_text: str = ""
-    matched: tuple[str, ...] = ()
-    vector: np.ndarray | None = None  # the chunk's, where the vector lane read it
-
-
-def _lane_rank(lane: str, candidate: _Candidate) -> float:
-    return candidate.lanes[lane]["rank"]
-
-
 def search(
     backend: Backend,
     indexer: QueryEmbedder,
@@ -108,7 +92,7 @@ def search(
         # turns are written: "user" is who asks, not what is sought (text.as_first_person).
         query = replace(query, text=textmod.as_first_person(query.text))
     notes: list[str] = []
-    candidates: dict[str, _Candidate] = {}
+    candidates = Candidates()
 
     focus = textmod.query_focus(query.text)
     vector_run = not query.fts_syntax and indexer.enabled
@@ -132,7 +116,7 @@ def search(
     terms, keyword = keyword_lane(backend, scopes, query, settings, now, fetch)
     _add_keyword(candidates, keyword)
     if settings.statement_weight > 0 and vector_run:  # off by default: no work then
-        scores = {k: c.lane_scores.get("keyword", 0.0) for k, c in candidates.items()}
+        scores = {candidates.ids[at]: e[1] for at, e in candidates.keyword.items()}
         statement = question_forms.share(settings, scores, tie_page(query.limit, fetch))
         if statement > 0:  # a parallel read of the question alone is dropped
             vector_lane = functools.partial(vector_read, statement)
@@ -151,31 +135,28 @@ def search(
                 score = ranking.calibrate_cosine(match.similarity, settings.vector_floor)
                 if score <= 0:  # no closer than unrelated texts: not a candidate
                     break
-                c = candidates.setdefault(match.memory_id, _Candidate(match.memory_id))
-                c.lanes["vector"] = {
-                    "rank": rank,
-                    "cosine": round(match.similarity, 6),
-                    "score": round(score, 6),
-                }
-                c.lane_scores["vector"] = score
-                if c.chunk_id is None:
-                    c.chunk_id, c.chunk_seq, c.chunk_text = match.chunk_id, match.seq, match.text
-                if c.chunk_id == match.chunk_id:
-                    c.vector = match.vector
+                at = candidates.add(match.memory_id)
+                candidates.vector_lane[at] = (rank, score, match.similarity)
+                if candidates.chunk_id[at] is None:
+                    candidates.chunk_id[at] = match.chunk_id
+                    candidates.chunk_seq[at], candidates.chunk_text[at] = match.seq, match.text
+                if candidates.chunk_id[at] == match.chunk_id:
+                    candidates.vector[at] = match.vector
             lanes_run.append("vector")
     costs.lap("vector")
     if entity_run and _entity_lane(entity_reads(), candidates):
         lanes_run.append("entity")
     costs.lap("entity")
     page = tie_page(query.limit, fetch)
-    lanes = _lane_arrays(candidates, lanes_run)
+    lanes = candidates.arrays(lanes_run)
     doc_freq = functools.partial(silence.scope_doc_freq, backend, scopes, terms)
-    if not candidates or _nothing_matches(
+    if not len(candidates) or _nothing_matches(
         candidates, lanes, lanes_run, indexer, settings, page, terms, doc_freq, query.text
     ):
         return []
 
-    fused = _fuse(candidates, lanes, lanes_run, settings, page)
+    # Fused scores by position; ``seq``: the positions in fusion's order (ties keep it).
+    fused, seq = _fuse(candidates, lanes, lanes_run, settings, page)
     # Only the best ``pool`` go on: the adjustments move scores by a bounded factor, and
     # reading, re-scoring and diversifying every candidate the windows and neighbours
     # brought in cost more than the lanes themselves at 100k memories. The pool is
@@ -186,8 +167,12 @@ def search(
     # ``pool`` before context, the best hits' neighbours, and the neighbours' rows. Context
     # only raises scores, so the pool after it is among those (a candidate outside the
     # first ``pool`` that is no neighbour still has ``pool`` better, or tied and earlier).
-    anchors = _ranked(fused)[: query.limit] if settings.neighbour_weight > 0 else []
-    head = fused if len(fused) <= pool else dict.fromkeys(_ranked(fused)[:pool], 0.0)
+    best_first = _ranked(fused, seq)
+    anchors = [candidates.ids[at] for at in best_first[: query.limit]]
+    if settings.neighbour_weight <= 0:
+        anchors = []
+    head = seq if len(seq) <= pool else best_first[:pool]
+    order = head  # the pool, in the order the adjustments take it
     costs.lap("fusion")
     # For diversity, each one's chunk vector (the chunk a lane matched, else the
     # memory's first), where MMR will compare vectors.
@@ -195,33 +180,34 @@ def search(
 
     def keep(sides: Mapping[str, Sequence[tuple[str, bool]]]) -> Collection[str]:
         # Given the read's neighbours: context, then the pool, whose rows are built.
-        nonlocal fused
+        nonlocal order
         costs.lap("rows")
-        _add_context(sides, anchors, settings, fused, candidates)
-        if len(fused) > pool:
-            fused = dict(sorted(fused.items(), key=lambda item: -item[1])[:pool])
+        _add_context(sides, anchors, settings, fused, seq, candidates)
+        order = _ranked(fused, seq)[:pool] if len(seq) > pool else seq
         costs.lap("fusion")
-        return fused.keys()
+        return {candidates.ids[at] for at in order}
 
+    ids, chunk_ids, vectors = candidates.ids, candidates.chunk_id, candidates.vector
     read = backend.pool_rows(
         scopes,
-        {k: candidates[k].chunk_id or None for k in head},
+        {ids[at]: chunk_ids[at] or None for at in head},
         model,
         anchors,
-        lambda k: candidates[k].chunk_id or None if k in candidates else None,
+        lambda k: chunk_ids[candidates.at[k]] or None if k in candidates.at else None,
         keep,
         query,
         now,
-        [k for k in head if candidates[k].vector is not None] if model else (),
+        [ids[at] for at in head if vectors[at] is not None] if model else (),
     )
+    candidates.found = len(candidates)  # the lanes' and context's, before current versions
     memories = {m.id: m for m, _, _ in read}
     known: dict[tuple[str, int | None], np.ndarray | None] = {}
     for m, vector, chunk in read if model else ():
-        c = candidates[m.id]
-        if c.vector is not None:  # read by the vector lane: not read again
-            known[(m.id, c.chunk_id)] = c.vector
-        elif not c.chunk_id or c.chunk_id == chunk:  # the chunk asked for (none: the first)
-            known[(m.id, c.chunk_id or None)] = vector
+        at = candidates.at[m.id]
+        if vectors[at] is not None:  # read by the vector lane: not read again
+            known[(m.id, chunk_ids[at])] = vectors[at]
+        elif not chunk_ids[at] or chunk_ids[at] == chunk:  # the chunk asked for (none: first)
+            known[(m.id, chunk_ids[at] or None)] = vector
     costs.lap("rows")
     # The session prior is about dialogue: only episodes belong to a session's mass, and
     # a memory saved on purpose (fact, decision, summary, note) keeps its score.
@@ -230,14 +216,16 @@ def search(
         for m in memories.values()
         if m.session_id is not None and m.kind is Kind.EPISODE
     }
-    prior = ranking.group_prior(fused, sessions, settings.session_weight)
+    pooled = {ids[at]: fused[at] for at in order}
+    prior = ranking.group_prior(pooled, sessions, settings.session_weight)
     lengths = ranking.length_prior(
         {m.id: len(m.content) for m in memories.values()},
         {m.id for m in memories.values() if m.kind is not Kind.EPISODE},
         settings.length_weight,
     )
     scored: list[Ranked] = []
-    for memory_id, base in fused.items():
+    for at in order:
+        memory_id, base = ids[at], fused[at]
         memory = memories.get(memory_id)
         if memory is None or base <= 0:  # deleted between the reads; or no lane scored it
             continue
@@ -249,13 +237,19 @@ def search(
         score = base
         for value in factors.values():
             score *= value
-        scored.append(Ranked(min(1.0, score), base, candidates[memory_id], memory, factors))
+        scored.append(Ranked(min(1.0, score), base, Candidate(candidates, at), memory, factors))
     scored.sort(key=Ranked.sort_key)
     if settings.learned_order:
         scored = learned.reorder(scored, len(set(terms)))
     scored = hitset.one_per_memory(scored, scopes[0], lambda r: r.memory)
     scored = hitset.current_above_superseded(
-        backend, scopes, query, now, scored, settings.superseded_factor, _current_candidate
+        backend,
+        scopes,
+        query,
+        now,
+        scored,
+        settings.superseded_factor,
+        functools.partial(_current_candidate, candidates),
     )
     if reranker is not None and len(scored) > 1:
         # The re-ranker sees ``rerank_depth`` candidates before diversity cuts to the
@@ -293,9 +287,11 @@ def search(
             matched_terms=c.matched,
             chunk_seq=c.chunk_seq,
             notes=tuple(hit_notes),
-            candidates=len(candidates),
+            candidates=candidates.found,
         )
         snippet = textmod.snippet(c.chunk_text or memory.content, terms)
+        if isinstance(memory, RankRow):  # the pool's row: a ``Memory`` for the hits only
+            memory = memory.memory()
         hits.append(Hit(memory=memory, score=round(score, 6), explain=explain, snippet=snippet))
     costs.lap("order")  # adjustments, one per memory, current versions, diversity, hits
     return hits
@@ -312,10 +308,12 @@ def lane_fetch(limit: int, multiplier: int) -> int:
     return limit + (multiplier - 1) * min(limit, _EXTRA_FLOOR)
 
 
-def _current_candidate(current: Memory, superseded: Memory) -> _Candidate:
+def _current_candidate(
+    candidates: Candidates, current: Memory, superseded: Memory | RankRow
+) -> Candidate:
     """The lane record of a current version brought in by its superseded match."""
-    c = _Candidate(current.id)
-    c.lanes["current"] = {"of": superseded.id}  # type: ignore[dict-item]
+    c = Candidate(candidates, candidates.add(current.id))
+    c.set_lane("current", {"of": superseded.id})
     return c
 
 
@@ -396,29 +394,28 @@ def _entity_reads(
     return sorted(scores.items(), key=lambda item: -item[1])[:fetch]
 
 
-def _entity_lane(ranked: list[tuple[str, float]] | None, candidates: dict[str, _Candidate]) -> bool:
+def _entity_lane(ranked: list[tuple[str, float]] | None, candidates: Candidates) -> bool:
     """Memories linked to the entities the query names (``_entity_reads``) as
     candidates. Returns whether the lane ran (the query named a known entity)."""
     if ranked is None:
         return False
     for rank, (memory_id, score) in enumerate(ranked, start=1):
-        c = candidates.setdefault(memory_id, _Candidate(memory_id))
-        c.lanes["entity"] = {"rank": rank, "score": round(min(1.0, score), 6)}
-        c.lane_scores["entity"] = min(1.0, score)
+        candidates.entity[candidates.add(memory_id)] = (rank, min(1.0, score), 0.0)
     return True
 
 
-def _ranked(fused: Mapping[str, float]) -> list[str]:
-    """The memories best first (ties in ``fused``'s order)."""
-    return sorted(fused, key=lambda k: -fused[k])
+def _ranked(fused: Sequence[float], seq: Sequence[int]) -> list[int]:
+    """The positions of ``seq`` best by ``fused`` first (ties in ``seq``'s order)."""
+    return sorted(seq, key=lambda at: -fused[at])
 
 
 def _add_context(
     sides: Mapping[str, Sequence[tuple[str, bool]]],
     anchors: Sequence[str],
     settings: Settings,
-    fused: dict[str, float],
-    candidates: dict[str, _Candidate],
+    fused: list[float],
+    seq: list[int],
+    candidates: Candidates,
 ) -> None:
     """Dialogue context: the turns just before and after a strong episode hit
     (``anchors``, the best ``limit``; ``sides``: their neighbours that pass, as
@@ -429,14 +426,20 @@ def _add_context(
     question ("Did you go to the concert?" / "Yes, it was amazing"), and a short reply
     shares no words and little meaning with the question.
     """
+    at = candidates.at
     for anchor, neighbours in sides.items():
+        of = at[anchor]
         for neighbour, after in neighbours:
             weight = settings.neighbour_weight if after else settings.previous_weight
-            value = weight * fused[anchor]
-            if value > fused.get(neighbour, 0.0):
-                fused[neighbour] = value
-                c = candidates.setdefault(neighbour, _Candidate(neighbour))
-                c.lanes["context"] = {"of": anchors.index(anchor) + 1, "score": round(value, 6)}
+            value = weight * fused[of]
+            place = at.get(neighbour)
+            if value > (0.0 if place is None else fused[place]):
+                if place is None:  # a new candidate, last in fusion's order
+                    place = candidates.add(neighbour)
+                    fused.append(value)
+                    seq.append(place)
+                fused[place] = value
+                candidates.context[place] = (anchors.index(anchor) + 1, value)
 
 
 def _split_exact(
@@ -480,20 +483,17 @@ def _lifted(exact: list[Ranked], rest: list[Ranked]) -> list[Ranked]:
     return exact
 
 
-def _add_keyword(candidates: dict[str, _Candidate], keyword: list[KeywordCandidate]) -> None:
+def _add_keyword(candidates: Candidates, keyword: list[KeywordCandidate]) -> None:
     for rank, k in enumerate(keyword, start=1):
-        c = candidates.setdefault(k.match.memory_id, _Candidate(k.match.memory_id))
+        at = candidates.add(k.match.memory_id)
         # No raw BM25 here: SQLite's is FTS5's, over every tenant's rows (issue 25).
-        c.lanes["keyword"] = {"rank": rank, "coverage": round(k.coverage, 6)}
-        if k.window > 0:
-            c.lanes["keyword"]["window"] = round(k.window, 6)
-        c.lane_scores["keyword"] = k.coverage
-        c.chunk_id, c.chunk_seq, c.chunk_text = k.match.chunk_id, k.match.seq, k.match.text
-        c.matched = k.matched
+        candidates.keyword[at] = (rank, k.coverage, k.window)
+        candidates.chunk_id[at], candidates.chunk_seq[at] = k.match.chunk_id, k.match.seq
+        candidates.chunk_text[at], candidates.matched[at] = k.match.text, k.matched
 
 
 def _nothing_matches(
-    candidates: dict[str, _Candidate],
+    candidates: Candidates,
     lanes: Mapping[str, np.ndarray],
     lanes_run: Sequence[str],
     indexer: QueryEmbedder,
@@ -522,7 +522,7 @@ def _nothing_matches(
     seen, under the model's ``stranger_floor`` (``retrieval.silence.silent``)."""
     if "vector" not in lanes_run:
         return False
-    cosines = [c.lanes["vector"]["cosine"] for c in candidates.values() if "vector" in c.lanes]
+    cosines = candidates.cosines()
     best = max(cosines, default=0.0)
     known = "entity" in lanes_run
     if silence.silent(best, text, terms, doc_freq, known, settings, indexer.identity):
@@ -555,43 +555,29 @@ def tie_page(limit: int, fetch: int) -> int:
     return min(2 * min(limit, _EXTRA_FLOOR), fetch)
 
 
-def _lane_arrays(
-    candidates: dict[str, _Candidate], lanes_run: Sequence[str]
-) -> dict[str, np.ndarray]:
-    """Each lane's scores as an array over the candidates, in their order (0: the lane
-    did not return the candidate); ``fusion`` works on these."""
-    n = len(candidates)
-    return {
-        lane: np.fromiter(
-            (c.lane_scores.get(lane, 0.0) for c in candidates.values()), dtype=np.float64, count=n
-        )
-        for lane in lanes_run
-    }
-
-
 def _fuse(
-    candidates: dict[str, _Candidate],
+    candidates: Candidates,
     lanes: Mapping[str, np.ndarray],
     lanes_run: Sequence[str],
     settings: Settings,
     page: int = 0,
-) -> dict[str, float]:
-    """Fused score in [0, 1] per memory, over the lanes that ran (``lanes``: their
-    ``_lane_arrays``); ``page``: see ``tie_page``."""
+) -> tuple[list[float], list[int]]:
+    """Fused score in [0, 1] per candidate (by position; 0 where none), over the lanes
+    that ran (``lanes``: ``Candidates.arrays``), and the positions fused in their order
+    (ties keep it); ``page``: see ``tie_page``."""
     if settings.fusion == ranking.Fusion.RRF:
-        rankings = {
-            lane: sorted(
-                (c for c in candidates.values() if lane in c.lanes),
-                key=functools.partial(_lane_rank, lane),
-            )
-            for lane in lanes_run
-        }
+        ids = candidates.ids
+        rankings = {}
+        for name in lanes_run:
+            lane = candidates.lane(name)
+            rankings[name] = [ids[at] for at in sorted(lane, key=lambda at: lane[at][0])]
         weights = _weights(settings)
-        return ranking.rrf(
-            {lane: [c.memory_id for c in ranked] for lane, ranked in rankings.items()},
-            k=settings.rrf_k,
-            weights=weights,
-        )
+        by_id = ranking.rrf(rankings, k=settings.rrf_k, weights=weights)
+        scores = [0.0] * len(ids)
+        seq = [candidates.at[k] for k in by_id]
+        for at, value in zip(seq, by_id.values(), strict=True):
+            scores[at] = value
+        return scores, seq
     weights = _weights(settings)
     if "vector" in lanes and "keyword" in lanes and settings.keyword_ties > 0:
         # A keyword lane that ties many memories at its best cannot tell them apart:
@@ -606,7 +592,9 @@ def _fuse(
         # min-max's. Only the keyword lane's tail is paged: measured better on all four
         # suites than paging every lane (docs/retrieval.md).
         fused = fusion.fuse_minmax(lanes, weights, settings.minmax_page)
-    return {} if fused is None else dict(zip(candidates, fused.tolist(), strict=True))
+    if fused is None:
+        return [], []
+    return fused.tolist(), list(range(len(fused)))
 
 
 def _minmax(scores: dict[str, float], page: int = 0) -> dict[str, float]:
@@ -631,7 +619,7 @@ def _weights(settings: Settings) -> dict[str, float]:
     }
 
 
-def adjustments(memory: Memory, settings: Settings, now: datetime) -> dict[str, float]:
+def adjustments(memory: Memory | RankRow, settings: Settings, now: datetime) -> dict[str, float]:
     """The multipliers applied after fusion, by name (only those that are not 1)."""
     factors: dict[str, float] = {}
     if memory.status is Status.SUPERSEDED:
@@ -683,7 +671,7 @@ def _rerank(
     order = sorted(range(len(head)), key=lambda i: -raw[i])
     rank = {i: r for r, i in enumerate(order, start=1)}
     for i, item in enumerate(head):
-        item.candidate.lanes["rerank"] = {"rank": rank[i], "score": round(float(raw[i]), 6)}
+        item.candidate.set_lane("rerank", {"rank": rank[i], "score": round(float(raw[i]), 6)})
         item.score = min(1.0, blended[i])
     head.sort(key=Ranked.sort_key)
     floor = head[-1].score if head else 0.0

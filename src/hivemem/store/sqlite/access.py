@@ -87,29 +87,8 @@ class AccessLog:
             self.flush()
 
     def overlay(self, memories: list[Memory]) -> list[Memory]:
-        """``memories`` with the counts still queued for them added. Looks up each
-        memory under each scope list queued (a few), never walks the whole queue: a
-        search reads ~60 rows, and the queue holds up to ``max_pending`` memories."""
-        if not self._pending and not self._inflight:
-            return memories
-        with self._lock:
-            queued: dict[str, tuple[int, datetime]] = {}
-            for source, scope_lists in (
-                (self._inflight, self._inflight_scopes),
-                (self._pending, self._pending_scopes),
-            ):
-                if not source:
-                    continue
-                for memory in memories:
-                    for scopes in scope_lists:
-                        found = source.get((scopes, memory.id))
-                        if found is not None:
-                            seen = queued.get(memory.id)
-                            count = found[0] + (seen[0] if seen else 0)
-                            queued[memory.id] = (
-                                count,
-                                max(found[1], seen[1]) if seen else found[1],
-                            )
+        """``memories`` with the counts still queued for them added (``queued``)."""
+        queued = self.queued([memory.id for memory in memories])
         if not queued:
             return memories
         out = []
@@ -121,6 +100,33 @@ class AccessLog:
                 )
             out.append(memory)
         return out
+
+    def queued(self, memory_ids: Sequence[str]) -> dict[str, tuple[int, datetime]]:
+        """The counts still queued or being written for ``memory_ids`` (those with any),
+        with the latest access time. Looks up each memory under each scope list queued
+        (a few), never walks the whole queue: a search reads ~60 rows, and the queue
+        holds up to ``max_pending`` memories."""
+        queued: dict[str, tuple[int, datetime]] = {}
+        if not self._pending and not self._inflight:
+            return queued
+        with self._lock:
+            for source, scope_lists in (
+                (self._inflight, self._inflight_scopes),
+                (self._pending, self._pending_scopes),
+            ):
+                if not source:
+                    continue
+                for memory_id in memory_ids:
+                    for scopes in scope_lists:
+                        found = source.get((scopes, memory_id))
+                        if found is not None:
+                            seen = queued.get(memory_id)
+                            count = found[0] + (seen[0] if seen else 0)
+                            queued[memory_id] = (
+                                count,
+                                max(found[1], seen[1]) if seen else found[1],
+                            )
+        return queued
 
     def _on_timer(self) -> None:
         with self._lock:

@@ -381,7 +381,7 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, KeywordScope, Scope
         ``session_neighbours`` keeps them."""
         return candidates.read_with_context(
             self, self._pairs, self._pairs_version(), scopes, wanted, model,
-            self._access.overlay, anchors, chunk_of, keep, query, now, have,
+            self._access.queued, anchors, chunk_of, keep, query, now, have,
         )  # fmt: skip
 
     def by_key(

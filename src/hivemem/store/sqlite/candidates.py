@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...types import Memory, Query
+from ..pool_reads import RankRow
 from ..rows import COLUMNS, SELECT, row_to_memory
 from . import neighbours
 
@@ -28,7 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from .database import SQLiteDatabase
 
-Row = tuple[Memory, np.ndarray | None, int | None]  # a memory, its chunk's vector, that chunk
+Row = tuple[Memory | RankRow, Any, int | None]  # a memory's row, its chunk's vector, that chunk
 
 
 def read(
@@ -73,7 +74,7 @@ def read_with_context(
     scopes: Sequence[str],
     wanted: Mapping[str, int | None],
     model: str | None,
-    overlay: Callable[[list[Memory]], list[Memory]],
+    queued: Callable[[Sequence[str]], Mapping[str, tuple[int, datetime]]],
     anchors: Sequence[str],
     chunk_of: Callable[[str], int | None],
     keep: Callable[[dict[str, neighbours.Sides]], Collection[str]],
@@ -84,11 +85,13 @@ def read_with_context(
     """``read`` of ``wanted`` and ``session_neighbours`` of ``anchors`` in one statement,
     with the rows of those neighbours. ``keep`` is given each anchor's neighbours (as
     ``session_neighbours`` gives them) and says which of the rows read are wanted:
-    ``Memory`` values are built for those only. Each row carries the chunk its vector is of:
-    the one asked for (``wanted``, else ``chunk_of`` for a neighbour kept from an
-    earlier ask), else the memory's first (a neighbour read here: a candidate's own
-    chunk is most often its first, a turn being one chunk). Rows come in no particular
-    order. ``version``: as ``neighbours.read``'s. ``have``: memories whose vector the
+    ``RankRow`` values are made for those only (``Memory`` values for none: the caller
+    builds them for the hits it returns). ``queued``: the access counts still queued
+    (``AccessLog.queued``), added as ``get_many`` adds them. Each row carries the chunk
+    its vector is of: the one asked for (``wanted``, else ``chunk_of`` for a neighbour
+    kept from an earlier ask), else the memory's first (a neighbour read here: a
+    candidate's own chunk is most often its first, a turn being one chunk). Rows come in
+    no particular order. ``version``: as ``neighbours.read``'s. ``have``: memories whose vector the
     caller holds (the vector lane read it): none is read for them (a row's vector None)."""
     ask = neighbours.Asked.of(db, scopes, query, now)
     known, todo = neighbours.kept(memo, version, ask, anchors)
@@ -135,10 +138,14 @@ def read_with_context(
         known.update(neighbours.keep(memo, version, ask, todo, found))
     wanted_ids = keep(neighbours.in_order(known))
     memory_rows = [r for r in got if r[0] == 0 and r[1] in wanted_ids]
-    memories = overlay([row_to_memory(r[1:-2]) for r in memory_rows])
+    counts = queued([r[1] for r in memory_rows])
     return [
-        (memory, None if r[-2] is None else np.frombuffer(r[-2], dtype=np.float32), r[-1])
-        for memory, r in zip(memories, memory_rows, strict=True)
+        (
+            RankRow(r[1:-2], counts.get(r[1])),
+            None if r[-2] is None else np.frombuffer(r[-2], dtype=np.float32),
+            r[-1],
+        )
+        for r in memory_rows
     ]
 
 
