@@ -9,12 +9,16 @@ busy machine); the tests that convert again use the cheapest path that shows the
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -160,20 +164,41 @@ def test_a_conversion_killed_midway_leaves_nothing_used(mini, converted, tmp_pat
     cache = _copy(converted, tmp_path)
     embedder = SplitModelEmbedder(model=mini, cache_dir=cache)
     shutil.rmtree(embedder.graph)
-    # A process killed while quantising: its temporary folder holds a half graph.
-    gone = subprocess.Popen([sys.executable, "-c", ""])
-    gone.wait()  # a pid that no longer runs
-    stale = cache / f".{embedder.graph.name}.{gone.pid}.1.tmp"
-    stale.mkdir()
-    (stale / "model.onnx").write_bytes(b"half a graph")
-    assert embed_convert.whole(embedder.graph, mini.sha256) is None
+    # A real process converting, killed (SIGKILL: no cleanup of its own) once it writes.
+    spec = json.dumps(dataclasses.asdict(mini))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    child = subprocess.Popen([sys.executable, "-c", _CONVERTING, spec, str(cache)], env=env)
+    try:
+        for _ in range(2400):  # a guard against a hung child, not a timing
+            if list(cache.glob(".*.tmp/fp32.onnx")) or child.poll() is not None:
+                break
+            time.sleep(0.05)
+    finally:
+        child.kill()
+        child.wait()
+    assert child.returncode == -signal.SIGKILL, "the conversion ended before it was killed"
+    assert len(list(cache.glob(".*.tmp"))) == 1  # its half-made folder
+    assert not embedder.graph.exists()
+    assert embed_convert.whole(embedder.graph, mini.sha256) is None  # never read
+    embed_convert._clear_stale(embedder.graph)  # what the next conversion does first
+    assert list(cache.glob(".*.tmp")) == []
     # Interrupted in this process (an exception mid-quantisation): nothing left either.
     monkeypatch.setattr(embed_convert, "_quantize", _interrupted)
     with pytest.raises(KeyboardInterrupt):
         embedder.warm()
     assert not embedder.graph.exists()
-    assert [p.name for p in cache.iterdir() if p.name.endswith(".tmp")] == []  # stale gone
+    assert list(cache.glob(".*.tmp")) == []
     assert embed_convert.whole(embedder.graph, mini.sha256) is None  # converted on next use
+
+
+_CONVERTING = """
+import json, sys
+from hivemem.providers.embed_wheel_parts import Part, SplitModel, SplitModelEmbedder
+spec = json.loads(sys.argv[1])
+spec["parts"] = tuple(Part(**part) for part in spec["parts"])
+spec["fp32_matmuls"] = tuple(spec["fp32_matmuls"])
+SplitModelEmbedder(model=SplitModel(**spec), cache_dir=sys.argv[2]).warm()
+"""
 
 
 def _interrupted(source, out, names):
