@@ -249,8 +249,10 @@ class SplitModelEmbedder(SentenceTransformersEmbedder):
     first use, or with ``quantize=False`` in fp32 by sentence-transformers (see the module
     docstring). Registered as ``local-mpnet`` (``local_mpnet``) and ``local-mpnet-fp32``.
 
-    ``threads``: onnxruntime's intra-op threads for the graph (default ``ORT_THREADS``),
-    PyTorch's for fp32 (default 1: its threads spin while they wait, docs/retrieval.md)."""
+    ``threads``: onnxruntime's intra-op threads for the graph (default ``ORT_THREADS``: one
+    beat two on the busy 2-core machine), PyTorch's for fp32 (default 1: its threads spin
+    while they wait, docs/retrieval.md). ``device`` is PyTorch's: the fp32 model and the
+    conversion's reference run there; the graph runs on onnxruntime's CPU provider."""
 
     def __init__(
         self,
