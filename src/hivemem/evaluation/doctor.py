@@ -154,6 +154,9 @@ def _vectors(store: Store, health: dict[str, Any]) -> Check:
         fix = "install the model (see the message)" if missing else "run `hivemem reindex`"
         return Check("vectors", False, str(indexer.disabled), fix)
     detail = f"{_need(health, 'vectors')} chunk vectors by {indexer.identity}; {pending} queued"
+    notice = getattr(indexer.embedder, "notice", None)  # optional: why a model runs as it does
+    if notice:
+        detail += f"; {notice}"
     if health.get("vector_exact_scan"):
         detail += (
             f"; exact scan, no KNN index ({health['vector_exact_scan']}; "
