@@ -61,3 +61,28 @@ def test_hits_explain_their_lanes_and_count_every_candidate(tmp_path, clock):
                 assert set(lanes["vector"]) == {"rank", "cosine", "score"}
             assert hit.explain.candidates >= 7  # all found, not only the hits returned
             assert isinstance(hit.memory, hivemem.Memory)
+
+
+def test_a_current_version_brought_in_by_its_superseded_match_explains_only_that(tmp_path):
+    # Found in review: the current version was also a keyword candidate outside the
+    # scored pool, and its hit showed that slot's keyword rank and matched term beside
+    # "current" (fused 0.0). A current version brought in by its superseded match is its
+    # own record, as before candidates were a table.
+    store = hivemem.open(
+        tmp_path / "m.db",
+        embedder="hash",
+        settings=hivemem.Settings(keyword_weight=0.0, vector_weight=1.0),
+    )
+    try:
+        mem = store.scope("a")
+        mem.save("The car needs new tires", key="ride", wait=True)
+        new = mem.save(
+            "Sold it and bought a bicycle", key="ride", supersede_reason="sold", wait=True
+        )
+        hits = {h.memory.id: h for h in mem.search("car bicycles")}
+        current = hits[new.id]
+        assert set(current.explain.lanes) == {"current"}
+        assert current.explain.matched_terms == ()
+        assert current.snippet == "Sold it and bought a bicycle"
+    finally:
+        store.close()

@@ -57,7 +57,14 @@ class Candidates:
         at = self.at.get(memory_id)
         if at is not None:
             return at
-        at = self.at[memory_id] = len(self.ids)
+        at = self.at[memory_id] = self.fresh(memory_id)
+        return at
+
+    def fresh(self, memory_id: str) -> int:
+        """A new position for ``memory_id`` even where it has one, which lookups by id
+        keep finding: a record (a current version brought in by its superseded match)
+        that must not show another record's lane scores, matched terms or chunk."""
+        at = len(self.ids)
         self.ids.append(memory_id)
         self.chunk_id.append(None)
         self.chunk_seq.append(0)

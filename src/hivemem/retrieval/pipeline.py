@@ -312,7 +312,7 @@ def _current_candidate(
     candidates: Candidates, current: Memory, superseded: Memory | RankRow
 ) -> Candidate:
     """The lane record of a current version brought in by its superseded match."""
-    c = Candidate(candidates, candidates.add(current.id))
+    c = Candidate(candidates, candidates.fresh(current.id))
     c.set_lane("current", {"of": superseded.id})
     return c
 
