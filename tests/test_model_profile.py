@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import pytest
 
 import hivemem
-from hivemem import Settings
+from hivemem import InvalidInput, Settings
 from hivemem.evaluation.paraphrase import load_distractors
 from hivemem.providers import calibration
 from hivemem.providers.calibration import Profile
@@ -103,7 +103,7 @@ def test_the_bundled_models_profiles_are_the_values_used_before_profiles():
     before = {"keyword_weight": 0.6, "vector_weight": 0.4, "keyword_ties": 3, "minmax_page": 0}
     l6 = calibration.profile("all-MiniLM-L6-v2-int8:384")
     l3 = calibration.profile("paraphrase-MiniLM-L3-v2:384")
-    assert l6 == Profile(match_floor=0.3, unknown_floor=0.4, **before)
+    assert l6 == Profile(match_floor=0.3, unknown_floor=0.4, stranger_floor=0.53, **before)
     assert l3 == Profile(match_floor=0.0, unknown_floor=0.35, **before)
     assert Profile() == Profile(match_floor=0.0, unknown_floor=0.0, **before)
 
@@ -173,3 +173,42 @@ def test_mpnets_unknown_floor_silences_a_question_naming_what_the_scope_never_sa
     assert search("all-mpnet-base-v2-int8") == []
     assert turns[-1] in search("unmeasured-model")
     assert turns[-1] in search("mpnet-x06", Settings(unknown_floor=0.0))
+
+
+@pytest.mark.parametrize(
+    "name, value",
+    [("keyword_weight", -0.5), ("vector_weight", -0.0001), ("keyword_ties", -2),
+     ("minmax_page", -3), ("match_floor", -0.2), ("unknown_floor", -0.5),
+     ("stranger_floor", -1.5)],
+)  # fmt: skip
+def test_only_exactly_minus_one_means_the_models_value(name, value):
+    """Found in review: any negative value was taken as "the model's", so a typo such
+    as keyword_weight=-0.5 searched with the model's 0.6 and no error."""
+    assert getattr(Settings().replace(**{name: -1}), name) == -1
+    with pytest.raises(InvalidInput, match=name):
+        Settings().replace(**{name: value})
+    with pytest.raises(InvalidInput, match=f"HIVEMEM_{name.upper()}: .* or -1"):
+        Settings.from_env({f"HIVEMEM_{name.upper()}": str(value)})
+
+
+def test_the_models_fusion_applies_only_where_its_vector_lane_runs(tmp_path, monkeypatch):
+    """Found in review: a search with no vector lane (FTS5 syntax; an mpnet store whose
+    wheel went missing alike) was ranked with mpnet's ties and page, measured with
+    vectors. Such a search resolves its settings as for an unmeasured model."""
+    asked: list[str | None] = []
+    real = calibration.resolved
+
+    def resolved(settings: Settings, identity: str | None) -> Settings:
+        asked.append(identity)
+        return real(settings, identity)
+
+    monkeypatch.setattr(calibration, "resolved", resolved)
+    with hivemem.open(
+        tmp_path / "m.db", embedder=ConceptEmbedder("all-mpnet-base-v2-int8")
+    ) as store:
+        mem = store.scope("home")
+        for doc in DOCS:
+            mem.save(doc, wait=True)
+        assert mem.search("flat", fts_syntax=True)
+        assert mem.search("Which flat?")
+    assert asked == [None, f"all-mpnet-base-v2-int8:{DIM}"]

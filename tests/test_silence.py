@@ -8,7 +8,7 @@ from typing import Any
 import hivemem
 from hivemem import Settings
 from hivemem.evaluation.paraphrase import load_distractors
-from hivemem.providers.embed import stranger_floor, unknown_floor
+from hivemem.providers.calibration import profile
 from hivemem.retrieval.silence import (
     MIN_SCOPE_CHUNKS,
     a_stranger,
@@ -91,7 +91,12 @@ def test_a_question_about_no_one_the_scope_knows_naming_a_thing_it_never_saw_get
         assert mem.search(question) == []
         mem.add_episode("Zyxtronic Partners audit our books every March", "s-new", "user")
         assert mem.search(question)[0].memory.content.startswith("Zyxtronic Partners")
-    off = settings.replace(unknown_floor=0.0)  # the setting turns both word rules off
+    # Found in review: a user's unknown_floor used to replace the stranger floor too, so
+    # raising it from the model's 0.40 to 0.41 lowered the stranger floor from 0.53.
+    raised = settings.replace(unknown_floor=0.41)
+    with hivemem.open(any_location, settings=raised, embedder="local") as store:
+        assert store.scope("u").search("Which bishop crowned Charlemagne?") == []
+    off = settings.replace(unknown_floor=0.0, stranger_floor=0.0)  # both word rules off
     with hivemem.open(any_location, settings=off, embedder="local") as store:
         assert store.scope("u").search("Which bishop crowned Charlemagne?")
 
@@ -113,17 +118,18 @@ def test_a_young_scope_never_silences_a_question_for_words_it_has_not_seen_yet(
 
 
 def test_only_a_calibrated_model_has_an_unknown_floor() -> None:
-    assert unknown_floor("all-MiniLM-L6-v2-int8:384") == 0.4
-    assert unknown_floor("all-MiniLM-L6-v2-int8c:384") == 0.4
-    assert unknown_floor("paraphrase-MiniLM-L3-v2-int8:384") == 0.35
-    assert unknown_floor("hash-v1:256") is None
-    assert unknown_floor(None) is None
+    assert profile("all-MiniLM-L6-v2-int8:384").unknown_floor == 0.4
+    assert profile("all-MiniLM-L6-v2-int8c:384").unknown_floor == 0.4
+    assert profile("paraphrase-MiniLM-L3-v2-int8:384").unknown_floor == 0.35
+    assert profile("hash-v1:256").unknown_floor == 0.0  # nobody measured: no floor
+    assert profile(None).unknown_floor == 0.0
 
 
 def test_only_l6_has_a_measured_stranger_floor() -> None:
-    assert stranger_floor("all-MiniLM-L6-v2-int8:384") == 0.53
-    assert stranger_floor("paraphrase-MiniLM-L3-v2-int8:384") == 0.0  # not measured
-    assert stranger_floor("hash-v1:256") is None
+    assert profile("all-MiniLM-L6-v2-int8:384").stranger_floor == 0.53
+    assert profile("paraphrase-MiniLM-L3-v2-int8:384").stranger_floor == 0.0  # not measured
+    assert profile("all-mpnet-base-v2-int8:768").stranger_floor == 0.0
+    assert profile("hash-v1:256").stranger_floor == 0.0
 
 
 def test_a_stranger_asks_about_no_one_and_names_a_thing_never_seen() -> None:

@@ -111,14 +111,12 @@ class Settings:
     )
     access_counts: str = _setting(
         "get",
-        "Which reads count an access (access_count, the boost): `get` (reading one "
-        "memory, Agent Swarm's memory-get; a search only sets last_accessed, the clock "
-        "decay_from=last_access restarts, so a ranking cannot reinforce itself while "
-        "facts in use stay alive) or `search` (searches too; measured in docs/seeds.md).",
+        "Which reads count an access (access_count, the boost): `get` (one memory, Agent "
+        "Swarm's memory-get; a search only sets last_accessed, so a ranking cannot reinforce "
+        "itself) or `search` (searches too; measured in docs/seeds.md).",
     )
     search_limit: int = _setting(
-        10,
-        "Results a search tool returns when the call gives no limit (openhive's memory_search: 5).",
+        10, "Results a search tool returns when the call gives no limit (openhive's: 5)."
     )
 
     # Embeddings and the vector lane.
@@ -159,16 +157,12 @@ class Settings:
         True, "Embed new chunks in a background thread right after each write."
     )
     embed_batch_size: int = _setting(
-        256,
-        "Chunks embedded per batch by the embedding worker (texts are sorted by length "
-        "within a batch, so larger batches pad less: 336 vs ~130-216 sentences/s for 32).",
+        256, "Chunks the embedding worker embeds per batch (256: 336 sentences/s; 32: ~130-216)."
     )
     embed_claim_s: float = _setting(
         120.0,
-        "PostgreSQL: seconds a node's claim on a batch of queued chunks lasts. Nodes "
-        "sharing one database embed different chunks; the claims of a node that died "
-        "are taken over once they expire. A batch slower than this may be embedded twice "
-        "(stored once).",
+        "PostgreSQL: seconds a node's claim on a batch of queued chunks lasts (a dead node's "
+        "claims are taken over once they expire; a slower batch may be embedded twice).",
     )
     search_embed_max: int = _setting(
         64,
@@ -199,10 +193,12 @@ class Settings:
     unknown_floor: float = _setting(
         -1.0,
         "Cosine under which, in scopes of 1,000+ chunks, a question naming 2+ words the scope "
-        "never saw (one not common English), or about no one it knows (no I/we/you/user or "
-        "known entity) naming a thing it never saw, gets no hit. -1 (default): the model's "
-        "`unknown_floor`/`stranger_floor` (`hivemem eval silence`; none if uncalibrated); "
-        "the model's unknown_floor keeps its stranger_floor, other values set both; 0: off.",
+        "never saw (one not common English) gets no hit; 0: off." + _MODELS % "none",
+    )
+    stranger_floor: float = _setting(
+        -1.0,
+        "The same for a question about no one the scope knows (no I/we/you/user or known "
+        "entity) naming a thing it never saw; 0: off." + _MODELS % "none",
     )
     first_person_queries: bool = _setting(
         True,
@@ -219,10 +215,9 @@ class Settings:
     # Fusion and ranking.
     fusion: str = _setting(
         "minmax",
-        "How lanes are fused: `minmax` (each lane's scores min-max scaled within the "
-        "query, weighted mean, scaled by the best absolute fused score so thresholds keep "
-        "their meaning; best measured), `weighted` (weighted mean of each lane's absolute "
-        "score in [0, 1]) or `rrf` (reciprocal rank fusion, normalised to [0, 1]).",
+        "How lanes are fused: `minmax` (each lane min-max scaled per query, weighted mean, "
+        "scaled by the best absolute fused score; best measured), `weighted` (mean of "
+        "absolute scores) or `rrf` (reciprocal rank fusion, normalised to [0, 1]).",
     )
     minmax_page: int = _setting(
         -1,
@@ -605,6 +600,8 @@ def _defaults() -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------- ranges
 
+_MODELS_OWN = {"match_floor", "unknown_floor", "stranger_floor", "keyword_ties", "minmax_page"}
+_MODELS_OWN |= {"keyword_weight", "vector_weight"}
 _BIG = 1 << 31  # larger than any sane count: a typo of several digits, not a setting
 _UNIT = (0.0, 1.0)
 # Numbers: (least, most), both inclusive; every other int field is 1.._BIG and every
@@ -616,8 +613,8 @@ _RANGES: dict[str, tuple[float, float]] = {
     "chunk_overlap_tokens": (0, 100_000),  # and below chunk_tokens (check)
     "default_decay_rate": (0.0, 100.0),
     "candidate_multiplier": (1, 100),
-    "keyword_ties": (-1, 100_000),  # -1: the model's (providers/calibration.py)
-    "minmax_page": (-1, 100_000),
+    "keyword_ties": (0, 100_000),
+    "minmax_page": (0, 100_000),
     "search_limit": (1, 100),
     "superseded_factor": _UNIT,
     "max_query_terms": (1, 1_000),
@@ -631,11 +628,12 @@ _RANGES: dict[str, tuple[float, float]] = {
     "search_embed_max": (0, 4_096),
     "search_embed_ms": (0.0, 60_000.0),
     "vector_floor": (0.0, 0.99),
-    "match_floor": (-1.0, 0.99),
-    "unknown_floor": (-1.0, 0.99),
+    "match_floor": (0.0, 0.99),  # these 7 also take -1, the model's (_MODELS_OWN)
+    "unknown_floor": (0.0, 0.99),
+    "stranger_floor": (0.0, 0.99),
     "statement_weight": _UNIT,
-    "keyword_weight": (-1.0, 1.0),  # -1: the model's (providers/calibration.py)
-    "vector_weight": (-1.0, 1.0),
+    "keyword_weight": _UNIT,
+    "vector_weight": _UNIT,
     "entity_weight": _UNIT,
     "neighbour_weight": _UNIT,
     "previous_weight": _UNIT,
@@ -747,10 +745,11 @@ def _number_in(value: Any, kind: type, least: float, most: float) -> bool:
 
 def _check_number(name: str, value: Any, kind: type) -> None:
     least, most = _RANGES.get(name, (1, _BIG) if kind is int else (0.0, 1e9))
-    if not _number_in(value, kind, least, most):
+    own = name in _MODELS_OWN  # exactly -1: the model's value (providers/calibration.py)
+    if not _number_in(value, kind, least, most) and not (own and _number_in(value, kind, -1, -1)):
         what = "a whole number" if kind is int else "a number"
         shown = ", ".join(str(v) if kind is int else f"{v:g}" for v in (least, most))
-        raise InvalidInput(name, f"expected {what} in [{shown}], got {value!r:.60}")
+        raise InvalidInput(name, f"expected {what} in [{shown}]{' or -1' * own}, got {value!r:.60}")
 
 
 def _parse(name: str, raw: str, default: Any, env_name: str) -> Any:

@@ -163,7 +163,7 @@ def run_silence(
         no_one = 0
         names: list[int] = []
         strangers: list[float] = []
-        off = settings.replace(match_floor=0.0, unknown_floor=0.0)
+        off = settings.replace(match_floor=0.0, unknown_floor=0.0, stranger_floor=0.0)
         with open_store(db, settings=off) as store:
             for done, query in enumerate(queries, start=1):
                 hits = store.scope(SCOPE).search(query, limit=60)
@@ -200,7 +200,7 @@ def run_silence(
                 notify("silence: floor off", done, len(queries))
     model = calibration.resolved(settings, identity)  # the -1s: the model's values
     floor = model.match_floor
-    unknown, stranger = silence.floors(model, identity)
+    unknown, stranger = model.unknown_floor, model.stranger_floor
     return SilenceReport(
         identity=identity,
         floor=floor,

@@ -14,10 +14,13 @@ depends on how good the model's cosine is lives here, per model, beside its floo
   measured (hash, OpenAI, any ``onnx`` folder not named here) gets ``Profile()``:
   HiveMem's defaults without floors, as before profiles existed.
 - The settings a profile holds (``Profile``'s fields) default to -1, "the model's
-  value", as ``match_floor`` always did; a value the user sets wins (0 included).
+  value", as ``match_floor`` always did; a value the user sets wins (0 included), and
+  ``Settings`` refuses any other negative value (a typo is an error, not the model's).
   ``resolved(settings, identity)`` fills the -1s, and the search pipeline calls it once
   per search before it reads any of them (its only hook), so everything downstream sees
-  plain numbers. The bundled models' profiles equal the values used before profiles
+  plain numbers — with the model's identity only where its vector lane can run (the
+  values were measured with it; FTS5 syntax or an embedder that is off get
+  ``Profile()``). The bundled models' profiles equal the values used before profiles
   existed: their searches are unchanged (dumps: 0 differences on the kept stores).
 - The bundled models' floors stay on their ``embed.BundledModel`` entries (where the
   silence rules' owners calibrate them) and are read from there.
@@ -40,6 +43,7 @@ class Profile:
 
     match_floor: float = 0.0  # 0: no floor (nobody calibrated one)
     unknown_floor: float = 0.0
+    stranger_floor: float = 0.0
     keyword_weight: float = 0.6
     vector_weight: float = 0.4
     keyword_ties: int = 3
@@ -52,7 +56,11 @@ PROFILES: dict[str, Profile] = {
     # The bundled models: today's fusion (measured on L3, kept for L6 on the four suites)
     # and their calibrated floors.
     **{
-        name: Profile(match_floor=spec.match_floor, unknown_floor=spec.unknown_floor)
+        name: Profile(
+            match_floor=spec.match_floor,
+            unknown_floor=spec.unknown_floor,
+            stranger_floor=spec.stranger_floor,
+        )
         for name, spec in embed.MODELS.items()
     },
     # all-mpnet-base-v2 (`local-mpnet`, its int8 ONNX builds; docs/retrieval.md, "Fusion

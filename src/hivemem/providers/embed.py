@@ -202,38 +202,6 @@ def _install(spec: BundledModel) -> str:
     return f"pip install 'hivemem' (it depends on onnxruntime, tokenizers and {spec.dist})"
 
 
-def match_floor(identity: str | None) -> float | None:
-    """The match floor measured for the model of ``identity`` (``"<model>[-int8]:<dim>"``);
-    None for a model nobody calibrated (no floor applies)."""
-    spec = _calibrated(identity)
-    return spec.match_floor if spec else None
-
-
-def unknown_floor(identity: str | None) -> float | None:
-    """The cosine under which a question naming words its scope has never seen gets no
-    hit, measured for the model of ``identity`` (``hivemem.retrieval.silence``); None for
-    a model nobody calibrated."""
-    spec = _calibrated(identity)
-    return spec.unknown_floor if spec else None
-
-
-def stranger_floor(identity: str | None) -> float | None:
-    """The cosine under which a question about no one its scope knows, naming a thing the
-    scope has never seen, gets no hit, measured for the model of ``identity``
-    (``hivemem.retrieval.silence``); None for a model nobody calibrated (0: not measured)."""
-    spec = _calibrated(identity)
-    return spec.stranger_floor if spec else None
-
-
-def _calibrated(identity: str | None) -> BundledModel | None:
-    if not identity:
-        return None
-    name = identity.rsplit(":", 1)[0]
-    for suffix in ("-int8c", "-int8", "-w8"):
-        name = name.removesuffix(suffix)
-    return MODELS.get(name)
-
-
 def session_options(ort: Any, threads: int) -> Any:
     """ONNX Runtime options of every local embedder: ``threads`` for one operator, none
     spinning (on a busy machine spinning threads burn the cores they wait for), quiet."""

@@ -33,7 +33,6 @@ import numpy as np
 
 from .. import text as textmod
 from ..providers import calibration
-from ..providers import embed as embedmod
 from ..providers import entities as entitymod
 from ..settings import Settings
 from ..store.pool_reads import RankRow
@@ -85,7 +84,9 @@ def search(
 ) -> list[Hit]:
     """Hits for ``query`` in ``scopes``, best first (see the module docstring)."""
     costs.lap("setup")  # the facade's part: arguments, fresh chunks, the read view
-    settings = calibration.resolved(settings, indexer.identity)  # -1: the model's value
+    # -1: the model's value, measured with its vector lane (none runs: HiveMem's defaults)
+    measured = indexer.identity if indexer.enabled and not query.fts_syntax else None
+    settings = calibration.resolved(settings, measured)
     fetch = lane_fetch(query.limit, settings.candidate_multiplier)
     if settings.first_person_queries and not query.fts_syntax:
         # A question about "the user" is read in the first person, as the user's own
@@ -151,7 +152,7 @@ def search(
     lanes = candidates.arrays(lanes_run)
     doc_freq = functools.partial(silence.scope_doc_freq, backend, scopes, terms)
     if not len(candidates) or _nothing_matches(
-        candidates, lanes, lanes_run, indexer, settings, page, terms, doc_freq, query.text
+        candidates, lanes, lanes_run, settings, page, terms, doc_freq, query.text
     ):
         return []
 
@@ -496,7 +497,6 @@ def _nothing_matches(
     candidates: Candidates,
     lanes: Mapping[str, np.ndarray],
     lanes_run: Sequence[str],
-    indexer: QueryEmbedder,
     settings: Settings,
     page: int = 0,
     terms: Sequence[str] = (),
@@ -504,8 +504,8 @@ def _nothing_matches(
     text: str = "",
 ) -> bool:
     """True when no candidate is a match worth returning: the vector lane ran and its
-    best cosine is under the model's calibrated match floor (``match_floor``; the
-    ``match_floor`` setting overrides it), and the keyword lane found nothing (its best
+    best cosine is under ``match_floor`` (the model's calibrated floor unless the user
+    set one), and the keyword lane found nothing (its best
     coverage, times ``ranking.lane_confidence``, at most ``MATCH_KEYWORD_FLOOR``). Then
     an unrelated question gets no hit rather than the least unrelated memories
     (measured: ``hivemem eval silence``). Without a vector lane or a calibrated model,
@@ -515,21 +515,20 @@ def _nothing_matches(
 
     Also true, whatever the keyword lane found, when the question names words its scope
     has never seen (``retrieval.silence``: two or more of ``terms`` in no chunk of the
-    scope by ``doc_freq``, one of them rare) and the best cosine is under the model's
-    ``unknown_floor`` (the setting overrides it): read only when the cosine is under it,
+    scope by ``doc_freq``, one of them rare) and the best cosine is under
+    ``unknown_floor``: read only when the cosine is under it,
     and ``None`` where the scope is too small to say a word is unknown; and when the
     question (``text``) is about no one the scope knows and names a thing it has never
-    seen, under the model's ``stranger_floor`` (``retrieval.silence.silent``)."""
+    seen, under ``stranger_floor`` (``retrieval.silence.silent``). ``settings`` are
+    resolved: each floor is the model's where the user left it at -1."""
     if "vector" not in lanes_run:
         return False
     cosines = candidates.cosines()
     best = max(cosines, default=0.0)
     known = "entity" in lanes_run
-    if silence.silent(best, text, terms, doc_freq, known, settings, indexer.identity):
+    if silence.silent(best, text, terms, doc_freq, known, settings):
         return True
-    floor = settings.match_floor
-    if floor < 0:
-        floor = embedmod.match_floor(indexer.identity) or 0.0
+    floor = settings.match_floor  # resolved: the model's where it was -1
     if floor <= 0 or best >= floor:
         return False
     keyword = lanes.get("keyword")

@@ -64,8 +64,6 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..providers import calibration
-from ..providers import embed as embedmod
 from ..providers import entities as entitymod
 from ..providers.embed import VOCAB_FILE
 from ..settings import Settings
@@ -159,19 +157,6 @@ def a_stranger(text: str, doc_freq: Mapping[str, int]) -> bool:
     return not personal(text) and bool(unknown_names(text, doc_freq))
 
 
-def floors(settings: Settings, identity: str | None) -> tuple[float, float]:
-    """The ``unknown_floor`` and ``stranger_floor`` a search uses. The search resolves
-    its settings against the model's profile first (``providers.calibration``: -1
-    becomes the model's ``unknown_floor``), so a value equal to the model's own is read
-    as "the model's" and brings the model's ``stranger_floor`` with it; any other value
-    the user set overrides both (0 turns both rules off)."""
-    model = calibration.profile(identity).unknown_floor
-    unknown = settings.unknown_floor
-    if unknown < 0 or unknown == model:
-        return model, embedmod.stranger_floor(identity) or 0.0
-    return unknown, unknown
-
-
 def silent(
     best: float,
     text: str,
@@ -179,19 +164,18 @@ def silent(
     doc_freq: Callable[[], Mapping[str, int] | None] | None,
     knows_an_entity: bool,
     settings: Settings,
-    identity: str | None,
 ) -> bool:
     """True when either rule of this module silences the search: ``best`` is the vector
     lane's best cosine, ``text`` the question as searched, ``terms`` its keyword terms,
     ``doc_freq`` reads their chunk counts in the scopes (None: the scopes are too young
     to say), ``knows_an_entity`` whether the entity lane found an entity the scopes
-    hold. The floors are the model's ``unknown_floor`` and ``stranger_floor``; the
-    ``unknown_floor`` setting, when set (>= 0), overrides both (0 turns both off).
+    hold. The floors are the settings ``unknown_floor`` and ``stranger_floor``, resolved
+    to the model's (``providers.calibration``) where they are -1; 0 turns a rule off.
     Without the entity lane (``entity_weight`` 0) nothing tells a question's subject,
     and only the first rule applies."""
     if doc_freq is None:
         return False
-    unknown, stranger = floors(settings, identity)
+    unknown, stranger = settings.unknown_floor, settings.stranger_floor
     if settings.entity_weight <= 0 or knows_an_entity or personal(text):
         stranger = 0.0  # the question has a subject (or none can be told): rule 2 is off
     if best >= max(unknown, stranger):

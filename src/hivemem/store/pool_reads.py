@@ -6,7 +6,6 @@ statement, ``store/sqlite/candidates.py``; PostgreSQL: ``session_neighbours``, t
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -14,7 +13,7 @@ from typing import Any, Protocol
 
 from ..clock import from_text
 from ..types import Kind, Memory, MemoryType, Query, Status
-from .rows import COLUMNS, row_to_memory
+from .rows import _KINDS, _STATUSES, _TYPES, COLUMNS, _json_list, _json_object, row_to_memory
 
 PoolRow = tuple["Memory | RankRow", Any, int | None]  # a memory, a chunk's vector, its chunk
 Neighbours = dict[str, list[tuple[str, bool]]]  # ``session_neighbours``' answer
@@ -69,9 +68,6 @@ def in_two_reads(
 
 
 _AT = {name: i for i, name in enumerate(COLUMNS)}
-_KINDS = {k.value: k for k in Kind}
-_TYPES = {t.value: t for t in MemoryType}
-_STATUSES = {s.value: s for s in Status}
 
 
 class RankRow:
@@ -113,13 +109,11 @@ class RankRow:
 
     @property
     def attributes(self) -> Mapping[str, Any]:
-        text = self.row[_AT["attributes"]]
-        return {} if text == "{}" else json.loads(text)
+        return _json_object(self.row[_AT["attributes"]])
 
     @property
     def source_ids(self) -> tuple[str, ...]:
-        text = self.row[_AT["source_ids"]]
-        return () if text == "[]" else tuple(json.loads(text))
+        return _json_list(self.row[_AT["source_ids"]])
 
     def memory(self) -> Memory:
         """The ``Memory`` of the row, as ``get_many`` gives it (queued counts added)."""
