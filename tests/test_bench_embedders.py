@@ -8,6 +8,7 @@ Benchmarks are commands, not timed tests: nothing here asserts a latency."""
 from __future__ import annotations
 
 import json
+import tempfile
 
 import pytest
 from click.testing import CliRunner
@@ -157,3 +158,34 @@ def test_the_cli_refuses_embedder_where_no_model_is_timed():
     assert "--embedder: not with --write-path" in result.output
     result = CliRunner().invoke(main, ["bench", "--embedder", "none", "--no-model"])
     assert result.exit_code != 0 and "not 'none'" in result.output
+
+
+def test_an_embedder_failing_during_the_ingest_is_one_line_and_leaves_nothing(
+    server, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the bench's stores go here
+    seen_there: list[str] = []
+    settings = Settings().replace(
+        embed_base_url=server.url, embed_dimensions=0, embed_full_dimension=8
+    )
+
+    def fail_after_the_queries(stage: str, done: int, total: int) -> None:
+        if stage == "model openai" and done == total:
+            server.status = 400  # the server breaks before the ingest's first batch
+        if stage.startswith("load") and not seen_there:
+            seen_there.extend(p.name for p in tmp_path.iterdir())
+
+    report = run_bench(
+        **SMALL,
+        **FIGURES,
+        model=False,
+        settings=settings,
+        embedders=["openai", "hash"],
+        progress=fail_after_the_queries,
+    )
+    assert [m.embedder for m in report.embedders] == ["hash"]
+    [failure] = report.embedder_failures
+    assert failure.embedder == "openai"
+    assert "embedding request to" in failure.reason and "model not loaded" in failure.reason
+    assert server.requests[-1]["input"]  # it did reach the ingest's embedding
+    assert seen_there and list(tmp_path.iterdir()) == []  # the ingest's store too, removed
