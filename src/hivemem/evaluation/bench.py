@@ -31,9 +31,11 @@ the re-scoring, the index size and the worker's SQL cost what they cost with the
 which they do not depend on the vectors' quality. The real model would take many
 minutes per 100k turns on two cores (five to fifteen where this was written), and its
 cost is a property of the model, not of the store: it is measured once per run instead
-(``LocalEmbedder``; skip with ``model=False``): a cold first call (model load), sentences
-per second in batches as the worker sends them, and single-question embedding latency,
-which is what hybrid search adds to the ``hybrid`` figure with the real model.
+(``LocalEmbedder``; skip with ``model=False``), and so is each embedder named in
+``embedders`` (``hivemem.evaluation.bench_models``): a cold first call (model load),
+sentences per second in batches as the worker sends them, ingest with embeddings, and
+single-question embedding latency, which is what hybrid search adds to the ``hybrid``
+figure with the real model.
 
 The corpus and the questions come from a seeded generator — no data is downloaded and
 the same seed gives the same text on every machine. Words follow a Zipf–Mandelbrot law
@@ -68,7 +70,7 @@ from ..facade.database import open as open_store
 from ..providers.embed import DEFAULT_MODEL, MODELS, HashEmbedder, LocalEmbedder
 from ..settings import Settings
 from ..types import Query
-from . import bench_search
+from . import bench_models, bench_search
 from .bench_report import (
     BenchReport,
     LatencyStats,
@@ -333,6 +335,8 @@ def run_bench(
     model_sentences: int = 1000,
     model_queries: int = 100,
     bulk_load: bool = False,
+    embedders: Sequence[str] = (),
+    embed_api_key: str | None = None,
 ) -> BenchReport:
     """Benchmark a fresh store per size in ``sizes`` (see the module docstring).
 
@@ -350,7 +354,14 @@ def run_bench(
     ``bulk_load`` loads each corpus once instead of twice (see ``_load_bulk``): the
     set-up of a large size takes half the time or less; what is timed afterwards is the
     same, on a store holding the same rows, keyword index and vectors.
+
+    ``embedders``: names the ``embedder`` setting takes (``local-mpnet``, ``onnx``,
+    ``openai`` …), each made with its ``embed_*`` settings from ``settings``
+    (``embed_api_key`` for ``openai``) and timed like the bundled models, with or without
+    ``model``; one that cannot be timed is one line in ``embedder_failures``
+    (``hivemem.evaluation.bench_models``).
     """
+    names = bench_models.check_names(embedders)
     counts = (
         ("queries", queries),
         ("writes", writes),
@@ -377,6 +388,18 @@ def run_bench(
         if model
         else ()
     )
+    named, failures = (
+        bench_models.time_named(
+            names,
+            list(generator.episodes(model_sentences)),
+            generator.questions(model_queries),
+            settings,
+            notify,
+            embed_api_key,
+        )
+        if names
+        else ((), ())
+    )
     ryw = bench_read_your_writes(generator, settings, notify) if model else None
     model_result = models[0] if models else None
     questions = generator.questions(queries + _WARMUP)  # the last ones only warm up
@@ -395,6 +418,8 @@ def run_bench(
         model=model_result,
         read_your_writes=ryw,
         models=models,
+        embedders=named,
+        embedder_failures=failures,
         vector_embedder=HashEmbedder(VECTOR_DIMENSION).identity,
         queries=queries,
         writes=writes,
@@ -732,54 +757,15 @@ def _bench_model(
     *,
     model: str = DEFAULT_MODEL,
 ) -> ModelResult:
-    """A bundled model (``LocalEmbedder``): a cold first call, corpus turns in
-    batches of ``embed_batch_size`` (as the worker sends them), single questions, and
-    the same turns ingested with embeddings (add_episodes into a fresh store, then
-    flush: memories stored and embedded per second)."""
-    batch_size = settings.embed_batch_size
-    embedder = LocalEmbedder(model=model)
-    texts = [item["content"] for item in generator.episodes(sentences)]
-    questions = generator.questions(queries)
-    notify("model", 0, sentences + queries)
-    t0 = time.perf_counter_ns()
-    embedder.embed_batch([questions[0]])
-    first_ns = time.perf_counter_ns() - t0
-    embedder.embed_batch(texts[:batch_size])  # warm-up
-    for question in questions[:5]:
-        embedder.embed_batch([question])
-    batch_timings = []
-    for start in range(0, len(texts), batch_size):
-        part = texts[start : start + batch_size]
-        t0 = time.perf_counter_ns()
-        embedder.embed_batch(part)
-        batch_timings.append(time.perf_counter_ns() - t0)
-        notify("model", start + len(part), sentences + queries)
-    query_timings = []
-    for n, question in enumerate(questions, start=1):
-        t0 = time.perf_counter_ns()
-        embedder.embed_batch([question])
-        query_timings.append(time.perf_counter_ns() - t0)
-        if n % 20 == 0 or n == queries:
-            notify("model", sentences + n, sentences + queries)
-    seconds = sum(batch_timings) / 1e9
-    with tempfile.TemporaryDirectory(prefix="hivemem-bench-model-") as scratch:
-        t0 = time.perf_counter_ns()
-        with open_store(Path(scratch) / "m.db", settings=settings, embedder=embedder) as store:
-            mem = store.scope(_SCOPE)
-            turns = list(generator.episodes(sentences))
-            for start in range(0, len(turns), LOAD_BATCH):
-                mem.add_episodes(turns[start : start + LOAD_BATCH])
-            store.flush()
-        ingest_s = (time.perf_counter_ns() - t0) / 1e9
-    return ModelResult(
-        model=embedder.identity,
-        threads=embedder.threads,
-        first_call_seconds=round(first_ns / 1e9, 3),
-        sentences=sentences,
-        batch_size=batch_size,
-        sentences_seconds=round(seconds, 3),
-        sentences_per_s=_rate(sentences, seconds),
-        embed_batch=LatencyStats.of(batch_timings),
-        query_embedding=LatencyStats.of(query_timings),
-        ingest_per_s=_rate(sentences, ingest_s),
+    """A bundled model (``LocalEmbedder``), timed as ``bench_models.time_embedder``
+    does: a cold first call, corpus turns in batches of ``embed_batch_size`` (as the
+    worker sends them), single questions, and the same turns ingested with embeddings
+    (add_episodes into a fresh store, then flush: memories stored and embedded per
+    second)."""
+    return bench_models.time_embedder(
+        LocalEmbedder(model=model),
+        list(generator.episodes(sentences)),
+        generator.questions(queries),
+        settings,
+        notify,
     )

@@ -104,10 +104,11 @@ class SizeResult:
 
 @dataclass(frozen=True)
 class ModelResult:
-    """The real embedding model on this machine, measured once per run."""
+    """An embedding model on this machine, measured once per run: a bundled one, or one
+    named with ``--embedder`` (``hivemem.evaluation.bench_models``)."""
 
     model: str  # the embedder's identity
-    threads: int  # onnxruntime intra-op threads
+    threads: int  # intra-op threads (onnxruntime's or PyTorch's); 0: not set (a server, a default)
     first_call_seconds: float  # model load + one short text: what the first write waits
     sentences: int
     batch_size: int  # texts per embed_batch call, as the worker sends them
@@ -118,6 +119,16 @@ class ModelResult:
     # The same turns stored by add_episodes into a fresh store with this model, then
     # flushed: memories stored and embedded per second (the write path and the worker).
     ingest_per_s: float = 0.0
+    embedder: str = ""  # the --embedder name it was asked by; "" for a bundled model
+
+
+@dataclass(frozen=True)
+class EmbedderFailure:
+    """An embedder named with ``--embedder`` that could not be timed: not installed, not
+    configured, or failing. ``reason`` is one line naming the fix."""
+
+    embedder: str
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -152,12 +163,16 @@ class BenchReport:
     bulk_load: bool = False
     # Every bundled model, the default first (``model`` is the first).
     models: tuple[ModelResult, ...] = ()
+    # The embedders named with --embedder, timed the same way, and those that could not be.
+    embedders: tuple[ModelResult, ...] = ()
+    embedder_failures: tuple[EmbedderFailure, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data (``hivemem bench --json``): dicts, lists, numbers, text."""
         data = dataclasses.asdict(self)
         data["results"] = list(data["results"])
-        data["models"] = list(data["models"])
+        for key in ("models", "embedders", "embedder_failures"):
+            data[key] = list(data[key])
         return data
 
 
@@ -196,6 +211,66 @@ def _latency_rows(label: str, stats: Sequence[LatencyStats]) -> list[tuple[str, 
         (f"{label} p95 (ms)", [_ms(s.p95_ms) for s in stats]),
         (f"{label} p99 (ms)", [_ms(s.p99_ms) for s in stats]),
     ]
+
+
+def _model_lines(report: BenchReport) -> list[str]:
+    """The embedding models' figures, one column each: the bundled ones (the default
+    first), then those named with ``--embedder`` (their name before their identity);
+    then one line per named embedder that could not be timed."""
+    bundled = report.models or ((report.model,) if report.model is not None else ())
+    models = (*bundled, *report.embedders)
+    lines: list[str] = []
+    if models:
+        first = models[0]
+        threads = [m.threads for m in models]
+        # One count for all (the bundled models alone): in the header, as before.
+        same = len(set(threads)) == 1 and first.threads > 0
+        lines.append("")
+        lines.extend(
+            _columns(
+                (
+                    f"embedding model ({first.threads} threads)" if same else "embedding model",
+                    [
+                        (f"{m.embedder}: " if m.embedder else "")
+                        + m.model
+                        + (" (default)" if bundled and m is bundled[0] else "")
+                        for m in models
+                    ],
+                ),
+                [
+                    *([] if same else [("threads", [str(t) if t else "-" for t in threads])]),
+                    (
+                        "first call incl. model load (s)",
+                        [f"{m.first_call_seconds:.2f}" for m in models],
+                    ),
+                    (
+                        f"{first.sentences:,} sentences, embed_batch x{first.batch_size}"
+                        " (sentences/s)",
+                        [f"{m.sentences_per_s:,.0f}" for m in models],
+                    ),
+                    (
+                        f"ingest with embeddings, {first.sentences:,} turns (memories/s)",
+                        [f"{m.ingest_per_s:,.0f}" for m in models],
+                    ),
+                    (
+                        f"embed_batch x{first.batch_size} p50 (ms)",
+                        [_ms(m.embed_batch.p50_ms) for m in models],
+                    ),
+                    *[
+                        (
+                            f"query embedding {p} (ms)",
+                            [_ms(getattr(m.query_embedding, f)) for m in models],
+                        )
+                        for p, f in (("p50", "p50_ms"), ("p95", "p95_ms"))
+                    ],
+                ],
+            )
+        )
+    if report.embedder_failures and not models:
+        lines.append("")
+    for failure in report.embedder_failures:
+        lines.append(f"--embedder {failure.embedder}: not timed: {failure.reason}")
+    return lines
 
 
 def format_table(report: BenchReport) -> str:
@@ -254,44 +329,7 @@ def format_table(report: BenchReport) -> str:
         ),
     ]
     lines = _columns(("", [f"N={r.size:,}" for r in results]), rows)
-    model = report.model
-    if model is not None:
-        models = report.models or (model,)
-        lines.append("")
-        lines.extend(
-            _columns(
-                (
-                    f"embedding model ({model.threads} threads)",
-                    [m.model + (" (default)" if m is models[0] else "") for m in models],
-                ),
-                [
-                    (
-                        "first call incl. model load (s)",
-                        [f"{m.first_call_seconds:.2f}" for m in models],
-                    ),
-                    (
-                        f"{model.sentences:,} sentences, embed_batch x{model.batch_size}"
-                        " (sentences/s)",
-                        [f"{m.sentences_per_s:,.0f}" for m in models],
-                    ),
-                    (
-                        f"ingest with embeddings, {model.sentences:,} turns (memories/s)",
-                        [f"{m.ingest_per_s:,.0f}" for m in models],
-                    ),
-                    (
-                        f"embed_batch x{model.batch_size} p50 (ms)",
-                        [_ms(m.embed_batch.p50_ms) for m in models],
-                    ),
-                    *[
-                        (
-                            f"query embedding {p} (ms)",
-                            [_ms(getattr(m.query_embedding, f)) for m in models],
-                        )
-                        for p, f in (("p50", "p50_ms"), ("p95", "p95_ms"))
-                    ],
-                ],
-            )
-        )
+    lines.extend(_model_lines(report))
     ryw = report.read_your_writes
     if ryw is not None:
         lines.append("")
@@ -341,7 +379,7 @@ def format_table(report: BenchReport) -> str:
             "Load and add_episode(s) rows: the embedding worker running beside them; "
             "'keyword only': a store or handle without an embedder."
         )
-    if model is not None:
+    if report.model is not None or report.embedders:
         lines.append(
             "Hybrid search with the real model costs about hybrid (hash) + query embedding."
         )

@@ -5,7 +5,7 @@ quoted in the README."""
 from __future__ import annotations
 
 import contextlib
-import sys
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,9 @@ from ...evaluation.longmemeval import eval_longmemeval, format_lme_report
 from ...evaluation.silence import format_silence, run_silence
 from ...evaluation.suites import format_suite, paraphrase_suite, run_suite, suites_for
 from ...store.factory import is_url
-from .common import Env, echo_json, json_option, pass_env
+from .common import EMBED_API_KEY_ENV, Env, echo_json, json_option, pass_env
+from .progress import sizes as _sizes
+from .progress import stage_printer as _stage_printer
 
 # The default is quick (seconds); --full is the README's bench (minutes).
 QUICK: dict[str, Any] = {
@@ -46,44 +48,6 @@ FULL: dict[str, Any] = {
 # (~1.6 kB; none with --bulk-load), as the README's bench measured.
 BYTES_PER_MEMORY = 5_500
 KEYWORD_COPY_BYTES_PER_MEMORY = 1_600
-
-
-def _sizes(
-    _ctx: click.Context, _param: click.Parameter, value: str | None
-) -> tuple[int, ...] | None:
-    if value is None:
-        return None
-    try:
-        sizes = tuple(int(part.replace("_", "")) for part in value.split(",") if part.strip())
-    except ValueError:
-        raise click.BadParameter(f"expected comma-separated whole numbers, got {value!r}") from None
-    if not sizes or any(n < 1 for n in sizes):
-        raise click.BadParameter("sizes must be whole numbers >= 1")
-    return sizes
-
-
-def _stage_printer(quiet: bool = False) -> Any:
-    """Progress on stderr, terminal or not (a log file, CI): on a terminal one line per
-    stage rewritten in place; elsewhere a line when a stage starts, at each tenth of it,
-    and when it ends. None when ``quiet``."""
-    if quiet:
-        return None
-    if sys.stderr.isatty():
-
-        def redraw(stage: str, done: int, total: int) -> None:
-            click.echo(f"\r{stage}: {done}/{total}", err=True, nl=done >= total)
-
-        return redraw
-
-    shown: dict[str, int] = {}  # stage -> the last tenth printed
-
-    def lines(stage: str, done: int, total: int) -> None:
-        tenth = 10 * done // max(total, 1)
-        if done == 0 or done >= total or tenth > shown.get(stage, 0):
-            shown[stage] = tenth
-            click.echo(f"{stage}: {done}/{total}", err=True)
-
-    return lines
 
 
 @click.command()
@@ -112,6 +76,16 @@ def _stage_printer(quiet: bool = False) -> Any:
     "skip_model",
     is_flag=True,
     help="Skip the embedding model's figures (load, sentences/s, query latency).",
+)
+@click.option(
+    "--embedder",
+    "embedders",
+    multiple=True,
+    metavar="NAME",
+    help="Also time this embedder beside the bundled models, with the same figures "
+    "(repeatable): a name the embedder setting takes (local-mpnet, sentence-transformers, "
+    "onnx, openai …), its HIVEMEM_EMBED_* settings applying. One not installed or "
+    "failing is one line naming the fix.",
 )
 @click.option(
     "--keep",
@@ -263,6 +237,7 @@ def bench(
     writes: int | None,
     batch: int,
     skip_model: bool,
+    embedders: tuple[str, ...],
     keep_folder: str | None,
     long_scopes: int,
     long_turns: int,
@@ -295,7 +270,8 @@ def bench(
     timed (p50/p95/p99) keyword only, hybrid, and in the vector lane alone. The vectors
     come from the hash embedder at the default model's dimension (the index costs the
     same); each bundled model is timed once per run: load, sentences/s, ingest with
-    embeddings (memories stored and embedded per second), query embedding.
+    embeddings (memories stored and embedded per second), query embedding; so is each
+    --embedder NAME beside them (local-mpnet: its first use, conversion included).
     Progress goes to stderr (--quiet: none). HIVEMEM_* settings apply. With
     --long-scopes, the long-memory corpus too: scopes of ~1 kB turns, searched at limit
     10 and 50, the first query of each scope and warm ones; with --longmemeval PATH,
@@ -324,6 +300,8 @@ def bench(
     needs CREATEDB; kept with --keep), and the figures are printed side by side
     (docs/postgres.md; --no-sqlite: the server's alone).
     """
+    if embedders and (write_path or load or ui_pages or (env.db and is_url(env.db))):
+        raise click.UsageError("--embedder: not with --write-path, --load, --ui or --db URL")
     if write_path:
         from ...evaluation.bench_write import format_write, run_write_bench
 
@@ -450,6 +428,8 @@ def bench(
             model_sentences=plan["model_sentences"],
             model_queries=plan["model_queries"],
             bulk_load=bulk_load,
+            embedders=embedders,
+            embed_api_key=os.environ.get(EMBED_API_KEY_ENV) or None,
         )
     except ValueError as exc:
         raise InvalidInput("bench", str(exc)) from None
