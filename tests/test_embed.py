@@ -12,6 +12,7 @@ import pytest
 
 import hivemem.providers.embed as embed
 from hivemem import InvalidInput, MissingDependency, StoreError
+from hivemem.providers.calibration import profile
 from hivemem.providers.embed import Embedder, HashEmbedder, LocalEmbedder, get_embedder
 from hivemem.retrieval.ranking import cosine
 
@@ -196,7 +197,7 @@ def test_per_channel_int8_is_a_model_of_its_own_closer_to_the_unquantised_one(tm
     assert isinstance(channel, LocalEmbedder) and channel.per_channel
     assert channel.identity == "all-MiniLM-L6-v2-int8c:384" != tensor.identity
     assert channel.quantized_path() != tensor.quantized_path()
-    assert embed.match_floor(channel.identity) == embed.match_floor(tensor.identity) == 0.3
+    assert profile(channel.identity).match_floor == profile(tensor.identity).match_floor == 0.3
     shipped = LocalEmbedder(quantize=False).embed_batch(texts)
     by_channel = [cosine(a, b) for a, b in zip(channel.embed_batch(texts), shipped, strict=True)]
     by_tensor = [cosine(a, b) for a, b in zip(tensor.embed_batch(texts), shipped, strict=True)]
