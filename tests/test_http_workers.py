@@ -7,6 +7,7 @@ kill -9 of a worker loses no acknowledged write and the server goes on answering
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -212,6 +213,37 @@ def test_workers_stop_together(tmp_path):
         assert (
             not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
         )
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting for a reaper has exited)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
+def test_the_workers_of_a_killed_parent_stop(tmp_path):
+    """Found in CI: kill -9 of serve-http's parent left its workers serving for good (4
+    orphans a test run), and with SO_REUSEPORT a restarted server shared its port with
+    them."""
+    server, base = _start(tmp_path / "m.db", "--workers", "2")
+    workers = _children(server.pid)
+    assert len(workers) == 2
+    server.send_signal(signal.SIGKILL)
+    server.wait(timeout=30)
+    try:
+        deadline = time.monotonic() + 30
+        while any(_alive(pid) for pid in workers):
+            assert time.monotonic() < deadline, [pid for pid in workers if _alive(pid)]
+            time.sleep(0.2)
+        with pytest.raises(httpx.TransportError):
+            httpx.get(f"{base}/v1/health", timeout=2)
+    finally:  # a failure here leaves no orphan behind
+        for pid in workers:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def test_serve_http_starts_one_worker_per_core_by_default(tmp_path):

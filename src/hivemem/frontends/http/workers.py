@@ -34,6 +34,10 @@ The design (a pre-fork, as gunicorn and uvicorn's own ``--workers`` do):
 - **Stopping.** SIGTERM or SIGINT to the parent is passed to every worker as SIGTERM;
   each finishes its requests (uvicorn's graceful shutdown), closes its store (queued
   access counts written) and exits; the parent waits for them.
+- **A parent that dies** (kill -9, the OOM killer) cannot pass anything on: each worker
+  watches its parent (``_orphan_watch``) and stops as if sent SIGTERM. Found in CI:
+  the workers of a killed parent went on serving for good, and with ``SO_REUSEPORT``
+  they kept a share of the port's connections beside a restarted server.
 
 Needs ``fork`` (Linux, macOS). API tokens and the inspector's browser sessions (``/ui``
 cookies; ``hivemem.store.ui_sessions``) are in the store: a browser signed in through
@@ -48,6 +52,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -64,6 +69,7 @@ log = logging.getLogger("hivemem.frontends.http")
 
 STARTUP_S = 3.0  # a worker that exits sooner by itself failed to start: stop, fork no more
 POLL_S = 0.1
+ORPHAN_POLL_S = 1.0  # how often a worker checks that its parent is alive
 STOP_WAIT_S = 30.0
 
 
@@ -173,6 +179,7 @@ def _fork(
 ) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
+    parent = os.getpid()
     pid = os.fork()
     if pid:
         return pid
@@ -180,6 +187,7 @@ def _fork(
     try:  # the worker: never returns into the parent's code
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, signal.SIG_DFL)  # uvicorn installs its own in run()
+        _orphan_watch(parent)
         code = _work(open_store, close_store, sock, host, port, settings)
     except BaseException:  # noqa: BLE001 - a worker reports and exits, whatever happened
         logging.getLogger("hivemem.frontends.http").exception("worker %s failed", os.getpid())
@@ -187,6 +195,20 @@ def _fork(
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
+
+
+def _orphan_watch(parent: int) -> None:
+    """Stop this worker (SIGTERM to itself: uvicorn's graceful shutdown) once ``parent``
+    is gone: an orphan is re-parented, so ``getppid()`` changes (see the module
+    docstring). A thread polling once a second; ``prctl(PR_SET_PDEATHSIG)`` would be
+    Linux only."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(ORPHAN_POLL_S)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="hivemem-orphan-watch", daemon=True).start()
 
 
 def _work(
