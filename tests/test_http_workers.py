@@ -129,7 +129,7 @@ def test_a_write_through_one_process_is_found_through_another_at_once(tmp_path):
             t.join()
         for server, _ in nodes:
             _stop(server)
-    assert failures == []
+    assert failures == [], "\n".join(server.stdout.read().decode() for server, _ in nodes)
 
 
 def test_workers_share_one_file_and_survive_a_kill_of_one(tmp_path):

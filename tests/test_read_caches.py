@@ -82,3 +82,56 @@ def _small_beside_a_big_scope(store):
     for i in range(20):
         big.save(f"harbour note {i}")
     return small
+
+
+def test_a_commit_between_the_counter_and_the_snapshot_is_not_mixed_with_kept_reads(tmp_path):
+    """The window of ``search_view``: the change counter is read, another process commits,
+    then the snapshot begins (and sees that commit). Reads kept under the counter (the
+    scopes' chunk totals) were the older file's while the snapshot's rows were the newer
+    one's: one lighthouse counted in scope "a" and two found, and BM25's idf took the log
+    of a negative number (CI: HTTP 500 under serve-http, two processes on one file). Such
+    a snapshot now keeps and uses nothing under that counter."""
+    path = tmp_path / "m.db"
+    settings = hivemem.Settings(track_access=False)
+    with (
+        hivemem.open(path, embedder="none", settings=settings) as store,
+        hivemem.open(path, embedder="none", settings=settings) as other,
+    ):
+        small = _small_beside_a_big_scope(store)
+        assert len(small.search("lighthouse")) == 1  # the totals are kept now
+
+        def commit_elsewhere() -> None:
+            other.scope("a").save("a second lighthouse on the cape")
+
+        with store._backend.search_view(before=commit_elsewhere):
+            stats = store._backend.term_stats(["lighthouse"], ["a"])
+            found = [h.memory.content for h in small.search("lighthouse")]
+        assert (stats.total_chunks, stats.doc_freq) == (2, {"lighthouse": 2})  # one file
+        assert sorted(found) == ["a second lighthouse on the cape", "the lighthouse keeper"]
+        assert len(small.search("lighthouse")) == 2
+
+
+def test_with_the_read_pool_off_a_commit_between_two_reads_of_a_search_is_scored(tmp_path):
+    """``read_connections=0``: no snapshot, each statement reads the file as it is. A
+    commit of another process between the kept chunk totals and the keyword rows counts
+    two holders of a term in a scope of one chunk: scored (idf at its floor, as
+    PostgreSQL's), not a log of a negative number."""
+    path = tmp_path / "m.db"
+    settings = hivemem.Settings(track_access=False, read_connections=0)
+    with (
+        hivemem.open(path, embedder="none", settings=settings) as store,
+        hivemem.open(path, embedder="none", settings=settings) as other,
+    ):
+        small = _small_beside_a_big_scope(store)
+        assert len(small.search("lighthouse")) == 1  # the totals are kept now
+        backend, read = store._backend, store._backend._read
+        done = []
+
+        def read_after_a_commit(sql, params=(), **kw):
+            if "chunks_fts_data WHERE id = 1" in sql and not done:  # the keyword rows
+                done.append(other.scope("a").save("a second lighthouse on the cape"))
+            return read(sql, params, **kw)
+
+        backend._read = read_after_a_commit
+        found = [h.memory.content for h in small.search("lighthouse")]
+        assert done and len(found) == 2

@@ -482,7 +482,7 @@ class ScopeView:
         backend = self._backend
         with backend._cache_lock():
             average = backend._average_length(backend._read, self._keys, scoped)
-        idf = [max(math.log((scoped - n + 0.5) / (n + 0.5)), 1e-6) for n in hits]
+        idf = [termcounts.idf(scoped, n) for n in hits]
         return average, idf
 
     def _rescored(
@@ -524,6 +524,8 @@ class ScopeView:
         parts = []
         for i in chosen:
             hits = self._vocab.get(self._stems[i], 0)
+            if hits > rows:  # counts of two versions of the file: count the texts instead
+                return None
             value = math.log((rows - hits + 0.5) / (hits + 0.5))
             weight = value if value > 0.0 else 1e-6
             parts.append((weight, weight * (K1 + 1), self._scores[i]))

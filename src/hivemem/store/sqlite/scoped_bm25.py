@@ -34,7 +34,6 @@ turns of ~1 kB searched one at a time: +1.5 ms CPU a search at limit 10 (6.1 -> 
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -94,7 +93,7 @@ class ScopedBM25:
             scoped,
             avgdl,
             tuple(tuple(phrase_tokens(p)) for p in phrases),
-            tuple(max(math.log((scoped - n + 0.5) / (n + 0.5)), 1e-6) for n in hits),
+            tuple(termcounts.idf(scoped, n) for n in hits),
             min(sum(hits), scoped),
         )
 

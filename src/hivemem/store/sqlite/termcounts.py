@@ -24,6 +24,7 @@ counts per scope and term of migration 0012 cost ~19 extra pages a write).
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -84,6 +85,15 @@ def chunk_totals(read: Read, scopes: Sequence[str]) -> tuple[int, int]:
         return sum(n for _, n in rows), int(total)
     wanted = set(keys)
     return sum(n for k, n in rows if k in wanted), sum(n for _, n in rows)
+
+
+def idf(scoped: int, n: int) -> float:
+    """BM25's idf of a term held by ``n`` of ``scoped`` chunks, at least 1e-6 (FTS5's). The
+    totals are kept reads and ``n`` a fresh one: with the read pool off (no snapshot) a
+    commit of another process between them can count more holders than chunks, never a
+    negative log argument (as PostgreSQL's ``keyword_search``)."""
+    scoped = max(scoped, n)
+    return max(math.log((scoped - n + 0.5) / (n + 0.5)), 1e-6)
 
 
 def confines(read: Read, scopes: Sequence[str]) -> bool:
