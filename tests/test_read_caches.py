@@ -84,13 +84,13 @@ def _small_beside_a_big_scope(store):
     return small
 
 
-def test_a_commit_between_the_counter_and_the_snapshot_is_not_mixed_with_kept_reads(tmp_path):
-    """The window of ``search_view``: the change counter is read, another process commits,
-    then the snapshot begins (and sees that commit). Reads kept under the counter (the
-    scopes' chunk totals) were the older file's while the snapshot's rows were the newer
-    one's: one lighthouse counted in scope "a" and two found, and BM25's idf took the log
-    of a negative number (CI: HTTP 500 under serve-http, two processes on one file). Such
-    a snapshot now keeps and uses nothing under that counter."""
+def test_a_commit_just_before_a_snapshot_begins_is_not_mixed_with_kept_reads(tmp_path):
+    """Another process commits just before a search's snapshot begins (the snapshot sees
+    it). The change counter used to be read before that moment: the reads kept under it
+    (the scopes' chunk totals) were the older file's while the snapshot's rows were the
+    newer one's, one lighthouse counted in scope "a" and two found, and BM25's idf took
+    the log of a negative number (CI: HTTP 500 under serve-http, two processes on one
+    file). The snapshot's counter is now its own (``PooledReads._settle``)."""
     path = tmp_path / "m.db"
     settings = hivemem.Settings(track_access=False)
     with (
@@ -99,16 +99,52 @@ def test_a_commit_between_the_counter_and_the_snapshot_is_not_mixed_with_kept_re
     ):
         small = _small_beside_a_big_scope(store)
         assert len(small.search("lighthouse")) == 1  # the totals are kept now
+        pool, acquire, done = store._backend._pool, store._backend._pool.acquire, []
 
-        def commit_elsewhere() -> None:
-            other.scope("a").save("a second lighthouse on the cape")
+        def acquire_after_a_commit(*, snapshot=False):
+            if snapshot and not done:
+                done.append(other.scope("a").save("a second lighthouse on the cape"))
+            return acquire(snapshot=snapshot)
 
-        with store._backend.search_view(before=commit_elsewhere):
+        pool.acquire = acquire_after_a_commit
+        with store._backend.search_view():
             stats = store._backend.term_stats(["lighthouse"], ["a"])
             found = [h.memory.content for h in small.search("lighthouse")]
+        assert done
         assert (stats.total_chunks, stats.doc_freq) == (2, {"lighthouse": 2})  # one file
         assert sorted(found) == ["a second lighthouse on the cape", "the lighthouse keeper"]
-        assert len(small.search("lighthouse")) == 2
+
+
+def test_a_commit_while_a_snapshot_settles_keys_nothing(tmp_path):
+    """The snapshot's counter is read between two snapshots of one connection; a commit
+    of another process right after that read makes the second snapshot see a file the
+    counter does not name: that snapshot keys nothing, its reads stay its own."""
+    path = tmp_path / "m.db"
+    settings = hivemem.Settings(track_access=False)
+    with (
+        hivemem.open(path, embedder="none", settings=settings) as store,
+        hivemem.open(path, embedder="none", settings=settings) as other,
+    ):
+        small = _small_beside_a_big_scope(store)
+        assert len(small.search("lighthouse")) == 1
+        other.scope("a").save("a second lighthouse on the cape")  # the next view settles
+        pool, watched, done = store._backend._pool, store._backend._pool.data_version, []
+
+        def counter_then_a_commit():
+            counter = watched()
+            if not done:
+                done.append(other.scope("a").save("a third lighthouse on the reef"))
+            return counter
+
+        pool.data_version = counter_then_a_commit
+        with store.snapshot():
+            assert store._backend.data_version() < 0  # keys nothing
+            stats = store._backend.term_stats(["lighthouse"], ["a"])
+        assert done and (stats.total_chunks, stats.doc_freq) == (3, {"lighthouse": 3})
+        pool.data_version = watched
+        assert len(small.search("lighthouse")) == 3
+        with store.snapshot():
+            assert store._backend.data_version() > 0  # settled again
 
 
 def test_with_the_read_pool_off_a_commit_between_two_reads_of_a_search_is_scored(tmp_path):

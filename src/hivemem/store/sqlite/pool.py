@@ -86,8 +86,12 @@ class ReadPool:
         self._opened = 0
         self._snapshots = 0  # connections lent to snapshots now
         self._lent = 0  # connections lent now
+        self._waiting = [0, 0]  # threads waiting for a loan: [single statement, snapshot]
         self._generation = 0  # bumped by ``reset``: older connections are closed on return
         self._born: dict[int, int] = {}  # id(connection) -> its generation
+        # id(connection) -> (its own data_version, the pool's) as a snapshot of it last
+        # settled (``PooledReads._settle``); dropped with the connection
+        self.settled: dict[int, tuple[int, int]] = {}
         self._draining = False  # the writer waits for every connection to come back
         self._closed = False
         # One lock, three queues of waiters: a loan that comes back wakes one waiter for
@@ -108,28 +112,44 @@ class ReadPool:
         for one to come back. At most ``size`` are lent to snapshots (a whole search
         holds one): the other half stays for single statements, so the writer thread's
         reads before its transaction (a duplicate check, a key's current row) never
-        queue behind whole searches."""
+        queue behind whole searches.
+
+        First come, first served: a thread that has not waited yet queues behind those
+        that wait for the same kind of loan. Else a thread that hands a connection back
+        and asks again at once (a loop of searches) took it before the waiter it woke
+        could run, and a third thread's search waited for as long as that loop went on
+        (``test_parallel_reads``: two threads holding snapshots back to back)."""
+        kind = self._for_snapshot if snapshot else self._for_single
+        waited = False
         with self._cond:
             while True:
                 if self._closed:
                     raise StoreError(
                         f"the store {self.location} is closed; open it again to use it"
                     )
-                if not self._draining and not (snapshot and self._snapshots >= self.size):
+                queued = not waited and self._waiting[snapshot] > 0
+                if not (self._draining or queued or (snapshot and self._snapshots >= self.size)):
                     if self._idle:
                         conn = self._idle.pop()
                         self._snapshots += snapshot
                         self._lent += 1
                         if self._traced:  # lent while ``trace`` changed: its tracer now
                             conn.set_trace_callback(self.tracer)
+                        self._next_in_line(snapshot)
                         return conn
                     if self._opened < 2 * self.size:
                         self._opened += 1
                         self._snapshots += snapshot
                         self._lent += 1
                         generation = self._generation
+                        self._next_in_line(snapshot)
                         break
-                (self._for_snapshot if snapshot else self._for_single).wait()
+                self._waiting[snapshot] += 1
+                try:
+                    kind.wait()
+                finally:
+                    self._waiting[snapshot] -= 1
+                waited = True
         try:
             conn = self._connect()
             if self.tracer is not None:
@@ -145,6 +165,13 @@ class ReadPool:
                 self._wake_all()
             raise
 
+    def _next_in_line(self, snapshot: bool) -> None:
+        """Under the lock, after a loan: the next waiter of that kind looks too, where
+        another such loan can be made now (it queued behind this one)."""
+        free = bool(self._idle) or self._opened < 2 * self.size
+        if self._waiting[snapshot] and free and not (snapshot and self._snapshots >= self.size):
+            (self._for_snapshot if snapshot else self._for_single).notify()
+
     def release(self, conn: Any, *, snapshot: bool = False, broken: bool = False) -> None:
         """Hand ``conn`` back (closed instead when the pool is closed or it is broken)."""
         with self._cond:
@@ -153,6 +180,7 @@ class ReadPool:
             stale = self._born.get(id(conn)) != self._generation
             if self._closed or broken or stale:
                 self._born.pop(id(conn), None)
+                self.settled.pop(id(conn), None)
                 self._opened -= 1
                 with suppress(Exception):
                     conn.close()
@@ -184,6 +212,7 @@ class ReadPool:
             self._opened -= len(idle)
             for conn in idle:
                 self._born.pop(id(conn), None)
+                self.settled.pop(id(conn), None)
             self._wake_all()
         for conn in idle:
             with suppress(Exception):
@@ -260,10 +289,7 @@ class ThreadRole(threading.local):
 
     writing = 0
     reader: Any = None
-    version: int | None = None  # the file's change counter noted as the snapshot began
-    # The counter a search view noted before its snapshot, while its step before the
-    # snapshot runs (``PooledReads.search_view``): that step's kept reads use it.
-    early: int | None = None
+    version: int | None = None  # the snapshot's change counter (``PooledReads._settle``)
     # The counter this thread's last search view began under, and when the view ended
     # (``time.monotonic``): the vault's check of that search's output (``viewed_version``).
     viewed: tuple[int, float] | None = None
@@ -334,7 +360,7 @@ class PooledReads:
         only inside a read view (elsewhere the counter itself is a statement, as much as
         the read: the vector queue, read before the view and again inside it)."""
         role = self._role
-        viewed = role.version is not None or role.early is not None
+        viewed = role.reader is not None and role.version is not None
         if role.writing or (view_only and not viewed):
             return list(self._read(sql, params, raw=raw))
         version = self._version()
@@ -347,8 +373,7 @@ class PooledReads:
             rows = memo.get(key)
         if rows is None:
             rows = self._read(sql, params, raw=raw)
-            settled = role.reader is not None and role.version is not None  # (``snapshot``)
-            if not settled and self._current_version() != version:
+            if not viewed and self._current_version() != version:
                 return rows  # read across a commit: not the rows of ``version``
             with self._cache_lock():
                 if self._memo_version == version and self._memo is not None:
@@ -396,8 +421,6 @@ class PooledReads:
             return int(self._read("PRAGMA data_version")[0][0])
         if self._role.reader is not None and self._role.version is not None:
             return self._role.version  # inside a snapshot: the counter it began under
-        if self._role.early is not None:
-            return self._role.early  # the step before a search's snapshot (search_view)
         return self._watched()
 
     def _watched(self) -> int:
@@ -471,14 +494,11 @@ class PooledReads:
         for the whole search); with the pool off, nothing (each statement takes the lock,
         as before the pool: a search must not hold the one connection for its length).
 
-        ``before`` runs first, outside the snapshot (the facade's embedding of the
-        scopes' newest queued chunks, which the snapshot must then see). With the pool,
-        under the change counter the snapshot will begin under, noted once: its kept
-        reads (``_read_memo``; the queue of chunks to embed, asked again inside the view)
-        cost no statement while nothing was written, where the counter alone was one.
-        Safe as the snapshot's own order is (``snapshot``): the counter is read before
-        anything it keys, and a commit of this store's writer in ``before`` moves
-        ``_version``'s own-commit count."""
+        ``before``: the facade's embedding of the scopes' newest queued chunks, which
+        the search must then see. With the pool it runs inside the snapshot, so its
+        kept read of the queue costs no statement while nothing was written; when it
+        commits (it embedded something), the search reads through a new snapshot that
+        sees those vectors."""
         role = self._role
         role.viewed = None
         if self._pool is None or role.writing or role.reader is not None:
@@ -490,18 +510,20 @@ class PooledReads:
                 with self.snapshot():  # already stable: nothing to begin
                     yield
             return
-        version = self.data_version()
-        if before is not None:
-            role.early = version
-            try:
+        with self.snapshot():
+            commits = self._commits
+            if before is not None:
                 before()
-            finally:
-                role.early = None
-        with self.snapshot(version):
-            settled = role.version == version  # else the view saw a later commit
-            yield
+            again = self._commits != commits  # (or another thread's write: harmless)
+            version = role.version
+            if not again:
+                yield
+        if again:
+            with self.snapshot():
+                version = role.version
+                yield
         # (not after a failed search: no output)
-        role.viewed = (version, time.monotonic()) if settled else None
+        role.viewed = None if version is None or version < 0 else (version, time.monotonic())
 
     def viewed_version(self, since: float) -> int | None:
         """The change counter this thread's last search view began under, if the view
@@ -517,12 +539,12 @@ class PooledReads:
         return viewed[0]
 
     @contextmanager
-    def snapshot(self, version: int | None = None) -> Iterator[None]:
+    def snapshot(self) -> Iterator[None]:
         """Every read inside sees one snapshot: inside a write, the write's own view;
         otherwise a WAL read transaction on one connection bound to this thread, which
         blocks no writer (with the pool off: on the writer connection, under its lock).
-        ``version``: the change counter, read by the caller just before (else read
-        here)."""
+        With the pool, the snapshot's change counter (``_settle``) keys the reads kept
+        inside it."""
         role = self._role
         if role.writing or role.reader is not None:  # the view is already stable
             yield
@@ -535,31 +557,45 @@ class PooledReads:
                 with self._read_transaction(self._conn):
                     yield
             return
-        # The change counter first, then the snapshot: a cache filled inside is keyed on
-        # a counter no newer than the snapshot (a commit between the two is in the
-        # snapshot and makes the next search read again). Noted the other way round, a
-        # commit of another process between the snapshot's start and the counter's read
-        # was counted but not seen, and the rows kept under it hid it from every later
-        # search (tests/test_read_caches.py).
-        # A commit between the counter's read and the snapshot's start is in the
-        # snapshot but not in the rows kept under the counter: mixed, a search counted
-        # one chunk of a scope and found two (BM25's idf a log of a negative number). The
-        # snapshot begins at once and the counter is asked again: moved, the snapshot
-        # gets a counter of its own that keys nothing (tests/test_read_caches.py).
-        if version is None:
-            version = self.data_version()
         with self._lent(snapshot=True) as conn, self._read_transaction(conn):
-            try:
-                conn.execute("PRAGMA schema_version").fetchall()  # the snapshot, now
-            except self._driver_errors as exc:
-                raise store_error(exc, self.location, "read") from exc
-            if self._watched() != version:
-                version = next(_UNSETTLED)
-            role.reader, role.version = conn, version
+            role.reader, role.version = conn, self._settle(conn)
             try:
                 yield
             finally:
                 role.reader, role.version = None, None
+
+    def _settle(self, conn: Any) -> int:
+        """The change counter of the snapshot ``conn`` has just begun (and begins now):
+        the pool's counter (``PRAGMA data_version`` of its watcher connection) of exactly
+        the file this snapshot sees, or a negative number of its own that keys nothing.
+
+        Every kept read is keyed on it, so it must be the snapshot's own: a counter read
+        before the snapshot began missed a commit in between (the kept chunk totals
+        counted one chunk of a scope where the snapshot found two, and BM25's idf took
+        the log of a negative number: HTTP 500 under two serve-http processes); read
+        after, it counted a commit the snapshot did not see (kept rows then hid it from
+        every later search; tests/test_read_caches.py). The connection's own
+        ``data_version``, asked first, begins the snapshot and moves only when it finds
+        the file changed: unmoved since it last settled, the snapshot is that one's. Else
+        the pool's counter is read between this snapshot and a new one on the same
+        connection; if that one finds nothing changed either, the counter is theirs."""
+        pool = self._pool
+        assert pool is not None
+        try:
+            own = int(conn.execute("PRAGMA data_version").fetchone()[0])
+            known = pool.settled.get(id(conn))
+            if known is not None and known[0] == own:
+                return known[1]  # nothing written since: no statement more
+            counter = self._watched()
+            conn.execute("COMMIT")
+            conn.execute("BEGIN DEFERRED")
+            again = int(conn.execute("PRAGMA data_version").fetchone()[0])
+        except self._driver_errors as exc:
+            raise store_error(exc, self.location, "read") from exc
+        if again != own:  # a commit came in between: this snapshot keys nothing
+            return next(_UNSETTLED)
+        pool.settled[id(conn)] = (own, counter)
+        return counter
 
     @contextmanager
     def _read_transaction(self, conn: Any) -> Iterator[None]:
