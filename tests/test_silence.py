@@ -11,10 +11,13 @@ from hivemem.evaluation.paraphrase import load_distractors
 from hivemem.providers.calibration import profile
 from hivemem.retrieval.silence import (
     MIN_SCOPE_CHUNKS,
+    Seen,
     a_stranger,
     names_the_unknown,
     personal,
     rare,
+    scarce,
+    strange_words,
     unknown,
     unknown_names,
 )
@@ -60,7 +63,8 @@ def test_a_question_naming_unknown_things_gets_no_hit_and_a_paraphrase_keeps_its
         hits = mem.search("Is the user lactose intolerant?", limit=3)
         assert hits[0].memory.content == "Milk and cheese upset my stomach, so I skip dairy"
         assert mem.search("Which city did the user move to?")[0].memory.content == TURNS[0]
-    off = settings.replace(unknown_floor=0.0)
+    # Both word rules off (about no one, its words are a stranger's too): hits again.
+    off = settings.replace(unknown_floor=0.0, stranger_floor=0.0)
     with hivemem.open(any_location, settings=off, embedder="local") as store:
         hits = store.scope("u").search(UNRELATED)
         assert TURNS[4] in {h.memory.content for h in hits}  # "melting": keyword evidence
@@ -101,6 +105,49 @@ def test_a_question_about_no_one_the_scope_knows_naming_a_thing_it_never_saw_get
         assert store.scope("u").search("Which bishop crowned Charlemagne?")
 
 
+def test_a_question_about_no_one_with_strange_words_gets_no_hit_under_the_stranger_floor(
+    any_location: Any,
+) -> None:
+    # Two words the scope never holds, one of them rare, no name, no personal word: the
+    # unseen-words rule's words, but with a topical neighbour above its floor (0.40).
+    # About no one, they are a stranger's (floor 0.53); before, both got hits.
+    settings = Settings().replace(track_access=False)
+    _fill(any_location, settings)
+    with hivemem.open(any_location, settings=settings, embedder="local") as store:
+        mem = store.scope("u")
+        assert mem.search("How many carpels does a tulip flower have?") == []  # cosine ~0.49
+        assert mem.search("Which lichen grows on basalt?") == []  # ~0.43
+        # The same words asked about the user or the team keep their hits ("ship" and
+        # "invoicing" are in no memory, "invoicing" is rare; its answer at cosine ~0.53).
+        hits = mem.search("When does the team ship the invoicing service?")
+        assert hits[0].memory.content == TURNS[1]
+        assert mem.search("Is the user lactose intolerant?")[0].memory.content == TURNS[3]
+    off = settings.replace(stranger_floor=0.0)
+    with hivemem.open(any_location, settings=off, embedder="local") as store:
+        assert store.scope("u").search("Which lichen grows on basalt?")
+
+
+def test_strange_words_are_scarce_at_the_scopes_rate_and_the_rare_one_is_unseen() -> None:
+    terms = ["atomic", "mass", "ytterbium"]
+    # One chunk of 10,000 holds "atomic": scarce (1 per 5,000 at most); "ytterbium" is
+    # rare and in none: strange words, as two unseen ones would be.
+    big = Seen({"atomic": 1, "mass": 6, "ytterbium": 0}, 10_000)
+    assert scarce(terms, big) == ("atomic", "ytterbium")
+    assert strange_words(terms, big)
+    assert a_stranger("What is the atomic mass of ytterbium?", terms, big)
+    assert not a_stranger("What is my atomic mass of ytterbium?", terms, big)
+    # In a scope of 2,222 chunks one chunk is a rate of 1 in 2,222: not scarce ("What
+    # slowed the checkout page?" in the paraphrase suite has its answer).
+    small = Seen({"slowed": 1, "checkout": 0, "page": 4}, 2_222)
+    assert scarce(["slowed", "checkout", "page"], small) == ("checkout",)
+    assert not strange_words(["slowed", "checkout", "page"], small)
+    # The rare word must be unseen: one the scope holds once may be the one just written.
+    written = Seen({"zyxtronic": 1, "reliable": 0}, 10_000)
+    assert not strange_words(["zyxtronic", "reliable"], written)
+    # Two scarce everyday words are not strange.
+    assert not strange_words(["wingspan", "wandering"], Seen({"wandering": 2}, 10_000))
+
+
 def test_a_young_scope_never_silences_a_question_for_words_it_has_not_seen_yet(
     any_location: Any,
 ) -> None:
@@ -138,13 +185,16 @@ def test_a_stranger_asks_about_no_one_and_names_a_thing_never_seen() -> None:
     seen = {"bishop": 3, "crowned": 1, "charlemagne": 0, "tanganyika": 0, "lake": 5}
     assert unknown_names("Which bishop crowned Charlemagne?", seen) == ("charlemagne",)
     assert unknown_names("Which rift contains Lake Tanganyika?", seen) == ("lake tanganyika",)
-    assert a_stranger("Which bishop crowned Charlemagne?", seen)
+    crowned = ["bishop", "crowned", "charlemagne"]
+    assert a_stranger("Which bishop crowned Charlemagne?", crowned, Seen(seen, 2_000))
     # A personal question naming a place the scope lacks is real ("What did the user eat
     # in Mexico?" has its answer in the paraphrase suite); a date is no name.
-    assert not a_stranger("What did I eat in Charlemagne?", seen)
+    assert not a_stranger("What did I eat in Charlemagne?", crowned, Seen(seen, 2_000))
     assert unknown_names("What happened on 8 May 2023?", {"may": 0, "2023": 0}) == ()
-    # Unseen everyday words without a name are no stranger.
-    assert not a_stranger("When does the team ship invoices?", {"ship": 0, "invoices": 0})
+    # Unseen everyday words without a name are no stranger; nor is shared work.
+    unseen = Seen({"ship": 0, "release": 0}, 2_000)
+    assert not a_stranger("When do they ship the release?", ["ship", "release"], unseen)
+    assert personal("When does the team ship the invoicing service?")
 
 
 def test_rare_words_are_those_the_vocabulary_lacks_and_numbers_never_are() -> None:
@@ -198,6 +248,8 @@ def test_eval_silence_prints_the_questions_about_no_one_the_scope_knows() -> Non
 
     report = _report(
         answered=1,
+        answered_at=[2],
+        strange_words=2,
         stranger_floor=0.53,
         about_no_one=3,
         unknown_names=[0, 1, 1, 1],
@@ -205,6 +257,9 @@ def test_eval_silence_prints_the_questions_about_no_one_the_scope_knows() -> Non
     )
     text = format_silence(report)
     assert "about no one the scope knows (no personal word, no entity of the scope): 3" in text
-    assert "of those, naming a thing never seen: 2 (any question: 3)" in text
+    assert "naming a thing never seen or strange words: 2 (any question: a name 3" in text
+    assert "strange words 2)" in text
     assert "stranger floor that silences them all 0.525; stranger floor 0.530" in text
+    # The halves rules are chosen and checked on: question 2 is at an even position.
+    assert "answered with any hit: 1 of 4 (target: 0; even positions 1, odd 0)" in text
     assert report.to_dict()["strangers"] == 2

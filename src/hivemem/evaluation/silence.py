@@ -16,8 +16,11 @@ no memory of the scope holds, how many of those are rare words, and the best cos
 the questions that name the unknown (the unknown floor that silences them all is the
 largest). And the third rule's (2026-11-28): how many questions are about no one the
 scope knows (no personal word, no entity of the scope), how many of those name a thing
-(a capitalised name) the scope has never seen, and their best cosines (the stranger
-floor that silences them all is the largest). What the floors cost in recall is what
+(a capitalised name) the scope has never seen or strange words (two it almost never
+holds, one rare and unseen: ``silence.strange_words``), and their best cosines (the
+stranger floor that silences them all is the largest). The questions answered are
+counted at even and odd positions too: rules are chosen on one half, checked on the
+other. What the floors cost in recall is what
 ``hivemem eval all`` reports with
 ``HIVEMEM_MATCH_FLOOR=0`` / ``HIVEMEM_UNKNOWN_FLOOR=0`` beside the default
 (docs/retrieval.md).
@@ -96,6 +99,8 @@ class SilenceReport:
     stranger_floor: float | None = None
     about_no_one: int = 0  # questions with no personal word and no entity of the scope
     unknown_names: list[int] = field(default_factory=list)  # per query: names never seen
+    strange_words: int = 0  # queries with strange words (``silence.strange_words``)
+    answered_at: list[int] = field(default_factory=list)  # positions of those answered
     stranger_cosines: list[float] = field(default_factory=list)  # strangers' best cosines
 
     def to_dict(self) -> dict[str, Any]:
@@ -116,6 +121,8 @@ class SilenceReport:
             "stranger_floor": self.stranger_floor,
             "about_no_one": self.about_no_one,
             "unknown_names": self.unknown_names,
+            "strange_words": self.strange_words,
+            "answered_at": self.answered_at,
             "strangers": len(self.stranger_cosines),
             "strangers_cosine_max": max(self.stranger_cosines, default=None),
         }
@@ -150,10 +157,10 @@ def run_silence(
                     notify("silence: storing", start + len(batch), len(texts))
                 store.flush()
             identity = store.indexer.identity if store.indexer.enabled else None
-        answered = 0
+        answered: list[bool] = []
         with open_store(db, settings=settings) as store:
             for done, query in enumerate(queries, start=1):
-                answered += bool(store.scope(SCOPE).search(query, limit=10))
+                answered.append(bool(store.scope(SCOPE).search(query, limit=10)))
                 notify("silence: floor in use", done, len(queries))
         best: list[float] = []
         strong = 0
@@ -162,6 +169,7 @@ def run_silence(
         unknown_cosines: list[float] = []
         no_one = 0
         names: list[int] = []
+        strange: list[bool] = []
         strangers: list[float] = []
         off = settings.replace(match_floor=0.0, unknown_floor=0.0, stranger_floor=0.0)
         with open_store(db, settings=off) as store:
@@ -171,17 +179,19 @@ def run_silence(
                     h.explain.lanes["vector"]["cosine"] for h in hits if "vector" in h.explain.lanes
                 ]
                 terms = _terms(query, settings)
-                seen = store.keyword.term_stats(terms, [SCOPE]).doc_freq
-                words = silence.unknown(terms, seen)
+                stats = store.keyword.term_stats(terms, [SCOPE])
+                seen = silence.Seen(stats.doc_freq, stats.total_chunks)
+                words = silence.unknown(terms, seen.doc_freq)
                 unseen.append(len(words.unseen))
                 rare.append(len(words.rare))
                 if words.names_the_unknown:
                     unknown_cosines.append(max(cosines, default=0.0))
                 text = _searched(query, settings)
-                names.append(len(silence.unknown_names(text, seen)))
+                names.append(len(silence.unknown_names(text, seen.doc_freq)))
+                strange.append(silence.strange_words(terms, seen))
                 if not _knows_an_entity(store, text) and not silence.personal(text):
                     no_one += 1
-                    if silence.a_stranger(text, seen):
+                    if silence.a_stranger(text, terms, seen):
                         strangers.append(max(cosines, default=0.0))
                 keyword = {
                     h.memory.id: h.explain.lanes["keyword"]["coverage"]
@@ -206,7 +216,8 @@ def run_silence(
         floor=floor,
         memories=len(texts),
         queries=len(queries),
-        answered=answered,
+        answered=sum(answered),
+        answered_at=[at for at, yes in enumerate(answered) if yes],
         suggested=round(max(best) + 0.005, 3) if best else None,
         strong_keyword=strong,
         best_cosines=sorted(best),
@@ -217,6 +228,7 @@ def run_silence(
         stranger_floor=stranger,
         about_no_one=no_one,
         unknown_names=names,
+        strange_words=sum(strange),
         stranger_cosines=sorted(strangers),
     )
 
@@ -256,12 +268,22 @@ def format_silence(report: SilenceReport) -> str:
             f"in one scope; model {report.identity or 'none'}, match floor {floor}, "
             f"unknown floor {unknown}",
             f"answered with any hit: {report.answered} of {report.queries} "
-            f"(target: 0); keyword evidence alone a match: {report.strong_keyword}",
+            f"(target: 0{_halves(report)}); keyword evidence alone a match: "
+            f"{report.strong_keyword}",
             f"with the floors off, {spread}; floor that silences them all: {suggested}",
             _unknown_line(report),
             _stranger_line(report),
         ]
     )
+
+
+def _halves(report: SilenceReport) -> str:
+    """The answered questions at even and odd positions (the halves rules are chosen
+    and checked on, docs/retrieval.md)."""
+    if not report.answered_at:
+        return ""
+    even = sum(1 for at in report.answered_at if at % 2 == 0)
+    return f"; even positions {even}, odd {len(report.answered_at) - even}"
 
 
 def _stranger_line(report: SilenceReport) -> str:
@@ -278,8 +300,9 @@ def _stranger_line(report: SilenceReport) -> str:
     named = sum(1 for n in report.unknown_names if n)
     return (
         f"about no one the scope knows (no personal word, no entity of the scope): "
-        f"{report.about_no_one}; of those, naming a thing never seen: {len(cosines)} (any "
-        f"question: {named}), {spread}; stranger floor {floor}"
+        f"{report.about_no_one}; of those, naming a thing never seen or strange words: "
+        f"{len(cosines)} (any question: a name {named}, strange words "
+        f"{report.strange_words}), {spread}; stranger floor {floor}"
     )
 
 

@@ -500,7 +500,7 @@ def _nothing_matches(
     settings: Settings,
     page: int = 0,
     terms: Sequence[str] = (),
-    doc_freq: Callable[[], Mapping[str, int] | None] | None = None,
+    doc_freq: silence.DocFreq | None = None,
     text: str = "",
 ) -> bool:
     """True when no candidate is a match worth returning: the vector lane ran and its

@@ -55,6 +55,22 @@ two rules and the match floor silence 68 of the 100 (43 without this one), and n
 today's search finds in the top 10 is lost on any suite, on either half of its
 questions. The personal words and the entity lane's result are read first: a question
 about the user never costs the document frequencies.
+
+Strange words make a stranger too (``strange_words``, 2026-11-28, afternoon): a question
+about no one that names two words its scope (almost) never holds, one of them a rare word
+it has never seen ("How many carpels does a tulip flower have?", "What is the atomic mass
+of ytterbium?": "atomic" in one chunk of 10,000). These are the unseen-words rule's
+words, whose floor (0.40) was set by questions about the user ("Is the user lactose
+intolerant?", cosine .455); about no one, they say what a never-seen name says. The
+second word may be merely scarce: in at most one chunk per ``SCARCE_CHUNKS`` (5,000) of
+the scope, a rate, so a word seen once in the paraphrase suite's 2,222 chunks ("What
+slowed the checkout page?") is not scarce, while one seen once in 10,000 is. The rare
+word must be unseen: one the scope holds once may be the one the user just wrote. "The
+team" is a subject like "we" ("When does the team ship the invoicing service?": two
+unseen words, "invoicing" rare, its answer at cosine .53). Measured (``hivemem eval
+silence``; docs/retrieval.md, "Silence: strange words"): 32 → 22 of the 100 answered
+(chosen on the even half: 13 → 9; the odd half 19 → 13), and no ranking moves on any
+suite.
 """
 
 from __future__ import annotations
@@ -71,6 +87,7 @@ from ..store.protocols import Backend
 
 UNKNOWN_WORDS = 2  # terms in no chunk of the scope, at least (one rare among them)
 MIN_SCOPE_CHUNKS = 1_000  # a smaller scope's unseen words say nothing (module docstring)
+SCARCE_CHUNKS = 5_000  # a stranger's second word: in at most 1 chunk per 5,000 of the scope
 
 
 @functools.cache
@@ -111,22 +128,38 @@ def names_the_unknown(terms: Sequence[str], doc_freq: Mapping[str, int]) -> bool
     return unknown(terms, doc_freq).names_the_unknown
 
 
-def scope_doc_freq(
-    backend: Backend, scopes: Sequence[str], terms: Sequence[str]
-) -> Mapping[str, int] | None:
-    """Each term's chunk count in ``scopes``: the backend's ``term_stats`` (cached per
-    term by both backends; the keyword lane has just read the same). ``None`` when the
-    scopes hold fewer than ``MIN_SCOPE_CHUNKS`` chunks: too few to say a word is unknown."""
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """What the scopes searched hold of a question's terms: each term's chunk count
+    (``doc_freq``) and the scopes' chunks (``total``)."""
+
+    doc_freq: Mapping[str, int]
+    total: int
+
+
+DocFreq = Callable[[], Seen | None]  # read only when a rule needs it (``silent``)
+
+
+def scope_doc_freq(backend: Backend, scopes: Sequence[str], terms: Sequence[str]) -> Seen | None:
+    """Each term's chunk count in ``scopes`` and their chunks: the backend's ``term_stats``
+    (cached per term by both backends; the keyword lane has just read the same). ``None``
+    when the scopes hold fewer than ``MIN_SCOPE_CHUNKS`` chunks: too few to say a word is
+    unknown."""
     if not terms:
-        return {}
+        return Seen({}, 0)
     stats = backend.term_stats(terms, scopes)
-    return stats.doc_freq if stats.total_chunks >= MIN_SCOPE_CHUNKS else None
+    if stats.total_chunks < MIN_SCOPE_CHUNKS:
+        return None
+    return Seen(stats.doc_freq, stats.total_chunks)
 
 
 # Words by which a question asks about its asker or the one it asks (after
-# ``text.as_first_person``, "the user" reads "I"; "user" stays for other phrasings).
+# ``text.as_first_person``, "the user" reads "I"; "user" stays for other phrasings), or
+# about the asker's shared work ("When does the team ship the invoicing service?": two
+# words the scope never holds, one rare, and its answer at cosine .53).
 _PERSONAL = re.compile(
-    r"\b(?:i|me|my|mine|myself|we|us|our|ours|ourselves|you|your|yours|user|users)\b",
+    r"\b(?:i|me|my|mine|myself|we|us|our|ours|ourselves|you|your|yours|user|users|team|"
+    r"teams)\b",
     re.IGNORECASE,
 )
 _NOT_NAMES = {entitymod.EntityType.DATE, entitymod.EntityType.EMAIL, entitymod.EntityType.URL}
@@ -151,17 +184,39 @@ def unknown_names(text: str, doc_freq: Mapping[str, int]) -> tuple[str, ...]:
     return tuple(names)
 
 
-def a_stranger(text: str, doc_freq: Mapping[str, int]) -> bool:
+def scarce(terms: Sequence[str], seen: Seen) -> tuple[str, ...]:
+    """The terms the scope (almost) never holds: in at most one chunk per
+    ``SCARCE_CHUNKS`` of it (2 of 10,000 chunks; in a scope of fewer than
+    ``SCARCE_CHUNKS``, only a word in none)."""
+    return tuple(t for t in terms if seen.doc_freq.get(t, 0) * SCARCE_CHUNKS <= seen.total)
+
+
+def strange_words(terms: Sequence[str], seen: Seen) -> bool:
+    """At least ``UNKNOWN_WORDS`` scarce terms, one of them a rare word no chunk holds:
+    the unseen-words rule's words, its second word allowed to be merely scarce
+    ("What is the atomic mass of ytterbium?": "ytterbium" rare and unseen, "atomic" in
+    one chunk of 10,000). The rare word must be unseen: a rare word the scope holds
+    once may be the one the user just wrote."""
+    words = scarce(terms, seen)
+    return len(words) >= UNKNOWN_WORDS and any(
+        rare(t) and not seen.doc_freq.get(t, 0) for t in words
+    )
+
+
+def a_stranger(text: str, terms: Sequence[str], seen: Seen) -> bool:
     """The second rule's words (the module docstring), for a question already known to
-    name no entity of the scope: no personal word, and a name the scope has never seen."""
-    return not personal(text) and bool(unknown_names(text, doc_freq))
+    name no entity of the scope: no personal word, and a name the scope has never seen
+    or strange words (``strange_words``)."""
+    if personal(text):
+        return False
+    return bool(unknown_names(text, seen.doc_freq)) or strange_words(terms, seen)
 
 
 def silent(
     best: float,
     text: str,
     terms: Sequence[str],
-    doc_freq: Callable[[], Mapping[str, int] | None] | None,
+    doc_freq: DocFreq | None,
     knows_an_entity: bool,
     settings: Settings,
 ) -> bool:
@@ -183,6 +238,6 @@ def silent(
     seen = doc_freq()
     if seen is None:
         return False
-    if best < unknown and names_the_unknown(terms, seen):
+    if best < unknown and names_the_unknown(terms, seen.doc_freq):
         return True
-    return best < stranger and a_stranger(text, seen)
+    return best < stranger and a_stranger(text, terms, seen)
