@@ -193,3 +193,24 @@ def test_with_the_worker_running_the_next_search_still_finds_the_write(any_locat
         assert hits[0].memory.id == saved.id and "vector" in hits[0].explain.lanes
         assert not _still(hits)
     store.close()
+
+
+def test_a_searchs_embedding_runs_outside_its_snapshot_and_the_search_sees_it(db_path, clock):
+    """SQLite: the search asks the queue inside its snapshot (a kept read), and embeds the
+    queued chunks outside any snapshot (a write that may wait for the writer: a lent
+    snapshot would pin the WAL and hold back the writer's drain of the read pool, up to
+    two seconds a drain), then reads through a new snapshot that sees the vectors."""
+    inside: list[bool] = []
+
+    class Watching(ConceptEmbedder):
+        def embed_batch(self, texts):
+            if texts != ["automobile"]:  # the chunks, not the query
+                inside.append(store._backend._role.reader is not None)
+            return super().embed_batch(texts)
+
+    store = _open(db_path, clock, Watching())
+    mem = store.scope("alice")
+    saved = mem.save(CAR)
+    assert [h.memory.id for h in mem.search("automobile")] == [saved.id]
+    assert inside == [False]
+    store.close()

@@ -169,14 +169,15 @@ def test_the_vector_lanes_queue_check_is_kept_inside_the_view_until_a_write(tmp_
 
         again = _statements(store, lambda: mem.search("lighthouse"))
         assert in_view(again) == []
-        # Before the view (embed_fresh), kept too: under the counter the view begins
-        # under, read once a search.
+        # Whether embed_fresh has work, asked inside the view: kept too.
         assert [s for s in again if "DESC LIMIT 65" in s] == []
         assert again.count("PRAGMA data_version") <= 2  # the view's, the vault's
         mem.save("a new note about the lighthouse")
         after = _statements(store, lambda: mem.search("lighthouse"))
         assert len(in_view(after)) == 1  # the write is seen
-        assert len([s for s in after if "DESC LIMIT 65" in s]) == 1
+        # Asked inside the first view; then by embed_fresh, outside any view, where the
+        # worker (running in the background) had not embedded the new note yet.
+        assert len([s for s in after if "DESC LIMIT 65" in s]) in (1, 2)
 
 
 def test_a_search_embeds_chunks_another_connection_queued_since_the_last(tmp_path):

@@ -663,9 +663,13 @@ class ScopedMemory:
 
         def run(query: Query) -> list[Hit]:
             embed = functools.partial(fresh.embed_fresh, store.indexer, self.visible, query)
+            queued = functools.partial(fresh.queued, store.indexer, self.visible, query)
+            viewed: contextlib.AbstractContextManager[object] = contextlib.nullcontext()
             if view is None:
                 embed(self.settings)
-            with view(lambda: embed(self.settings)) if view else contextlib.nullcontext():
+            else:  # the queue asked inside the view, ``embed`` run only with work to do
+                viewed = view(lambda: embed(self.settings), lambda: queued(self.settings))
+            with viewed:
                 return retrieval.search_in_mode(
                     deep, self._backend, store.indexer, self.visible, query, self.settings,
                     self._now(), store.reranker, store.llm,

@@ -348,6 +348,14 @@ class Indexer:
         # Chunks ``upsert`` skipped were done elsewhere or deleted: not waiting.
         return len(todo) - reached + len(queued) - len(todo)
 
+    def queued_in(self, scopes: Sequence[str], limit: int) -> bool:
+        """Whether ``embed_pending(scopes, limit, …)`` would find chunks to embed: its
+        own first read of the queue, the same statement, so inside a search's read view
+        the two share one kept read (``search_view``'s ``queued``)."""
+        if not self.enabled or self.embedder is None or limit <= 0:
+            return False
+        return bool(self._index.pending_in(scopes, limit + 1))
+
     def embed_query(self, text: str) -> np.ndarray | None:
         """The query's unit vector, or None when the vector lane is off."""
         if not self.enabled or self.embedder is None:

@@ -2,7 +2,7 @@
 
 The write path stays as it is (DESIGN §2): a write commits its row, chunks and keyword
 index and queues its chunks for the embedding worker; no model is called. What changes
-is the read: before a search opens its read view, it embeds the queued chunks of the
+is the read: before a search reads through its read view, it embeds the queued chunks of the
 scopes it reads (``embed_fresh`` → ``Indexer.embed_pending``), so those chunks are
 vector candidates like any other by the time the vector lane runs.
 
@@ -48,3 +48,12 @@ def embed_fresh(
     return indexer.embed_pending(
         scopes, settings.search_embed_max, settings.search_embed_ms / 1000.0
     )
+
+
+def queued(indexer: QueryEmbedder, scopes: Sequence[str], query: Query, settings: Settings) -> bool:
+    """Whether ``embed_fresh`` has chunks to embed: asked inside the search's read view,
+    where the queue's read is kept while nothing is written, so that ``embed_fresh``
+    (outside any view) runs only when it has work."""
+    if query.fts_syntax or not indexer.enabled or settings.search_embed_max <= 0:
+        return False
+    return indexer.queued_in(scopes, settings.search_embed_max)

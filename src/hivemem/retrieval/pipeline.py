@@ -72,6 +72,10 @@ class QueryEmbedder(Protocol):
         """Embed the scopes' queued chunks, bounded; return how many are still queued."""
         ...
 
+    def queued_in(self, scopes: Sequence[str], limit: int) -> bool:
+        """Whether ``embed_pending`` would find chunks of the scopes to embed."""
+        ...
+
 
 def search(
     backend: Backend,

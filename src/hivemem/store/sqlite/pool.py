@@ -489,16 +489,22 @@ class PooledReads:
             self._pool.reset()
 
     @contextmanager
-    def search_view(self, before: Callable[[], object] | None = None) -> Iterator[None]:
+    def search_view(
+        self,
+        before: Callable[[], object] | None = None,
+        queued: Callable[[], bool] | None = None,
+    ) -> Iterator[None]:
         """What one search reads through: with the pool, a snapshot (one read connection
         for the whole search); with the pool off, nothing (each statement takes the lock,
         as before the pool: a search must not hold the one connection for its length).
 
         ``before``: the facade's embedding of the scopes' newest queued chunks, which
-        the search must then see. With the pool it runs inside the snapshot, so its
-        kept read of the queue costs no statement while nothing was written; when it
-        commits (it embedded something), the search reads through a new snapshot that
-        sees those vectors."""
+        the search must then see; it runs outside any snapshot (it writes, and may wait
+        for the writer: a lent snapshot would pin the WAL and hold back the writer's
+        drain of the pool). ``queued``: whether ``before`` has anything to do, asked
+        first inside the snapshot, where its read of the queue is kept (no statement
+        while nothing was written); only when it says yes is that snapshot left,
+        ``before`` run, and a new one begun that sees the vectors it stored."""
         role = self._role
         role.viewed = None
         if self._pool is None or role.writing or role.reader is not None:
@@ -510,15 +516,18 @@ class PooledReads:
                 with self.snapshot():  # already stable: nothing to begin
                     yield
             return
+        version: int | None = None
+        if before is not None and queued is None:  # nothing to ask first: it runs now
+            before()
+            before = None
         with self.snapshot():
-            commits = self._commits
-            if before is not None:
-                before()
-            again = self._commits != commits  # (or another thread's write: harmless)
-            version = role.version
-            if not again:
+            work = before is not None and queued is not None and queued()
+            if not work:
+                version = role.version
                 yield
-        if again:
+        if work:
+            assert before is not None
+            before()
             with self.snapshot():
                 version = role.version
                 yield
