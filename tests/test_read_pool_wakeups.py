@@ -153,3 +153,72 @@ def test_the_overlay_sums_pending_and_inflight_counts_under_every_scope_list():
         (("a", "shared"), "m1"): (1, now + timedelta(seconds=1)),
     }
     assert written[1] == {(("a",), "m1"): (1, now + timedelta(seconds=2))}
+
+
+def test_a_waiter_interrupted_after_its_wake_up_passes_it_on(tmp_path):
+    """Loans are first come, first served: a newcomer queues behind those waiting. A
+    waiter that leaves with an exception (Ctrl-C) just as it was woken took that
+    wake-up with it, and the next waiter and the newcomer waited beside an idle
+    connection until another came back."""
+    path = tmp_path / "r.db"
+    sqlite3.connect(path).close()
+    pool = ReadPool(str(path), lambda: sqlite3.connect(path, check_same_thread=False), 1)
+    held = [pool.acquire(), pool.acquire()]  # size 1: both connections lent
+    wait = pool._for_single.wait
+
+    def interrupted_wait(timeout=None):
+        woken = wait(timeout)
+        if threading.current_thread().name == "first":
+            raise KeyboardInterrupt
+        return woken
+
+    pool._for_single.wait = interrupted_wait
+    served: dict[str, str] = {}
+
+    def waiter() -> None:
+        try:
+            pool.acquire()
+            served[threading.current_thread().name] = "served"
+        except KeyboardInterrupt:
+            served[threading.current_thread().name] = "interrupted"
+
+    first = threading.Thread(target=waiter, name="first", daemon=True)
+    second = threading.Thread(target=waiter, name="second", daemon=True)
+    first.start()
+    _waiting(pool, 1)
+    second.start()
+    _waiting(pool, 2)
+    pool.release(held.pop())  # one back: its wake-up goes to "first", interrupted
+    first.join(10)
+    second.join(10)
+    assert served == {"first": "interrupted", "second": "served"}
+    pool.release(held.pop())
+    pool.close()
+
+
+def test_an_interrupted_drain_holds_no_loan_back(tmp_path):
+    path = tmp_path / "r.db"
+    sqlite3.connect(path).close()
+    pool = ReadPool(str(path), lambda: sqlite3.connect(path, check_same_thread=False), 1)
+    lent = pool.acquire()
+    wait = pool._cond.wait
+
+    def interrupted_wait(timeout=None):
+        wait(0.01)
+        raise KeyboardInterrupt
+
+    pool._cond.wait = interrupted_wait
+    try:
+        with pool.drained(5.0):
+            pass
+    except KeyboardInterrupt:
+        pass
+    pool._cond.wait = wait
+    pool.release(lent)
+    got: list[object] = []
+    reader = threading.Thread(target=lambda: got.append(pool.acquire()), daemon=True)
+    reader.start()
+    reader.join(10)
+    assert got, "a loan after the interrupted drain waited for good"
+    pool.release(got[0])
+    pool.close()

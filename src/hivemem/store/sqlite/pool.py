@@ -147,8 +147,11 @@ class ReadPool:
                 self._waiting[snapshot] += 1
                 try:
                     kind.wait()
-                finally:
+                except BaseException:  # (Ctrl-C) its wake-up, if it had one, goes on
                     self._waiting[snapshot] -= 1
+                    self._next_in_line(snapshot)
+                    raise
+                self._waiting[snapshot] -= 1
                 waited = True
         try:
             conn = self._connect()
@@ -223,12 +226,12 @@ class ReadPool:
         """Hold back new loans and wait (up to ``timeout_s``) for every lent connection to
         come back; yields whether they all did. Loans resume on exit."""
         deadline = time.monotonic() + timeout_s
-        with self._cond:
-            self._draining = True
-            while self._lent > 0 and (left := deadline - time.monotonic()) > 0:
-                self._cond.wait(left)
-            empty = self._lent == 0
-        try:
+        try:  # (an exception in the wait, Ctrl-C, must not leave the loans held back)
+            with self._cond:
+                self._draining = True
+                while self._lent > 0 and (left := deadline - time.monotonic()) > 0:
+                    self._cond.wait(left)
+                empty = self._lent == 0
             yield empty
         finally:
             with self._cond:
