@@ -240,6 +240,6 @@ class KeywordStats:
             known += self._read(
                 f"SELECT id, text FROM chunks WHERE id IN ({placeholders(missing)})", missing
             )
-        for cid, terms_held in scratch.matches(known, terms).items():
+        for cid, terms_held in scratch.held(known, terms).items():
             out[cid] |= terms_held
         return out

@@ -332,8 +332,8 @@ class WideView:
         return None
 
     def matched(self, chunk_ids: Sequence[int], texts: Mapping[int, str]) -> dict[int, set[str]]:
-        """Which terms each chunk's quoted-phrase match finds (``scratch.matches``)."""
-        found = scratch.matches([(cid, texts[cid]) for cid in dict.fromkeys(chunk_ids)], self.terms)
+        """Which terms each chunk's quoted-phrase match finds (``scratch.held``)."""
+        found = scratch.held([(cid, texts[cid]) for cid in dict.fromkeys(chunk_ids)], self.terms)
         return {cid: found[cid] for cid in chunk_ids}
 
     def masks(self, chunk_ids: Sequence[int], texts: Mapping[int, str]) -> dict[int, int]:
