@@ -340,3 +340,67 @@ def test_term_counts_find_a_two_letter_stem_porter_rewrote():
     # letters, "ei", so "eyed" and "eying" were never counted, where the index counts them.
     rows = [(1, "She eyed the cake, eying it; an eye.")]
     assert scratch.term_counts(rows, ["ei", "ey", "cake"]) == {1: {"ei": 2, "ey": 1, "cake": 1}}
+
+
+def test_a_wide_scope_reads_new_stems_counts_with_its_page(tmp_path, monkeypatch):
+    """A wide scope holding the whole index, a question whose stems' counts are not kept:
+    the counts, the terms they choose and the FTS5 page are one statement
+    (``_page_ahead``), where ``chunks_vocab`` was a statement of its own before the page;
+    the candidates are the same as through the separate reads, filters that drop most of
+    the page included (then the backend is asked as before)."""
+    monkeypatch.setattr(termcounts, "SMALL", 10)  # every scope is wide
+    settings = hivemem.Settings(track_access=False)
+    with hivemem.open(tmp_path / "one.db", embedder="none", settings=settings) as store:
+        _fill(store, scopes=("only",))
+        backend = store._backend
+        asked: list[str] = []
+        read = backend._read
+
+        def tracing(sql, params=(), **kw):
+            asked.append(sql)
+            return read(sql, params, **kw)
+
+        backend._read = tracing
+        queries = [
+            Query(text="otter heron quarry", limit=10),
+            Query(text="maple lantern violin cello", limit=5),
+            Query(text="otter quarry", limit=3, kinds=(Kind.FACT,)),  # the page: too few pass
+            Query(text="bakery zebra", limit=50),
+        ]
+        for query in queries:
+            backend._doc_freq.clear()  # the stems were never read
+            asked.clear()
+            with backend.snapshot():
+                new, old = _both(backend, ["only"], query, monkeypatch)
+            assert new == old and (new[1] or query.kinds)
+            lane = asked[: next(i for i, s in enumerate(asked) if "chunks_vocab" in s) + 1]
+            assert not any(s.startswith("SELECT term, doc FROM chunks_vocab") for s in lane)
+            assert lane[-1].startswith("WITH s (stem, doc)")
+        # kept counts (a search of the same stems before): the page alone, as before
+        with backend.snapshot():
+            kw.keyword_lane(backend, ["only"], queries[0], hivemem.Settings(), NOW, 30)
+        asked.clear()
+        with backend.snapshot():
+            kw.keyword_lane(backend, ["only"], queries[0], hivemem.Settings(), NOW, 30)
+        assert not any("chunks_vocab" in s for s in asked)
+        assert any(s.startswith("WITH r (id, score)") for s in asked)
+
+
+def test_a_page_read_ahead_answers_only_its_own_match_and_size(tmp_path, monkeypatch):
+    monkeypatch.setattr(termcounts, "SMALL", 10)
+    settings = hivemem.Settings(track_access=False)
+    with hivemem.open(tmp_path / "one.db", embedder="none", settings=settings) as store:
+        _fill(store, scopes=("only",))
+        backend = store._backend
+        terms = ["otter", "heron", "quarry"]
+        query = Query(text="otter heron quarry", limit=10)
+        with backend.snapshot():
+            view = backend.keyword_scope(["only"], terms, query, NOW, lambda p: terms, (30, 10**6))
+            assert view._ahead is not None and view._ahead[0] == '"otter" OR "heron" OR "quarry"'
+            every = KeywordQuery.any_of(terms)
+            want = backend.keyword_search(["only"], query, every, 30, NOW)
+            assert view.search(every, 30) == want and want
+            assert view.search(every, 10) is None  # another size
+            assert view.search(KeywordQuery.any_of(terms[:2]), 30) is None  # another MATCH
+            assert view.search(KeywordQuery.any_of(terms, newest_first=True), 30) is None
+            assert view.stats == backend.term_stats(terms, ["only"])
