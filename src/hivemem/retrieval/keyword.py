@@ -153,7 +153,7 @@ def keyword_lane(
         return terms, []
     # A small scope's reads in one statement where the backend has that (SQLite's
     # ``keyword_scope``: the same answers); otherwise one read per question below.
-    view = _scope_view(backend, scopes, terms, query, now, settings.keyword_match_budget, fetch)
+    view = _scope_view(backend, scopes, terms, query, now, settings.keyword_match_budget)
     # Weights from the visible scopes' own statistics; plans from the whole index's.
     stats = view.stats if view is not None else backend.term_stats(terms, scopes)
     weights = {t: idf(stats.total_chunks, stats.doc_freq.get(t, 0)) for t in terms}
@@ -239,14 +239,11 @@ def _scope_view(
     query: Query,
     now: datetime,
     budget: int = 0,
-    fetch: int = 0,
 ) -> ScopeView | None:
     """The backend's ``keyword_scope`` for these terms, where it has one and it applies
     (not for a caller's FTS5 syntax). It is told which terms will find candidates given
     the whole index's counts (``selective_terms`` within ``budget``), to leave out what
-    only those need (it asks later if the counts it reads choose otherwise), and how
-    many rows the lane's search asks (``fetch``: a wide scope may read its page with
-    the counts)."""
+    only those need (it asks later if the counts it reads choose otherwise)."""
     reads = getattr(backend, "keyword_scope", None)
     if reads is None or query.fts_syntax or not terms:
         return None
@@ -254,10 +251,7 @@ def _scope_view(
     def choose(postings: Mapping[str, int]) -> list[str]:
         return selective_terms(terms, postings, budget)
 
-    if budget <= 0:
-        view: ScopeView | None = reads(scopes, terms, query, now, None)
-    else:
-        view = reads(scopes, terms, query, now, choose, (fetch, budget) if fetch > 0 else None)
+    view: ScopeView | None = reads(scopes, terms, query, now, choose if budget > 0 else None)
     return view
 
 

@@ -66,59 +66,38 @@ class KeywordPlans:
         """The first plan of ``keyword_search``; ``None`` when the filters keep so few of
         the best-ranked chunks that the one-statement plan is the cheaper way."""
         page = limit * (_NEWEST_PAGE if newest_first else 1)
+        order = "rowid DESC" if newest_first else "score DESC, rowid"
         while True:
             # One statement: the page ranked on the index alone (materialised first, so
             # only its rows are joined), each row with its chunk and whether it passes.
             rows = self._read(
-                "WITH " + page_sql("?", filters, newest_first),
+                f"WITH r (id, score) AS {ONCE}(SELECT rowid, -{BM25} AS score "
+                f"FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY {order} LIMIT ?) "
+                "SELECT r.id, r.score, c.memory_id, c.seq, c.text, "
+                f"CASE WHEN m.id IS NOT NULL AND {filters} THEN 1 ELSE 0 END FROM r "
+                "LEFT JOIN chunks c ON c.id = r.id LEFT JOIN memories m ON m.id = c.memory_id",
                 [match, page, *filter_params],
                 raw=True,
             )
-            found = first_page(rows, limit, page)
-            if found is not None:
-                return found
-            passed = sum(1 for r in rows if r[5])
+            ranked = sorted(((r[0], r[1]) for r in rows), key=lambda r: (-r[1], r[0]))
+            if not ranked:
+                return []
+            passed = {r[0]: (r[0], r[2], r[3], r[4]) for r in rows if r[5]}
+            if len(passed) >= limit or len(ranked) < page:  # enough, or every match seen
+                out = []
+                for chunk_id, score in ranked:
+                    row = passed.get(chunk_id)
+                    if row is not None:
+                        out.append(ChunkMatch(row[0], row[1], row[2], row[3], score))
+                        if len(out) == limit:
+                            break
+                return out
             # Trigger: filters dropped too many. Why: a wider page is one more ranking
             # pass. Outcome: widen to what the observed pass rate needs, or give up.
-            needed = page * 2 * limit // passed if passed else _RANK_PAGE_MAX + 1
+            needed = page * 2 * limit // max(1, len(passed)) if passed else _RANK_PAGE_MAX + 1
             if needed > _RANK_PAGE_MAX:
                 return None
             page = max(page * 4, needed)
-
-
-def page_sql(match: str, filters: str, newest_first: bool = False) -> str:
-    """The statement of one page of ``_rank_then_filter`` after its ``WITH``: the page
-    ranked on the index alone by ``MATCH`` ``match`` (a parameter, or an expression),
-    its size a parameter after it, then each row with its chunk and whether it passes
-    ``filters`` (rows of ``first_page``)."""
-    order = "rowid DESC" if newest_first else "score DESC, rowid"
-    return (
-        f"r (id, score) AS {ONCE}(SELECT rowid, -{BM25} AS score "
-        f"FROM chunks_fts WHERE chunks_fts MATCH {match} ORDER BY {order} LIMIT ?) "
-        "SELECT r.id, r.score, c.memory_id, c.seq, c.text, "
-        f"CASE WHEN m.id IS NOT NULL AND {filters} THEN 1 ELSE 0 END FROM r "
-        "LEFT JOIN chunks c ON c.id = r.id LEFT JOIN memories m ON m.id = c.memory_id"
-    )
-
-
-def first_page(rows: Sequence[Any], limit: int, page: int) -> list[ChunkMatch] | None:
-    """The ``limit`` best passing chunks of a page of ``page_sql`` that asked ``page``
-    rows, best first; None when the filters kept fewer than ``limit`` of a full page
-    (there may be more matches past it: widen)."""
-    ranked = sorted(((r[0], r[1]) for r in rows), key=lambda r: (-r[1], r[0]))
-    if not ranked:
-        return []
-    passed = {r[0]: (r[0], r[2], r[3], r[4]) for r in rows if r[5]}
-    if len(passed) < limit and len(ranked) >= page:
-        return None
-    out = []  # enough, or every match seen
-    for chunk_id, score in ranked:
-        row = passed.get(chunk_id)
-        if row is not None:
-            out.append(ChunkMatch(row[0], row[1], row[2], row[3], score))
-            if len(out) == limit:
-                break
-    return out
 
 
 class KeywordStats:
@@ -137,12 +116,7 @@ class KeywordStats:
         """Each term as the keyword index tokenizes it (porter stems)."""
         return {term: list(scratch.stems(term)) for term in terms}
 
-    def term_stats(
-        self,
-        terms: Sequence[str],
-        scopes: Sequence[str] | None = None,
-        fresh: Mapping[str, int] | None = None,
-    ) -> TermStats:
+    def term_stats(self, terms: Sequence[str], scopes: Sequence[str] | None = None) -> TermStats:
         """Document frequencies of ``terms`` (a term's count is its most frequent stem's).
 
         With ``scopes`` the frequencies and the chunk total are those of these scopes
@@ -151,9 +125,7 @@ class KeywordStats:
         (what an unconfined MATCH walks, for plan choices). Counts are cached per stem:
         counting a stem's chunks walks its postings list (~0.2 ms for a common term at
         100k chunks); a cached count is reused until the index (or, per scope, the
-        scopes' chunks) has grown or shrunk by more than 1% since it was read. ``fresh``:
-        whole-index counts of stems read in this snapshot already (``chunks_vocab``),
-        taken where a count would be read."""
+        scopes' chunks) has grown or shrunk by more than 1% since it was read."""
         if not terms:
             return TermStats(0, {})
         stems = self._stems(terms)
@@ -162,9 +134,7 @@ class KeywordStats:
             scoped: dict[str, int] | None = None
             if scopes is not None:  # first: fresh whole-index counts also serve postings
                 scoped_total, everything = termcounts.chunk_totals(self._read_memo, scopes)
-                scoped = self._scoped_freq(
-                    scopes, terms, stems, scoped_total, everything, total, fresh
-                )
+                scoped = self._scoped_freq(scopes, terms, stems, scoped_total, everything, total)
             tolerance = max(50, total // 100)
             freq: dict[str, int] = {}
             stale = []
@@ -175,27 +145,21 @@ class KeywordStats:
                 else:
                     stale.append(stem)
             if stale:
-                freq.update(self._vocab_counts(stale, total, fresh))
+                freq.update(self._vocab_counts(stale, total))
         postings = termcounts.per_term(stems, freq)
         if scoped is None:
             return TermStats(total, postings, postings)
         return TermStats(scoped_total, termcounts.per_term(stems, scoped), postings)
 
-    def _vocab_counts(
-        self, stems: Sequence[str], total: int, fresh: Mapping[str, int] | None = None
-    ) -> dict[str, int]:
-        """Whole-index chunk counts of ``stems`` (``chunks_vocab``; those in ``fresh``
-        as read there), noted in the postings cache at index size ``total``."""
-        given = fresh or {}
-        asked = [stem for stem in stems if stem not in given]
-        rows = {stem: given[stem] for stem in stems if stem in given}
-        if asked:
-            rows.update(
-                self._read(
-                    f"SELECT term, doc FROM chunks_vocab WHERE term IN ({placeholders(asked)})",
-                    asked,
-                )
+    def _vocab_counts(self, stems: Sequence[str], total: int) -> dict[str, int]:
+        """Whole-index chunk counts of ``stems`` (``chunks_vocab``), noted in the
+        postings cache at index size ``total``."""
+        rows = dict(
+            self._read(
+                f"SELECT term, doc FROM chunks_vocab WHERE term IN ({placeholders(stems)})",
+                list(stems),
             )
+        )
         if len(self._doc_freq) > 50_000:
             self._doc_freq.clear()
         out = {stem: int(rows.get(stem, 0)) for stem in stems}
@@ -211,7 +175,6 @@ class KeywordStats:
         scoped_total: int,
         everything: int,
         total: int,
-        fresh: Mapping[str, int] | None = None,
     ) -> dict[str, int]:
         """Chunks of ``scopes`` holding each stem of ``terms``: the whole index's counts
         (``chunks_vocab``) when the scopes hold every chunk, else counted in the keyword
@@ -232,20 +195,20 @@ class KeywordStats:
         if not stale:
             return out
         if scoped_total == everything:  # the visible scopes hold the whole index
-            counted = self._vocab_counts(list(stale), total, fresh)
+            fresh = self._vocab_counts(list(stale), total)
         elif scoped_total * len(stale) <= termcounts.SMALL:  # rows kept for matched_terms
             keys, version = [termcounts.scope_key(s) for s in scopes], self._version()
-            counted = {
+            fresh = {
                 stem: len(self._postings.rows(self._read, version, keys, w))
                 for stem, w in stale.items()
             }
         else:
-            counted = {stem: termcounts.count(self._read, scopes, w) for stem, w in stale.items()}
+            fresh = {stem: termcounts.count(self._read, scopes, w) for stem, w in stale.items()}
         if len(self._scope_freq) > 50_000:
             self._scope_freq.clear()
-        for stem, n in counted.items():
+        for stem, n in fresh.items():
             self._scope_freq[(key, stem)] = (n, scoped_total)
-        return {**out, **counted}
+        return {**out, **fresh}
 
     def matched_terms(
         self,

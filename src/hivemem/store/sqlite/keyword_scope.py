@@ -58,11 +58,10 @@ from typing import Any
 from ... import text as textmod
 from ...types import Query
 from .. import scratch
-from ..fts5 import to_fts5
 from ..keyword_query import KeywordQuery
 from ..protocols import ChunkMatch, TermStats
 from ..rows import placeholders
-from . import keyword, neighbours, termcounts
+from . import neighbours, termcounts
 from .neighbours import ONCE
 from .scoped_bm25 import K1, B, _varint_sum
 
@@ -95,15 +94,12 @@ class KeywordScope:
         query: Query,
         now: datetime,
         choose: Callable[[Mapping[str, int]], Sequence[str]] | None = None,
-        page: tuple[int, int] | None = None,
     ) -> ScopeView | WideView | None:
         """The keyword lane's reads for ``terms`` in ``scopes``: a small scope's in one
         statement (``ScopeView``, module docstring), a bigger one's as before but with
         the window in one statement (``WideView``); None where neither applies (the
         caller asks as before). ``choose(postings)``: the terms the lane will search
-        for, given the whole index's counts (``selective_terms``); ``page``: (the rows
-        the lane's search asks, the postings budget ``choose`` applies), for
-        ``_page_ahead``."""
+        for, given the whole index's counts (``selective_terms``)."""
         terms = list(terms)
         if not terms or len(set(terms)) != len(terms):
             return None
@@ -114,12 +110,7 @@ class KeywordScope:
         where, extra = self._filter_sql(query, now)
         filters = (" AND ".join([clause, *where]), [*params, *extra])
         if scoped * len(terms) > termcounts.SMALL:
-            ahead = None
-            if page is not None and scoped == everything and not (query.sessions or query.tags):
-                ahead = self._page_ahead(terms, filters, *page)
-            fresh = ahead[2] if ahead is not None else None
-            stats = self.term_stats(terms, scopes, fresh)
-            return WideView(self, terms, stats, filters, ahead)
+            return WideView(self, terms, self.term_stats(terms, scopes), filters)
         stems: list[str] = []
         for term in terms:
             group = scratch.stems(term)
@@ -168,65 +159,6 @@ class KeywordScope:
             self._keep_vocab(version, {stem: view._vocab.get(stem, 0) for stem in unique})
             self._note_postings(view._vocab, unique)
         return view
-
-    def _page_ahead(
-        self, terms: Sequence[str], filters: tuple[str, list[Any]], fetch: int, budget: int
-    ) -> tuple[str, list[Any], dict[str, int], int] | None:
-        """Where some stem's whole-index count is not kept (``term_stats`` would read
-        ``chunks_vocab`` first, then the lane its FTS5 page), both in one statement: the
-        stems' counts, the terms ``selective_terms`` chooses by them (the rarest whose
-        postings add up to at most ``budget``, at least one; each term counted by its
-        most frequent stem, a kept count where ``term_stats`` keeps one), and the first
-        page of ``_rank_then_filter`` for their OR, ``fetch`` rows. Returns (the page's
-        MATCH, its rows, the stems' counts, ``fetch``); None where every count is kept
-        (the page alone is one statement anyway).
-
-        Trigger: a wide scope holding the whole index, a question with a stem not read
-        before. Why: one statement where there were two (the bench's 20,000 memories:
-        most questions). Outcome: ``WideView.search`` answers from the page only when
-        the lane asks that very MATCH and page (else the backend is asked as before),
-        so the result never depends on this guess."""
-        groups = {term: list(scratch.stems(term)) for term in terms}
-        with self._cache_lock():
-            total = self._read_memo("SELECT COALESCE(MAX(id), 0) FROM chunks")[0][0]
-            tolerance = max(50, total // 100)
-            kept: dict[str, int] = {}
-            for group in groups.values():
-                for stem in group:
-                    cached = self._doc_freq.get(stem)
-                    if cached is not None and abs(total - cached[1]) <= tolerance:
-                        kept[stem] = cached[0]
-        stale = sorted({s for g in groups.values() for s in g if s not in kept})
-        if not stale:
-            return None
-        values, params = [], []
-        for i, term in enumerate(terms):
-            for stem in groups[term] or [""]:  # (a term of no token counts 0)
-                values.append("(?, ?, ?, ?)")
-                params += [i, textmod.fts_quote(term), stem, kept.get(stem)]
-        rows = self._read(
-            f"WITH s (stem, doc) AS {ONCE}(SELECT term, doc FROM chunks_vocab "
-            f"WHERE term IN ({placeholders(stale)})), "
-            f"x (i, q, stem, kept) AS (VALUES {', '.join(values)}), "
-            "v (i, q, doc) AS (SELECT i, q, MAX(COALESCE(x.kept, s.doc, 0)) FROM x "
-            "LEFT JOIN s ON s.stem = x.stem GROUP BY i, q), "
-            "w (i, q, cum, rn) AS (SELECT i, q, SUM(doc) OVER o, ROW_NUMBER() OVER o FROM v "
-            "WINDOW o AS (ORDER BY doc, i ROWS UNBOUNDED PRECEDING)), "
-            "e (expr) AS (SELECT group_concat(q, ' OR ' ORDER BY i) FROM w "
-            "WHERE rn = 1 OR cum <= ?), "
-            + keyword.page_sql("(SELECT expr FROM e)", filters[0]).replace(
-                "SELECT r.id", "SELECT 0, r.id", 1
-            )
-            + " UNION ALL SELECT 1, NULL, NULL, NULL, NULL, expr, NULL FROM e "
-            "UNION ALL SELECT 2, NULL, doc, stem, NULL, NULL, NULL FROM s",
-            [*stale, *params, budget, fetch, *filters[1]],
-        )
-        expr = next((r[5] for r in rows if r[0] == 1), None)
-        counts = {stem: 0 for stem in stale}
-        counts.update({r[3]: int(r[2]) for r in rows if r[0] == 2})
-        if expr is None:
-            return None
-        return expr, [r[1:] for r in rows if r[0] == 0], counts, fetch
 
     def _view_version(self) -> Any:
         """The file's version where this thread reads in a search's read view (its
@@ -393,22 +325,11 @@ class WideView:
         terms: list[str],
         stats: TermStats,
         filters: tuple[str, list[Any]],
-        ahead: tuple[str, list[Any], dict[str, int], int] | None = None,
     ) -> None:
         self._backend, self.terms, self.stats, self._filters = backend, terms, stats, filters
-        self._ahead = ahead
 
     def search(self, keywords: KeywordQuery, limit: int) -> list[ChunkMatch] | None:
-        """The page ``_page_ahead`` read, where the lane asks for that very MATCH, best
-        first by score and ``limit`` rows (what ``keyword_search`` answers then:
-        ``_rank_then_filter``'s first page); None otherwise, or where its filters kept
-        too few of a full page (the backend is asked)."""
-        ahead = self._ahead
-        if ahead is None or keywords.expression is not None or keywords.mode != "any":
-            return None
-        if keywords.newest_first or limit != ahead[3] or to_fts5(keywords) != ahead[0]:
-            return None
-        return keyword.first_page(ahead[1], limit, limit)
+        return None
 
     def matched(self, chunk_ids: Sequence[int], texts: Mapping[int, str]) -> dict[int, set[str]]:
         """Which terms each chunk's quoted-phrase match finds (``scratch.held``)."""
