@@ -308,3 +308,35 @@ def test_the_stems_counts_are_read_once_per_version_of_the_file(tmp_path):
         assert ["chunks_vocab" in sql for sql in asked] == [True]
         assert fresh._vocab["otter"] == first._vocab["otter"] + 1
         assert fresh.stats.postings["heron"] == first.stats.postings["heron"] + 1
+
+
+def test_held_terms_without_the_scratch_index_are_its_matches():
+    """``scratch.held`` (a wide scope's held terms from the words that can stem to a
+    term) answers what ``scratch.matches`` (the scratch index's quoted-phrase MATCH)
+    answers, for every text and term: ASCII and not, phrases of several tokens, words
+    whose stem porter rewrites."""
+    from hivemem.evaluation.bench import DEFAULT_SEED, CorpusGenerator
+    from hivemem.evaluation.bench_long import long_turns
+
+    texts = [t["content"] for t in long_turns(CorpusGenerator(DEFAULT_SEED), 30, 300, "t")]
+    texts += [
+        "The bay, the BAYS and baying; sensibility, sensible, nobility, hopping, hoped.",
+        "Café crème, naïve Zoë, ÉCOLE, école_primaire and e-mail/e_mail; don't 3.5 v2",
+        "flies, skies, ties, dying, lying, conflated, troubled, rational, relational",
+        "She eyed the cake, eying it; an eye for an eye. TV at 9pm, x_y_z CamelCase",
+    ]
+    rows = list(enumerate(texts, start=1))
+    words = sorted({w for text in texts for w in text.replace("/", " ").split()})
+    rng = random.Random(11)
+    special = ["eyed", "eye", "e-mail", "don't", "café", "3.5", "x_y_z", "tv", "", "the"]
+    for n in range(60):
+        terms = [w.strip(".,;") for w in rng.sample(words, 6)] + special[n % len(special) :][:2]
+        terms = list(dict.fromkeys(t for t in terms if t))
+        assert scratch.held(rows, terms) == scratch.matches(rows, terms), terms
+
+
+def test_term_counts_find_a_two_letter_stem_porter_rewrote():
+    # "eyed" stems to "ei": the words read were those starting with the stem's first two
+    # letters, "ei", so "eyed" and "eying" were never counted, where the index counts them.
+    rows = [(1, "She eyed the cake, eying it; an eye.")]
+    assert scratch.term_counts(rows, ["ei", "ey", "cake"]) == {1: {"ei": 2, "ey": 1, "cake": 1}}

@@ -219,10 +219,11 @@ class KeywordStats:
         """Which of ``terms`` each chunk matches, as the keyword index would decide (FTS5
         phrase match of the quoted term). Chunks of small scopes: asked of the index,
         per term over their scopes' rows (``termcounts.matched_in_index``). Otherwise
-        the chunks' texts are matched in a scratch index with the same tokenizer: asking
-        the big index per chunk makes FTS5 seek every term's whole doclist once per
-        chunk (about a millisecond each at 100k chunks). ``texts``: those the caller
-        read with the chunks (the others are read here)."""
+        the chunks' texts are matched as the same tokenizer matches them (``scratch.held``:
+        their words' stems, else a scratch index): asking the big index per chunk makes
+        FTS5 seek every term's whole doclist once per chunk (about a millisecond each at
+        100k chunks). ``texts``: those the caller read with the chunks (the others are
+        read here)."""
         out: dict[int, set[str]] = {cid: set() for cid in chunk_ids}
         if not chunk_ids or not terms:
             return out
@@ -240,6 +241,6 @@ class KeywordStats:
             known += self._read(
                 f"SELECT id, text FROM chunks WHERE id IN ({placeholders(missing)})", missing
             )
-        for cid, terms_held in scratch.matches(known, terms).items():
+        for cid, terms_held in scratch.held(known, terms).items():
             out[cid] |= terms_held
         return out

@@ -45,7 +45,7 @@ Not answered here (``None``, the caller asks the backend as before): a caller's 
 syntax, a term the index splits into several tokens, newest-first searches (terms so
 common their postings pass ``keyword_match_budget``). A scope too big for the one
 statement (``WideView``) asks the term statistics and the FTS5 page as before, its held
-terms of the scratch matcher directly, and its window in one statement.
+terms of the texts at hand directly (``scratch.held``), and its window in one statement.
 """
 
 from __future__ import annotations
@@ -315,9 +315,9 @@ def _joined(
 class WideView:
     """A scope too big for one statement of every term's matches: the term statistics,
     the FTS5 page and its rows are asked as before (``search`` is None); the held terms
-    come from the scratch matcher over the texts at hand (what ``matched_terms`` does
-    past ``termcounts.SMALL``, without asking the chunks' scopes first), and the window
-    is one statement."""
+    come from the texts at hand (``scratch.held``: what ``matched_terms`` does past
+    ``termcounts.SMALL``, without asking the chunks' scopes first), and the window is
+    one statement."""
 
     def __init__(
         self,
@@ -332,8 +332,8 @@ class WideView:
         return None
 
     def matched(self, chunk_ids: Sequence[int], texts: Mapping[int, str]) -> dict[int, set[str]]:
-        """Which terms each chunk's quoted-phrase match finds (``scratch.matches``)."""
-        found = scratch.matches([(cid, texts[cid]) for cid in dict.fromkeys(chunk_ids)], self.terms)
+        """Which terms each chunk's quoted-phrase match finds (``scratch.held``)."""
+        found = scratch.held([(cid, texts[cid]) for cid in dict.fromkeys(chunk_ids)], self.terms)
         return {cid: found[cid] for cid in chunk_ids}
 
     def masks(self, chunk_ids: Sequence[int], texts: Mapping[int, str]) -> dict[int, int]:
