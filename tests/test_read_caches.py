@@ -8,6 +8,8 @@ connection must show at once.
 
 from __future__ import annotations
 
+import threading
+
 import hivemem
 from hivemem.types import Query
 
@@ -171,3 +173,39 @@ def test_with_the_read_pool_off_a_commit_between_two_reads_of_a_search_is_scored
         backend._read = read_after_a_commit
         found = [h.memory.content for h in small.search("lighthouse")]
         assert done and len(found) == 2
+
+
+def test_counts_read_outside_a_snapshot_across_a_commit_are_not_kept_for_one(tmp_path):
+    """A search's snapshot has settled; another thread of the process, outside any
+    snapshot, counts a term of the same scope while another process commits between its
+    counter and its read (review of 196826e). Its rows are the newer file's: kept under
+    the older counter (the small scopes' postings, the per-scope counts), the snapshot
+    counted two lighthouses in a scope of one chunk."""
+    path = tmp_path / "m.db"
+    settings = hivemem.Settings(track_access=False)
+    with (
+        hivemem.open(path, embedder="none", settings=settings) as store,
+        hivemem.open(path, embedder="none", settings=settings) as other,
+    ):
+        _small_beside_a_big_scope(store)
+        backend, read, armed = store._backend, store._backend._read, []
+
+        def read_after_a_commit(sql, params=(), **kw):
+            if armed and threading.current_thread().name == "outside" and "MATCH" in sql:
+                armed.clear()
+                other.scope("a").save("a second lighthouse on the cape")
+            return read(sql, params, **kw)
+
+        backend._read = read_after_a_commit
+        with store.snapshot():
+            backend.term_stats(["harbour"], ["a"])  # the scope's totals kept under it
+            armed.append(True)
+            outside = threading.Thread(
+                name="outside", target=backend.term_stats, args=(["lighthouse"], ["a"])
+            )
+            outside.start()
+            outside.join()
+            stats = backend.term_stats(["lighthouse"], ["a"])
+        assert not armed  # the commit came
+        assert (stats.total_chunks, stats.doc_freq) == (1, {"lighthouse": 1})  # one file
+        assert backend.term_stats(["lighthouse"], ["a"]).doc_freq == {"lighthouse": 2}

@@ -182,7 +182,9 @@ def test_matched_terms_asked_of_the_index_agree_with_the_scratch_tokenizer(tmp_p
             small.save(text)
         chunks = store._backend._read("SELECT id, text FROM chunks")
         ids = [r[0] for r in chunks]
-        from_index = termcounts.Postings().matched(store._backend._read, 0, ids, terms)
+        from_index = termcounts.Postings().matched(
+            store._backend._read, 0, ids, terms, lambda _: True
+        )
         assert from_index is not None  # a small scope: the index answers
         expected = {cid: held for cid, held in scratch.matches(chunks, terms).items() if held}
         assert from_index == expected
@@ -220,7 +222,10 @@ def test_the_scoped_bm25_is_fts5s_formula_on_the_scopes_statistics(tmp_path, syn
         phrases = [p for p in phrases_of(keywords.tree()) if phrase_tokens(p)]
         with backend._cache_lock():
             hits = [
-                backend._hits(backend._read_raw, ["b"], keys, p, total, total + 1) for p in phrases
+                backend._hits(
+                    backend._read_raw, ["b"], keys, p, (total, total + 1), backend._version()
+                )
+                for p in phrases
             ]
             average = backend._average_length(backend._read_raw, keys, total)
         stats = ScopeStats(

@@ -111,6 +111,7 @@ class KeywordStats:
     _scope_freq: dict[tuple[tuple[str, ...], str], tuple[int, int]]
     _postings: termcounts.Postings
     _version: Any
+    _still: Any
 
     def _stems(self, terms: Sequence[str]) -> dict[str, list[str]]:
         """Each term as the keyword index tokenizes it (porter stems)."""
@@ -130,11 +131,14 @@ class KeywordStats:
             return TermStats(0, {})
         stems = self._stems(terms)
         with self._cache_lock():
+            version = self._version()  # (before the reads: ``_scoped_freq`` keeps by it)
             total = self._read_memo("SELECT COALESCE(MAX(id), 0) FROM chunks")[0][0]
             scoped: dict[str, int] | None = None
             if scopes is not None:  # first: fresh whole-index counts also serve postings
                 scoped_total, everything = termcounts.chunk_totals(self._read_memo, scopes)
-                scoped = self._scoped_freq(scopes, terms, stems, scoped_total, everything, total)
+                scoped = self._scoped_freq(
+                    scopes, terms, stems, (scoped_total, everything, total), version
+                )
             tolerance = max(50, total // 100)
             freq: dict[str, int] = {}
             stale = []
@@ -172,14 +176,17 @@ class KeywordStats:
         scopes: Sequence[str],
         terms: Sequence[str],
         stems: dict[str, list[str]],
-        scoped_total: int,
-        everything: int,
-        total: int,
+        totals: tuple[int, int, int],
+        version: Any,
     ) -> dict[str, int]:
         """Chunks of ``scopes`` holding each stem of ``terms``: the whole index's counts
         (``chunks_vocab``) when the scopes hold every chunk, else counted in the keyword
         index (``termcounts.count``); cached per (scopes, stem) until the scopes' chunk
-        total has moved by more than 1% since (so exact below 100 chunks)."""
+        total has moved by more than 1% since (so exact below 100 chunks). ``totals``:
+        the scopes' chunks, every scope's and the index's size, read under ``version``;
+        counts read across a later commit (outside a snapshot) are not kept beside them
+        (``_still``: one stored with an older total held more chunks than the scope)."""
+        scoped_total, everything, total = totals
         key = tuple(sorted(set(scopes)))
         tolerance = scoped_total // 100
         out: dict[str, int] = {}
@@ -197,13 +204,15 @@ class KeywordStats:
         if scoped_total == everything:  # the visible scopes hold the whole index
             fresh = self._vocab_counts(list(stale), total)
         elif scoped_total * len(stale) <= termcounts.SMALL:  # rows kept for matched_terms
-            keys, version = [termcounts.scope_key(s) for s in scopes], self._version()
+            keys = [termcounts.scope_key(s) for s in scopes]
             fresh = {
-                stem: len(self._postings.rows(self._read, version, keys, w))
+                stem: len(self._postings.rows(self._read, version, keys, w, self._still))
                 for stem, w in stale.items()
             }
         else:
             fresh = {stem: termcounts.count(self._read, scopes, w) for stem, w in stale.items()}
+        if not self._still(version):
+            return {**out, **fresh}
         if len(self._scope_freq) > 50_000:
             self._scope_freq.clear()
         for stem, n in fresh.items():
@@ -229,7 +238,9 @@ class KeywordStats:
             return out
         ids = list(chunk_ids)
         with self._cache_lock():
-            found = self._postings.matched(self._read_memo, self._version(), ids, terms)
+            found = self._postings.matched(
+                self._read_memo, self._version(), ids, terms, self._still
+            )
         if found is not None:
             for cid, held in found.items():
                 out[cid] |= held

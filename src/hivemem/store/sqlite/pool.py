@@ -376,7 +376,7 @@ class PooledReads:
             rows = memo.get(key)
         if rows is None:
             rows = self._read(sql, params, raw=raw)
-            if not viewed and self._current_version() != version:
+            if not self._still(version):
                 return rows  # read across a commit: not the rows of ``version``
             with self._cache_lock():
                 if self._memo_version == version and self._memo is not None:
@@ -433,6 +433,16 @@ class PooledReads:
             return self._pool.data_version()
         except self._driver_errors as exc:
             raise store_error(exc, self.location, "read") from exc
+
+    def _still(self, version: Any) -> bool:
+        """Whether rows read just now may be kept under ``version`` (``_version()``, read
+        before them): always inside a settled snapshot, whose reads are all that
+        version's; elsewhere only if no commit has come since (a read outside a snapshot
+        may see a commit the counter read before it did not count)."""
+        role = self._role
+        if role.reader is not None and role.version is not None and not role.writing:
+            return True
+        return self._current_version() == version
 
     def _current_version(self) -> tuple[int, int]:
         """``_version`` as the file is now, whatever view this thread reads in."""

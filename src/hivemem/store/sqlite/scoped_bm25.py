@@ -69,6 +69,7 @@ class ScopedBM25:
     _read_memo_raw: Any
     _cache_lock: Any
     _version: Any
+    _still: Any
     _scoped_freq: Any
     _scope_lengths: dict[tuple[str, ...], tuple[int, int]]  # keys -> (tokens, chunks)
     _phrase_hits: dict[tuple[Any, tuple[str, ...], str], int]
@@ -79,6 +80,7 @@ class ScopedBM25:
     ) -> ScopeStats | None:
         """The statistics to score ``keywords`` over ``scopes``; None when the scopes
         hold the whole index (FTS5's own numbers are theirs then)."""
+        version = self._version()  # (before the reads it keeps counts by: ``_hits``)
         scoped, everything = termcounts.chunk_totals(self._read_memo_raw, scopes)
         if scoped >= everything or scoped == 0:
             return None
@@ -87,7 +89,9 @@ class ScopedBM25:
             return None
         keys = tuple(sorted({termcounts.scope_key(s) for s in scopes}))
         with self._cache_lock():
-            hits = [self._hits(read, scopes, keys, p, scoped, everything) for p in phrases]
+            hits = [
+                self._hits(read, scopes, keys, p, (scoped, everything), version) for p in phrases
+            ]
             avgdl = self._average_length(read, keys, scoped)
         return ScopeStats(
             scoped,
@@ -171,29 +175,32 @@ class ScopedBM25:
         scopes: Sequence[str],
         keys: tuple[str, ...],
         phrase: Phrase,
-        scoped: int,
-        everything: int,
+        totals: tuple[int, int],
+        version: Any,
     ) -> int:
-        """Chunks of the scopes holding ``phrase``."""
+        """Chunks of the scopes holding ``phrase``; ``totals`` (the scopes' chunks, every
+        scope's) read under ``version``."""
+        scoped, everything = totals
         tokens = phrase_tokens(phrase)
         if len(phrase.pieces) == 1 and len(tokens) == 1 and not tokens[0][1]:
             text = phrase.pieces[0].text
             stem = tokens[0][0]
             counts = self._scoped_freq(
-                scopes, [text], {text: [stem]}, scoped, everything, everything
+                scopes, [text], {text: [stem]}, (scoped, everything, everything), version
             )
             return int(counts.get(stem, 0))
         expression = to_fts5(KeywordQuery(expression=phrase))
-        version = self._version()
         at = (version, keys, expression)
-        if at not in self._phrase_hits:
-            if len(self._phrase_hits) > 4096:
-                self._phrase_hits.clear()
-            match = f"{termcounts.scope_filter(scopes)} AND text : ({expression})"
-            self._phrase_hits[at] = int(
-                read("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", [match])[0][0]
-            )
-        return self._phrase_hits[at]
+        kept = self._phrase_hits.get(at)
+        if kept is not None:
+            return kept
+        if len(self._phrase_hits) > 4096:
+            self._phrase_hits.clear()
+        match = f"{termcounts.scope_filter(scopes)} AND text : ({expression})"
+        count = int(read("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", [match])[0][0])
+        if self._still(version):  # (outside a snapshot: no commit came before the read)
+            self._phrase_hits[at] = count
+        return count
 
     def _average_length(self, read: Any, keys: tuple[str, ...], scoped: int) -> float:
         """The scopes' average row length in tokens (every column, as FTS5 counts)."""

@@ -33,6 +33,7 @@ from ..rows import placeholders
 
 Connection = Any
 Read = Callable[[str, Sequence[Any]], list[Any]]  # rows of one statement
+Still = Callable[[Any], bool]  # may rows read now be kept under this version (``_still``)
 
 # The FTS5 schema since 0013: text and the scope key, over ``chunks`` (external content).
 FTS_SCHEMA = (
@@ -126,8 +127,11 @@ class Postings:
         self._version: Any = None
         self._rows: dict[tuple[tuple[str, ...], str], frozenset[int]] = {}
 
-    def rows(self, read: Read, version: Any, keys: Sequence[str], term: str) -> frozenset[int]:
-        """Chunks of the scopes with these keys whose text matches ``term`` quoted."""
+    def rows(
+        self, read: Read, version: Any, keys: Sequence[str], term: str, still: Still
+    ) -> frozenset[int]:
+        """Chunks of the scopes with these keys whose text matches ``term`` quoted; kept
+        only where ``still(version)`` says no commit came before the read did."""
         if version != self._version or len(self._rows) > 4096:
             self._rows.clear()
             self._version = version
@@ -136,17 +140,24 @@ class Postings:
         if found is None:
             where = "scope_key : (" + " OR ".join(f'"{key}"' for key in at[0]) + ")"
             phrase = '"' + term.replace('"', '""') + '"'
-            found = self._rows[at] = frozenset(
+            found = frozenset(
                 r[0]
                 for r in read(
                     "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?",
                     [f"{where} AND text : {phrase}"],
                 )
             )
+            if still(version):
+                self._rows[at] = found
         return found
 
     def matched(
-        self, read: Read, version: Any, chunk_ids: Sequence[int], terms: Sequence[str]
+        self,
+        read: Read,
+        version: Any,
+        chunk_ids: Sequence[int],
+        terms: Sequence[str],
+        still: Still,
     ) -> dict[int, set[str]] | None:
         """Which of ``terms`` each chunk matches (the quoted term's FTS5 phrase match),
         from the rows of the chunks' scopes that match each term; ``None`` when those
@@ -165,7 +176,7 @@ class Postings:
             return None
         out: dict[int, set[str]] = {}
         for term in terms:
-            holding = self.rows(read, version, keys, term)
+            holding = self.rows(read, version, keys, term, still)
             for chunk_id, _ in rows:
                 if chunk_id in holding:
                     out.setdefault(chunk_id, set()).add(term)
