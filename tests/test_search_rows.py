@@ -179,6 +179,37 @@ def test_the_vector_lanes_queue_check_is_kept_inside_the_view_until_a_write(tmp_
         assert len([s for s in after if "DESC LIMIT 65" in s]) == 1
 
 
+def test_the_entity_lane_reads_a_short_page_where_one_entity_is_found(any_location, clock):
+    """Both backends: ``alone`` is the page where the names find one entity (its
+    memories score alike, the lane keeps the newest), ``limit`` where they find more;
+    the short page is the long one's head, and a search's hits are those of the long."""
+    settings = hivemem.Settings(track_access=False)
+    with hivemem.open(any_location, clock=clock, embedder="hash", settings=settings) as store:
+        mem = store.scope("a")
+        people = ("Alice", "Bruno", "Chiara")
+        for n in range(12):
+            mem.add_episode(
+                f"{people[n % 3]} met {people[(n + 1) % 3]} at the harbour", "s", "user"
+            )
+        store.flush()
+        lane = store._backend.entities.lane
+        query, now = hivemem.Query(text="x"), datetime.now(UTC)
+        found, long = lane(["a"], ["alice", "nobody"], query, now, 6)
+        assert len(found) == 1 and len(long) == 6
+        assert lane(["a"], ["alice", "nobody"], query, now, 6, alone=2) == (found, long[:2])
+        both = lane(["a"], ["alice", "chiara"], query, now, 6)
+        assert len(both[0]) == 2 and len(both[1]) == 12
+        assert lane(["a"], ["alice", "chiara"], query, now, 6, alone=2) == both
+        assert lane(["a"], ["nobody"], query, now, 6, alone=2) == ([], [])
+        searched = mem.search("what did Alice say", limit=2)  # 6 of her 8
+        real = store._backend.entities.lane
+        store._backend.entities.lane = lambda *a, alone=None: real(*a)  # the long page
+        try:
+            assert mem.search("what did Alice say", limit=2) == searched
+        finally:
+            store._backend.entities.lane = real
+
+
 def test_a_search_embeds_chunks_another_connection_queued_since_the_last(tmp_path):
     """The queue check before the view is kept, but not past another connection's
     commit: its turn is embedded by the next search and found by meaning."""

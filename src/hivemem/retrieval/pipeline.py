@@ -383,7 +383,9 @@ def _entity_reads(
     mentioning every named entity, each rare, scores near 1; a name on every turn (a
     chat's speaker) weighs little."""
     names = entitymod.query_names(text)
-    found, links = backend.entities.lane(scopes, names, query, now, fetch * 4)
+    # One entity found: its memories score alike and the newest ``fetch`` are kept, so
+    # its page need be no longer (``alone``); several: a memory naming more wins.
+    found, links = backend.entities.lane(scopes, names, query, now, fetch * 4, alone=fetch)
     if not found:
         return None
     total = backend.entities.total_memories(scopes)
