@@ -210,6 +210,44 @@ def test_the_entity_lane_reads_a_short_page_where_one_entity_is_found(any_locati
             store._backend.entities.lane = real
 
 
+def test_the_knn_rows_read_vectors_by_the_cache_row_the_scope_copy_noted(tmp_path):
+    """The KNN's float vectors are read by ``embedding_cache`` row id (no descent of its
+    (text hash, model) index), the rows noted as the scope's bits load and as later
+    vectors arrive; a noted row that no longer holds the chunk's vector (a purge freed
+    it, another vector took it) is not believed: the same hits as by the index."""
+    with _open(tmp_path / "m.db") as store:
+        mem = _searched_once(store)
+        mem.add_episode("a late turn about the lighthouse keeper", "s", "user")
+        store.flush()
+        before = mem.search("lighthouse keeper", limit=5)
+        backend = store._backend
+        copy = backend.vectors._bits["a"]
+        rows = dict(
+            backend._read(
+                "SELECT c.id, e.id FROM chunks c JOIN embedding_cache e "
+                "ON e.text_hash = c.text_hash"
+            )
+        )
+        assert copy.cache_rows.tolist() == [rows[i] for i in copy.ids.tolist()]  # late one too
+        knn = [
+            s
+            for s in _statements(store, lambda: mem.search("lighthouse keeper", limit=5))
+            if "FROM x CROSS JOIN chunks c" in s
+        ]
+        assert len(knn) == 1
+        plan = " ".join(
+            str(r) for r in backend._read("EXPLAIN QUERY PLAN " + knn[0].replace("?", "NULL"))
+        )
+        assert "SEARCH e USING INTEGER PRIMARY KEY" in plan
+        copy.cache_rows = np.roll(copy.cache_rows, 1)  # every noted row another chunk's
+        assert [h.memory.id for h in mem.search("lighthouse keeper", limit=5)] == [
+            h.memory.id for h in before
+        ]
+        assert [h.score for h in mem.search("lighthouse keeper", limit=5)] == [
+            h.score for h in before
+        ]
+
+
 def test_a_search_embeds_chunks_another_connection_queued_since_the_last(tmp_path):
     """The queue check before the view is kept, but not past another connection's
     commit: its turn is embedded by the next search and found by meaning."""
