@@ -248,25 +248,6 @@ def test_the_knn_rows_read_vectors_by_the_cache_row_the_scope_copy_noted(tmp_pat
         ]
 
 
-def test_the_pool_asks_no_pairs_the_keyword_lanes_window_read(tmp_path):
-    """Fusion's best hits are mostly the keyword lane's matches, whose dialogue pairs its
-    window read in the same view: the pool's statement asks none of them again (every
-    turn here matches, so it asks no pair at all), and the hits are those of a search
-    whose window kept nothing."""
-    from test_search_statements import _filled
-
-    with _filled(tmp_path / "m.db") as store:
-        mem = store.scope("a")
-        mem.search("harbour lighthouse")
-        statements = _statements(store, lambda: mem.search("harbour lighthouse 3"))
-        pool = [s for s in statements if "x (id, chunk, need)" in s]
-        assert len(pool) == 1 and not pool[0].startswith("WITH pairs")
-        hits = mem.search("harbour lighthouse 3")
-        backend = store._backend
-        backend._pairs_version = lambda: None  # nothing kept: every pair read again
-        assert mem.search("harbour lighthouse 3") == hits
-
-
 def test_a_search_embeds_chunks_another_connection_queued_since_the_last(tmp_path):
     """The queue check before the view is kept, but not past another connection's
     commit: its turn is embedded by the next search and found by meaning."""

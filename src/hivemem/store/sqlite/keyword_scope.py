@@ -86,8 +86,6 @@ class KeywordScope:
     _pool: Any
     _vocab_seen: tuple[Any, dict[str, int]] | None = None  # (version, stem -> rows)
     term_stats: Any
-    _pairs: Any  # neighbours.PairMemo
-    _pairs_version: Any
 
     def keyword_scope(
         self,
@@ -242,9 +240,6 @@ class KeywordScope:
             [*ids, *filters[1]],
         )
         pairs = neighbours.sides([r[1:] for r in rows if r[0] == 0])
-        # Kept for fusion's ask of its best hits' pairs, as ``session_neighbours`` keeps.
-        version = self._pairs_version()
-        neighbours.keep(self._pairs, version, neighbours.Asked.over(filters), ids, pairs)
         chunks = sorted((r[1], r[3], r[2], r[4]) for r in rows if r[0] == 1)
         return pairs, chunks
 

@@ -7,9 +7,7 @@ file they were read under (``PairMemo``; inside a search's read view the version
 statement), per scope list and filters, so the second ask reads only the anchors the
 first did not: often none, one statement a search fewer. The statement (``pairs_sql``)
 is shared with the keyword lane's window (``keyword_scope.py``), which asks the same
-pairs with the joining neighbours' chunks in one statement and keeps them here too:
-fusion's best hits are mostly its anchors (8 of 10 on the bench's questions), whose
-pairs the pool's statement (``candidates.py``) then does not read again.
+pairs with the joining neighbours' chunks in one statement.
 """
 
 from __future__ import annotations
@@ -79,13 +77,8 @@ class Asked:
     def of(cls, db: SQLiteDatabase, scopes: Sequence[str], query: Query, now: datetime) -> Asked:
         clause, params = db._scope_clause(scopes)
         where, extra = db._filter_sql(query, now)
-        return cls.over((" AND ".join([clause, *where]), [*params, *extra]))
-
-    @classmethod
-    def over(cls, filters: tuple[str, list[Any]]) -> Asked:
-        """The filters as SQL and parameters (the keyword lane's, built as ``of``
-        builds them): the scopes are among the parameters, so the two are the key."""
-        return cls(filters[0], filters[1], (filters[0], tuple(filters[1])))
+        key = (tuple(scopes), tuple(where), tuple(extra))
+        return cls(" AND ".join([clause, *where]), [*params, *extra], key)
 
 
 def kept(
