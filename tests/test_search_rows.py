@@ -172,7 +172,11 @@ def test_the_vector_lanes_queue_check_is_kept_inside_the_view_until_a_write(tmp_
         # Before the view (embed_fresh), kept too: under the counter the view begins
         # under, read once a search.
         assert [s for s in again if "DESC LIMIT 65" in s] == []
-        assert again.count("PRAGMA data_version") <= 2  # the view's, the vault's
+        # The view's two (before the snapshot, and its check once begun); the vault's
+        # check of the output after the view asks one more only where the search ended
+        # over 5 ms after its view (a loaded machine: 5 runs in 30 on main): not counted.
+        viewed = again[: again.index("COMMIT")]
+        assert viewed.count("PRAGMA data_version") <= 2
         mem.save("a new note about the lighthouse")
         after = _statements(store, lambda: mem.search("lighthouse"))
         assert len(in_view(after)) == 1  # the write is seen
