@@ -215,10 +215,11 @@ def test_the_entity_lane_reads_a_short_page_where_one_entity_is_found(any_locati
 
 
 def test_the_knn_rows_read_vectors_by_the_cache_row_the_scope_copy_noted(tmp_path):
-    """The KNN's float vectors are read by ``embedding_cache`` row id (no descent of its
-    (text hash, model) index), the rows noted as the scope's bits load and as later
-    vectors arrive; a noted row that no longer holds the chunk's vector (a purge freed
-    it, another vector took it) is not believed: the same hits as by the index."""
+    """The KNN's float vectors, and the pool's, are read by ``embedding_cache`` row id
+    (no descent of its (text hash, model) index), the rows noted as the scope's bits
+    load and as later vectors arrive; a noted row that no longer holds the chunk's
+    vector (a purge freed it, another vector took it) is not believed: the same hits
+    as by the index."""
     with _open(tmp_path / "m.db") as store:
         mem = _searched_once(store)
         mem.add_episode("a late turn about the lighthouse keeper", "s", "user")
@@ -233,17 +234,36 @@ def test_the_knn_rows_read_vectors_by_the_cache_row_the_scope_copy_noted(tmp_pat
             )
         )
         assert copy.cache_rows.tolist() == [rows[i] for i in copy.ids.tolist()]  # late one too
-        knn = [
-            s
-            for s in _statements(store, lambda: mem.search("lighthouse keeper", limit=5))
-            if "FROM x CROSS JOIN chunks c" in s
-        ]
+        statements_of_search = _statements(store, lambda: mem.search("lighthouse keeper", limit=5))
+        knn = [s for s in statements_of_search if "FROM x CROSS JOIN chunks c" in s]
         assert len(knn) == 1
         plan = " ".join(
             str(r) for r in backend._read("EXPLAIN QUERY PLAN " + knn[0].replace("?", "NULL"))
         )
         assert "SEARCH e USING INTEGER PRIMARY KEY" in plan
+        pool = [s for s in statements_of_search if "x (id, chunk, need, row)" in s]
+        assert len(pool) == 1  # the pool's vectors too, by the rows the copy noted
+        plan = " ".join(str(r) for r in backend._read("EXPLAIN QUERY PLAN " + pool[0]))
+        assert "SEARCH e USING INTEGER PRIMARY KEY" in plan
+        chunks = copy.ids.tolist()
+        assert backend.vectors.cache_rows_of(["a"], chunks) == {i: rows[i] for i in chunks}
+        wanted = dict(
+            backend._read(
+                f"SELECT memory_id, id FROM chunks WHERE id IN ({chunks[0]}, {chunks[-1]})"
+            )
+        )
+        pooled = backend.pool_rows(
+            ["a"], wanted, store.indexer.identity, [], lambda k: None, lambda sides: set(wanted),
+            hivemem.Query(text="x"), datetime.now(UTC),
+        )  # fmt: skip
+        assert all(v is not None for _, v, _ in pooled) and len(pooled) == 2
         copy.cache_rows = np.roll(copy.cache_rows, 1)  # every noted row another chunk's
+        copy.lookup = None  # (the pool's lookup made again from them)
+        again = backend.pool_rows(
+            ["a"], wanted, store.indexer.identity, [], lambda k: None, lambda sides: set(wanted),
+            hivemem.Query(text="x"), datetime.now(UTC),
+        )  # fmt: skip
+        assert {m.id: v.tobytes() for m, v, _ in again} == {m.id: v.tobytes() for m, v, _ in pooled}
         assert [h.memory.id for h in mem.search("lighthouse keeper", limit=5)] == [
             h.memory.id for h in before
         ]
@@ -415,7 +435,8 @@ def test_the_pools_rows_read_no_vector_the_vector_lane_read(tmp_path):
         assert all(vectors[t.id] is not None for t in (turns[0], turns[2], turns[3]))
         statements = _statements(store, lambda: mem.search("harbour lighthouse 3"))
         (pool,) = [s for s in statements if "m.id = x.id" in s]
-        assert ", 0)" in pool  # at least one candidate's vector came with the vector lane
+        # At least one candidate's vector came with the vector lane (no need, no row).
+        assert ", 0, NULL)" in pool
 
 
 def test_pool_rows_carry_the_queued_access_counts_as_get_many(tmp_path, clock):

@@ -112,6 +112,9 @@ class _ScopeBits:
     # Each chunk's ``embedding_cache`` row id as loaded (-1: none found): the KNN rows'
     # float vectors are read by it, not through the (text hash, model) index (``_rows``).
     cache_rows: np.ndarray  # int64, (n,)
+    # (chunk ids sorted, their cache rows): ``cache_rows_of``'s lookup, made on first use
+    # and extended as the copy grows (the columns' own order is the Hamming scan's).
+    lookup: tuple[np.ndarray, np.ndarray] | None = None
 
 
 def to_words(rows: np.ndarray) -> np.ndarray:
@@ -559,7 +562,9 @@ class SQLiteVectorIndex:
                 ids, words = _to_arrays(rows)
                 if len(ids):
                     cached.ids = np.concatenate([cached.ids, ids])
-                    cached.cache_rows = np.concatenate([cached.cache_rows, _cache_rows(rows, 2)])
+                    added = _cache_rows(rows, 2)
+                    cached.cache_rows = np.concatenate([cached.cache_rows, added])
+                    cached.lookup = _extended(cached.lookup, ids, added)
                     cached.words = (
                         np.concatenate([cached.words, words], axis=1)
                         if cached.words.size
@@ -567,6 +572,31 @@ class SQLiteVectorIndex:
                     )
                 cached.seq = newest
             return cached
+
+    def cache_rows_of(self, scopes: Sequence[str], chunk_ids: Sequence[int]) -> dict[int, int]:
+        """The ``embedding_cache`` row ids the scopes' bit-vector copies noted for these
+        chunks (those a copy holds; no statement). A row may be stale (a purge, a model
+        change): the caller reads it checked against the chunk's text hash and model,
+        and by the index where the check fails (``candidates.read_with_context``)."""
+        if not chunk_ids:
+            return {}
+        asked = np.fromiter(chunk_ids, dtype=np.int64, count=len(chunk_ids))
+        out: dict[int, int] = {}
+        with self._cache_lock:
+            for scope in scopes:
+                cached = self._bits.get(scope)
+                if cached is None or not len(cached.ids):
+                    continue
+                if cached.lookup is None:
+                    order = np.argsort(cached.ids, kind="stable")  # near sorted: ~linear
+                    cached.lookup = (cached.ids[order], cached.cache_rows[order])
+                ids, rows = cached.lookup
+                at = np.minimum(np.searchsorted(ids, asked), len(ids) - 1)
+                hit = ids[at] == asked
+                for chunk_id, row in zip(asked[hit].tolist(), rows[at[hit]].tolist(), strict=True):
+                    if row >= 0:
+                        out.setdefault(chunk_id, row)
+        return out
 
     def vectors(self, model: str, chunk_ids: Sequence[int]) -> dict[int, np.ndarray]:
         """The float vectors of the given chunks (those embedded), for diversification."""
@@ -590,6 +620,20 @@ def _listed(ids: np.ndarray, cache_rows: np.ndarray) -> list[Any]:
         if not pairs or pairs[-2] != chunk_id:
             pairs += [chunk_id, row]
     return pairs
+
+
+def _extended(
+    lookup: tuple[np.ndarray, np.ndarray] | None, ids: np.ndarray, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """``_ScopeBits.lookup`` with chunks the copy just took: appended where they all come
+    after it (chunk ids grow as chunks are written), else made again on next use."""
+    if lookup is None:
+        return None
+    order = np.argsort(ids, kind="stable")
+    ids, rows = ids[order], rows[order]
+    if len(lookup[0]) and ids[0] < lookup[0][-1]:
+        return None
+    return np.concatenate([lookup[0], ids]), np.concatenate([lookup[1], rows])
 
 
 def _cache_rows(rows: Sequence[Any], at: int) -> np.ndarray:
