@@ -229,12 +229,13 @@ def search(
         settings.length_weight,
     )
     scored: list[Ranked] = []
+    profile = ranking.DecayProfile(settings.decay_profile)
     for at in order:
         memory_id, base = ids[at], fused[at]
         memory = memories.get(memory_id)
         if memory is None or base <= 0:  # deleted between the reads; or no lane scored it
             continue
-        factors = adjustments(memory, settings, now)
+        factors = adjustments(memory, settings, now, profile)
         if prior[memory_id] < 1.0:
             factors["session"] = prior[memory_id]
         if lengths.get(memory_id, 1.0) < 1.0:
@@ -387,7 +388,9 @@ def _entity_reads(
     mentioning every named entity, each rare, scores near 1; a name on every turn (a
     chat's speaker) weighs little."""
     names = entitymod.query_names(text)
-    found, links = backend.entities.lane(scopes, names, query, now, fetch * 4)
+    # One entity found: its memories score alike and the newest ``fetch`` are kept, so
+    # its page need be no longer (``alone``); several: a memory naming more wins.
+    found, links = backend.entities.lane(scopes, names, query, now, fetch * 4, alone=fetch)
     if not found:
         return None
     total = backend.entities.total_memories(scopes)
@@ -622,8 +625,15 @@ def _weights(settings: Settings) -> dict[str, float]:
     }
 
 
-def adjustments(memory: Memory | RankRow, settings: Settings, now: datetime) -> dict[str, float]:
-    """The multipliers applied after fusion, by name (only those that are not 1)."""
+def adjustments(
+    memory: Memory | RankRow,
+    settings: Settings,
+    now: datetime,
+    profile: ranking.DecayProfile | None = None,
+) -> dict[str, float]:
+    """The multipliers applied after fusion, by name (only those that are not 1).
+    ``profile``: ``settings.decay_profile`` as its enum, made once for a search's pool
+    (~60 calls) by the caller where it can."""
     factors: dict[str, float] = {}
     if memory.status is Status.SUPERSEDED:
         factors["superseded"] = settings.superseded_factor
@@ -631,25 +641,28 @@ def adjustments(memory: Memory | RankRow, settings: Settings, now: datetime) -> 
         age = ranking.age_days(memory.event_time or memory.created_at, now)
         decay = ranking.temporal_decay(
             age,
-            ranking.DecayProfile(settings.decay_profile),
+            ranking.DecayProfile(settings.decay_profile) if profile is None else profile,
             settings.half_life_days,
             settings.recency_half_life_days,
         )
         factor = 1.0 - settings.decay_weight + settings.decay_weight * decay
         if factor < 1.0:
             factors["decay"] = factor
-    boost = ranking.access_boost(
-        memory.access_count,
-        settings.max_access_boost,
-        hours_since_access=(
-            (now - memory.last_accessed).total_seconds() / 3600 if memory.last_accessed else None
-        ),
-        full_hours=settings.access_recency_hours,
-        fade_days=settings.access_fade_days,
-        curve=settings.access_curve,
-    )
-    if boost > 1.0:
-        factors["access"] = boost
+    if memory.access_count > 0:  # (never returned: ``access_boost`` is 1)
+        boost = ranking.access_boost(
+            memory.access_count,
+            settings.max_access_boost,
+            hours_since_access=(
+                (now - memory.last_accessed).total_seconds() / 3600
+                if memory.last_accessed
+                else None
+            ),
+            full_hours=settings.access_recency_hours,
+            fade_days=settings.access_fade_days,
+            curve=settings.access_curve,
+        )
+        if boost > 1.0:
+            factors["access"] = boost
     if memory.confidence < 1.0:
         factors["confidence"] = memory.confidence
     return factors

@@ -182,9 +182,11 @@ class EntityIndex(Protocol):
         ...
 
     def lane(
-        self, scopes: Sequence[str], names: Sequence[str], query: Query, now: datetime, limit: int
-    ) -> tuple[list[Entity], list[tuple[str, int]]]:
-        """``lookup`` (no aliases) and ``linked`` of what it found, in as few reads as can be."""
+        self, scopes: Sequence[str], names: Sequence[str], query: Query, now: datetime,
+        limit: int, alone: int | None = None,
+    ) -> tuple[list[Entity], list[tuple[str, int]]]:  # fmt: skip
+        """``lookup`` (no aliases) and ``linked`` of what it found, in as few reads as can
+        be; ``alone``: the page instead of ``limit`` where one entity only is found."""
         ...
 
     def add_alias(self, scope: str, entity_id: int, alias: str) -> None: ...

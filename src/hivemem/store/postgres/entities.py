@@ -156,27 +156,44 @@ class PgEntityIndex(Describes):
         return [(r[0], r[1]) for r in rows]
 
     def lane(
-        self, scopes: Sequence[str], names: Sequence[str], query: Query, now: datetime, limit: int
+        self,
+        scopes: Sequence[str],
+        names: Sequence[str],
+        query: Query,
+        now: datetime,
+        limit: int,
+        alone: int | None = None,
     ) -> tuple[list[Entity], list[tuple[str, int]]]:
         """``lookup`` (without aliases) and ``linked`` of the entities found, in one
         statement (SQLite's twin; two round trips before): each entity's page is an
         ``ARRAY`` of its newest ``limit`` memories that pass, as ``linked`` reads them,
-        beside its row. Run beside the keyword lane (``reads_in_parallel``)."""
+        beside its row (``alone`` where one entity only is found, as SQLite's). Run
+        beside the keyword lane (``reads_in_parallel``)."""
         if not names:
             return [], []
         unique = list(dict.fromkeys(names))[:200]
         clause, params = self._db._scope_clause(scopes)
         where, extra = self._db._filter_sql(query, now)
         filters = " AND ".join([clause, *where])
+        lookup = (
+            "SELECT entity_id FROM entity_aliases WHERE scope = ANY(%s) AND alias = ANY(%s::text[])"
+        )
+        page = "%s"
+        sizes: list[Any] = [limit]
+        if alone is not None and alone < limit:
+            page = (
+                f"(SELECT CASE WHEN COUNT(DISTINCT entity_id) > 1 THEN %s ELSE %s END "
+                f"FROM ({lookup}) f)"
+            )
+            sizes = [limit, alone, list(scopes), text_array(unique)]
         rows = self._db._q(
             "SELECT e.id, e.scope, e.name, e.canonical, e.type, e.mention_count, "
             "e.first_seen, e.last_seen, '[]', e.protected, e.summary, "
             "ARRAY(SELECT me.memory_id FROM memory_entities me "
             "JOIN memories m ON m.id = me.memory_id "
-            f"WHERE me.entity_id = e.id AND {filters} ORDER BY me.memory_id DESC LIMIT %s) "
-            "FROM entities e WHERE e.id IN (SELECT entity_id FROM entity_aliases "
-            "WHERE scope = ANY(%s) AND alias = ANY(%s::text[])) ORDER BY e.id",
-            [*params, *extra, limit, list(scopes), text_array(unique)],
+            f"WHERE me.entity_id = e.id AND {filters} ORDER BY me.memory_id DESC LIMIT {page}) "
+            f"FROM entities e WHERE e.id IN ({lookup}) ORDER BY e.id",
+            [*params, *extra, *sizes, list(scopes), text_array(unique)],
         )
         found = entity_rows([r[:-1] for r in rows])
         links = [(m, entity.id) for entity, r in zip(found, rows, strict=True) for m in r[-1]]

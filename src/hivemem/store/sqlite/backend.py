@@ -382,6 +382,7 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, KeywordScope, Scope
         return candidates.read_with_context(
             self, self._pairs, self._pairs_version(), scopes, wanted, model,
             self._access.queued, anchors, chunk_of, keep, query, now, have,
+            lambda ids: self.vectors.cache_rows_of(scopes, ids),
         )  # fmt: skip
 
     def by_key(

@@ -81,6 +81,7 @@ def read_with_context(
     query: Query,
     now: datetime,
     have: Collection[str] = (),
+    cache_rows: Callable[[Sequence[int]], Mapping[int, int]] | None = None,
 ) -> list[Row]:
     """``read`` of ``wanted`` and ``session_neighbours`` of ``anchors`` in one statement,
     with the rows of those neighbours. ``keep`` is given each anchor's neighbours (as
@@ -92,7 +93,11 @@ def read_with_context(
     kept from an earlier ask), else the memory's first (a neighbour read here: a
     candidate's own chunk is most often its first, a turn being one chunk). Rows come in
     no particular order. ``version``: as ``neighbours.read``'s. ``have``: memories whose vector the
-    caller holds (the vector lane read it): none is read for them (a row's vector None)."""
+    caller holds (the vector lane read it): none is read for them (a row's vector None).
+    ``cache_rows``: the ``embedding_cache`` row ids noted for chunks (the vector index's
+    copies, ``cache_rows_of``): a vector asked for is read by its row, checked against
+    the chunk's text hash and model, and by the cache's index where there is none or the
+    check fails (the same vector), as the KNN reads its rows (``vectors._rows``)."""
     ask = neighbours.Asked.of(db, scopes, query, now)
     known, todo = neighbours.kept(memo, version, ask, anchors)
     asked = dict(wanted)
@@ -104,15 +109,19 @@ def read_with_context(
         keep(neighbours.in_order(known))
         return []
     clause, params = db._scope_clause(scopes)
+    noted: Mapping[int, int] = {}
+    if model is not None and cache_rows is not None:
+        noted = cache_rows([c for m, c in asked.items() if c is not None and m not in have])
     pairs: list[Any] = []
     for memory_id, chunk_id in asked.items():
-        pairs += [memory_id, chunk_id, memory_id not in have]
+        row = None if chunk_id is None else noted.get(chunk_id)
+        pairs += [memory_id, chunk_id, memory_id not in have, row]
     values = (
-        "VALUES " + ", ".join(["(?, ?, ?)"] * len(asked))
+        "VALUES " + ", ".join(["(?, ?, ?, ?)"] * len(asked))
         if asked
-        else "SELECT NULL, NULL, NULL WHERE 0"
+        else "SELECT NULL, NULL, NULL, NULL WHERE 0"
     )
-    vector, join, extra = _vector_join(model, "x", " AND x.need")
+    vector, join, extra = _noted_vector_join(model)
     rows_sql = (
         f"SELECT 0, {SELECT}, {vector}, {'x.chunk' if model is None else 'c.id'} "
         "FROM x CROSS JOIN memories m ON m.id = x.id "
@@ -123,15 +132,15 @@ def read_with_context(
         # that pass (``ok``) join the memories asked for, each with its first chunk.
         padding = ", ".join(["NULL"] * (len(COLUMNS) - 3))
         sql = (
-            neighbours.pairs_sql(todo, ask.filters) + f", w (id, chunk, need) AS ({values}), "
-            "x (id, chunk, need) AS (SELECT id, chunk, need FROM w "
-            "UNION ALL SELECT id, NULL, 1 FROM ok WHERE id NOT IN (SELECT id FROM w)) "
+            neighbours.pairs_sql(todo, ask.filters) + f", w (id, chunk, need, row) AS ({values}), "
+            "x (id, chunk, need, row) AS (SELECT id, chunk, need, row FROM w "
+            "UNION ALL SELECT id, NULL, 1, NULL FROM ok WHERE id NOT IN (SELECT id FROM w)) "
             f"{rows_sql} UNION ALL SELECT 1, anchor, before, before IN ok, after, "
             f"after IN ok, {padding} FROM pairs"
         )
         got = db._read(sql, [*todo, *ask.params, *pairs, *extra, *params])
     else:
-        sql = f"WITH x (id, chunk, need) AS ({values}) {rows_sql}"
+        sql = f"WITH x (id, chunk, need, row) AS ({values}) {rows_sql}"
         got = db._read(sql, [*pairs, *extra, *params])
     if todo:
         found = neighbours.sides([r[1:6] for r in got if r[0] == 1])
@@ -147,6 +156,24 @@ def read_with_context(
         )
         for r in memory_rows
     ]
+
+
+def _noted_vector_join(model: str | None) -> tuple[str, str, list[Any]]:
+    """``_vector_join`` of ``x`` where ``x.need``, each vector read by its noted cache
+    row (``x.row``) checked against the chunk's text hash and model, else by the cache's
+    index: that join's key is NULL where the row held, so SQLite does not seek it (a
+    condition beside the key is tested after the seek)."""
+    if model is None:
+        return "NULL", "", []
+    join = (
+        "LEFT JOIN chunks c ON c.id = COALESCE(x.chunk, (SELECT f.id FROM chunks f "
+        "WHERE f.memory_id = m.id ORDER BY f.seq LIMIT 1)) "
+        "LEFT JOIN embedding_cache e ON e.id = x.row AND e.text_hash = c.text_hash "
+        "AND e.model = ? AND x.need "
+        "LEFT JOIN embedding_cache i ON i.text_hash = "
+        "(CASE WHEN e.id IS NULL AND x.need THEN c.text_hash END) AND i.model = ? "
+    )
+    return "COALESCE(e.vector, i.vector)", join, [model, model]
 
 
 def _vector_join(model: str | None, table: str, when: str = "") -> tuple[str, str, list[Any]]:

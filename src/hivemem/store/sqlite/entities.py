@@ -247,26 +247,49 @@ class SQLiteEntityIndex(Describes):
         return out
 
     def lane(
-        self, scopes: Sequence[str], names: Sequence[str], query: Query, now: datetime, limit: int
+        self,
+        scopes: Sequence[str],
+        names: Sequence[str],
+        query: Query,
+        now: datetime,
+        limit: int,
+        alone: int | None = None,
     ) -> tuple[list[Entity], list[tuple[str, int]]]:
         """``lookup`` (without aliases) and ``linked`` of the entities found, in one
         statement: each entity's page is a correlated subquery of its row (its newest
-        ``limit`` memories that pass, as ``linked`` reads them), gathered as JSON."""
+        ``limit`` memories that pass, as ``linked`` reads them), gathered as JSON.
+
+        ``alone``: the page when the names find one entity only (``limit`` else). Its
+        memories then all score alike and the lane keeps its newest, so a page of what
+        the lane keeps gives the same answer: a speaker's name found alone read 120
+        memories (each a lookup of its row for the filters) to keep 30. Asked in the
+        statement (the lookup counted once), so the page is still one read."""
         if not names:
             return [], []
         unique = list(dict.fromkeys(names))[:200]
         clause, params = self._db._scope_clause(scopes)
         where, extra = self._db._filter_sql(query, now)
         filters = " AND ".join([clause, *where])
+        lookup = (
+            f"SELECT entity_id FROM entity_aliases WHERE scope IN ({placeholders(scopes)}) "
+            f"AND alias IN ({placeholders(unique)})"
+        )
+        page = "?"
+        sizes: list[Any] = [limit]
+        if alone is not None and alone < limit:
+            page = (
+                f"(SELECT CASE WHEN COUNT(DISTINCT entity_id) > 1 THEN ? ELSE ? END "
+                f"FROM ({lookup}))"
+            )
+            sizes = [limit, alone, *scopes, *unique]
         rows = self._db._read(
             "SELECT e.id, e.scope, e.name, e.canonical, e.type, e.mention_count, "
             "e.first_seen, e.last_seen, '[]', e.protected, e.summary, "
             "(SELECT json_group_array(p.memory_id) FROM (SELECT me.memory_id "
             "FROM memory_entities me CROSS JOIN memories m ON m.id = me.memory_id "
-            f"WHERE me.entity_id = e.id AND {filters} ORDER BY me.memory_id DESC LIMIT ?) p) "
-            "FROM entities e WHERE e.id IN (SELECT entity_id FROM entity_aliases "
-            f"WHERE scope IN ({placeholders(scopes)}) AND alias IN ({placeholders(unique)}))",
-            [*params, *extra, limit, *scopes, *unique],
+            f"WHERE me.entity_id = e.id AND {filters} ORDER BY me.memory_id DESC LIMIT {page}) p) "
+            f"FROM entities e WHERE e.id IN ({lookup})",
+            [*params, *extra, *sizes, *scopes, *unique],
         )
         found = entity_rows([r[:-1] for r in rows])
         links = [

@@ -5,9 +5,10 @@ holds one *binary-quantised* vector per chunk, with the chunk's scope as a parti
 so a KNN query reads one scope's vectors only. The float32 vectors live in
 ``embedding_cache`` keyed by (sha256 of the normalised chunk text, embedder identity):
 nothing is embedded twice, and the KNN's candidates are re-scored by exact cosine from
-there. Measured at 100k 384-d vectors in one scope: brute-force KNN costs 52 ms in
-float32; as bit vectors 11 ms for k = 50, 19 ms for k = 100, 37 ms for k = 200 (the
-cost grows with k), and re-scoring the pool exactly costs ~4 ms for 200 rows.
+there (each read by the row id the scope's in-memory copy noted for its chunk: ``_rows``).
+Measured at 100k 384-d vectors in one scope: brute-force KNN costs 52 ms in float32;
+as bit vectors 11 ms for k = 50, 19 ms for k = 100, 37 ms for k = 200 (the cost grows
+with k), and re-scoring the pool exactly costs ~4 ms for 200 rows.
 
 Identity. ``meta.embedding_identity`` (``model:dimension``) names the embedder whose
 vectors the table holds. ``bind`` refuses another identity (the caller disables the
@@ -108,6 +109,12 @@ class _ScopeBits:
     ids: np.ndarray  # int64, (n,)
     words: np.ndarray  # uint64, (dimension / 64, n)
     seq: int  # the vector_log sequence number this copy is current through
+    # Each chunk's ``embedding_cache`` row id as loaded (-1: none found): the KNN rows'
+    # float vectors are read by it, not through the (text hash, model) index (``_rows``).
+    cache_rows: np.ndarray  # int64, (n,)
+    # (chunk ids sorted, their cache rows): ``cache_rows_of``'s lookup, made on first use
+    # and extended as the copy grows (the columns' own order is the Hamming scan's).
+    lookup: tuple[np.ndarray, np.ndarray] | None = None
 
 
 def to_words(rows: np.ndarray) -> np.ndarray:
@@ -427,21 +434,49 @@ class SQLiteVectorIndex:
             k = max(pool, fetch * 2)
             while True:
                 nearest = hamming_nearest(cached.words, query_bits, k)
-                ids = list(dict.fromkeys(cached.ids[nearest].tolist()))
-                if not ids:
+                pairs = _listed(cached.ids[nearest], cached.cache_rows[nearest])
+                if not pairs:
                     break
-                passed = self._db._read(
-                    "SELECT c.id, c.memory_id, c.seq, c.text, e.vector FROM chunks c "
-                    "CROSS JOIN memories m ON m.id = c.memory_id "
-                    "JOIN embedding_cache e ON e.text_hash = c.text_hash AND e.model = ? "
-                    f"WHERE c.id IN ({placeholders(ids)}) AND {filters}",
-                    [model, *ids, scope, *extra],
-                )
-                if len(passed) >= fetch or len(ids) < k or k >= _KNN_MAX:
+                passed = self._rows(pairs, model, filters, scope, extra)
+                if len(passed) >= fetch or len(pairs) // 2 < k or k >= _KNN_MAX:
                     rows.extend(passed)
                     break
                 k = min(k * 4, _KNN_MAX)
         return _best(rows, vector, fetch)
+
+    def _rows(
+        self, pairs: Sequence[Any], model: str, filters: str, scope: str, extra: Sequence[Any]
+    ) -> list[Any]:
+        """The KNN's chunks that pass ``filters``, in chunk id order, each with its
+        memory, sequence, text and float vector: the rows of ``c.id IN (…)`` joined to
+        ``embedding_cache`` by (text hash, model). ``pairs``: (chunk id, its cache row
+        id) flattened, in chunk id order (``_listed``).
+
+        Each vector is read by the row id the scope's copy noted for the chunk, checked
+        against the chunk's text hash and the model (a purge may free a row id, and a
+        later vector take it), which saves a descent of the cache's (text hash, model)
+        index per chunk: one page read of a ~1 kB vector instead of two where the cache
+        outgrows SQLite's page cache. Where a vector is not found so (none noted, or the
+        check fails), the rows are read by the index as before: the same rows."""
+        values = ", ".join(["(?, ?)"] * (len(pairs) // 2))
+        rows = self._db._read(
+            f"WITH x (chunk, row) AS (VALUES {values}) "
+            "SELECT c.id, c.memory_id, c.seq, c.text, e.vector FROM x "
+            "CROSS JOIN chunks c ON c.id = x.chunk CROSS JOIN memories m ON m.id = c.memory_id "
+            "LEFT JOIN embedding_cache e ON e.id = x.row AND e.text_hash = c.text_hash "
+            f"AND e.model = ? WHERE {filters}",
+            [*pairs, model, scope, *extra],
+        )
+        if all(r[4] is not None for r in rows):
+            return rows
+        listed = pairs[::2]
+        return self._db._read(
+            "SELECT c.id, c.memory_id, c.seq, c.text, e.vector FROM chunks c "
+            "CROSS JOIN memories m ON m.id = c.memory_id "
+            "JOIN embedding_cache e ON e.text_hash = c.text_hash AND e.model = ? "
+            f"WHERE c.id IN ({placeholders(listed)}) AND {filters}",
+            [model, *listed, scope, *extra],
+        )
 
     def _exact(
         self,
@@ -506,23 +541,30 @@ class SQLiteVectorIndex:
             cached = self._bits.get(scope)
             if cached is None:
                 rows = self._db._read(
-                    "SELECT c.id, e.vector FROM memories m "
+                    "SELECT c.id, e.vector, e.id FROM memories m "
                     "CROSS JOIN chunks c ON c.memory_id = m.id "
                     "JOIN embedding_cache e ON e.text_hash = c.text_hash AND e.model = ? "
                     "WHERE m.scope = ?",
                     [model, scope],
                 )
-                cached = self._bits[scope] = _ScopeBits(*_quantised(rows), newest)
+                cached = self._bits[scope] = _ScopeBits(
+                    *_quantised(rows), newest, _cache_rows(rows, 2)
+                )
             elif newest > cached.seq:
                 rows = self._db._read(
-                    f"SELECT v.chunk_id, v.embedding FROM {LOG} l "
+                    f"SELECT v.chunk_id, v.embedding, e.id FROM {LOG} l "
                     f"CROSS JOIN {TABLE} v ON v.chunk_id = l.chunk_id "
+                    "LEFT JOIN chunks c ON c.id = v.chunk_id "
+                    "LEFT JOIN embedding_cache e ON e.text_hash = c.text_hash AND e.model = ? "
                     "WHERE l.scope = ? AND l.seq > ? AND l.seq <= ?",
-                    [scope, cached.seq, newest],
+                    [model, scope, cached.seq, newest],
                 )
                 ids, words = _to_arrays(rows)
                 if len(ids):
                     cached.ids = np.concatenate([cached.ids, ids])
+                    added = _cache_rows(rows, 2)
+                    cached.cache_rows = np.concatenate([cached.cache_rows, added])
+                    cached.lookup = _extended(cached.lookup, ids, added)
                     cached.words = (
                         np.concatenate([cached.words, words], axis=1)
                         if cached.words.size
@@ -530,6 +572,31 @@ class SQLiteVectorIndex:
                     )
                 cached.seq = newest
             return cached
+
+    def cache_rows_of(self, scopes: Sequence[str], chunk_ids: Sequence[int]) -> dict[int, int]:
+        """The ``embedding_cache`` row ids the scopes' bit-vector copies noted for these
+        chunks (those a copy holds; no statement). A row may be stale (a purge, a model
+        change): the caller reads it checked against the chunk's text hash and model,
+        and by the index where the check fails (``candidates.read_with_context``)."""
+        if not chunk_ids:
+            return {}
+        asked = np.fromiter(chunk_ids, dtype=np.int64, count=len(chunk_ids))
+        out: dict[int, int] = {}
+        with self._cache_lock:
+            for scope in scopes:
+                cached = self._bits.get(scope)
+                if cached is None or not len(cached.ids):
+                    continue
+                if cached.lookup is None:
+                    order = np.argsort(cached.ids, kind="stable")  # near sorted: ~linear
+                    cached.lookup = (cached.ids[order], cached.cache_rows[order])
+                ids, rows = cached.lookup
+                at = np.minimum(np.searchsorted(ids, asked), len(ids) - 1)
+                hit = ids[at] == asked
+                for chunk_id, row in zip(asked[hit].tolist(), rows[at[hit]].tolist(), strict=True):
+                    if row >= 0:
+                        out.setdefault(chunk_id, row)
+        return out
 
     def vectors(self, model: str, chunk_ids: Sequence[int]) -> dict[int, np.ndarray]:
         """The float vectors of the given chunks (those embedded), for diversification."""
@@ -542,6 +609,38 @@ class SQLiteVectorIndex:
             [model, *chunk_ids],
         )
         return {r[0]: np.frombuffer(r[1], dtype=np.float32) for r in rows}
+
+
+def _listed(ids: np.ndarray, cache_rows: np.ndarray) -> list[Any]:
+    """(chunk id, cache row id) of each chunk once, in chunk id order (what ``c.id IN``
+    walks), flattened: a chunk stored again (a re-index) has two columns in the copy."""
+    order = np.argsort(ids, kind="stable")
+    pairs: list[Any] = []
+    for chunk_id, row in zip(ids[order].tolist(), cache_rows[order].tolist(), strict=True):
+        if not pairs or pairs[-2] != chunk_id:
+            pairs += [chunk_id, row]
+    return pairs
+
+
+def _extended(
+    lookup: tuple[np.ndarray, np.ndarray] | None, ids: np.ndarray, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """``_ScopeBits.lookup`` with chunks the copy just took: appended where they all come
+    after it (chunk ids grow as chunks are written), else made again on next use."""
+    if lookup is None:
+        return None
+    order = np.argsort(ids, kind="stable")
+    ids, rows = ids[order], rows[order]
+    if len(lookup[0]) and ids[0] < lookup[0][-1]:
+        return None
+    return np.concatenate([lookup[0], ids]), np.concatenate([lookup[1], rows])
+
+
+def _cache_rows(rows: Sequence[Any], at: int) -> np.ndarray:
+    """Column ``at`` of ``rows`` (an ``embedding_cache`` row id, None: none) as int64."""
+    return np.fromiter(
+        (-1 if r[at] is None else r[at] for r in rows), dtype=np.int64, count=len(rows)
+    )
 
 
 def _to_arrays(rows: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
@@ -563,15 +662,20 @@ def _quantised(rows: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _best(rows: Sequence[Any], vector: np.ndarray, fetch: int) -> list[VectorMatch]:
-    """Each memory's best chunk by exact cosine (rows carry float32 vectors), best first."""
+    """Each memory's best chunk by exact cosine (rows carry float32 vectors), best first.
+    A memory's first row of its highest similarity stands for it; a ``VectorMatch`` is
+    made for the ``fetch`` returned only (~30 of 64 rows)."""
     if not rows:
         return []
     matrix = np.frombuffer(b"".join(r[4] for r in rows), dtype=np.float32).reshape(len(rows), -1)
-    similarities = matrix @ np.asarray(vector, dtype=np.float32)
-    best: dict[str, VectorMatch] = {}
-    for i, (row, similarity) in enumerate(zip(rows, similarities.tolist(), strict=True)):
+    similarities = (matrix @ np.asarray(vector, dtype=np.float32)).tolist()
+    best: dict[str, int] = {}
+    for i, row in enumerate(rows):
         current = best.get(row[1])
-        if current is None or similarity > current.similarity:
-            best[row[1]] = VectorMatch(row[0], row[1], row[2], row[3], similarity, matrix[i])
-    ranked = sorted(best.values(), key=lambda m: (-m.similarity, m.chunk_id))
-    return ranked[:fetch]
+        if current is None or similarities[i] > similarities[current]:
+            best[row[1]] = i
+    ranked = sorted(best.values(), key=lambda i: (-similarities[i], rows[i][0]))[:fetch]
+    return [
+        VectorMatch(rows[i][0], rows[i][1], rows[i][2], rows[i][3], similarities[i], matrix[i])
+        for i in ranked
+    ]
