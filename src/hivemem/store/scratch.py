@@ -30,7 +30,11 @@ except ImportError:  # pragma: no cover
 TOKENIZE = "porter unicode61 remove_diacritics 2"
 
 _lock = threading.Lock()
-_WORD = re.compile(r"[^\W_]+")  # the tokenizer's token characters: letters and digits
+# The tokenizer's token characters: letters and digits, and the combining marks its
+# ``remove_diacritics`` strips inside a token ("e\u0301yed" is one token, "eyed"); any
+# other mark separates, as ``_`` does (tests/test_keyword_scope.py asks the tokenizer).
+DIACRITICS = "\u0300-\u0304\u0306-\u030c\u030f\u0311\u031b\u0323-\u0328\u032d\u032e\u0330\u0331"
+_WORD = re.compile(f"(?:[^\\W_]|[{DIACRITICS}])+")
 _conn: Any = None
 
 
