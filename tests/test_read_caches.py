@@ -8,6 +8,7 @@ connection must show at once.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 import hivemem
@@ -34,12 +35,7 @@ def test_session_neighbours_follow_a_write_of_this_store_and_of_another(tmp_path
 
 
 def test_small_scope_term_rows_follow_a_write_of_another_connection(tmp_path):
-    path = tmp_path / "m.db"
-    settings = hivemem.Settings(track_access=False)
-    with (
-        hivemem.open(path, embedder="none", settings=settings) as store,
-        hivemem.open(path, embedder="none", settings=settings) as other,
-    ):
+    with _two_handles(tmp_path) as (store, other):
         small = _small_beside_a_big_scope(store)
         assert [h.memory.content for h in small.search("lighthouse")] == ["the lighthouse keeper"]
         assert store._backend.term_stats(["lighthouse"], ["a"]).doc_freq == {"lighthouse": 1}
@@ -58,12 +54,7 @@ def test_rows_read_in_an_older_snapshot_are_not_kept_as_current(tmp_path):
     while its rows are the older snapshot's. Kept under the newer counter, the rows hid
     the commit from every later search; they are kept under the counter noted before the
     snapshot began."""
-    path = tmp_path / "m.db"
-    settings = hivemem.Settings(track_access=False)
-    with (
-        hivemem.open(path, embedder="none", settings=settings) as store,
-        hivemem.open(path, embedder="none", settings=settings) as other,
-    ):
+    with _two_handles(tmp_path) as (store, other):
         small = _small_beside_a_big_scope(store)
         with store.snapshot():
             assert store._backend.term_stats(["harbour"], ["a"]).doc_freq == {"harbour": 0}
@@ -74,6 +65,17 @@ def test_rows_read_in_an_older_snapshot_are_not_kept_as_current(tmp_path):
         assert store._backend.term_stats(["lighthouse"], ["a"]).doc_freq == {"lighthouse": 2}
         found = {h.memory.content: h.explain.matched_terms for h in small.search("lighthouse")}
         assert found["a second lighthouse on the cape"] == ("lighthouse",)
+
+
+@contextlib.contextmanager
+def _two_handles(tmp_path, **settings):
+    """Two handles on one file (two connections, as two processes would hold)."""
+    path, chosen = tmp_path / "m.db", hivemem.Settings(track_access=False, **settings)
+    with (
+        hivemem.open(path, embedder="none", settings=chosen) as store,
+        hivemem.open(path, embedder="none", settings=chosen) as other,
+    ):
+        yield store, other
 
 
 def _small_beside_a_big_scope(store):
@@ -93,12 +95,7 @@ def test_a_commit_just_before_a_snapshot_begins_is_not_mixed_with_kept_reads(tmp
     newer one's, one lighthouse counted in scope "a" and two found, and BM25's idf took
     the log of a negative number (CI: HTTP 500 under serve-http, two processes on one
     file). The snapshot's counter is now its own (``PooledReads._settle``)."""
-    path = tmp_path / "m.db"
-    settings = hivemem.Settings(track_access=False)
-    with (
-        hivemem.open(path, embedder="none", settings=settings) as store,
-        hivemem.open(path, embedder="none", settings=settings) as other,
-    ):
+    with _two_handles(tmp_path) as (store, other):
         small = _small_beside_a_big_scope(store)
         assert len(small.search("lighthouse")) == 1  # the totals are kept now
         pool, acquire, done = store._backend._pool, store._backend._pool.acquire, []
@@ -121,12 +118,7 @@ def test_a_commit_while_a_snapshot_settles_keys_nothing(tmp_path):
     """The snapshot's counter is read between two snapshots of one connection; a commit
     of another process right after that read makes the second snapshot see a file the
     counter does not name: that snapshot keys nothing, its reads stay its own."""
-    path = tmp_path / "m.db"
-    settings = hivemem.Settings(track_access=False)
-    with (
-        hivemem.open(path, embedder="none", settings=settings) as store,
-        hivemem.open(path, embedder="none", settings=settings) as other,
-    ):
+    with _two_handles(tmp_path) as (store, other):
         small = _small_beside_a_big_scope(store)
         assert len(small.search("lighthouse")) == 1
         other.scope("a").save("a second lighthouse on the cape")  # the next view settles
@@ -154,12 +146,7 @@ def test_with_the_read_pool_off_a_commit_between_two_reads_of_a_search_is_scored
     commit of another process between the kept chunk totals and the keyword rows counts
     two holders of a term in a scope of one chunk: scored (idf at its floor, as
     PostgreSQL's), not a log of a negative number."""
-    path = tmp_path / "m.db"
-    settings = hivemem.Settings(track_access=False, read_connections=0)
-    with (
-        hivemem.open(path, embedder="none", settings=settings) as store,
-        hivemem.open(path, embedder="none", settings=settings) as other,
-    ):
+    with _two_handles(tmp_path, read_connections=0) as (store, other):
         small = _small_beside_a_big_scope(store)
         assert len(small.search("lighthouse")) == 1  # the totals are kept now
         backend, read = store._backend, store._backend._read
@@ -181,12 +168,7 @@ def test_counts_read_outside_a_snapshot_across_a_commit_are_not_kept_for_one(tmp
     counter and its read (review of 196826e). Its rows are the newer file's: kept under
     the older counter (the small scopes' postings, the per-scope counts), the snapshot
     counted two lighthouses in a scope of one chunk."""
-    path = tmp_path / "m.db"
-    settings = hivemem.Settings(track_access=False)
-    with (
-        hivemem.open(path, embedder="none", settings=settings) as store,
-        hivemem.open(path, embedder="none", settings=settings) as other,
-    ):
+    with _two_handles(tmp_path) as (store, other):
         _small_beside_a_big_scope(store)
         backend, read, armed = store._backend, store._backend._read, []
 
