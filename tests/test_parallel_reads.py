@@ -352,3 +352,40 @@ def test_the_writer_checkpoints_less_often_yet_under_the_wal_bound(tmp_path):
         page_size = conn.execute("PRAGMA page_size").fetchone()[0]
     assert pages == pool.WAL_AUTOCHECKPOINT_PAGES > 1_000
     assert pages * (page_size + 24) + 32 < pool.WAL_RESTART_BYTES
+
+
+def test_the_wal_is_checked_once_every_wal_check_every_commits(tmp_path, monkeypatch):
+    """The writer looks at the WAL's size once every WAL_CHECK_EVERY of its commits, not
+    twice as often: the commit counter moves once per commit (it had moved in both
+    ``_commit`` and ``_bound_wal``)."""
+    from hivemem.store.sqlite import pool
+
+    monkeypatch.setattr(pool, "WAL_CHECK_EVERY", 4)
+    checks: list[str] = []
+    size = pool.os.path.getsize
+
+    def counted(path):
+        checks.append(str(path))
+        return size(path)
+
+    with _open(tmp_path / "m.db", read_connections=2, embed_in_background=False) as store:
+        mem = store.scope("a")
+        backend = store._backend
+        commit = backend._commit
+        commits = 0
+
+        def counted_commit():
+            nonlocal commits
+            commits += 1
+            commit()
+
+        monkeypatch.setattr(backend, "_commit", counted_commit)
+        monkeypatch.setattr(pool.os.path, "getsize", counted)
+        start = backend._commits
+        for i in range(16):
+            mem.save(f"note {i} about the lighthouse")
+        monkeypatch.setattr(pool.os.path, "getsize", size)
+        assert backend._commits - start == commits
+    wal_checks = [p for p in checks if p.endswith("-wal")]
+    assert commits >= 16
+    assert len(wal_checks) in (commits // 4, commits // 4 + 1), (commits, len(wal_checks))

@@ -471,8 +471,7 @@ class PooledReads:
         if self._pool is None or self._role.writing or self._role.reader is not None:
             return  # one connection: SQLite's own auto-checkpoint restarts the WAL (and a
             # thread that holds a snapshot itself must not wait for its own to end)
-        self._commits += 1
-        if self._commits % WAL_CHECK_EVERY:
+        if self._commits % WAL_CHECK_EVERY:  # the host's _commit counted this commit
             return
         try:
             if os.path.getsize(f"{self.location}-wal") < WAL_RESTART_BYTES:
