@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from hivemem import Settings
@@ -198,3 +199,63 @@ def test_a_suite_store_is_embedded_in_fixed_batches_whatever_the_threads_do(tmp_
     suite = Suite("tiny", (Unit("u", docs, (Item("topic 3", "1", ("g3",)),)),), ("hit@1",), 10)
     run_suite(suite, Settings(embedder="hash", embed_batch_size=64))
     assert calls[:3] == [64, 64, 22]
+
+
+def test_a_store_whose_embedding_was_cut_short_is_finished_not_built_again(tmp_path, monkeypatch):
+    # LongMemEval's final embedding takes an hour with a large model: a run stopped in it
+    # left a store with every document stored, and the next run threw it away and began
+    # again. Now the next run embeds what the queue still holds, in the batches an
+    # unbroken run would have used, and scores as that run does.
+    import hivemem.facade.database as database
+    from hivemem.evaluation import suites
+    from hivemem.evaluation.suites import Doc, Item, Suite, Unit
+    from hivemem.providers.embed import HashEmbedder
+
+    calls: list[int] = []
+    fail_after: list[int] = []
+
+    class Stopping(HashEmbedder):
+        def embed_batch(self, texts):
+            if fail_after and len(calls) >= fail_after[0]:
+                raise KeyboardInterrupt  # the process is stopped mid-embedding
+            calls.append(len(texts))
+            return super().embed_batch(texts)
+
+    monkeypatch.setattr(database, "get_embedder", lambda name, **_: Stopping())
+    docs = tuple(
+        Doc(
+            f"turn {i} about topic {i % 7} and word{i}",
+            "episode",
+            (f"g{i}",),
+            session=f"s{i // 10}",
+        )
+        for i in range(150)
+    )
+    items = (Item("topic 3", "1", ("g3",)), Item("word42", "1", ("g42",)))
+    suite = Suite("tiny", (Unit("u", docs, items),), ("hit@1",), 10)
+    settings = Settings(embedder="hash", embed_batch_size=64)
+    unbroken = run_suite(suite, settings, keep=tmp_path / "unbroken")
+    assert calls[:3] == [64, 64, 22] and set(calls[3:]) == {1}  # then the questions
+
+    calls.clear()
+    fail_after.append(1)
+    keep = tmp_path / "kept"
+    with pytest.raises(KeyboardInterrupt):
+        run_suite(suite, settings, keep=keep)
+    assert calls == [64]
+    assert not list(keep.glob("*.labels.json")) and len(list(keep.glob("*.stored.json"))) == 1
+
+    def no_ingest(*args, **kwargs):
+        raise AssertionError("a stored suite must not be stored again")
+
+    monkeypatch.setattr(suites, "_ingest", no_ingest)
+    calls.clear()
+    fail_after.clear()
+    finished = run_suite(suite, settings, keep=keep)
+    assert calls[:2] == [64, 22] and set(calls[2:]) == {1}  # the queue's rest, then questions
+    assert len(list(keep.glob("*.labels.json"))) == 1 and not list(keep.glob("*.stored.json"))
+    assert finished.memories == unbroken.memories == 150
+    assert finished.overall == unbroken.overall
+    calls.clear()
+    assert run_suite(suite, settings, keep=keep).overall == unbroken.overall
+    assert calls and set(calls) == {1}  # complete now: only the questions are embedded

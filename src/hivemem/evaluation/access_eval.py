@@ -24,12 +24,9 @@ from .locomo import text_table
 from .suites import (
     Progress,
     Suite,
-    _ingest,
-    _kept_paths,
-    _read_labels,
     _store_folder,
     _Tally,
-    _write_labels,
+    kept_store,
 )
 
 MODES = ("get", "search")
@@ -66,14 +63,7 @@ def run_access_suite(
     rates: dict[str, dict[str, dict[str, float]]] = {}
     count = 0
     with _store_folder(keep) as folder:
-        db, saved = _kept_paths(folder, suite, base.replace(track_access=False))
-        if saved.exists() and db.exists():
-            labels = _read_labels(saved)
-        else:
-            for stale in (db, saved, *db.parent.glob(db.name + "-*")):
-                stale.unlink(missing_ok=True)
-            _, labels = _ingest(db, suite, base.replace(track_access=False), notify)
-            _write_labels(saved, labels)
+        db, labels, _ = kept_store(folder, suite, base.replace(track_access=False), notify)
         for mode in MODES:
             with tempfile.TemporaryDirectory(prefix="hivemem-access-") as scratch:
                 copy = Path(scratch) / db.name

@@ -27,11 +27,8 @@ from .suites import (
     Progress,
     Suite,
     _bm25,
-    _ingest,
-    _kept_paths,
-    _read_labels,
     _store_folder,
-    _write_labels,
+    kept_store,
 )
 
 _HEADER = "## Memory\n\n### Relevant from earlier sessions\n"
@@ -109,15 +106,7 @@ def run_context_suite(
     overall = _Count(floors)
     by_category: dict[Any, _Count] = {}
     with _store_folder(keep) as folder:
-        db, saved = _kept_paths(folder, suite, settings)
-        if saved.exists() and db.exists():
-            labels = _read_labels(saved)
-        else:
-            for stale in (db, saved, *db.parent.glob(db.name + "-*")):
-                stale.unlink(missing_ok=True)
-            _, labels = _ingest(db, suite, settings, notify)
-            if keep is not None:
-                _write_labels(saved, labels)
+        db, labels, _ = kept_store(folder, suite, settings, notify)
         total = sum(len(u.items) for u in suite.units)
         done = 0
         with open_store(db, settings=settings) as store:

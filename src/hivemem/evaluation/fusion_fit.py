@@ -33,10 +33,7 @@ from ..settings import Settings
 from ..types import Kind
 from .suites import (
     Suite,
-    _ingest,
-    _kept_paths,
-    _read_labels,
-    _write_labels,
+    kept_store,
     locomo_suite,
     longmemeval_suite,
 )
@@ -48,12 +45,7 @@ def collect(suite: Suite, keep: Path, settings: Settings) -> dict[str, Question]
     """Per question text: the features of its pool's episodes and which are answers."""
     settings = settings.replace(track_access=False, learned_order=True)
     keep.mkdir(parents=True, exist_ok=True)
-    db, saved = _kept_paths(str(keep), suite, settings)
-    if saved.exists() and db.exists():
-        labels = _read_labels(saved)
-    else:
-        _, labels = _ingest(db, suite, settings, lambda stage, done, total: None)
-        _write_labels(saved, labels)
+    db, labels, _ = kept_store(str(keep), suite, settings, lambda stage, done, total: None)
     seen: list[tuple[list[Any], int]] = []
     original = learned.reorder
 

@@ -280,18 +280,10 @@ def run_suite(
     settings = (settings or Settings()).replace(track_access=False)
     notify = progress or (lambda stage, done, total: None)
     with _store_folder(keep) as folder:
-        db, saved = _kept_paths(folder, suite, settings)
         started = time.perf_counter()
-        if saved.exists() and db.exists():
-            labels = _read_labels(saved)
-            memories = len(labels)
-        else:
-            for stale in (db, saved, *db.parent.glob(db.name + "-*")):
-                stale.unlink(missing_ok=True)
-            memories, labels = _ingest(db, suite, settings, notify)
-            if keep is not None:
-                _write_labels(saved, labels)
-        ingest = time.perf_counter() - started
+        db, labels, built = kept_store(folder, suite, settings, notify)
+        memories = len(labels)
+        ingest = time.perf_counter() - started if built else 0.0
         main = _search_all(
             db, suite, settings, labels, preamble, notify, "hivemem", bm25=True, dump=dump, now=now
         )
@@ -356,6 +348,36 @@ def _kept_paths(folder: str, suite: Suite, settings: Settings) -> tuple[Path, Pa
     return Path(folder) / f"{name}.db", Path(folder) / f"{name}.labels.json"
 
 
+def kept_store(
+    folder: str, suite: Suite, settings: Settings, notify: Progress
+) -> tuple[Path, dict[str, Doc], bool]:
+    """The suite's store in ``folder`` and each memory id's document, built only where
+    it is missing; ``built`` says whether any work was done.
+
+    A store is complete once its labels file exists. The labels are first written beside
+    it as ``<name>.stored.json``, once every document is stored and before the final
+    embedding, and renamed when every chunk has its vector: a run stopped during that
+    embedding (an hour for LongMemEval with a large model on 2 cores) is finished by the
+    next run, from the queue it left, instead of being built again from nothing. The
+    queue is embedded in its order, in the same fixed batches, so a finished store holds
+    the vectors an unbroken run would have."""
+    db, saved = _kept_paths(folder, suite, settings)
+    stored = saved.with_name(saved.name.replace(".labels.json", ".stored.json"))
+    if saved.exists() and db.exists():
+        return db, _read_labels(saved), False
+    if stored.exists() and db.exists():
+        labels = _read_labels(stored)
+        with open_store(db, settings=settings.replace(embed_in_background=False)) as store:
+            notify(f"{suite.name}: embedding", 0, 1)
+            store.flush()
+    else:
+        for stale in (db, saved, stored, *db.parent.glob(db.name + "-*")):
+            stale.unlink(missing_ok=True)
+        _, labels = _ingest(db, suite, settings, notify, labels_file=stored)
+    stored.replace(saved)
+    return db, labels, True
+
+
 def _write_labels(path: Path, labels: dict[str, Doc]) -> None:
     rows = {
         memory_id: {
@@ -393,9 +415,10 @@ def _rounded(rates: dict[str, float]) -> dict[str, float]:
 
 
 def _ingest(
-    db: Path, suite: Suite, settings: Settings, notify: Progress
+    db: Path, suite: Suite, settings: Settings, notify: Progress, *, labels_file: Path | None = None
 ) -> tuple[int, dict[str, Doc]]:
-    """Store every document; returns the count and each memory id's document.
+    """Store every document; returns the count and each memory id's document, which
+    are also written to ``labels_file`` (when given) before the final embedding.
 
     Every chunk is embedded by the final flush, in the queue's order, not by the
     background worker as it is written: the bundled models quantise each batch's
@@ -425,6 +448,8 @@ def _ingest(
             notify(f"{suite.name}: storing", done, len(suite.units))
         store.session_worker.wait()  # consolidation on session switch, when it is on
         _label_derived(store, suite, labels)
+        if labels_file is not None:
+            _write_labels(labels_file, labels)
         notify(f"{suite.name}: embedding", 0, 1)
         store.flush()
     return len(labels), labels
