@@ -322,3 +322,14 @@ def test_eval_silence_prints_the_questions_about_no_one_the_scope_knows() -> Non
     # The halves rules are chosen and checked on: question 2 is at an even position.
     assert "answered with any hit: 1 of 4 (target: 0; even positions 1, odd 0)" in text
     assert report.to_dict()["strangers"] == 2
+
+
+def test_eval_silence_prints_the_questions_whose_words_never_meet() -> None:
+    from hivemem.evaluation.silence import format_silence
+
+    report = _report(answered=1, scattered_cosines=[0.25, 0.48])
+    text = format_silence(report)
+    assert "no personal word, words that never meet (>= 2 scarce, one seen or rare" in text
+    assert "holding two outside the commonest): 2, best cosine max 0.480" in text
+    assert report.to_dict()["scattered"] == 2
+    assert report.to_dict()["scattered_cosine_max"] == 0.48
