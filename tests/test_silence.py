@@ -161,6 +161,9 @@ def test_a_question_whose_words_never_meet_gets_no_hit_under_the_stranger_floor(
     with hivemem.open(any_location, settings=settings, embedder="local") as store:
         mem = store.scope("u")
         assert mem.search(margrave) == []
+        # A search of limit 3 fetches 9 keyword matches, too few to say that words never
+        # meet (two that meet may rank further down): it answers as before the rule.
+        assert mem.search(margrave, limit=3)
         # Two unseen everyday words say little: a real question may use them.
         assert mem.search("Which emperor granted Berlin its charter?")
         assert mem.search("What triggered the security alert?")  # the paraphrase suite's

@@ -83,8 +83,8 @@ scope's commonest words ("used", "makes": in more than one chunk per ``COMMON_CH
 A real answer holds two of its question's words, or none (a paraphrase), and a name the
 scope knows is found beside the question's other words or is what is asked about. The
 rule: a question with no personal word, none of whose keyword lane's first ``page``
-matches (the ties rule's page, 20 at limit 10: the same on both backends) holds two of
-its words outside the commonest, naming at least ``UNKNOWN_WORDS`` scarce words
+matches (the ties rule's page: the same on both backends) holds two of its words
+outside the commonest, naming at least ``UNKNOWN_WORDS`` scarce words
 (``scarce``) that no memory the entity lane found holds, one of them seen (scattered) or
 rare, gets no hit under ``stranger_floor``. An entity's own words are held by its
 memories: "Is Zyxtronic reliable?" over "Zyxtronic Partners audit our books" lacks one
@@ -95,7 +95,12 @@ the even half: 9 → 2; the odd half 13 → 10), and no answer today's search fi
 top 10 is lost, nor any real question silenced, on any suite. It needs scopes of
 ``MIN_SCOPE_CHUNKS`` like the rules above (in LoCoMo's, under it, it would cost answers:
 dates and names the conversation never writes), and finds a seen word scarce only in
-scopes of ``SCARCE_CHUNKS`` or more.
+scopes of ``SCARCE_CHUNKS`` or more. It reads a page of ``MEETING_PAGE`` matches, which a
+search of limit 10 or more has (measured at 10 and 50): a smaller one fetches fewer
+(limit 1: 3), among which two words that meet further down are not found, and Neptune's
+and China's questions were silenced at limit 3 and answered at 10; there the rule does
+not apply, and a small search answers as before it rather than be silenced for a
+meeting it did not fetch.
 """
 
 from __future__ import annotations
@@ -115,6 +120,7 @@ UNKNOWN_WORDS = 2  # terms in no chunk of the scope, at least (one rare among th
 MIN_SCOPE_CHUNKS = 1_000  # a smaller scope's unseen words say nothing (module docstring)
 SCARCE_CHUNKS = 5_000  # a stranger's second word: in at most 1 chunk per 5,000 of the scope
 COMMON_CHUNKS = 100  # a word in more than 1 chunk per 100 of the scope: its company says little
+MEETING_PAGE = 20  # keyword matches ``scattered`` reads: the ties page at limit 10 and above
 
 
 @functools.cache
@@ -305,4 +311,6 @@ def silent(
         return False
     if not knows_an_entity and a_stranger(text, terms, seen):
         return True
-    return candidates is not None and scattered(terms, seen, keyword_matches(candidates), page)
+    if candidates is None or page < MEETING_PAGE:
+        return False  # too few keyword matches fetched to say the words never meet
+    return scattered(terms, seen, keyword_matches(candidates), page)
