@@ -17,6 +17,7 @@ from hivemem.retrieval.silence import (
     personal,
     rare,
     scarce,
+    scattered,
     strange_words,
     unknown,
     unknown_names,
@@ -148,6 +149,67 @@ def test_strange_words_are_scarce_at_the_scopes_rate_and_the_rare_one_is_unseen(
     assert not strange_words(["wingspan", "wandering"], Seen({"wandering": 2}, 10_000))
 
 
+def test_a_question_whose_words_never_meet_gets_no_hit_under_the_stranger_floor(
+    any_location: Any,
+) -> None:
+    # Berlin is an entity of the scope, but its one memory holds no other word of the
+    # question, and no keyword match holds two of them: "margrave" (rare) and "charter"
+    # are what the scope lacks. Before, the entity made the question a subject's.
+    settings = Settings().replace(track_access=False)
+    _fill(any_location, settings)
+    margrave = "Which margrave granted Berlin its charter?"  # cosine ~0.42
+    with hivemem.open(any_location, settings=settings, embedder="local") as store:
+        mem = store.scope("u")
+        assert mem.search(margrave) == []
+        # A search of limit 3 fetches 9 keyword matches, too few to say that words never
+        # meet (two that meet may rank further down): it answers as before the rule.
+        assert mem.search(margrave, limit=3)
+        # Two unseen everyday words say little: a real question may use them.
+        assert mem.search("Which emperor granted Berlin its charter?")
+        assert mem.search("What triggered the security alert?")  # the paraphrase suite's
+        # Words that meet keep their answer: "weekday", "billing" and "service" in one
+        # memory ("canary" is in none); so does a name beside another of its words.
+        canary = "Which weekday does the billing service get its canary release?"
+        assert mem.search(canary)[0].memory.content == TURNS[1]
+        assert mem.search("Which sport does Lily play?")[0].memory.content == TURNS[2]
+        # A name written once keeps its question: its words are the entity's own.
+        mem.add_episode("Zyxtronic Partners audit our books every March", "s-new", "user")
+        assert mem.search("Is Zyxtronic reliable?")[0].memory.content.startswith("Zyxtronic")
+    off = settings.replace(stranger_floor=0.0)
+    with hivemem.open(any_location, settings=off, embedder="local") as store:
+        assert store.scope("u").search(margrave)
+
+
+def test_scattered_words_never_meet_outside_the_commonest_and_an_entitys_words_are_its_own() -> (
+    None
+):
+    terms = ["gauge", "wire", "used", "amp", "breaker"]
+    seen = Seen({"gauge": 1, "wire": 1, "used": 978, "amp": 1, "breaker": 1}, 10_000)
+    # "used" is in more than one chunk per 100: a match holding it and "breaker" is no
+    # meeting of the question's words.
+    assert scattered(terms, seen, [(1, ("used", "breaker"), False), (2, ("wire",), False)], 20)
+    assert not scattered(terms, seen, [(1, ("wire", "amp"), False)], 20)
+    # Only the page counts (0: every match), as the ties rule's page: the same on both
+    # backends, whichever tail of matches their plans return.
+    assert scattered(terms, seen, [(21, ("wire", "amp"), False)], 20)
+    assert not scattered(terms, seen, [(21, ("wire", "amp"), False)], 0)
+    # Two unseen everyday words are not enough; one seen, or one rare, is.
+    unseen = Seen({"used": 978}, 10_000)
+    assert not scattered(["triggered", "alert", "used"], unseen, [(1, ("used",), False)], 20)
+    assert scattered(["triggered", "flamingos"], unseen, [], 20)
+    assert scattered(["triggered", "alert"], Seen({"alert": 1}, 10_000), [], 20)
+    # Fewer than two scarce words: a question's one unseen word says little.
+    assert not scattered(["reliable", "weekday"], Seen({"weekday": 40}, 10_000), [], 20)
+    # A name written once is scarce, but its memory is the entity lane's: its own word.
+    zyx = ["zyxtronic", "reliable"]
+    assert not scattered(zyx, Seen({"zyxtronic": 1}, 10_000), [(1, ("zyxtronic",), True)], 20)
+    # The words a memory of the question's entity holds are the entity's, not scarce.
+    tesla = ["tesla", "turbine", "differ", "pelton"]
+    freq = Seen({"tesla": 2, "turbine": 1, "differ": 525}, 10_000)
+    assert scattered(tesla, freq, [(1, ("tesla", "differ"), True)], 20)
+    assert not scattered(tesla, freq, [(1, ("tesla", "differ"), True), (2, ("turbine",), True)], 20)
+
+
 def test_a_young_scope_never_silences_a_question_for_words_it_has_not_seen_yet(
     any_location: Any,
 ) -> None:
@@ -263,3 +325,14 @@ def test_eval_silence_prints_the_questions_about_no_one_the_scope_knows() -> Non
     # The halves rules are chosen and checked on: question 2 is at an even position.
     assert "answered with any hit: 1 of 4 (target: 0; even positions 1, odd 0)" in text
     assert report.to_dict()["strangers"] == 2
+
+
+def test_eval_silence_prints_the_questions_whose_words_never_meet() -> None:
+    from hivemem.evaluation.silence import format_silence
+
+    report = _report(answered=1, scattered_cosines=[0.25, 0.48])
+    text = format_silence(report)
+    assert "no personal word, words that never meet (>= 2 scarce, one seen or rare" in text
+    assert "holding two outside the commonest): 2, best cosine max 0.480" in text
+    assert report.to_dict()["scattered"] == 2
+    assert report.to_dict()["scattered_cosine_max"] == 0.48

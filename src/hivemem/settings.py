@@ -197,9 +197,9 @@ class Settings:
     )
     stranger_floor: float = _setting(
         -1.0,
-        "The same for a question about no one the scope knows (no I/we/you/user/team or "
-        "known entity) naming a thing it never saw, or two words it (almost) never holds, "
-        "one rare and unseen; 0: off." + _MODELS % "none",
+        "The same for a question with no I/we/you/user/team and no known entity naming a "
+        "thing it never saw or two words it (almost) never holds, one rare and unseen, or "
+        "(entity or not) 2+ such words meeting in no keyword match; 0: off." + _MODELS % "none",
     )
     first_person_queries: bool = _setting(
         True,

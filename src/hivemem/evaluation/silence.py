@@ -18,7 +18,10 @@ largest). And the third rule's (2026-11-28): how many questions are about no one
 scope knows (no personal word, no entity of the scope), how many of those name a thing
 (a capitalised name) the scope has never seen or strange words (two it almost never
 holds, one rare and unseen: ``silence.strange_words``), and their best cosines (the
-stranger floor that silences them all is the largest). The questions answered are
+stranger floor that silences them all is the largest). And the fourth's (scattered
+words, 2026-11-28, evening): how many questions without a personal word have words that
+never meet (``silence.scattered``, read from the floors-off search's hits, whose keyword
+ranks are those of a fetch for 60), and their best cosines. The questions answered are
 counted at even and odd positions too: rules are chosen on one half, checked on the
 other. What the floors cost in recall is what
 ``hivemem eval all`` reports with
@@ -102,6 +105,7 @@ class SilenceReport:
     strange_words: int = 0  # queries with strange words (``silence.strange_words``)
     answered_at: list[int] = field(default_factory=list)  # positions of those answered
     stranger_cosines: list[float] = field(default_factory=list)  # strangers' best cosines
+    scattered_cosines: list[float] = field(default_factory=list)  # words that never meet
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -125,6 +129,8 @@ class SilenceReport:
             "answered_at": self.answered_at,
             "strangers": len(self.stranger_cosines),
             "strangers_cosine_max": max(self.stranger_cosines, default=None),
+            "scattered": len(self.scattered_cosines),
+            "scattered_cosine_max": max(self.scattered_cosines, default=None),
         }
 
 
@@ -171,6 +177,8 @@ def run_silence(
         names: list[int] = []
         strange: list[bool] = []
         strangers: list[float] = []
+        scattered: list[float] = []
+        page = tie_page(10, lane_fetch(10, settings.candidate_multiplier))  # the search's
         off = settings.replace(match_floor=0.0, unknown_floor=0.0, stranger_floor=0.0)
         with open_store(db, settings=off) as store:
             for done, query in enumerate(queries, start=1):
@@ -193,6 +201,10 @@ def run_silence(
                     no_one += 1
                     if silence.a_stranger(text, terms, seen):
                         strangers.append(max(cosines, default=0.0))
+                if not silence.personal(text) and silence.scattered(
+                    terms, seen, _matches(hits), page
+                ):
+                    scattered.append(max(cosines, default=0.0))
                 keyword = {
                     h.memory.id: h.explain.lanes["keyword"]["coverage"]
                     for h in hits
@@ -230,6 +242,7 @@ def run_silence(
         unknown_names=names,
         strange_words=sum(strange),
         stranger_cosines=sorted(strangers),
+        scattered_cosines=sorted(scattered),
     )
 
 
@@ -242,6 +255,15 @@ def _terms(query: str, settings: Settings) -> list[str]:
     """The question's terms as the keyword lane reads them (``retrieval.pipeline``)."""
     query = _searched(query, settings)
     return textmod.query_terms(textmod.query_focus(query), settings.max_query_terms)
+
+
+def _matches(hits: Any) -> list[silence.Match]:
+    """The keyword matches among ``hits`` as ``silence.scattered`` reads them."""
+    return [
+        (h.explain.lanes["keyword"]["rank"], h.explain.matched_terms, "entity" in h.explain.lanes)
+        for h in hits
+        if "keyword" in h.explain.lanes
+    ]
 
 
 def _knows_an_entity(store: Any, text: str) -> bool:
@@ -273,7 +295,19 @@ def format_silence(report: SilenceReport) -> str:
             f"with the floors off, {spread}; floor that silences them all: {suggested}",
             _unknown_line(report),
             _stranger_line(report),
+            _scattered_line(report),
         ]
+    )
+
+
+def _scattered_line(report: SilenceReport) -> str:
+    """The fourth rule's signal: questions whose words never meet in one keyword match."""
+    cosines = report.scattered_cosines
+    spread = f", best cosine max {cosines[-1]:.3f}" if cosines else ""
+    return (
+        f"no personal word, words that never meet (>= {silence.UNKNOWN_WORDS} scarce, one "
+        f"seen or rare, no keyword match holding two outside the commonest): "
+        f"{len(cosines)}{spread}"
     )
 
 

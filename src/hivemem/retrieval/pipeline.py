@@ -526,14 +526,15 @@ def _nothing_matches(
     ``unknown_floor``: read only when the cosine is under it,
     and ``None`` where the scope is too small to say a word is unknown; and when the
     question (``text``) is about no one the scope knows and names a thing it has never
-    seen, under ``stranger_floor`` (``retrieval.silence.silent``). ``settings`` are
+    seen, or whose words never meet in one keyword match, under ``stranger_floor``
+    (``retrieval.silence.silent``, on the tie ``page``). ``settings`` are
     resolved: each floor is the model's where the user left it at -1."""
     if "vector" not in lanes_run:
         return False
     cosines = candidates.cosines()
     best = max(cosines, default=0.0)
     known = "entity" in lanes_run
-    if silence.silent(best, text, terms, doc_freq, known, settings):
+    if silence.silent(best, text, terms, doc_freq, known, settings, candidates, page):
         return True
     floor = settings.match_floor  # resolved: the model's where it was -1
     if floor <= 0 or best >= floor:

@@ -71,23 +71,56 @@ unseen words, "invoicing" rare, its answer at cosine .53). Measured (``hivemem e
 silence``; docs/retrieval.md, "Silence: strange words"): 32 → 22 of the 100 answered
 (chosen on the even half: 13 → 9; the odd half 19 → 13), and no ranking moves on any
 suite.
+
+Scattered words (``scattered``, 2026-11-28, evening): of the 22 left, 11 name no entity
+of the scope and words it holds only once or twice each ("What gauge of wire is used
+for a 40 amp circuit breaker?": "gauge", "wire", "amp", "breaker" each in one chunk of
+10,000; "What voltage does a Daniell cell produce?": "daniell" rare but seen once), and
+some name an entity the scope holds only beside other things ("Which lichen grows on
+Antarctic basalt?": "Antarctic" in two chunks, about worms). What they share is that
+their words never meet: no chunk the keyword lane found holds two of them, outside the
+scope's commonest words ("used", "makes": in more than one chunk per ``COMMON_CHUNKS``).
+A real answer holds two of its question's words, or none (a paraphrase), and a name the
+scope knows is found beside the question's other words or is what is asked about. The
+rule: a question with no personal word, none of whose keyword lane's first ``page``
+matches (the ties rule's page: the same on both backends) holds two of its words
+outside the commonest, naming at least ``UNKNOWN_WORDS`` scarce words
+(``scarce``) that no memory the entity lane found holds, one of them seen (scattered) or
+rare, gets no hit under ``stranger_floor``. An entity's own words are held by its
+memories: "Is Zyxtronic reliable?" over "Zyxtronic Partners audit our books" lacks one
+word ("reliable") and keeps its answer. Two unseen everyday words are not enough: "What
+triggered the security alert?" is a real question of the paraphrase suite. Measured
+(docs/retrieval.md, "Silence: scattered words"): 22 → 12 of the 100 answered (chosen on
+the even half: 9 → 2; the odd half 13 → 10), and no answer today's search finds in the
+top 10 is lost, nor any real question silenced, on any suite. It needs scopes of
+``MIN_SCOPE_CHUNKS`` like the rules above (in LoCoMo's, under it, it would cost answers:
+dates and names the conversation never writes), and finds a seen word scarce only in
+scopes of ``SCARCE_CHUNKS`` or more. It reads a page of ``MEETING_PAGE`` matches, which a
+search of limit 10 or more has (measured at 10 and 50): a smaller one fetches fewer
+(limit 1: 3), among which two words that meet further down are not found, and Neptune's
+and China's questions were silenced at limit 3 and answered at 10; there the rule does
+not apply, and a small search answers as before it rather than be silenced for a
+meeting it did not fetch.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..providers import entities as entitymod
 from ..providers.embed import VOCAB_FILE
 from ..settings import Settings
 from ..store.protocols import Backend
+from .candidates import Candidates
 
 UNKNOWN_WORDS = 2  # terms in no chunk of the scope, at least (one rare among them)
 MIN_SCOPE_CHUNKS = 1_000  # a smaller scope's unseen words say nothing (module docstring)
 SCARCE_CHUNKS = 5_000  # a stranger's second word: in at most 1 chunk per 5,000 of the scope
+COMMON_CHUNKS = 100  # a word in more than 1 chunk per 100 of the scope: its company says little
+MEETING_PAGE = 20  # keyword matches ``scattered`` reads: the ties page at limit 10 and above
 
 
 @functools.cache
@@ -212,6 +245,37 @@ def a_stranger(text: str, terms: Sequence[str], seen: Seen) -> bool:
     return bool(unknown_names(text, seen.doc_freq)) or strange_words(terms, seen)
 
 
+Match = tuple[int, Sequence[str], bool]  # a keyword match: rank, terms held, entity's too
+
+
+def keyword_matches(candidates: Candidates) -> Iterator[Match]:
+    """The keyword lane's matches as ``scattered`` reads them: each one's rank in the
+    lane, the question's terms its chunk holds, and whether the entity lane found the
+    same memory (it names an entity of the question)."""
+    entity, matched = candidates.entity, candidates.matched
+    for at, (rank, _, _) in candidates.keyword.items():
+        yield rank, matched[at], at in entity
+
+
+def scattered(terms: Sequence[str], seen: Seen, matches: Iterable[Match], page: int) -> bool:
+    """The question's words never meet (the module docstring): none of the keyword
+    matches ranked within ``page`` (0: any) holds two of ``terms`` outside the scope's
+    commonest (in more than one chunk per ``COMMON_CHUNKS``), and at least
+    ``UNKNOWN_WORDS`` of its scarce words (``scarce``) are held by no match that names
+    an entity of the question (an entity's own words are not what the question lacks),
+    one of them seen or rare: two unseen everyday words say little ("What triggered the
+    security alert?" in the paraphrase suite's 2,222 chunks, a real question)."""
+    common = {t for t in terms if seen.doc_freq.get(t, 0) * COMMON_CHUNKS > seen.total}
+    named: set[str] = set()
+    for rank, words, names in matches:
+        if (page <= 0 or rank <= page) and len(set(words) - common) >= 2:
+            return False
+        if names:
+            named.update(words)
+    lacks = [t for t in scarce(terms, seen) if t not in named]
+    return len(lacks) >= UNKNOWN_WORDS and any(seen.doc_freq.get(t, 0) or rare(t) for t in lacks)
+
+
 def silent(
     best: float,
     text: str,
@@ -219,20 +283,23 @@ def silent(
     doc_freq: DocFreq | None,
     knows_an_entity: bool,
     settings: Settings,
+    candidates: Candidates | None = None,
+    page: int = 0,
 ) -> bool:
-    """True when either rule of this module silences the search: ``best`` is the vector
+    """True when a rule of this module silences the search: ``best`` is the vector
     lane's best cosine, ``text`` the question as searched, ``terms`` its keyword terms,
     ``doc_freq`` reads their chunk counts in the scopes (None: the scopes are too young
     to say), ``knows_an_entity`` whether the entity lane found an entity the scopes
-    hold. The floors are the settings ``unknown_floor`` and ``stranger_floor``, resolved
-    to the model's (``providers.calibration``) where they are -1; 0 turns a rule off.
-    Without the entity lane (``entity_weight`` 0) nothing tells a question's subject,
-    and only the first rule applies."""
+    hold, ``candidates`` the lanes' (``scattered`` reads the keyword lane's matches
+    ranked within ``page``). The floors are the settings ``unknown_floor`` and
+    ``stranger_floor``, resolved to the model's (``providers.calibration``) where they
+    are -1; 0 turns a rule off. Without the entity lane (``entity_weight`` 0) nothing
+    tells a question's subject or an entity's words, and only the first rule applies."""
     if doc_freq is None:
         return False
     unknown, stranger = settings.unknown_floor, settings.stranger_floor
-    if settings.entity_weight <= 0 or knows_an_entity or personal(text):
-        stranger = 0.0  # the question has a subject (or none can be told): rule 2 is off
+    if settings.entity_weight <= 0 or personal(text):
+        stranger = 0.0  # the question has a subject (or none can be told): rules 2, 3 off
     if best >= max(unknown, stranger):
         return False
     seen = doc_freq()
@@ -240,4 +307,10 @@ def silent(
         return False
     if best < unknown and names_the_unknown(terms, seen.doc_freq):
         return True
-    return best < stranger and a_stranger(text, terms, seen)
+    if best >= stranger:
+        return False
+    if not knows_an_entity and a_stranger(text, terms, seen):
+        return True
+    if candidates is None or page < MEETING_PAGE:
+        return False  # too few keyword matches fetched to say the words never meet
+    return scattered(terms, seen, keyword_matches(candidates), page)
