@@ -4,10 +4,9 @@ its entity links. The backend's ``insert`` and ``insert_many`` call these.
 
 The write path's cost is its statements (issue 24: a write against a plain SQLite insert
 of a row and its FTS5 row). Here a batch goes in as one ``executemany`` of its rows and
-one of its chunks, and the insertion order (``seq``, migration 0014) is numbered by the
-insert itself: the ``memories_seq_ai`` trigger numbers only rows inserted without it
-(older code paths), which cost an ``UPDATE`` of every new row and its index entries. A
-batch reads the last number once and numbers its rows itself.
+one of its chunks. The insertion order (``seq``, migration 0014) is the table's rowid
+since 0026: a row inserted alone takes the next one (MAX + 1) from SQLite itself, with no
+index of its own to enter; a batch reads the last number once and numbers its rows.
 
 A chunk's ``text_hash`` (the embedding cache's key) is the hash of its text; a memory
 short enough to be one chunk is its own chunk, whose hash its row already holds
@@ -31,11 +30,6 @@ from .entities import link_many, link_mentions
 
 WRITER_STATEMENTS = 512  # prepared statements the writer connection keeps (default 128)
 
-NUMBERED_INSERT = (
-    INSERT.replace(") VALUES (", ", seq) VALUES (").removesuffix(")")
-    + ", (SELECT COALESCE(MAX(seq), 0) + 1 FROM memories))"
-)
-
 SEQ_INSERT = INSERT.replace(") VALUES (", ", seq) VALUES (").removesuffix(")") + ", ?)"
 CHUNK_INSERT = (
     "INSERT INTO chunks (memory_id, seq, text, text_hash, scope_key) VALUES (?, ?, ?, ?, ?)"
@@ -49,7 +43,7 @@ def insert_one(
 ) -> None:
     """One row, its chunks and its entity links."""
     try:
-        conn.execute(NUMBERED_INSERT, memory_to_row(memory))
+        conn.execute(INSERT, memory_to_row(memory))  # seq: the next rowid
     except IntegrityError as exc:
         raise conflict(exc, memory) from None
     conn.executemany(CHUNK_INSERT, chunk_rows([(memory, chunks)]))
