@@ -75,7 +75,7 @@ def apply(conn: Connection, now: str, upto: str | None = None) -> list[str]:
         "CREATE TABLE IF NOT EXISTS migrations ("
         " seq INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, applied_at TEXT NOT NULL)"
     )
-    done = []
+    done: list[str] = []
     seen = set(applied(conn))
     for m in MIGRATIONS:
         # A table rebuilt is dropped and its copy renamed: with foreign keys on, the
