@@ -1,6 +1,7 @@
 """The explicit insertion order (``seq``, migration 0014): session neighbours, the
 consolidation cursor and the order sessions were first seen follow it on both backends,
-never SQLite's rowid (which VACUUM may renumber and PostgreSQL does not have)."""
+never an implicit rowid (which VACUUM may renumber and PostgreSQL does not have). Since
+0026 SQLite's ``seq`` is the table's INTEGER PRIMARY KEY, which VACUUM keeps."""
 
 from __future__ import annotations
 
