@@ -1,6 +1,7 @@
 """The explicit insertion order (``seq``, migration 0014): session neighbours, the
 consolidation cursor and the order sessions were first seen follow it on both backends,
-never SQLite's rowid (which VACUUM may renumber and PostgreSQL does not have)."""
+never an implicit rowid (which VACUUM may renumber and PostgreSQL does not have). Since
+0026 SQLite's ``seq`` is the table's INTEGER PRIMARY KEY, which VACUUM keeps."""
 
 from __future__ import annotations
 
@@ -16,14 +17,22 @@ def _turns(mem, session="s1", n=4):
 
 def test_neighbours_and_the_cursor_follow_seq_not_rowid(db_path, clock):
     with hivemem.open(db_path, clock=clock, embedder="none") as store:
-        mem = store.scope("team-a")
-        turns = _turns(mem)
+        mem, other = store.scope("team-a"), store.scope("team-b")
+        turns, gaps = [], []
+        for i in range(4):
+            turns.append(mem.add_episode(f"turn {i} of s1", session_id="s1", role="user"))
+            gaps.append(other.add_episode(f"filler {i}", session_id="x", role="user"))
         backend = store._backend
-        # Reverse the rowids (what a renumbering could do): the order must not change.
         with backend.atomic():
-            backend._write("UPDATE memories SET rowid = rowid + 1000")
-            for i, turn in enumerate(turns):
-                backend._write("UPDATE memories SET rowid = ? WHERE id = ?", [500 - i, turn.id])
+            for gap in gaps:
+                backend._write("DELETE FROM memories WHERE id = ?", [gap.id])
+        numbered = backend._read("SELECT id, seq FROM memories ORDER BY seq", [])
+        # VACUUM renumbers the rowids of a table without an INTEGER PRIMARY KEY; seq
+        # is that key since 0026 (SQLite keeps it), so the gaps stay where they were.
+        with backend._lock:
+            backend._conn.execute("VACUUM")
+        assert backend._read("SELECT id, seq FROM memories ORDER BY seq", []) == numbered
+        assert [s for _, s in numbered] == [1, 3, 5, 7]
         later = mem.add_episode("turn 4 of s1", session_id="s1", role="user")
         now = clock()
         sides = backend.session_neighbours(["team-a"], [turns[1].id], Query(text="x"), now)

@@ -747,18 +747,10 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, KeywordScope, Scope
                 )
 
     def note_session(self, scope: str, session_id: str, when: datetime, episodes: int) -> bool:
-        """Inside a write: count a session's episodes; True when the session is new (its
-        count is then exactly these episodes: a known session had at least one)."""
-        stamp = to_text(when)
-        count = self._write(
-            "INSERT INTO sessions (scope, session_id, started_at, last_event_at, episode_count) "
-            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (scope, session_id) DO UPDATE SET "
-            "last_event_at = MAX(last_event_at, excluded.last_event_at), "
-            "started_at = MIN(started_at, excluded.started_at), "
-            "episode_count = episode_count + excluded.episode_count RETURNING episode_count",
-            [scope, session_id, stamp, stamp, episodes],
-        ).fetchone()[0]
-        return bool(count == episodes)
+        """Inside a write: count a session's episodes; True when the session is new."""
+        if self._depth == 0:
+            raise RuntimeError("write outside atomic()")  # a bug in HiveMem, not user error
+        return inserts.note_session(self._conn, scope, session_id, to_text(when), episodes)
 
     # ------------------------------------------------------------------ meta and health
 

@@ -84,12 +84,14 @@ def link_many(
                 # By alias; a protected entity takes mentions of its own type only
                 # (it is never merged with a namesake of another type).
                 row = conn.execute(by_alias, (scope, mention.canonical, kind)).fetchone()
-                if row is None:
-                    row = conn.execute(
-                        "INSERT INTO entities (scope, canonical, type, name, first_seen, "
-                        "last_seen) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
-                        (scope, mention.canonical, kind, mention.name, when, when),
-                    ).fetchone()
+                if row is None:  # new: its id is the rowid (``RETURNING`` cost ~12 µs)
+                    row = (
+                        conn.execute(
+                            "INSERT INTO entities (scope, canonical, type, name, first_seen, "
+                            "last_seen) VALUES (?, ?, ?, ?, ?, ?)",
+                            (scope, mention.canonical, kind, mention.name, when, when),
+                        ).lastrowid,
+                    )
                     for alias in aliases_of_new(mention):
                         conn.execute(
                             "INSERT OR IGNORE INTO entity_aliases (scope, alias, entity_id) "

@@ -27,16 +27,19 @@ Connection = Any  # a DB-API connection of the sqlite3 family
 class Migration:
     name: str
     apply: Callable[[Connection], None]
+    rebuilds: bool = False  # rebuilds a table others reference: runs with foreign keys off
 
 
 MIGRATIONS: list[Migration] = []
 
 
-def migration(name: str) -> Callable[[Callable[[Connection], None]], Callable[[Connection], None]]:
+def migration(
+    name: str, *, rebuilds: bool = False
+) -> Callable[[Callable[[Connection], None]], Callable[[Connection], None]]:
     def register(fn: Callable[[Connection], None]) -> Callable[[Connection], None]:
         if any(m.name == name for m in MIGRATIONS):
             raise RuntimeError(f"duplicate migration name {name}")
-        MIGRATIONS.append(Migration(name, fn))
+        MIGRATIONS.append(Migration(name, fn, rebuilds))
         return fn
 
     return register
@@ -72,26 +75,40 @@ def apply(conn: Connection, now: str, upto: str | None = None) -> list[str]:
         "CREATE TABLE IF NOT EXISTS migrations ("
         " seq INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, applied_at TEXT NOT NULL)"
     )
-    done = []
+    done: list[str] = []
+    seen = set(applied(conn))
     for m in MIGRATIONS:
-        conn.execute("BEGIN IMMEDIATE")
+        # A table rebuilt is dropped and its copy renamed: with foreign keys on, the
+        # drop would delete every row that references it (ON DELETE CASCADE). The
+        # pragma cannot change inside a transaction, so it is set around it.
+        keys = m.rebuilds and m.name not in seen
+        if keys:
+            keys = bool(conn.execute("PRAGMA foreign_keys").fetchone()[0])
+            conn.execute("PRAGMA foreign_keys = OFF")
         try:
-            # Re-checked inside the write lock: another process may have just applied it.
-            if conn.execute("SELECT 1 FROM migrations WHERE name = ?", (m.name,)).fetchone():
-                conn.execute("COMMIT")
-            else:
-                m.apply(conn)
-                conn.execute(
-                    "INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (m.name, now)
-                )
-                conn.execute("COMMIT")
-                done.append(m.name)
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+            _apply_one(conn, m, now, done)
+        finally:
+            if keys:
+                conn.execute("PRAGMA foreign_keys = ON")
         if m.name == upto:
             break
     return done
+
+
+def _apply_one(conn: Connection, m: Migration, now: str, done: list[str]) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        # Re-checked inside the write lock: another process may have just applied it.
+        if conn.execute("SELECT 1 FROM migrations WHERE name = ?", (m.name,)).fetchone():
+            conn.execute("COMMIT")
+        else:
+            m.apply(conn)
+            conn.execute("INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (m.name, now))
+            conn.execute("COMMIT")
+            done.append(m.name)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
 
 
 FIRST = "0001_memories"  # every HiveMem store has applied it
@@ -606,3 +623,81 @@ def _lean_write_indexes(conn: Connection) -> None:
         "ALTER TABLE memory_categories_new RENAME TO memory_categories",
     ):
         conn.execute(sql)
+
+
+_MEMORY_INDEXES = (
+    """CREATE UNIQUE INDEX memories_active_key ON memories (scope, key)
+        WHERE status = 'active' AND key IS NOT NULL""",
+    "CREATE INDEX memories_scope_created ON memories (scope, status, created_at)",
+    "CREATE INDEX memories_scope_id ON memories (scope, id)",
+    "CREATE INDEX memories_session ON memories (scope, session_id, seq)",
+    "CREATE INDEX memories_scope_key ON memories (scope, key) WHERE key IS NOT NULL",
+    "CREATE INDEX memories_supersedes ON memories (supersedes_id) WHERE supersedes_id IS NOT NULL",
+    "CREATE INDEX memories_scope_hash ON memories (scope, content_hash) WHERE kind <> 'episode'",
+)
+
+
+@migration("0026_memories_seq_rowid", rebuilds=True)
+def _memories_seq_rowid(conn: Connection) -> None:
+    # The insertion order (0014) as the table's own key: ``seq INTEGER PRIMARY KEY`` is
+    # the rowid, so its unique index (a B-tree, a page of every write's WAL) and the
+    # trigger that numbered rows inserted without it (a sub-program run on every
+    # insert, ~8 µs, though it fired for none) are gone. A row inserted without ``seq``
+    # gets MAX(rowid) + 1, which is what the trigger gave; rowid and seq were already
+    # equal. ``id`` keeps its unique index (the same name), the key every foreign key
+    # names. Every row is copied in order, every column as it was; the planner's
+    # statistics of the indexes kept are kept (the table is as large as before).
+    try:
+        stats = conn.execute(
+            "SELECT idx, stat FROM sqlite_stat1 WHERE tbl = 'memories' "
+            "AND idx IS NOT 'memories_seq'"
+        ).fetchall()
+    except OperationalError:  # never analyzed
+        stats = []
+    conn.execute(
+        """CREATE TABLE memories_new (
+            id TEXT NOT NULL UNIQUE,
+            scope TEXT NOT NULL,
+            kind TEXT NOT NULL
+                CHECK (kind IN ('episode', 'fact', 'reflection', 'summary', 'note')),
+            type TEXT NOT NULL CHECK (type IN
+                ('identity', 'lesson', 'decision', 'context', 'reference', 'historical')),
+            key TEXT,
+            content TEXT NOT NULL,
+            content_hash TEXT NOT NULL,
+            source TEXT NOT NULL,
+            status TEXT NOT NULL
+                CHECK (status IN ('active', 'superseded', 'deleted', 'archived')),
+            valid_from TEXT NOT NULL,
+            valid_until TEXT,
+            supersedes_id TEXT,
+            supersede_reason TEXT,
+            supersede_kind TEXT CHECK (supersede_kind IN ('hard', 'soft')),
+            updated_by TEXT,
+            confidence REAL NOT NULL DEFAULT 1.0 CHECK (confidence BETWEEN 0 AND 1),
+            decay_rate REAL NOT NULL DEFAULT 0.0 CHECK (decay_rate >= 0),
+            access_count INTEGER NOT NULL DEFAULT 0,
+            last_accessed TEXT,
+            event_time TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            expires_at TEXT,
+            session_id TEXT,
+            role TEXT,
+            tags TEXT NOT NULL DEFAULT '[]',
+            attributes TEXT NOT NULL DEFAULT '{}',
+            source_ids TEXT NOT NULL DEFAULT '[]',
+            category TEXT NOT NULL DEFAULT 'general',
+            seq INTEGER PRIMARY KEY
+        )"""
+    )
+    # The columns of 0001 and 0014's seq, in that order in both tables.
+    conn.execute("INSERT INTO memories_new SELECT * FROM memories ORDER BY seq")
+    conn.execute("DROP TABLE memories")  # its indexes and trigger with it
+    conn.execute("ALTER TABLE memories_new RENAME TO memories")
+    for sql in _MEMORY_INDEXES:
+        conn.execute(sql)
+    if stats:
+        conn.executemany(
+            "INSERT INTO sqlite_stat1 (tbl, idx, stat) VALUES ('memories', ?, ?)", stats
+        )
