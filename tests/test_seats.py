@@ -128,3 +128,53 @@ def test_seats_scale_with_the_limit_and_never_take_the_head():
     assert fusion.seat_count(10, 5) == 5 and fusion.seat_count(10, 0) == 0
     with pytest.raises(InvalidInput, match="vector_seats"):
         Settings().replace(vector_seats=6)
+
+
+class _Hit:
+    def __init__(self, name: str, score: float, cosine: float | None) -> None:
+        self.name, self.score, self.cosine, self.factors = name, score, cosine, {}
+
+
+def _seated(page, rest, seats, limit=10, **knobs):
+    """``fusion.seated`` on plain hits, with the measured variants' knobs set."""
+    saved = {k: getattr(fusion, k) for k in knobs}
+    try:
+        for k, v in knobs.items():
+            setattr(fusion, k, v)
+        out, seated = fusion.seated(page, page + rest, seats, lambda h: h.cosine, limit)
+    finally:
+        for k, v in saved.items():
+            setattr(fusion, k, v)
+    return [h.name for h in out], [h.name for h in seated]
+
+
+def _page():
+    # Ten fused hits, the vector lane's 2nd (cosine .6) among them at place 3; below the
+    # page the lane's 1st (.7) and 3rd (.5), and a weak one (.2).
+    page = [_Hit(f"f{i}", 1.0 - i / 20, 0.6 if i == 2 else 0.1) for i in range(10)]
+    # v1 scores above the page's tail (as one MMR passed over can): lowered when seated.
+    rest = [_Hit("v1", 0.65, 0.7), _Hit("v3", 0.2, 0.5), _Hit("v9", 0.1, 0.2)]
+    return page, rest
+
+
+def test_seated_takes_the_last_places_for_the_lane_s_best_below_the_page():
+    page, rest = _page()
+    names, seated = _seated(page, rest, 2)
+    # The lane's best two are v1 and f2; f2 holds its place, v1 takes the last one.
+    assert seated == ["v1"] and names == [f"f{i}" for i in range(9)] + ["v1"]
+    v1 = rest[0]  # scores still fall with rank: v1 takes the score above it, a factor says so
+    assert v1.score == page[8].score and v1.factors["seat"] == pytest.approx(page[8].score / 0.65)
+    assert all(not h.factors for h in page)
+
+
+def test_the_measured_variants_depth_floor_lead_and_spread():
+    page, rest = _page()
+    assert _seated(page, rest, 2, SEAT_DEPTH=2)[1] == ["v1", "v3"]  # the best four looked at
+    assert _seated(page, rest, 2, SEAT_DEPTH=2, SEAT_FLOOR=0.55)[1] == ["v1"]  # v3 is .5
+    # A lead over the lane's 10th cosine (.1 here): .7 leads by .6, .5 by .4.
+    assert _seated(page, rest, 2, SEAT_DEPTH=2, SEAT_MARGIN=0.5)[1] == ["v1"]
+    names, seated = _seated(page, rest, 2, SEAT_DEPTH=2, SEAT_SPREAD=True)
+    # Spread: a head of 10 − 2 × 2 = 6, then seats and fused hits in turn.
+    assert names == ["f0", "f1", "f2", "f3", "f4", "f5", "v1", "f6", "v3", "f7"]
+    assert seated == ["v1", "v3"]
+    assert _seated(page, rest, 0) == ([h.name for h in page], [])
