@@ -177,9 +177,10 @@ def seated(
             source = queue if (place % 2 == 0 and queue) or not fused else fused
             mixed.append(source.pop(0))
         out = head + mixed
-    for before, item in zip(out, out[1:], strict=False):
+    for at in range(max(1, len(head)), len(out)):  # the head is never touched
         # Scores still fall with rank: a seated hit scoring above the one before it is
         # lowered to that score by a ``seat`` factor, so its explanation adds up.
+        before, item = out[at - 1], out[at]
         if item.score > before.score > 0:
             item.factors = {**item.factors, "seat": before.score / item.score}
             item.score = before.score
