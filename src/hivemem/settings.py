@@ -233,6 +233,10 @@ class Settings:
         "tied, so the vector lane can find the answer by meaning; 0: off." + _MODELS % 3,
     )
     vector_weight: float = _setting(-1.0, "Vector lane's weight in fusion." + _MODELS % 0.4)
+    vector_seats: int = _setting(
+        -1,
+        "Where keywords tie, places in ten for the vector lane's best below a page." + _MODELS % 0,
+    )
     entity_weight: float = _setting(
         0.1, "Weight of the entity lane in weighted fusion (0 turns the lane off)."
     )
@@ -542,11 +546,8 @@ class Settings:
     @classmethod
     def fields_help(cls) -> list[tuple[str, Any, str]]:
         """(name, default, help) for every setting, in declaration order."""
-        out = []
-        for f in dataclasses.fields(cls):
-            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[operator]
-            out.append((f.name, default, f.metadata["help"]))
-        return out
+        defaults = _defaults()
+        return [(f.name, defaults[f.name], f.metadata["help"]) for f in dataclasses.fields(cls)]
 
     def replace(self, **changes: Any) -> Settings:
         """A copy with ``changes``; a value given here wins over the profile's, even
@@ -602,7 +603,7 @@ def _defaults() -> dict[str, Any]:
 # ----------------------------------------------------------------------------- ranges
 
 _MODELS_OWN = {"match_floor", "unknown_floor", "stranger_floor", "keyword_ties", "minmax_page"}
-_MODELS_OWN |= {"keyword_weight", "vector_weight"}
+_MODELS_OWN |= {"keyword_weight", "vector_weight", "vector_seats"}
 _BIG = 1 << 31  # larger than any sane count: a typo of several digits, not a setting
 _UNIT = (0.0, 1.0)
 # Numbers: (least, most), both inclusive; every other int field is 1.._BIG and every
@@ -616,6 +617,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "candidate_multiplier": (1, 100),
     "keyword_ties": (0, 100_000),
     "minmax_page": (0, 100_000),
+    "vector_seats": (0, 5),
     "search_limit": (1, 100),
     "superseded_factor": _UNIT,
     "max_query_terms": (1, 1_000),
@@ -757,10 +759,8 @@ def _parse(name: str, raw: str, default: Any, env_name: str) -> Any:
     try:
         if isinstance(default, bool):
             lowered = raw.strip().lower()
-            if lowered in {"1", "true", "yes", "on"}:
-                return True
-            if lowered in {"0", "false", "no", "off"}:
-                return False
+            if lowered in {"1", "true", "yes", "on", "0", "false", "no", "off"}:
+                return lowered in {"1", "true", "yes", "on"}
             raise ValueError(raw)
         if isinstance(default, int):
             return int(raw)

@@ -12,7 +12,8 @@ dict-based ``ranking.weighted``, ``ranking.lane_confidence`` and the min-max sca
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol, TypeVar
 
 import numpy as np
 
@@ -90,3 +91,97 @@ def fuse_minmax(
     if best <= 0:
         return absolute
     return relative / best * scale
+
+
+# Seats for the vector lane (setting ``vector_seats``, the model's: all-mpnet-base-v2 4,
+# others off; docs/retrieval.md, "Seats for the vector lane"). The rule measured best on
+# the even half of four suites: seats only where the keyword lane is weak, for the
+# lane's best by cosine. The other knobs were the variants measured with it, not adopted.
+SEAT_GATE = True  # seats only where the keyword lane is weak (``keyword_weak``)
+SEAT_DEPTH = 1  # the lane's best ``seats × SEAT_DEPTH`` (by cosine) may take a seat
+SEAT_FLOOR = 0.0  # a cosine under this takes no seat
+SEAT_MARGIN = 0.0  # nor one leading the lane's ``limit``-th cosine by less than this
+SEAT_SPREAD = False  # seats every other place below the head instead of the last ones
+SEAT_NOTE = "seated by the vector lane: among its best by meaning, below fusion's page"
+
+
+class Seatable(Protocol):
+    """A hit as the seats read it (the pipeline's ``Ranked``)."""
+
+    score: float
+    factors: dict[str, float]
+
+
+T = TypeVar("T", bound=Seatable)
+
+
+def seat_count(limit: int, per_ten: int) -> int:
+    """Seats in a page of ``limit``: ``per_ten`` for every ten places, rounded down, and
+    never more than half the page (the head is fusion's)."""
+    return min(limit * per_ten // 10, limit // 2)
+
+
+def keyword_weak(lanes: Mapping[str, np.ndarray], ties: int, page: int) -> bool:
+    """Whether the keyword lane cannot single out its best: it found nothing, or more
+    than ``ties`` memories tie at its best on the tie page (``lane_confidence``)."""
+    keyword = lanes.get("keyword")
+    if keyword is None or not keyword.size or float(keyword.max()) <= 0:
+        return True
+    return ties > 0 and lane_confidence(keyword, ties, page) < 1.0
+
+
+def seated(
+    page: Sequence[T],
+    pool: Sequence[T],
+    seats: int,
+    cosine: Callable[[T], float | None],
+    limit: int,
+) -> tuple[list[T], list[T]]:
+    """``page`` with the vector lane's best candidates of ``pool`` (the hits that may
+    take a seat: at ``min_score`` or above) that fusion left out of it in its last
+    ``seats`` places, and the ones seated.
+
+    Why: fusion weighs a weak keyword match (a common word in forty turns) against a
+    memory found only by meaning, and the match by meaning can land below the page
+    however strong its cosine (docs/retrieval.md: paraphrase hit@10 .43 fused against
+    .70 for the model's own order). Seats never move the head (the first ``limit −
+    seats`` places): a seated memory displaces the page's weakest ones, not its best.
+    The lane's best ``seats × SEAT_DEPTH`` by cosine are looked at, the best first; one
+    already on the page keeps its place and its seat; one under ``SEAT_FLOOR`` (or
+    leading the lane's ``limit``-th cosine by less than ``SEAT_MARGIN``) is not seated."""
+    if seats <= 0:
+        return list(page), []
+    lane = sorted(
+        ((c, i) for i, item in enumerate(pool) if (c := cosine(item)) is not None),
+        key=lambda ci: (-ci[0], ci[1]),
+    )
+    low = lane[limit - 1][0] if len(lane) >= limit else 0.0
+    best = [pool[i] for c, i in lane[: seats * SEAT_DEPTH] if c >= SEAT_FLOOR]
+    best = [item for item in best if cosine(item) - low >= SEAT_MARGIN]  # type: ignore[operator]
+    shown = set(map(id, page))
+    wanted = [item for item in best if id(item) not in shown][:seats]
+    if not wanted:
+        return list(page), []
+    head_size = max(0, limit - (2 if SEAT_SPREAD else 1) * seats)
+    head, tail = list(page[:head_size]), list(page[head_size:])
+    keep = {id(item) for item in best}
+    held = [item for item in tail if id(item) in keep]  # seats already taken by fusion
+    wanted = wanted[: max(0, limit - len(head) - len(held))]
+    free = max(0, limit - len(head) - len(held) - len(wanted))
+    staying = {id(item) for item in held + [i for i in tail if id(i) not in keep][:free]}
+    fused = [item for item in tail if id(item) in staying]  # in the page's order
+    out = head + fused + wanted
+    if SEAT_SPREAD:
+        queue, mixed = list(wanted), []
+        for place in range(len(fused) + len(wanted)):
+            source = queue if (place % 2 == 0 and queue) or not fused else fused
+            mixed.append(source.pop(0))
+        out = head + mixed
+    for at in range(max(1, len(head)), len(out)):  # the head is never touched
+        # Scores still fall with rank: a seated hit scoring above the one before it is
+        # lowered to that score by a ``seat`` factor, so its explanation adds up.
+        before, item = out[at - 1], out[at]
+        if item.score > before.score > 0:
+            item.factors = {**item.factors, "seat": before.score / item.score}
+            item.score = before.score
+    return out, wanted

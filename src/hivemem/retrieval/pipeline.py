@@ -257,6 +257,7 @@ def search(
         settings.superseded_factor,
         functools.partial(_current_candidate, candidates),
     )
+    pooled_ranked = scored  # the pool, for the vector lane's seats below the page
     if reranker is not None and len(scored) > 1:
         # The re-ranker sees ``rerank_depth`` candidates before diversity cuts to the
         # limit, and has the last word over the exact-match rule below.
@@ -274,6 +275,16 @@ def search(
             scored = _diversify(backend, indexer, scored, room, settings.mmr_lambda, known)
     scored = _lifted(exact, scored) + scored
     scored = [s for s in scored if s.score >= query.min_score]
+    seats = fusion.seat_count(query.limit, settings.vector_seats) if vector_run else 0
+    seated: list[Ranked] = []
+    if seats and (not fusion.SEAT_GATE or fusion.keyword_weak(lanes, settings.keyword_ties, page)):
+        scored, seated = fusion.seated(
+            scored[: query.limit],
+            [s for s in pooled_ranked if s.score >= query.min_score],
+            seats,
+            lambda r: (candidates.vector_lane.get(r.candidate.at) or (0, 0.0, None))[2],
+            query.limit,
+        )
     hits = []
     for item in scored[: query.limit]:
         score, base, c, memory, factors = (
@@ -286,6 +297,8 @@ def search(
         hit_notes = list(notes)
         if memory.status is Status.SUPERSEDED:
             hit_notes.insert(0, "superseded: a newer version exists")
+        if any(item is s for s in seated):
+            hit_notes.insert(0, fusion.SEAT_NOTE)
         explain = Explanation(
             lanes=c.lanes,
             fused=round(base, 6),

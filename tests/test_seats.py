@@ -1,0 +1,180 @@
+"""Seats for the vector lane (``retrieval/fusion.py``'s ``seated``, setting
+``vector_seats``): where the keyword lane ties many weak matches, a memory found only by
+meaning that fusion ranks below the page takes one of the page's last places; the head
+of the page is fusion's, unchanged; a memory under ``min_score`` takes no seat, nor one
+where the keyword lane singles out its matches; the explanation says who seated it.
+A real search on real SQLite (``test_backends_seats.py``: PostgreSQL too) with a
+deterministic embedder."""
+
+from __future__ import annotations
+
+import pytest
+
+import hivemem
+from hivemem import InvalidInput, Settings
+from hivemem.providers import calibration
+from hivemem.retrieval import fusion
+from test_model_profile import ConceptEmbedder
+
+# Twelve memories hold the question's one keyword ("flat") in other senses: three short
+# ones (the vector lane's best three) and nine long ones. The answer holds none of the
+# question's words; the embedder reads "apartment" as "flat", so the answer is the
+# vector lane's 4th, and fusion's 13th under twelve keyword matches.
+SHORT = ["Flat bread", "Flat shoes", "Flat tyre"]
+LONG = [
+    "The flat white at the corner cafe was cold",
+    "Flat pack furniture took the whole long evening",
+    "The river looked flat and grey this morning",
+    "The joke fell flat at the wedding dinner party",
+    "A flat fee for the delivery of the heavy parcel",
+    "Sing it flat and the choir notices quickly enough",
+    "The battery went flat during the video call today",
+    "The market stayed flat for the whole quarter again",
+    "A flat stone skipped seven times over the lake",
+]
+ANSWER = "My apartment faces the big park"
+QUESTION = "Which flat?"
+BASE = Settings().replace(mmr_lambda=1.0)  # MMR off: the page is fusion's order
+DIM = 1024  # no two words of these texts share a slot
+
+
+@pytest.fixture
+def db_path(tmp_path):
+    return tmp_path / "memory.db"
+
+
+def _embedder(model: str = "concepts") -> ConceptEmbedder:
+    return ConceptEmbedder(model, DIM)
+
+
+def _fill(location, model: str = "concepts"):
+    with hivemem.open(location, embedder=_embedder(model)) as store:
+        mem = store.scope("home")
+        for text in [*SHORT, *LONG, ANSWER]:
+            mem.save(text, wait=True)
+    return location
+
+
+@pytest.fixture
+def filled(db_path):
+    return _fill(db_path)
+
+
+def _search(db_path, settings: Settings, limit: int = 10, model: str = "concepts", **kwargs):
+    with hivemem.open(db_path, embedder=_embedder(model), settings=settings) as store:
+        return store.scope("home").search(QUESTION, limit=limit, **kwargs)
+
+
+def _own(hit) -> float:
+    """The hit's score before a seat lowered it to the one above."""
+    return hit.score / hit.explain.factors.get("seat", 1.0)
+
+
+def test_a_memory_found_only_by_meaning_takes_a_seat_under_weak_keyword_matches(filled):
+    off = _search(filled, BASE.replace(vector_seats=0))
+    on = _search(filled, BASE.replace(vector_seats=4))
+    assert ANSWER not in [h.memory.content for h in off]  # fusion ranks it below the page
+    contents = [h.memory.content for h in on]
+    assert len(on) == 10 and contents[9] == ANSWER  # the page's last place
+    # The head is fusion's: the first six places (ten less four seats) are the same hits,
+    # in the same order, with the same scores; scores still fall with rank.
+    assert [(h.memory.id, h.score) for h in on[:6]] == [(h.memory.id, h.score) for h in off[:6]]
+    assert [h.score for h in on] == sorted((h.score for h in on), reverse=True)
+    seated = on[9]
+    assert fusion.SEAT_NOTE in seated.explain.notes
+    assert "keyword" not in seated.explain.lanes and seated.explain.lanes["vector"]["rank"] == 4
+    assert all(fusion.SEAT_NOTE not in h.explain.notes for h in on[:9])
+
+
+def test_mpnet_s_profile_holds_four_seats_and_a_set_value_wins(tmp_path, filled):
+    assert calibration.profile("all-mpnet-base-v2-int8:768").vector_seats == 4
+    assert calibration.profile("all-MiniLM-L6-v2-int8:384").vector_seats == 0
+    model = "all-mpnet-base-v2"  # its profile's seats; keyword ties as for the others
+    path = _fill(tmp_path / "mpnet.db", model)
+    ties = BASE.replace(keyword_ties=3)
+    assert ANSWER in [h.memory.content for h in _search(path, ties, model=model)]
+    off = _search(path, ties.replace(vector_seats=0), model=model)
+    assert ANSWER not in [h.memory.content for h in off]
+    assert ANSWER not in [h.memory.content for h in _search(filled, BASE)]  # unmeasured: off
+
+
+def test_a_memory_under_min_score_takes_no_seat(filled):
+    on = _search(filled, BASE.replace(vector_seats=4))
+    floor = (_own(on[9]) + on[5].score) / 2  # above the seated answer, below the head
+    hits = _search(filled, BASE.replace(vector_seats=4), min_score=floor)
+    assert hits and ANSWER not in [h.memory.content for h in hits]
+    assert all(h.score >= floor for h in hits)
+    assert all(fusion.SEAT_NOTE not in h.explain.notes for h in hits)
+
+
+def test_no_seat_where_the_keyword_lane_singles_out_its_matches(filled):
+    # Twelve ties are "weak" only above keyword_ties: at 12 the lane is decisive.
+    hits = _search(filled, BASE.replace(vector_seats=4, keyword_ties=12))
+    assert ANSWER not in [h.memory.content for h in hits]
+
+
+def test_nothing_below_a_page_that_holds_every_memory_is_seated(filled):
+    wide = _search(filled, BASE.replace(vector_seats=0), limit=20)
+    seated_wide = _search(filled, BASE.replace(vector_seats=4), limit=20)
+    assert len(wide) == 13  # every memory: none is left below the page to seat
+    assert [h.memory.id for h in seated_wide] == [h.memory.id for h in wide]
+    assert all(fusion.SEAT_NOTE not in h.explain.notes for h in seated_wide)
+
+
+def test_seats_scale_with_the_limit_and_never_take_the_head():
+    assert [fusion.seat_count(limit, 4) for limit in (1, 2, 3, 5, 10, 20, 50)] == [
+        0, 0, 1, 2, 4, 8, 20,
+    ]  # fmt: skip
+    assert fusion.seat_count(10, 5) == 5 and fusion.seat_count(10, 0) == 0
+    with pytest.raises(InvalidInput, match="vector_seats"):
+        Settings().replace(vector_seats=6)
+
+
+class _Hit:
+    def __init__(self, name: str, score: float, cosine: float | None) -> None:
+        self.name, self.score, self.cosine, self.factors = name, score, cosine, {}
+
+
+def _seated(page, rest, seats, limit=10, **knobs):
+    """``fusion.seated`` on plain hits, with the measured variants' knobs set."""
+    saved = {k: getattr(fusion, k) for k in knobs}
+    try:
+        for k, v in knobs.items():
+            setattr(fusion, k, v)
+        out, seated = fusion.seated(page, page + rest, seats, lambda h: h.cosine, limit)
+    finally:
+        for k, v in saved.items():
+            setattr(fusion, k, v)
+    return [h.name for h in out], [h.name for h in seated]
+
+
+def _page():
+    # Ten fused hits, the vector lane's 2nd (cosine .6) among them at place 3; below the
+    # page the lane's 1st (.7) and 3rd (.5), and a weak one (.2).
+    page = [_Hit(f"f{i}", 1.0 - i / 20, 0.6 if i == 2 else 0.1) for i in range(10)]
+    # v1 scores above the page's tail (as one MMR passed over can): lowered when seated.
+    rest = [_Hit("v1", 0.65, 0.7), _Hit("v3", 0.2, 0.5), _Hit("v9", 0.1, 0.2)]
+    return page, rest
+
+
+def test_seated_takes_the_last_places_for_the_lane_s_best_below_the_page():
+    page, rest = _page()
+    names, seated = _seated(page, rest, 2)
+    # The lane's best two are v1 and f2; f2 holds its place, v1 takes the last one.
+    assert seated == ["v1"] and names == [f"f{i}" for i in range(9)] + ["v1"]
+    v1 = rest[0]  # scores still fall with rank: v1 takes the score above it, a factor says so
+    assert v1.score == page[8].score and v1.factors["seat"] == pytest.approx(page[8].score / 0.65)
+    assert all(not h.factors for h in page)
+
+
+def test_the_measured_variants_depth_floor_lead_and_spread():
+    page, rest = _page()
+    assert _seated(page, rest, 2, SEAT_DEPTH=2)[1] == ["v1", "v3"]  # the best four looked at
+    assert _seated(page, rest, 2, SEAT_DEPTH=2, SEAT_FLOOR=0.55)[1] == ["v1"]  # v3 is .5
+    # A lead over the lane's 10th cosine (.1 here): .7 leads by .6, .5 by .4.
+    assert _seated(page, rest, 2, SEAT_DEPTH=2, SEAT_MARGIN=0.5)[1] == ["v1"]
+    names, seated = _seated(page, rest, 2, SEAT_DEPTH=2, SEAT_SPREAD=True)
+    # Spread: a head of 10 − 2 × 2 = 6, then seats and fused hits in turn.
+    assert names == ["f0", "f1", "f2", "f3", "f4", "f5", "v1", "f6", "v3", "f7"]
+    assert seated == ["v1", "v3"]
+    assert _seated(page, rest, 0) == ([h.name for h in page], [])
