@@ -194,8 +194,8 @@ def test_counts_read_outside_a_snapshot_across_a_commit_are_not_kept_for_one(tmp
 
 
 def test_kept_session_neighbours_leave_the_garbage_collectors_lists(tmp_path):
-    """The pairs kept per version are tuples, which a collection stops tracking (a list
-    it walks in every full collection for as long as nothing is written: up to 20,000
+    """The pairs kept per version are tuples, which collections stop tracking (a list
+    is walked in every full collection for as long as nothing is written: up to 20,000
     anchors); asked again, they come back as the lists ``session_neighbours`` gives."""
     import gc
 
@@ -205,6 +205,7 @@ def test_kept_session_neighbours_leave_the_garbage_collectors_lists(tmp_path):
         backend, query, now = store._backend, Query(text="x"), store.clock()
         with backend.search_view():
             first = backend.session_neighbours(["a"], ids, query, now)
+            gc.collect()  # the pairs' own tuples (of strings) first, then those of pairs
             gc.collect()
             kept = [
                 pairs for by_anchor in backend._pairs.sides.values() for pairs in by_anchor.values()
