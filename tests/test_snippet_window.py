@@ -68,3 +68,17 @@ def test_a_text_ending_in_a_space_where_the_window_ends():
     body = "q" * 349 + "berlin" + "z" * 144 + " "
     assert text.snippet(body, ["berlin"]) == _whole(body, ["berlin"])
     assert not text.snippet(body, ["berlin"]).endswith("…")
+
+
+def test_a_term_after_a_long_run_of_whitespace():
+    # The text just before the term flattens to fewer characters than the window takes
+    # before it: the window is read from the whole flattened prefix.
+    for gap in (" \n\t " * 10, "\n" * 30, " " * 3):
+        body = ("x" + gap) * 40 + "Berlin " + "word " * 100
+        for terms in (["berlin"], ["word", "berlin"], ["x"]):
+            assert text.snippet(body, terms) == _whole(body, terms), (gap, terms)
+    for lead in ("y" * 200, "\n" * 150):  # words before, or none
+        for run in (0, 1, 30, 55, 60, 101):  # the text just before the term, flattened,
+            for word in range(40, 60):  # of about as many characters as the window takes
+                body = lead + "\n" * run + "z" * word + " Berlin " + "word " * 100
+                assert text.snippet(body, ["berlin"]) == _whole(body, ["berlin"]), (run, word)
