@@ -191,3 +191,26 @@ def test_counts_read_outside_a_snapshot_across_a_commit_are_not_kept_for_one(tmp
         assert not armed  # the commit came
         assert (stats.total_chunks, stats.doc_freq) == (1, {"lighthouse": 1})  # one file
         assert backend.term_stats(["lighthouse"], ["a"]).doc_freq == {"lighthouse": 2}
+
+
+def test_kept_session_neighbours_leave_the_garbage_collectors_lists(tmp_path):
+    """The pairs kept per version are tuples, which collections stop tracking (a list
+    is walked in every full collection for as long as nothing is written: up to 20,000
+    anchors); asked again, they come back as the lists ``session_neighbours`` gives."""
+    import gc
+
+    with hivemem.open(tmp_path / "m.db", embedder="none") as store:
+        mem = store.scope("a")
+        ids = [mem.add_episode(f"turn {n} of the talk", f"s{n // 5}", "user").id for n in range(12)]
+        backend, query, now = store._backend, Query(text="x"), store.clock()
+        with backend.search_view():
+            first = backend.session_neighbours(["a"], ids, query, now)
+            gc.collect()  # the pairs' own tuples (of strings) first, then those of pairs
+            gc.collect()
+            kept = [
+                pairs for by_anchor in backend._pairs.sides.values() for pairs in by_anchor.values()
+            ]
+            again = backend.session_neighbours(["a"], ids, query, now)
+        assert len(kept) == len(ids) and not any(gc.is_tracked(pairs) for pairs in kept)
+        assert again == first and all(type(pairs) is list for pairs in again.values())
+        assert [n for n, _ in again[ids[1]]] == [ids[0], ids[2]]
