@@ -614,7 +614,8 @@ def entities(env: Env, as_json: bool) -> None:
     type=click.Path(file_okay=False),
     metavar="DIR",
     help="Keep each suite's store in DIR and reuse it on the next run with the same data "
-    "and embedder (only the searches run again; delete DIR to rebuild).",
+    "and embedder (only the searches run again; a build stopped while embedding is "
+    "finished, not begun again; delete DIR to rebuild).",
 )
 @click.option(
     "--dump",
