@@ -75,6 +75,9 @@ def test_a_store_from_before_0026_upgrades_keeping_every_row(tmp_path, monkeypat
     seqs = [r[-1] for r in rows["memories"]]
     assert seqs != list(range(1, len(seqs) + 1))  # the purge left a gap
     stats = _dump(path, "SELECT idx, stat FROM sqlite_stat1 WHERE tbl = 'memories' ORDER BY 1")
+    samples_sql = "SELECT * FROM sqlite_stat4 WHERE tbl = 'memories' AND idx <> 'memories_seq'"
+    samples = sorted(_dump(path, samples_sql))
+    assert samples  # sqlean's SQLite keeps ANALYZE's samples (STAT4)
 
     with hivemem.open(path, embedder="none") as store:  # the upgrade, nothing read
         assert store.health.schema_version()[-1] == SEQ
@@ -86,6 +89,7 @@ def test_a_store_from_before_0026_upgrades_keeping_every_row(tmp_path, monkeypat
     assert _dump(path, "SELECT idx, stat FROM sqlite_stat1 WHERE tbl = 'memories' ORDER BY 1") == [
         s for s in stats if s[0] != "memories_seq"
     ]
+    assert sorted(_dump(path, samples_sql)) == samples  # the planner's samples too
     schema = dict(_dump(path, "SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL"))
     assert "seq INTEGER PRIMARY KEY" in schema["memories"]
     assert "memories_seq" not in schema and "memories_seq_ai" not in schema

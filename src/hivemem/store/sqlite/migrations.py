@@ -645,15 +645,21 @@ def _memories_seq_rowid(conn: Connection) -> None:
     # insert, ~8 µs, though it fired for none) are gone. A row inserted without ``seq``
     # gets MAX(rowid) + 1, which is what the trigger gave; rowid and seq were already
     # equal. ``id`` keeps its unique index (the same name), the key every foreign key
-    # names. Every row is copied in order, every column as it was; the planner's
-    # statistics of the indexes kept are kept (the table is as large as before).
-    try:
-        stats = conn.execute(
-            "SELECT idx, stat FROM sqlite_stat1 WHERE tbl = 'memories' "
-            "AND idx IS NOT 'memories_seq'"
-        ).fetchall()
-    except OperationalError:  # never analyzed
-        stats = []
+    # names. Every row is copied in order, every column as it was, by name; the
+    # planner's statistics of the indexes kept are kept, both ANALYZE's counts
+    # (sqlite_stat1) and its samples (sqlite_stat4, in a build with STAT4, as sqlean's):
+    # the table is as large as before, and each sample's key ends with the rowid, which
+    # was seq already. Dropping the table drops them, and ``PRAGMA optimize`` would not
+    # bring the samples back.
+    stats = _rows(
+        conn,
+        "SELECT idx, stat FROM sqlite_stat1 WHERE tbl = 'memories' AND idx IS NOT 'memories_seq'",
+    )
+    samples = _rows(
+        conn,
+        "SELECT idx, neq, nlt, ndlt, sample FROM sqlite_stat4 "
+        "WHERE tbl = 'memories' AND idx IS NOT 'memories_seq'",
+    )
     conn.execute(
         """CREATE TABLE memories_new (
             id TEXT NOT NULL UNIQUE,
@@ -691,8 +697,10 @@ def _memories_seq_rowid(conn: Connection) -> None:
             seq INTEGER PRIMARY KEY
         )"""
     )
-    # The columns of 0001 and 0014's seq, in that order in both tables.
-    conn.execute("INSERT INTO memories_new SELECT * FROM memories ORDER BY seq")
+    columns = ", ".join(r[1] for r in conn.execute("PRAGMA table_info(memories_new)"))
+    conn.execute(
+        f"INSERT INTO memories_new ({columns}) SELECT {columns} FROM memories ORDER BY seq"
+    )
     conn.execute("DROP TABLE memories")  # its indexes and trigger with it
     conn.execute("ALTER TABLE memories_new RENAME TO memories")
     for sql in _MEMORY_INDEXES:
@@ -701,3 +709,21 @@ def _memories_seq_rowid(conn: Connection) -> None:
         conn.executemany(
             "INSERT INTO sqlite_stat1 (tbl, idx, stat) VALUES ('memories', ?, ?)", stats
         )
+    if samples:
+        conn.executemany(
+            "INSERT INTO sqlite_stat4 (tbl, idx, neq, nlt, ndlt, sample) "
+            "VALUES ('memories', ?, ?, ?, ?, ?)",
+            samples,
+        )
+    if stats or samples:  # loaded by this connection too, else its PRAGMA optimize at
+        conn.execute("ANALYZE sqlite_master")  # close finds the indexes unanalyzed and
+        # analyzes the table again with a row limit, which keeps no samples
+
+
+def _rows(conn: Connection, sql: str) -> list[Any]:
+    """The rows of a statement over a table that may not exist (sqlite_stat1 and
+    sqlite_stat4 before any ANALYZE; sqlite_stat4 in a build without STAT4)."""
+    try:
+        return conn.execute(sql).fetchall()
+    except OperationalError:
+        return []
