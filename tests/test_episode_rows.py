@@ -163,15 +163,15 @@ def test_a_session_is_new_until_it_holds_an_episode(tmp_path):
     with hivemem.open(tmp_path / "m.db", embedder="none") as store:
         db = store._backend
         with db.atomic():
-            assert db.note_session("s", "a", day.replace(hour=5), 2) is True
-            assert db.note_session("s", "a", day.replace(hour=3), 1) is False
-            assert db.note_session("s", "a", day.replace(hour=9), 4) is False
+            assert db.note_session("s", "a", day.replace(hour=5), day.replace(hour=5), 2) is True
+            assert db.note_session("s", "a", day.replace(hour=3), day.replace(hour=3), 1) is False
+            assert db.note_session("s", "a", day.replace(hour=9), day.replace(hour=9), 4) is False
             db._write(
                 "INSERT INTO sessions (scope, session_id, started_at, last_event_at) "
                 "VALUES ('s', 'b', '2026-11-28T01:00:00Z', '2026-11-28T01:00:00Z')"
             )
-            assert db.note_session("s", "b", day.replace(hour=6), 3) is True
-            assert db.note_session("s", "b", day.replace(hour=7), 1) is False
+            assert db.note_session("s", "b", day.replace(hour=6), day.replace(hour=6), 3) is True
+            assert db.note_session("s", "b", day.replace(hour=7), day.replace(hour=7), 1) is False
     conn = sqlite3.connect(tmp_path / "m.db")
     try:
         rows = conn.execute(

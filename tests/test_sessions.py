@@ -257,3 +257,25 @@ def test_a_fact_consolidated_from_one_turn_takes_one_place_with_it(db_path, cloc
         hits = [h.memory.id for h in mem.search("zorblax invoices blue folder", limit=10)]
         assert len({turn.id, facts[0].id} & set(hits)) == 1  # one of the two, not both
         assert other.id in hits
+
+
+def test_a_batch_of_one_session_records_its_first_and_its_last_time(mem):
+    """``add_episodes`` of one session over two hours: the session starts at its first
+    turn and its last event is its last turn (a batch recorded its first time as both,
+    so idle-session detection could end it early; found by a read-only review)."""
+    mem.add_episodes(
+        [
+            {"content": f"turn at {h}", "session_id": "s", "role": "user",
+             "event_time": f"2026-11-28T{h:02d}:00:00Z"}
+            for h in (10, 9, 11)
+        ]
+    )  # fmt: skip
+    [session] = mem.sessions()
+    assert (session.started_at.hour, session.last_event_at.hour) == (9, 11)
+    mem.add_episodes(
+        [{"content": "later turn", "session_id": "s", "role": "user",
+          "event_time": "2026-11-28T12:30:00Z"}]
+    )  # fmt: skip
+    [session] = mem.sessions()
+    assert (session.started_at.hour, session.last_event_at.hour) == (9, 12)
+    assert session.last_event_at.minute == 30 and session.episode_count == 4

@@ -350,19 +350,19 @@ class ScopedMemory:
         )
         if not records:
             return []
-        sessions: dict[str, tuple[datetime, int]] = {}
+        sessions: dict[str, tuple[datetime, datetime, int]] = {}
         for record, *_ in records:
             assert record.session_id is not None
             when = record.event_time or record.created_at
-            first, count = sessions.get(record.session_id, (when, 0))
-            sessions[record.session_id] = (min(first, when), count + 1)
+            first, last, count = sessions.get(record.session_id, (when, when, 0))
+            sessions[record.session_id] = (min(first, when), max(last, when), count + 1)
         with self._backend.atomic():
             self._backend.insert_many([(r, chunks, found) for r, _, chunks, found in records])
             self._store.job_state.note_categories([(r.id, sure) for r, sure, *_ in records])
             started = [
                 session_id
-                for session_id, (when, count) in sessions.items()
-                if self._backend.note_session(self.name, session_id, when, count)
+                for session_id, (when, last, count) in sessions.items()
+                if self._backend.note_session(self.name, session_id, when, last, count)
             ]
         self._store.index_written(wait)
         self._store.session_worker.session_started(self.name, started)  # queued, not run here

@@ -593,7 +593,7 @@ class _Import:
 
     @retried  # one batch, one unit of work: a deadlock runs the batch again
     def write_batch(self, batch: list[tuple[int, Memory]]) -> bool:
-        sessions: dict[tuple[str, str], tuple[datetime, int]] = {}
+        sessions: dict[tuple[str, str], tuple[datetime, datetime, int]] = {}
         new: list[tuple[int, Memory]] = []
         skipped = 0
         try:
@@ -615,8 +615,8 @@ class _Import:
                 if self.conflicts:
                     raise _Rollback
                 self.insert(new)
-                for (scope, session_id), (when, count) in sessions.items():
-                    self.store.session_rows.note_session(scope, session_id, when, count)
+                for (scope, session_id), (when, last, count) in sessions.items():
+                    self.store.session_rows.note_session(scope, session_id, when, last, count)
         except _Rollback:
             return False
         self.imported += len(new)
@@ -661,13 +661,15 @@ class _Import:
         )
 
 
-def _note_episode(sessions: dict[tuple[str, str], tuple[datetime, int]], memory: Memory) -> None:
+def _note_episode(
+    sessions: dict[tuple[str, str], tuple[datetime, datetime, int]], memory: Memory
+) -> None:
     if memory.kind is not Kind.EPISODE or memory.session_id is None:
         return
     slot = (memory.scope, memory.session_id)
     when = memory.event_time or memory.created_at
-    first, count = sessions.get(slot, (when, 0))
-    sessions[slot] = (min(first, when), count + 1)
+    first, last, count = sessions.get(slot, (when, when, 0))
+    sessions[slot] = (min(first, when), max(last, when), count + 1)
 
 
 def _compare(memory: Memory, scope: str, existing: Mapping[str, Memory]) -> str | None:

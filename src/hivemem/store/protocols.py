@@ -421,8 +421,10 @@ class KeywordIndex(Protocol):
 class Sessions(Protocol):
     """Sessions seen (consolidation state) and the order of episodes within one."""
 
-    def note_session(self, scope: str, session_id: str, when: datetime, episodes: int) -> bool:
-        """Register a session on first sight; count its episodes; True when new."""
+    def note_session(
+        self, scope: str, session_id: str, when: datetime, last: datetime, episodes: int
+    ) -> bool:
+        """Count a session's episodes, timed ``when`` to ``last``; True when it is new."""
         ...
 
     def sessions(self, scope: str) -> list[SessionInfo]: ...

@@ -709,7 +709,9 @@ class PostgresBackend(KeywordMixin):
             except StoreError:
                 return  # access counts are a ranking hint: reads fail open
 
-    def note_session(self, scope: str, session_id: str, when: datetime, episodes: int) -> bool:
+    def note_session(
+        self, scope: str, session_id: str, when: datetime, last: datetime, episodes: int
+    ) -> bool:
         """Register a session on first sight; count its episodes; True when new."""
         stamp = to_text(when)
         row = self._x(
@@ -719,7 +721,7 @@ class PostgresBackend(KeywordMixin):
             "started_at = LEAST(sessions.started_at, excluded.started_at), "
             "episode_count = sessions.episode_count + excluded.episode_count "
             "RETURNING (xmax = 0)",
-            [scope, session_id, stamp, stamp, episodes],
+            [scope, session_id, stamp, to_text(last), episodes],
         ).fetchone()
         return bool(row[0])
 

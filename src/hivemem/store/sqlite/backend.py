@@ -746,11 +746,15 @@ class SQLiteBackend(PooledReads, KeywordPlans, KeywordStats, KeywordScope, Scope
                     rows,
                 )
 
-    def note_session(self, scope: str, session_id: str, when: datetime, episodes: int) -> bool:
+    def note_session(
+        self, scope: str, session_id: str, when: datetime, last: datetime, episodes: int
+    ) -> bool:
         """Inside a write: count a session's episodes; True when the session is new."""
         if self._depth == 0:
             raise RuntimeError("write outside atomic()")  # a bug in HiveMem, not user error
-        return inserts.note_session(self._conn, scope, session_id, to_text(when), episodes)
+        return inserts.note_session(
+            self._conn, scope, session_id, to_text(when), to_text(last), episodes
+        )
 
     # ------------------------------------------------------------------ meta and health
 

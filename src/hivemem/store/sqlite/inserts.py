@@ -86,16 +86,19 @@ def insert_many(conn: Any, items: Sequence[Item]) -> None:
     )
 
 
-def note_session(conn: Any, scope: str, session_id: str, when: str, episodes: int) -> bool:
-    """Count a session's episodes; True when the session is new (no row, or a row of no
-    episodes: a restored backup's). A known session, the hot path's case, is one
-    ``UPDATE``: an upsert ``RETURNING`` its count cost 13-22 µs against 2, timed alone
-    (issue 24; in a turn less: its statement journal had FTS5 flush there)."""
+def note_session(
+    conn: Any, scope: str, session_id: str, when: str, last: str, episodes: int
+) -> bool:
+    """Count a session's episodes, written between ``when`` and ``last``; True when the
+    session is new (no row, or a row of no episodes: a restored backup's). A known
+    session, the hot path's case, is one ``UPDATE``: an upsert ``RETURNING`` its count
+    cost 13-22 µs against 2, timed alone (issue 24; in a turn less: its statement
+    journal had FTS5 flush there)."""
     if conn.execute(
         "UPDATE sessions SET last_event_at = MAX(last_event_at, ?), started_at = "
         "MIN(started_at, ?), episode_count = episode_count + ? "
         "WHERE scope = ? AND session_id = ? AND episode_count > 0",
-        (when, when, episodes, scope, session_id),
+        (last, when, episodes, scope, session_id),
     ).rowcount:
         return False
     conn.execute(
@@ -104,7 +107,7 @@ def note_session(conn: Any, scope: str, session_id: str, when: str, episodes: in
         "last_event_at = MAX(last_event_at, excluded.last_event_at), "
         "started_at = MIN(started_at, excluded.started_at), "
         "episode_count = episode_count + excluded.episode_count",
-        (scope, session_id, when, when, episodes),
+        (scope, session_id, when, last, episodes),
     )
     return True
 
