@@ -352,3 +352,26 @@ def test_insert_many_writes_a_batch_and_refuses_as_insert_does(any_store, tmp_pa
     assert [h.memory.id for h in any_store.scope("team-a").search("brokers", limit=3)] == [
         rows[1].id
     ]
+
+
+def test_a_consolidation_cursor_is_the_targets_after_a_copy(tmp_path, clock):
+    """A consolidation stopped after its first batch keeps the ``seq`` of the last
+    episode it consumed; the copy numbers episodes afresh (a purged row's gap closes),
+    so the cursor is carried as the count consumed and given the target's numbering
+    (the copy's next run read none of the episodes left: a read-only review)."""
+    with hivemem.open(tmp_path / "src.db", clock=clock, embedder="none") as src:
+        gone = src.scope("b").add_episodes(
+            [{"content": f"filler {i}", "session_id": "x", "role": "user"} for i in range(20)]
+        )
+        src.scope("b").purge(gone[5].id)  # the source's seqs have a gap now
+        mem = src.scope("a")
+        turns = [mem.add_episode(f"Alice deployed service {i}", "s", "user") for i in range(4)]
+        consumed = src.job_state.episodes("a", "s", 0, 10)[1][0]
+        with src.atomic():
+            src.job_state.set_session_state("a", "s", {"cursor": consumed, "facts": 0})
+        with hivemem.open(tmp_path / "dst.db", clock=clock, embedder="none") as dst:
+            copy_store(src, dst)
+            state = dst.job_state.session_state("a", "s")
+            left = dst.job_state.episodes("a", "s", int(state["cursor"]), 10)
+            assert [m.id for _, m in left] == [t.id for t in turns[2:]]
+            assert state == {"cursor": state["cursor"], "facts": 0}

@@ -520,3 +520,40 @@ def test_a_terminal_sees_the_check_then_the_import(tmp_path, clock):
     )
     assert done.returncode == 0 and b"imported 250 memories" in done.stdout
     assert shown.index("checking") < shown.index("importing")
+
+
+def test_a_consolidation_cursor_survives_export_and_import(store, tmp_path):
+    """A consolidation that stopped after its first batch keeps a cursor: the ``seq`` of
+    the last episode it consumed, the source's numbering, which the importing store does
+    not share. The copy's next run reads the episodes the source had not consumed (it
+    read none: a read-only review), and a file with a bare cursor (written before) starts
+    the session over instead of skipping episodes."""
+    filler = [{"content": f"filler {i}", "session_id": "x", "role": "user"} for i in range(20)]
+    store.scope("b").add_episodes(filler)
+    mem = store.scope("a")
+    turns = [
+        mem.add_episode(f"Alice deployed service {i} to Berlin", "s", "user") for i in range(4)
+    ]
+    consumed = store.job_state.episodes("a", "s", 0, 10)[1][0]
+    with store.atomic():
+        store.job_state.set_session_state("a", "s", {"cursor": consumed, "facts": 0})
+    text = _export(store, ["a"])
+    with hivemem.open(tmp_path / "copy.db") as copy:
+        assert import_jsonl(copy, io.StringIO(text)).ok
+        state = copy.job_state.session_state("a", "s")
+        left = copy.job_state.episodes("a", "s", int(state["cursor"]), 10)
+        assert [m.id for _, m in left] == [t.id for t in turns[2:]]
+        assert state["facts"] == 0 and "consumed" not in state
+        assert import_jsonl(copy, io.StringIO(text)).ok  # again: the same state, present
+        assert copy.job_state.session_state("a", "s") == state
+    lines = text.splitlines()
+    for n, line in enumerate(lines):
+        record = json.loads(line)
+        if record.get("record") == "session":
+            record["attributes"] = json.dumps({"consolidation": {"cursor": consumed, "facts": 0}})
+            lines[n] = json.dumps(record)
+    with hivemem.open(tmp_path / "old-file.db") as copy:
+        assert import_jsonl(copy, io.StringIO("\n".join(lines) + "\n")).ok
+        state = copy.job_state.session_state("a", "s")
+        assert state == {"facts": 0}  # the bare cursor is another store's: dropped
+        assert len(copy.job_state.episodes("a", "s", 0, 10)) == 4

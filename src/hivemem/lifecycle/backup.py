@@ -101,8 +101,71 @@ def export_records(
     elif tokens:
         left_out["API tokens (store-wide: export every scope)"] = len(tokens)
     records.extend({"record": "entity_alias", **a} for a in rows.aliases(scopes))
-    records.extend({"record": "session", **s} for s in rows.sessions(scopes))
+    for s in rows.sessions(scopes):
+        state = portable_state(store, s["scope"], s["session_id"], s["attributes"])
+        records.append({"record": "session", **s, "attributes": state})
     return records, left_out
+
+
+# A consolidation run's cursor is the ``seq`` of the last episode it consumed: this
+# file's insertion order, which another store numbers otherwise (an import renumbers its
+# rows). So an export says how many of the session's episodes were consumed instead, and
+# an import turns that back into its own seq; a file that carries a bare cursor (written
+# before) starts the session over (its facts are deduplicated) rather than skip episodes.
+_PAGE = 1_000
+
+
+def portable_state(store: StoreHandle, scope: str, session_id: str, attributes: str) -> str:
+    """A session's attributes with its consolidation cursor made portable (above)."""
+    loaded = json.loads(attributes or "{}")
+    state = loaded.get("consolidation") if isinstance(loaded, dict) else None
+    if not isinstance(state, dict) or "cursor" not in state:
+        return attributes
+    cursor, consumed, after = int(state["cursor"]), 0, 0
+    while page := store.job_state.episodes(scope, session_id, after, _PAGE):
+        consumed += sum(1 for seq, _ in page if seq <= cursor)
+        after = page[-1][0]
+        if after >= cursor or len(page) < _PAGE:
+            break
+    loaded["consolidation"] = _renamed(state, "cursor", "consumed", consumed)
+    return _json(loaded)
+
+
+def local_state(store: StoreHandle, scope: str, session_id: str, attributes: str) -> str:
+    """The attributes ``portable_state`` gave, with the cursor in ``store``'s numbering
+    (its episodes of the session are written first)."""
+    loaded = json.loads(attributes or "{}")
+    state = loaded.get("consolidation") if isinstance(loaded, dict) else None
+    if not isinstance(state, dict) or not {"cursor", "consumed"} & state.keys():
+        return attributes
+    state.pop("cursor", None)  # another store's seq (a file written before)
+    consumed = state.get("consumed")
+    cursor = None
+    if isinstance(consumed, int) and consumed > 0:
+        seqs: list[int] = []
+        while len(seqs) < consumed:
+            page = store.job_state.episodes(scope, session_id, seqs[-1] if seqs else 0, _PAGE)
+            seqs.extend(seq for seq, _ in page)
+            if len(page) < _PAGE:
+                break
+        if seqs:
+            cursor = seqs[min(consumed, len(seqs)) - 1]
+    loaded["consolidation"] = _renamed(state, "consumed", "cursor", cursor)
+    return _json(loaded)
+
+
+def _renamed(state: Mapping[str, Any], old: str, new: str, value: Any) -> dict[str, Any]:
+    """``state`` with ``old`` replaced by ``new`` in its place (left out if ``value`` is
+    None): a round trip gives back the very text stored."""
+    return {
+        (new if k == old else k): (value if k == old else v)
+        for k, v in state.items()
+        if k != old or value is not None
+    }
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 _FIELDS = {
@@ -158,7 +221,8 @@ def import_records(
         elif kind == "entity_alias":
             outcome = rows.put_alias(record, when)
         else:
-            outcome = rows.put_session(record, when)
+            state = local_state(store, record["scope"], record["session_id"], record["attributes"])
+            outcome = rows.put_session({**record, "attributes": state}, when)
         if outcome == "imported":
             imported[kind] = imported.get(kind, 0) + 1
         elif outcome != "present":

@@ -44,6 +44,7 @@ from ..store.tables import TableRows, common_columns
 from ..types import Memory
 from ..write.audit import reason_chunks
 from ..write.retry import attempts
+from . import backup
 
 if TYPE_CHECKING:
     from ..store.handles import StoreHandle
@@ -129,7 +130,7 @@ def copy_store(
         copied, present = _memories(source, target, total, progress, batch)
         with target.atomic():
             _guarded_rows(src_rows, dst_rows, records)
-            _plain_rows(src_rows, dst_rows, records)
+            _plain_rows(source, target, records)
             _entities(src_rows, dst_rows, records)
             _logs(src_rows, dst_rows, records)
         vectors, queued, note = _vectors(source, target, records, progress)
@@ -276,9 +277,33 @@ def _copy_table(
         records[table] = records.get(table, 0) + dst.write(table, columns, rows, key, update=update)
 
 
-def _plain_rows(src: TableRows, dst: TableRows, records: dict[str, int]) -> None:
+def _plain_rows(source: StoreHandle, target: StoreHandle, records: dict[str, int]) -> None:
+    src, dst = source.table_rows, target.table_rows
     for table, key, update in _PLAIN:
-        _copy_table(src, dst, table, key, update, records)
+        convert = _session_states(source, target, src, dst) if table == "sessions" else None
+        _copy_table(src, dst, table, key, update, records, convert=convert)
+
+
+def _session_states(
+    source: StoreHandle, target: StoreHandle, src: TableRows, dst: TableRows
+) -> Callable[[list[tuple[Any, ...]]], list[tuple[Any, ...]]] | None:
+    """A session's consolidation cursor is a ``seq`` of the source, which the target
+    numbers otherwise: carried as the count of episodes consumed
+    (``backup.portable_state``, as an export does) and turned into the target's."""
+    columns = [c for c in common_columns(src, dst, "sessions") if c != "seq"]
+    if not {"scope", "session_id", "attributes"} <= set(columns):
+        return None
+    scope, session, attributes = (columns.index(c) for c in ("scope", "session_id", "attributes"))
+
+    def convert(page: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        out = []
+        for row in page:
+            state = backup.portable_state(source, row[scope], row[session], row[attributes])
+            state = backup.local_state(target, row[scope], row[session], state)
+            out.append((*row[:attributes], state, *row[attributes + 1 :]))
+        return out
+
+    return convert
 
 
 def _guarded_rows(src: TableRows, dst: TableRows, records: dict[str, int]) -> None:

@@ -40,8 +40,9 @@ Import contract:
 - Interrupted (kill -9, a lost server) between or inside batches, the store holds
   whole batches only; the same import run again skips the rows already there (the
   same record) and writes the rest: the store ends with exactly the file's rows.
-- Sessions of imported episodes are registered as not yet consolidated (consolidation
-  state is not part of the export).
+- Sessions of imported episodes are registered; their consolidation state comes with the
+  session records, a stopped run's cursor as the count of episodes it consumed (a
+  ``seq`` is the source's numbering: ``hivemem.lifecycle.backup.portable_state``).
 """
 
 from __future__ import annotations
