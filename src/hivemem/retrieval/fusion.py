@@ -136,10 +136,13 @@ def seated(
     seats: int,
     cosine: Callable[[T], float | None],
     limit: int,
+    floor: float = 0.0,
 ) -> tuple[list[T], list[T]]:
-    """``page`` with the vector lane's best candidates of ``pool`` (the hits that may
-    take a seat: at ``min_score`` or above) that fusion left out of it in its last
-    ``seats`` places, and the ones seated.
+    """``page`` (the first ``limit`` at ``floor`` or above of the fused order) with the
+    vector lane's best candidates of ``pool`` at ``floor`` or above (``min_score``, or deep
+    mode's: it runs unfloored and drops what is under it after its merge) that fusion left
+    out of it in its last ``seats`` places, then the hits under ``floor``; and the ones
+    seated.
 
     Why: fusion weighs a weak keyword match (a common word in forty turns) against a
     memory found only by meaning, and the match by meaning can land below the page
@@ -148,9 +151,14 @@ def seated(
     seats`` places): a seated memory displaces the page's weakest ones, not its best.
     The lane's best ``seats × SEAT_DEPTH`` by cosine are looked at, the best first; one
     already on the page keeps its place and its seat; one under ``SEAT_FLOOR`` (or
-    leading the lane's ``limit``-th cosine by less than ``SEAT_MARGIN``) is not seated."""
+    leading the lane's ``limit``-th cosine by less than ``SEAT_MARGIN``) is not seated.
+    A memory under ``floor`` never takes a seat nor holds a place a seat would take: it
+    would be dropped with the hit it displaced (deep mode did, with ``min_score``)."""
     if seats <= 0:
         return list(page), []
+    below = [item for item in page if item.score < floor]
+    page = [item for item in page if item.score >= floor][:limit]
+    pool = [item for item in pool if item.score >= floor]
     lane = sorted(
         ((c, i) for i, item in enumerate(pool) if (c := cosine(item)) is not None),
         key=lambda ci: (-ci[0], ci[1]),
@@ -161,7 +169,7 @@ def seated(
     shown = set(map(id, page))
     wanted = [item for item in best if id(item) not in shown][:seats]
     if not wanted:
-        return list(page), []
+        return page + below, []
     head_size = max(0, limit - (2 if SEAT_SPREAD else 1) * seats)
     head, tail = list(page[:head_size]), list(page[head_size:])
     keep = {id(item) for item in best}
@@ -184,4 +192,4 @@ def seated(
         if item.score > before.score > 0:
             item.factors = {**item.factors, "seat": before.score / item.score}
             item.score = before.score
-    return out, wanted
+    return out + below, wanted

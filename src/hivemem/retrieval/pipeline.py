@@ -85,8 +85,11 @@ def search(
     settings: Settings,
     now: datetime,
     reranker: Reranker | None = None,
+    seat_floor: float | None = None,
 ) -> list[Hit]:
-    """Hits for ``query`` in ``scopes``, best first (see the module docstring)."""
+    """Hits for ``query`` in ``scopes``, best first (see the module docstring).
+    ``seat_floor``: the floor the caller applies itself (deep mode, which runs unfloored);
+    seats hold it as they hold ``min_score``."""
     costs.lap("setup")  # the facade's part: arguments, fresh chunks, the read view
     # -1: the model's value, measured with its vector lane (none runs: HiveMem's defaults)
     measured = indexer.identity if indexer.enabled and not query.fts_syntax else None
@@ -279,11 +282,12 @@ def search(
     seated: list[Ranked] = []
     if seats and (not fusion.SEAT_GATE or fusion.keyword_weak(lanes, settings.keyword_ties, page)):
         scored, seated = fusion.seated(
-            scored[: query.limit],
-            [s for s in pooled_ranked if s.score >= query.min_score],
+            scored,
+            pooled_ranked,
             seats,
             lambda r: (candidates.vector_lane.get(r.candidate.at) or (0, 0.0, None))[2],
             query.limit,
+            query.min_score if seat_floor is None else seat_floor,
         )
     hits = []
     for item in scored[: query.limit]:
