@@ -129,6 +129,33 @@ def test_deep_mode_s_seats_hold_min_score_and_drop_no_hit_that_passes_it(filled)
     assert deep[9].memory.content == ANSWER and fusion.SEAT_NOTE in deep[9].explain.notes
 
 
+class _FlatReranker:
+    """Scores a text by whether it holds the question's word: the answer last."""
+
+    name = "flat"
+
+    def score(self, query, texts):
+        return [1.0 if "flat" in text.lower() else 0.0 for text in texts]
+
+
+class _BrokenReranker:
+    name = "broken"
+
+    def score(self, query, texts):
+        raise RuntimeError("model exploded")
+
+
+def test_a_reranker_s_order_is_final_no_seat_overrides_it(filled):
+    settings = BASE.replace(vector_seats=4)
+    hits = _search(filled, settings, reranker=_FlatReranker())
+    assert len(hits) == 10 and ANSWER not in [h.memory.content for h in hits]
+    assert all(fusion.SEAT_NOTE not in h.explain.notes for h in hits)
+    assert all("rerank" in h.explain.lanes for h in hits)
+    # A re-ranker that fails keeps the fused order, and with it the seats.
+    kept = _search(filled, settings, reranker=_BrokenReranker())
+    assert kept[9].memory.content == ANSWER and fusion.SEAT_NOTE in kept[9].explain.notes
+
+
 def test_no_seat_where_the_keyword_lane_singles_out_its_matches(filled):
     # Twelve ties are "weak" only above keyword_ties: at 12 the lane is decisive.
     hits = _search(filled, BASE.replace(vector_seats=4, keyword_ties=12))

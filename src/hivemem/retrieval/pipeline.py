@@ -260,11 +260,13 @@ def search(
         settings.superseded_factor,
         functools.partial(_current_candidate, candidates),
     )
-    pooled_ranked = scored  # the pool, for the vector lane's seats below the page
+    pooled_ranked, reranked = scored, False  # the pool, for the seats below the page
     if reranker is not None and len(scored) > 1:
         # The re-ranker sees ``rerank_depth`` candidates before diversity cuts to the
         # limit, and has the last word over the exact-match rule below.
+        failed = len(notes)
         scored = _rerank(reranker, focus, scored, settings, notes)
+        reranked = len(notes) == failed  # a re-ranker's order is final: no seats
         exact: list[Ranked] = []
     else:
         exact, scored = _split_exact(
@@ -284,7 +286,7 @@ def search(
         scored, seated = fusion.seated(
             scored,
             pooled_ranked,
-            seats,
+            0 if reranked else seats,
             lambda r: (candidates.vector_lane.get(r.candidate.at) or (0, 0.0, None))[2],
             query.limit,
             query.min_score if seat_floor is None else seat_floor,
