@@ -156,6 +156,23 @@ def test_a_reranker_s_order_is_final_no_seat_overrides_it(filled):
     assert kept[9].memory.content == ANSWER and fusion.SEAT_NOTE in kept[9].explain.notes
 
 
+def test_with_mmr_on_a_near_duplicate_of_a_seated_memory_yields_its_seat(db_path):
+    # The answer's twin (the same words, so the same vector): by cosine alone both took
+    # seats, where MMR (on by default, mmr_lambda 0.7) keeps two copies off a page.
+    twin = "The big park: my apartment faces it"
+    with hivemem.open(db_path, embedder=_embedder()) as store:
+        for text in [*SHORT, *LONG, ANSWER, twin]:
+            store.scope("home").save(text, wait=True)
+    seated = _search(db_path, BASE.replace(vector_seats=5))  # MMR off: both, by cosine
+    assert {h.memory.content for h in seated[-2:]} == {ANSWER, twin}
+    hits = _search(db_path, Settings().replace(vector_seats=5))
+    seats = [h.memory.content for h in hits if fusion.SEAT_NOTE in h.explain.notes]
+    assert len(hits) == 10 and len(seats) == 2  # as many seats, one copy among them
+    assert len({ANSWER, twin} & set(seats)) == 1
+    off = _search(db_path, Settings().replace(vector_seats=0))
+    assert [h.memory.id for h in hits[:5]] == [h.memory.id for h in off[:5]]
+
+
 def test_no_seat_where_the_keyword_lane_singles_out_its_matches(filled):
     # Twelve ties are "weak" only above keyword_ties: at 12 the lane is decisive.
     hits = _search(filled, BASE.replace(vector_seats=4, keyword_ties=12))

@@ -290,6 +290,8 @@ def search(
             lambda r: (candidates.vector_lane.get(r.candidate.at) or (0, 0.0, None))[2],
             query.limit,
             query.min_score if seat_floor is None else seat_floor,
+            lambda r: known.get((r.memory.id, r.candidate.chunk_id or None)),
+            settings.mmr_lambda,
         )
     hits = []
     for item in scored[: query.limit]:
