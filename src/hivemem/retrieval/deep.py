@@ -97,7 +97,7 @@ def search(
     """Deep-mode hits for ``query`` (see the module docstring)."""
     wide = wide_settings(settings)
     # Seats (``fusion.seated``) are the question's own page's: an expanded query's hits
-    # enter below the question's, and an LLM re-ranker's order is final.
+    # enter below the question's. An LLM re-ranks after them: they only widen what it reads.
     unseated = wide.replace(vector_seats=0)
 
     def run(q: Query, seated: bool = False) -> list[Hit]:
@@ -105,7 +105,7 @@ def search(
         # The seats hold it already: one under it would displace a hit that passes it.
         limit = max(q.limit, LLM_RERANK_DEPTH) if llm is not None else q.limit
         unfloored = replace(q, min_score=0.0, limit=limit)
-        given = wide if seated and llm is None else unseated
+        given = wide if seated else unseated
         return pipeline.search(
             backend, indexer, scopes, unfloored, given, now, reranker, q.min_score
         )
