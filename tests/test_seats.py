@@ -60,8 +60,12 @@ def filled(db_path):
     return _fill(db_path)
 
 
-def _search(db_path, settings: Settings, limit: int = 10, model: str = "concepts", **kwargs):
-    with hivemem.open(db_path, embedder=_embedder(model), settings=settings) as store:
+def _search(
+    db_path, settings: Settings, limit: int = 10, model: str = "concepts", reranker=None, **kwargs
+):
+    with hivemem.open(
+        db_path, embedder=_embedder(model), settings=settings, reranker=reranker
+    ) as store:
         return store.scope("home").search(QUESTION, limit=limit, **kwargs)
 
 
@@ -105,6 +109,68 @@ def test_a_memory_under_min_score_takes_no_seat(filled):
     assert hits and ANSWER not in [h.memory.content for h in hits]
     assert all(h.score >= floor for h in hits)
     assert all(fusion.SEAT_NOTE not in h.explain.notes for h in hits)
+
+
+def test_deep_mode_s_seats_hold_min_score_and_drop_no_hit_that_passes_it(filled):
+    # Deep mode runs the pipeline unfloored and drops what is under min_score after its
+    # merge: a seat given to the answer (under the floor) took the place of "Sing it
+    # flat" (at it), then was dropped too, and the page held nine hits where ten pass.
+    plain = _search(filled, BASE.replace(vector_seats=0), mode="deep")
+    assert len(plain) == 10 and ANSWER not in [h.memory.content for h in plain]
+    floor = plain[-1].score - 0.001  # every one of the ten passes, the answer does not
+    fast = _search(filled, BASE.replace(vector_seats=4), min_score=floor)
+    for seats in (0, 4):
+        deep = _search(filled, BASE.replace(vector_seats=seats), mode="deep", min_score=floor)
+        assert [h.memory.id for h in deep] == [h.memory.id for h in plain]
+        assert [h.memory.id for h in deep] == [h.memory.id for h in fast]
+        assert all(fusion.SEAT_NOTE not in h.explain.notes for h in deep)
+    # Unfloored, deep mode seats the answer as fast mode does.
+    deep = _search(filled, BASE.replace(vector_seats=4), mode="deep")
+    assert deep[9].memory.content == ANSWER and fusion.SEAT_NOTE in deep[9].explain.notes
+
+
+class _FlatReranker:
+    """Scores a text by whether it holds the question's word: the answer last."""
+
+    name = "flat"
+
+    def score(self, query, texts):
+        return [1.0 if "flat" in text.lower() else 0.0 for text in texts]
+
+
+class _BrokenReranker:
+    name = "broken"
+
+    def score(self, query, texts):
+        raise RuntimeError("model exploded")
+
+
+def test_a_reranker_s_order_is_final_no_seat_overrides_it(filled):
+    settings = BASE.replace(vector_seats=4)
+    hits = _search(filled, settings, reranker=_FlatReranker())
+    assert len(hits) == 10 and ANSWER not in [h.memory.content for h in hits]
+    assert all(fusion.SEAT_NOTE not in h.explain.notes for h in hits)
+    assert all("rerank" in h.explain.lanes for h in hits)
+    # A re-ranker that fails keeps the fused order, and with it the seats.
+    kept = _search(filled, settings, reranker=_BrokenReranker())
+    assert kept[9].memory.content == ANSWER and fusion.SEAT_NOTE in kept[9].explain.notes
+
+
+def test_with_mmr_on_a_near_duplicate_of_a_seated_memory_yields_its_seat(db_path):
+    # The answer's twin (the same words, so the same vector): by cosine alone both took
+    # seats, where MMR (on by default, mmr_lambda 0.7) keeps two copies off a page.
+    twin = "The big park: my apartment faces it"
+    with hivemem.open(db_path, embedder=_embedder()) as store:
+        for text in [*SHORT, *LONG, ANSWER, twin]:
+            store.scope("home").save(text, wait=True)
+    seated = _search(db_path, BASE.replace(vector_seats=5))  # MMR off: both, by cosine
+    assert {h.memory.content for h in seated[-2:]} == {ANSWER, twin}
+    hits = _search(db_path, Settings().replace(vector_seats=5))
+    seats = [h.memory.content for h in hits if fusion.SEAT_NOTE in h.explain.notes]
+    assert len(hits) == 10 and len(seats) == 2  # as many seats, one copy among them
+    assert len({ANSWER, twin} & set(seats)) == 1
+    off = _search(db_path, Settings().replace(vector_seats=0))
+    assert [h.memory.id for h in hits[:5]] == [h.memory.id for h in off[:5]]
 
 
 def test_no_seat_where_the_keyword_lane_singles_out_its_matches(filled):

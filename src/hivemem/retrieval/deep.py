@@ -96,14 +96,21 @@ def search(
 ) -> list[Hit]:
     """Deep-mode hits for ``query`` (see the module docstring)."""
     wide = wide_settings(settings)
+    # Seats (``fusion.seated``) are the question's own page's: an expanded query's hits
+    # enter below the question's. An LLM re-ranks after them: they only widen what it reads.
+    unseated = wide.replace(vector_seats=0)
 
-    def run(q: Query) -> list[Hit]:
+    def run(q: Query, seated: bool = False) -> list[Hit]:
         # The floor applies to the merged list; an LLM re-ranks LLM_RERANK_DEPTH of them.
+        # The seats hold it already: one under it would displace a hit that passes it.
         limit = max(q.limit, LLM_RERANK_DEPTH) if llm is not None else q.limit
         unfloored = replace(q, min_score=0.0, limit=limit)
-        return pipeline.search(backend, indexer, scopes, unfloored, wide, now, reranker)
+        given = wide if seated else unseated
+        return pipeline.search(
+            backend, indexer, scopes, unfloored, given, now, reranker, q.min_score
+        )
 
-    hits = run(query)
+    hits = run(query, seated=True)
     if query.fts_syntax:  # FTS5 syntax is the caller's exact query: nothing to expand
         return _final(hits, query)
     notes: list[str] = []

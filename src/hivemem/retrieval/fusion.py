@@ -136,10 +136,15 @@ def seated(
     seats: int,
     cosine: Callable[[T], float | None],
     limit: int,
+    floor: float = 0.0,
+    vector: Callable[[T], np.ndarray | None] | None = None,
+    mmr_lambda: float = 1.0,
 ) -> tuple[list[T], list[T]]:
-    """``page`` with the vector lane's best candidates of ``pool`` (the hits that may
-    take a seat: at ``min_score`` or above) that fusion left out of it in its last
-    ``seats`` places, and the ones seated.
+    """``page`` (the first ``limit`` at ``floor`` or above of the fused order) with the
+    vector lane's best candidates of ``pool`` at ``floor`` or above (``min_score``, or deep
+    mode's: it runs unfloored and drops what is under it after its merge) that fusion left
+    out of it in its last ``seats`` places, then the hits under ``floor``; and the ones
+    seated.
 
     Why: fusion weighs a weak keyword match (a common word in forty turns) against a
     memory found only by meaning, and the match by meaning can land below the page
@@ -148,20 +153,31 @@ def seated(
     seats`` places): a seated memory displaces the page's weakest ones, not its best.
     The lane's best ``seats × SEAT_DEPTH`` by cosine are looked at, the best first; one
     already on the page keeps its place and its seat; one under ``SEAT_FLOOR`` (or
-    leading the lane's ``limit``-th cosine by less than ``SEAT_MARGIN``) is not seated."""
+    leading the lane's ``limit``-th cosine by less than ``SEAT_MARGIN``) is not seated.
+    A memory under ``floor`` never takes a seat nor holds a place a seat would take: it
+    would be dropped with the hit it displaced (deep mode did, with ``min_score``).
+    With MMR on (``mmr_lambda`` < 1, ``vector``: a hit's chunk vector) the seats go to the
+    best by cosine × MMR's factor against the page and the seats before (``diverse``):
+    the seats are as many, but a near-duplicate of a hit already shown yields its seat."""
     if seats <= 0:
         return list(page), []
+    below = [item for item in page if item.score < floor]
+    page = [item for item in page if item.score >= floor][:limit]
+    pool = [item for item in pool if item.score >= floor]
     lane = sorted(
         ((c, i) for i, item in enumerate(pool) if (c := cosine(item)) is not None),
         key=lambda ci: (-ci[0], ci[1]),
     )
     low = lane[limit - 1][0] if len(lane) >= limit else 0.0
-    best = [pool[i] for c, i in lane[: seats * SEAT_DEPTH] if c >= SEAT_FLOOR]
-    best = [item for item in best if cosine(item) - low >= SEAT_MARGIN]  # type: ignore[operator]
+    able = [pool[i] for c, i in lane if c >= SEAT_FLOOR and c - low >= SEAT_MARGIN]
+    best = able[: seats * SEAT_DEPTH]  # cosines fall along the lane: a prefix of it
     shown = set(map(id, page))
     wanted = [item for item in best if id(item) not in shown][:seats]
+    if wanted and vector is not None and mmr_lambda < 1.0:
+        rest = [item for item in able if id(item) not in shown]
+        wanted = diverse(rest, page, len(wanted), cosine, vector, mmr_lambda)
     if not wanted:
-        return list(page), []
+        return page + below, []
     head_size = max(0, limit - (2 if SEAT_SPREAD else 1) * seats)
     head, tail = list(page[:head_size]), list(page[head_size:])
     keep = {id(item) for item in best}
@@ -184,4 +200,41 @@ def seated(
         if item.score > before.score > 0:
             item.factors = {**item.factors, "seat": before.score / item.score}
             item.score = before.score
-    return out, wanted
+    return out + below, wanted
+
+
+def diverse(
+    candidates: Sequence[T],
+    shown: Sequence[T],
+    count: int,
+    cosine: Callable[[T], float | None],
+    vector: Callable[[T], np.ndarray | None],
+    mmr_lambda: float,
+) -> list[T]:
+    """The ``count`` best of ``candidates`` (in cosine order) by cosine × MMR's factor
+    (``ranking.diversity_order``'s: ``1 − (1 − λ) × the largest similarity``, in [0, 1],
+    to the hits ``shown`` and the ones taken before); one without a vector is like no
+    other. Why: MMR cuts a near-duplicate of a hit from the page, and a seat by cosine
+    alone brought it back (or seated two copies of one memory)."""
+    dims = next((v.shape for v in map(vector, [*candidates, *shown]) if v is not None), None)
+    if dims is None:
+        return list(candidates[:count])
+
+    def matrix(items: Sequence[T]) -> np.ndarray:
+        rows = [vector(item) for item in items]
+        return np.array([np.zeros(dims) if r is None else r for r in rows], dtype=np.float64)
+
+    vectors, seen = matrix(candidates), matrix(shown)
+    redundancy = np.zeros(len(candidates))
+    if len(shown):
+        redundancy = np.clip(vectors @ seen.T, 0.0, 1.0).max(axis=1)
+    values = np.array([cosine(item) or 0.0 for item in candidates])
+    closed = np.zeros(len(candidates), dtype=bool)
+    out: list[T] = []
+    for _ in range(min(count, len(candidates))):
+        value = np.where(closed, -np.inf, values * (1.0 - (1.0 - mmr_lambda) * redundancy))
+        taken = int(value.argmax())  # first of equals: the better by cosine
+        out.append(candidates[taken])
+        closed[taken] = True
+        redundancy = np.maximum(redundancy, np.clip(vectors @ vectors[taken], 0.0, 1.0))
+    return out

@@ -85,8 +85,11 @@ def search(
     settings: Settings,
     now: datetime,
     reranker: Reranker | None = None,
+    seat_floor: float | None = None,
 ) -> list[Hit]:
-    """Hits for ``query`` in ``scopes``, best first (see the module docstring)."""
+    """Hits for ``query`` in ``scopes``, best first (see the module docstring).
+    ``seat_floor``: the floor the caller applies itself (deep mode, which runs unfloored);
+    seats hold it as they hold ``min_score``."""
     costs.lap("setup")  # the facade's part: arguments, fresh chunks, the read view
     # -1: the model's value, measured with its vector lane (none runs: HiveMem's defaults)
     measured = indexer.identity if indexer.enabled and not query.fts_syntax else None
@@ -257,11 +260,13 @@ def search(
         settings.superseded_factor,
         functools.partial(_current_candidate, candidates),
     )
-    pooled_ranked = scored  # the pool, for the vector lane's seats below the page
+    pooled_ranked, reranked = scored, False  # the pool, for the seats below the page
     if reranker is not None and len(scored) > 1:
         # The re-ranker sees ``rerank_depth`` candidates before diversity cuts to the
         # limit, and has the last word over the exact-match rule below.
+        failed = len(notes)
         scored = _rerank(reranker, focus, scored, settings, notes)
+        reranked = len(notes) == failed  # a re-ranker's order is final: no seats
         exact: list[Ranked] = []
     else:
         exact, scored = _split_exact(
@@ -279,11 +284,14 @@ def search(
     seated: list[Ranked] = []
     if seats and (not fusion.SEAT_GATE or fusion.keyword_weak(lanes, settings.keyword_ties, page)):
         scored, seated = fusion.seated(
-            scored[: query.limit],
-            [s for s in pooled_ranked if s.score >= query.min_score],
-            seats,
+            scored,
+            pooled_ranked,
+            0 if reranked else seats,
             lambda r: (candidates.vector_lane.get(r.candidate.at) or (0, 0.0, None))[2],
             query.limit,
+            query.min_score if seat_floor is None else seat_floor,
+            lambda r: known.get((r.memory.id, r.candidate.chunk_id or None)),
+            settings.mmr_lambda,
         )
     hits = []
     for item in scored[: query.limit]:
