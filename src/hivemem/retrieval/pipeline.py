@@ -157,7 +157,7 @@ def search(
     costs.lap("entity")
     page = tie_page(query.limit, fetch)
     lanes = candidates.arrays(lanes_run)
-    doc_freq = functools.partial(silence.scope_doc_freq, backend, scopes, terms)
+    doc_freq = functools.partial(silence.scope_doc_freq, backend, scopes, terms, query, now)
     if not len(candidates) or _nothing_matches(
         candidates, lanes, lanes_run, settings, page, terms, doc_freq, query.text
     ):
@@ -547,7 +547,7 @@ def _nothing_matches(
     ``unknown_floor``: read only when the cosine is under it,
     and ``None`` where the scope is too small to say a word is unknown; and when the
     question (``text``) is about no one the scope knows and names a thing it has never
-    seen, or whose words never meet in one keyword match, under ``stranger_floor``
+    seen, or whose words never meet in one memory of the scope, under ``stranger_floor``
     (``retrieval.silence.silent``, on the tie ``page``). ``settings`` are
     resolved: each floor is the model's where the user left it at -1."""
     if "vector" not in lanes_run:

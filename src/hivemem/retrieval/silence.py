@@ -95,12 +95,23 @@ the even half: 9 → 2; the odd half 13 → 10), and no answer today's search fi
 top 10 is lost, nor any real question silenced, on any suite. It needs scopes of
 ``MIN_SCOPE_CHUNKS`` like the rules above (in LoCoMo's, under it, it would cost answers:
 dates and names the conversation never writes), and finds a seen word scarce only in
-scopes of ``SCARCE_CHUNKS`` or more. It reads a page of ``MEETING_PAGE`` matches, which a
-search of limit 10 or more has (measured at 10 and 50): a smaller one fetches fewer
-(limit 1: 3), among which two words that meet further down are not found, and Neptune's
-and China's questions were silenced at limit 3 and answered at 10; there the rule does
-not apply, and a small search answers as before it rather than be silenced for a
-meeting it did not fetch.
+scopes of ``SCARCE_CHUNKS`` or more.
+
+Meetings per memory, anywhere in the scope (``scattered_memories``, 2026-11-28, late;
+a reviewer's findings): the keyword lane keeps one chunk per memory, so a note holding
+"funicular" in one chunk and "hydrofoil" in another was no meeting ("Which was cheaper,
+the funicular or the hydrofoil?" silenced); its first 20 matches may not reach the one
+memory holding both words (thirty turns holding "cost" came first); and a search of
+limit under 10 fetched fewer, so the rule was off there and a question limit 9
+answered was silenced at 10. Now, before it silences, the rule reads the memories
+holding any of the question's words outside the commonest and the terms each memory
+holds over all its chunks: a meeting anywhere in the scope keeps the hits, at every
+limit. An alias is a name the scope knows ("Kessy" for Kessler: ``ScopeReads.resolved``),
+and two lanes that agree found the answer (``lanes_agree``: the vector lane's first is
+the entity lane's one best). Measured (docs/retrieval.md, "Silence: scattered words"):
+12 → 13 of the 100 answered at limit 10 ("Which lichen grows on Antarctic basalt?":
+"Antarctic" and "grows" meet in a memory the page did not show), 13 at limits 1 to 50
+(22 at limits 1 and 3 before), and no ranking moves on any suite.
 """
 
 from __future__ import annotations
@@ -109,18 +120,20 @@ import functools
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from ..providers import entities as entitymod
 from ..providers.embed import VOCAB_FILE
 from ..settings import Settings
+from ..store.keyword_query import KeywordQuery
 from ..store.protocols import Backend
+from ..types import Query
 from .candidates import Candidates
 
 UNKNOWN_WORDS = 2  # terms in no chunk of the scope, at least (one rare among them)
 MIN_SCOPE_CHUNKS = 1_000  # a smaller scope's unseen words say nothing (module docstring)
 SCARCE_CHUNKS = 5_000  # a stranger's second word: in at most 1 chunk per 5,000 of the scope
 COMMON_CHUNKS = 100  # a word in more than 1 chunk per 100 of the scope: its company says little
-MEETING_PAGE = 20  # keyword matches ``scattered`` reads: the ties page at limit 10 and above
 
 
 @functools.cache
@@ -161,19 +174,84 @@ def names_the_unknown(terms: Sequence[str], doc_freq: Mapping[str, int]) -> bool
     return unknown(terms, doc_freq).names_the_unknown
 
 
+class ScopeReads:
+    """The reads ``scattered`` asks for only when it is about to silence a search (both
+    backends answer them: ``Backend`` and its ``entities``), so a search it does not
+    silence costs none of them."""
+
+    __slots__ = ("backend", "now", "query", "scopes")
+
+    def __init__(
+        self,
+        backend: Backend,
+        scopes: Sequence[str],
+        query: Query | None = None,
+        now: datetime | None = None,
+    ) -> None:
+        self.backend, self.scopes, self.query, self.now = backend, scopes, query, now
+
+    def holding(self, terms: Sequence[str], chunks: int) -> list[str]:
+        """The memories that hold any of ``terms`` (scarce words: ``chunks``, their
+        chunk counts summed, is small), as the search's filters pass them: one keyword
+        read. The keyword lane's page may not reach them: "How much did the funicular
+        and the hydrofoil cost?" fetched thirty turns holding "cost" or "much" before
+        the one note holding both "funicular" and "hydrofoil"."""
+        if not terms or chunks <= 0 or self.query is None or self.now is None:
+            return []
+        keywords = KeywordQuery.any_of(list(terms))
+        found = self.backend.keyword_search(self.scopes, self.query, keywords, chunks, self.now)
+        return list(dict.fromkeys(m.memory_id for m in found))
+
+    def memory_terms(self, memory_ids: Sequence[str], terms: Sequence[str]) -> dict[str, set[str]]:
+        """Which of ``terms`` each memory holds in any of its chunks (one read of their
+        chunks, ``memory_chunks``; ``matched_terms`` over the texts just read). The
+        keyword lane keeps one chunk per memory, and a long note holding "funicular" in
+        one chunk and "hydrofoil" in another holds both words all the same."""
+        chunks = self.backend.memory_chunks(list(memory_ids))
+        texts = {c.chunk_id: c.text for c in chunks}
+        held = self.backend.matched_terms(list(texts), terms, texts)
+        out: dict[str, set[str]] = {}
+        for chunk in chunks:
+            out.setdefault(chunk.memory_id, set()).update(held.get(chunk.chunk_id, ()))
+        return out
+
+    def resolved(self, text: str) -> set[str]:
+        """The words of the names in ``text`` that an entity of the scopes goes by, its
+        canonical name or an alias (one ``entities.lookup``): "Kessy" where Kessler has
+        that alias. The scope has heard of them under that name."""
+        names = entitymod.query_names(text)
+        keys: set[str] = set()
+        for entity in self.backend.entities.lookup(self.scopes, names, aliases=True):
+            keys.add(entity.canonical)
+            keys.update(entitymod.canonical(alias) for alias in entity.aliases)
+        words: set[str] = set()
+        for name in names:
+            if name in keys:
+                words.update(re.findall(r"\w+", name))
+        return words
+
+
 @dataclass(frozen=True, slots=True)
 class Seen:
     """What the scopes searched hold of a question's terms: each term's chunk count
-    (``doc_freq``) and the scopes' chunks (``total``)."""
+    (``doc_freq``) and the scopes' chunks (``total``); ``reads``, where a search made
+    it, what ``scattered`` reads before it silences one."""
 
     doc_freq: Mapping[str, int]
     total: int
+    reads: ScopeReads | None = None
 
 
 DocFreq = Callable[[], Seen | None]  # read only when a rule needs it (``silent``)
 
 
-def scope_doc_freq(backend: Backend, scopes: Sequence[str], terms: Sequence[str]) -> Seen | None:
+def scope_doc_freq(
+    backend: Backend,
+    scopes: Sequence[str],
+    terms: Sequence[str],
+    query: Query | None = None,
+    now: datetime | None = None,
+) -> Seen | None:
     """Each term's chunk count in ``scopes`` and their chunks: the backend's ``term_stats``
     (cached per term by both backends; the keyword lane has just read the same). ``None``
     when the scopes hold fewer than ``MIN_SCOPE_CHUNKS`` chunks: too few to say a word is
@@ -183,7 +261,7 @@ def scope_doc_freq(backend: Backend, scopes: Sequence[str], terms: Sequence[str]
     stats = backend.term_stats(terms, scopes)
     if stats.total_chunks < MIN_SCOPE_CHUNKS:
         return None
-    return Seen(stats.doc_freq, stats.total_chunks)
+    return Seen(stats.doc_freq, stats.total_chunks, ScopeReads(backend, scopes, query, now))
 
 
 # Words by which a question asks about its asker or the one it asks (after
@@ -257,16 +335,40 @@ def keyword_matches(candidates: Candidates) -> Iterator[Match]:
         yield rank, matched[at], at in entity
 
 
-def scattered(terms: Sequence[str], seen: Seen, matches: Iterable[Match], page: int) -> bool:
+def lanes_agree(candidates: Candidates) -> bool:
+    """The vector lane's first memory is the entity lane's one best (no other memory
+    scores as well there): the question is about an entity the scope knows, and the
+    memory nearest in meaning is that entity's ("When does Zoe's bistro offer
+    pancakes?" over "Zoe's cafe on Elm Street serves buckwheat crepes", first in all
+    three lanes at cosine .41; "Which city did Kessy relocate to?" over "Kessler moved
+    to Lisbon", Kessy an alias of Kessler). Not the keyword lane's first alone: "Which
+    lichen grows on Antarctic basalt?" finds "Antarctic" in a memory about worms, first
+    in the keyword and vector lanes, and tied in the entity lane with another."""
+    first = next((at for at, entry in candidates.vector_lane.items() if entry[0] == 1), None)
+    entity = candidates.entity
+    if first is None or first not in entity:
+        return False
+    best = entity[first][1]
+    return all(entry[1] < best for at, entry in entity.items() if at != first)
+
+
+def scattered(
+    terms: Sequence[str],
+    seen: Seen,
+    matches: Iterable[Match],
+    page: int,
+    known: Iterable[str] = (),
+) -> bool:
     """The question's words never meet (the module docstring): none of the keyword
     matches ranked within ``page`` (0: any) holds two of ``terms`` outside the scope's
     commonest (in more than one chunk per ``COMMON_CHUNKS``), and at least
     ``UNKNOWN_WORDS`` of its scarce words (``scarce``) are held by no match that names
-    an entity of the question (an entity's own words are not what the question lacks),
-    one of them seen or rare: two unseen everyday words say little ("What triggered the
+    an entity of the question (an entity's own words are not what the question lacks)
+    and are not ``known`` (words of a name the scope's entities go by: an alias), one
+    of them seen or rare: two unseen everyday words say little ("What triggered the
     security alert?" in the paraphrase suite's 2,222 chunks, a real question)."""
     common = {t for t in terms if seen.doc_freq.get(t, 0) * COMMON_CHUNKS > seen.total}
-    named: set[str] = set()
+    named: set[str] = set(known)
     for rank, words, names in matches:
         if (page <= 0 or rank <= page) and len(set(words) - common) >= 2:
             return False
@@ -274,6 +376,47 @@ def scattered(terms: Sequence[str], seen: Seen, matches: Iterable[Match], page: 
             named.update(words)
     lacks = [t for t in scarce(terms, seen) if t not in named]
     return len(lacks) >= UNKNOWN_WORDS and any(seen.doc_freq.get(t, 0) or rare(t) for t in lacks)
+
+
+def scattered_memories(
+    text: str, terms: Sequence[str], seen: Seen, candidates: Candidates, page: int, known: bool
+) -> bool:
+    """``scattered`` over a search's candidates, judged per memory and over the whole
+    scope (2026-11-28, late: the reviewer's F1-F3). What the search already holds
+    decides unless the rule would silence: a keyword match of the page holding two of
+    the words, or the lanes' agreement (``lanes_agree``). On the way to silence (rare,
+    and it saves the rest of the search) three reads: the names the scope's entities go
+    by (``ScopeReads.resolved``, where the entity lane found one: ``known``), the
+    memories holding any of the question's words outside the commonest
+    (``ScopeReads.holding``: each in at most one chunk per ``COMMON_CHUNKS``), and
+    the terms each of those and of the page's matches holds over all its chunks
+    (``ScopeReads.memory_terms``). A meeting is then looked for in every memory of the
+    scope, not in the keyword lane's first ``page`` (one chunk each, and as many as
+    the limit fetched): the result no longer depends on the limit ("Which dynasty built
+    the Grand Canal of China?" was silenced at limit 3 and answered at 10)."""
+    matches = list(keyword_matches(candidates))
+    if not scattered(terms, seen, matches, page) or lanes_agree(candidates):
+        return False
+    reads = seen.reads
+    if reads is None:
+        return True
+    words = reads.resolved(text) if known else set()
+    if words and not scattered(terms, seen, matches, page, words):
+        return False
+    ids = candidates.ids
+    listed = [ids[at] for at in candidates.keyword]
+    common = {t for t in terms if seen.doc_freq.get(t, 0) * COMMON_CHUNKS > seen.total}
+    rest = [t for t in terms if t not in common and seen.doc_freq.get(t, 0)]
+    found = reads.holding(rest, sum(seen.doc_freq[t] for t in rest))
+    shown = set(listed)
+    more = [m for m in found if m not in shown]
+    held = reads.memory_terms([*listed, *more], terms) if listed or more else {}
+    whole = [
+        (rank, tuple(held.get(memory_id, ())) or own, names)
+        for memory_id, (rank, own, names) in zip(listed, matches, strict=True)
+    ]
+    whole += [(0, tuple(held.get(m, ())), False) for m in more]
+    return scattered(terms, seen, whole, 0, words)
 
 
 def silent(
@@ -290,11 +433,12 @@ def silent(
     lane's best cosine, ``text`` the question as searched, ``terms`` its keyword terms,
     ``doc_freq`` reads their chunk counts in the scopes (None: the scopes are too young
     to say), ``knows_an_entity`` whether the entity lane found an entity the scopes
-    hold, ``candidates`` the lanes' (``scattered`` reads the keyword lane's matches
-    ranked within ``page``). The floors are the settings ``unknown_floor`` and
-    ``stranger_floor``, resolved to the model's (``providers.calibration``) where they
-    are -1; 0 turns a rule off. Without the entity lane (``entity_weight`` 0) nothing
-    tells a question's subject or an entity's words, and only the first rule applies."""
+    hold, ``candidates`` the lanes' (``scattered_memories`` reads the keyword lane's
+    matches ranked within ``page`` first, then, on the way to silence, the scope's).
+    The floors are the settings ``unknown_floor`` and ``stranger_floor``, resolved to
+    the model's (``providers.calibration``) where they are -1; 0 turns a rule off.
+    Without the entity lane (``entity_weight`` 0) nothing tells a question's subject or
+    an entity's words, and only the first rule applies."""
     if doc_freq is None:
         return False
     unknown, stranger = settings.unknown_floor, settings.stranger_floor
@@ -311,6 +455,6 @@ def silent(
         return False
     if not knows_an_entity and a_stranger(text, terms, seen):
         return True
-    if candidates is None or page < MEETING_PAGE:
-        return False  # too few keyword matches fetched to say the words never meet
-    return scattered(terms, seen, keyword_matches(candidates), page)
+    if candidates is None:
+        return False
+    return scattered_memories(text, terms, seen, candidates, page, knows_an_entity)
