@@ -17,6 +17,7 @@ import pytest
 
 import hivemem
 from hivemem import Status
+from hivemem.lifecycle.copying import copy_store
 from hivemem.lifecycle.portability import FORMAT_VERSION, export_jsonl, import_jsonl
 from terminal import run_on_a_terminal
 
@@ -557,3 +558,89 @@ def test_a_consolidation_cursor_survives_export_and_import(store, tmp_path):
         state = copy.job_state.session_state("a", "s")
         assert state == {"facts": 0}  # the bare cursor is another store's: dropped
         assert len(copy.job_state.episodes("a", "s", 0, 10)) == 4
+
+
+def test_a_session_record_updates_a_session_the_store_holds_on_every_backend(store, tmp_path):
+    """The import of a session's consolidation state into a store that already holds the
+    session updates it: PostgreSQL refused the statement (``consolidated_at`` was
+    ambiguous in the upsert), and its own export, read back, was no longer "present"
+    once the state's JSON was written compactly (found by a read-only review)."""
+    with hivemem.open(tmp_path / "src.db") as src:
+        src.scope("team-a").add_episode("Ana moved to Lisbon", "s1", "user")
+        with src.atomic():
+            src.job_state.set_session_state("team-a", "s1", {"facts": 3, "method": "x"})
+        text = _export(src)
+    store.scope("team-a").add_episode("Ana moved to Lisbon", "s1", "user")
+    report = import_jsonl(store, io.StringIO(text))
+    assert report.ok and report.records == {"session": 1}
+    assert store.job_state.session_state("team-a", "s1") == {"facts": 3, "method": "x"}
+    again = import_jsonl(store, io.StringIO(_export(store)))
+    assert again.ok and again.records == {}, again.records  # the same state: present
+
+
+def test_a_session_row_of_no_episodes_is_new_to_its_first_episode_on_every_backend(store, clock):
+    """A session row without episodes (a restored backup's) is new when its first
+    episode comes, on both backends (PostgreSQL said known: found by a read-only review)."""
+    when = clock()
+    with store.atomic():
+        row = {"scope": "team-a", "session_id": "s9", "consolidated_at": None, "attributes": "{}"}
+        store.backup_rows.put_session(row, clock().isoformat())
+        assert store.session_rows.note_session("team-a", "s9", when, when, 1) is True
+        assert store.session_rows.note_session("team-a", "s9", when, when, 1) is False
+
+
+def test_a_cursor_never_skips_an_episode_when_seq_and_id_orders_differ(tmp_path):
+    """An import or a copy numbers a session's episodes in id order; the source's order
+    (``seq``) may differ (writers that overlap make ids before the write lock; here an
+    import of a file not in id order). The carried cursor then counts only the episodes
+    in id order that were all consumed: the target may read some again, never skip one
+    (it had skipped two: a read-only review)."""
+    with hivemem.open(tmp_path / "src.db", embedder="none") as src:
+        turns = [
+            src.scope("a").add_episode(f"Alice shipped build {i}", "s", "user") for i in range(4)
+        ]
+        text = _export(src)
+    head, *rest = text.splitlines()
+    rows = [line for line in rest if "record" not in json.loads(line)]
+    records = [line for line in rest if "record" in json.loads(line)]
+    reversed_file = "\n".join([head, *reversed(rows), *records]) + "\n"
+    with hivemem.open(tmp_path / "a.db", embedder="none") as a:
+        assert import_jsonl(a, io.StringIO(reversed_file)).ok
+        order = a.job_state.episodes("a", "s", 0, 10)
+        assert [m.id for _, m in order] == [t.id for t in reversed(turns)]
+        with a.atomic():  # a stopped run consumed a's first two
+            a.job_state.set_session_state("a", "s", {"cursor": order[1][0], "facts": 0})
+        unread = {m.id for _, m in order[2:]}
+        with hivemem.open(tmp_path / "b.db", embedder="none") as b:
+            assert import_jsonl(b, io.StringIO(_export(a))).ok
+            cursor = int(b.job_state.session_state("a", "s").get("cursor", 0))
+            assert unread <= {m.id for _, m in b.job_state.episodes("a", "s", cursor, 10)}
+        with hivemem.open(tmp_path / "c.db", embedder="none") as c:
+            copy_store(a, c)
+            cursor = int(c.job_state.session_state("a", "s").get("cursor", 0))
+            assert unread <= {m.id for _, m in c.job_state.episodes("a", "s", cursor, 10)}
+
+
+def test_session_attributes_that_are_not_a_json_object_travel_as_they_are(tmp_path):
+    """A session record whose attributes are not JSON, or whose cursor is not a number,
+    is exported and imported without a traceback (the cursor's translation raised:
+    a read-only review); a cursor that is not a number is dropped (the session starts
+    over), text that is not JSON is kept as it is."""
+    with hivemem.open(tmp_path / "src.db", embedder="none") as src:
+        src.scope("a").add_episode("Bob shipped build 2", "t", "user")
+        with src.atomic():
+            src.job_state.set_session_state("a", "t", {"cursor": None, "facts": 1})
+        text = _export(src)
+    with hivemem.open(tmp_path / "dst.db", embedder="none") as dst:
+        report = import_jsonl(dst, io.StringIO(text))
+        assert report.ok and report.records == {"session": 1}
+        assert dst.job_state.session_state("a", "t") == {"facts": 1}
+    lines = text.splitlines()
+    for n, line in enumerate(list(lines)):
+        record = json.loads(line)
+        if record.get("record") == "session":
+            lines[n] = json.dumps({**record, "attributes": "not json"})
+    with hivemem.open(tmp_path / "other.db", embedder="none") as other:
+        report = import_jsonl(other, io.StringIO("\n".join(lines) + "\n"))
+        assert report.ok and report.records == {"session": 1}
+        assert other.backup_rows.sessions(["a"])[0]["attributes"] == "not json"

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -391,7 +392,9 @@ def _write_labels(path: Path, labels: dict[str, Doc]) -> None:
         }
         for memory_id, d in labels.items()
     }
-    path.write_text(json.dumps(rows), encoding="utf-8")
+    partial = path.with_name(path.name + ".partial")  # a run stopped mid-write leaves
+    partial.write_text(json.dumps(rows), encoding="utf-8")  # no truncated labels behind
+    os.replace(partial, path)
 
 
 def _read_labels(path: Path) -> dict[str, Doc]:

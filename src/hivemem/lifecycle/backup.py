@@ -108,25 +108,50 @@ def export_records(
 
 
 # A consolidation run's cursor is the ``seq`` of the last episode it consumed: this
-# file's insertion order, which another store numbers otherwise (an import renumbers its
-# rows). So an export says how many of the session's episodes were consumed instead, and
-# an import turns that back into its own seq; a file that carries a bare cursor (written
-# before) starts the session over (its facts are deduplicated) rather than skip episodes.
+# file's insertion order, which another store numbers otherwise (an import or a copy
+# writes rows in id order and numbers them as it goes). So an export says how many of
+# the session's episodes, in id order, were all consumed (``consumed``), and an import
+# turns that back into its own seq. Ids are made before the write lock, so writers that
+# overlap can store a session's turns in an order their ids do not follow: the count
+# stops at the first one not consumed, and the target may read a few again (its facts are
+# deduplicated) but never skips one. A file that carries a bare cursor (written before),
+# or one that is not a number, starts the session over.
 _PAGE = 1_000
+
+
+def _state(attributes: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """A session's attributes and their consolidation state, or None (none, or not JSON:
+    the text is carried as it is)."""
+    try:
+        loaded = json.loads(attributes or "{}")
+    except (TypeError, ValueError):
+        return None
+    state = loaded.get("consolidation") if isinstance(loaded, dict) else None
+    return (loaded, state) if isinstance(state, dict) else None
 
 
 def portable_state(store: StoreHandle, scope: str, session_id: str, attributes: str) -> str:
     """A session's attributes with its consolidation cursor made portable (above)."""
-    loaded = json.loads(attributes or "{}")
-    state = loaded.get("consolidation") if isinstance(loaded, dict) else None
-    if not isinstance(state, dict) or "cursor" not in state:
+    found = _state(attributes)
+    if found is None or "cursor" not in found[1]:
         return attributes
-    cursor, consumed, after = int(state["cursor"]), 0, 0
+    loaded, state = found
+    cursor = state["cursor"]
+    if not isinstance(cursor, int) or isinstance(cursor, bool):
+        loaded["consolidation"] = _renamed(state, "cursor", "consumed", None)
+        return _json(loaded)
+    seqs: dict[str, int] = {}
+    after = 0
     while page := store.job_state.episodes(scope, session_id, after, _PAGE):
-        consumed += sum(1 for seq, _ in page if seq <= cursor)
+        seqs.update((memory.id, seq) for seq, memory in page)
         after = page[-1][0]
-        if after >= cursor or len(page) < _PAGE:
+        if len(page) < _PAGE:
             break
+    consumed = 0
+    for memory_id in sorted(seqs):
+        if seqs[memory_id] > cursor:
+            break
+        consumed += 1
     loaded["consolidation"] = _renamed(state, "cursor", "consumed", consumed)
     return _json(loaded)
 
@@ -134,14 +159,14 @@ def portable_state(store: StoreHandle, scope: str, session_id: str, attributes: 
 def local_state(store: StoreHandle, scope: str, session_id: str, attributes: str) -> str:
     """The attributes ``portable_state`` gave, with the cursor in ``store``'s numbering
     (its episodes of the session are written first)."""
-    loaded = json.loads(attributes or "{}")
-    state = loaded.get("consolidation") if isinstance(loaded, dict) else None
-    if not isinstance(state, dict) or not {"cursor", "consumed"} & state.keys():
+    found = _state(attributes)
+    if found is None or not {"cursor", "consumed"} & found[1].keys():
         return attributes
+    loaded, state = found
     state.pop("cursor", None)  # another store's seq (a file written before)
     consumed = state.get("consumed")
     cursor = None
-    if isinstance(consumed, int) and consumed > 0:
+    if isinstance(consumed, int) and not isinstance(consumed, bool) and consumed > 0:
         seqs: list[int] = []
         while len(seqs) < consumed:
             page = store.job_state.episodes(scope, session_id, seqs[-1] if seqs else 0, _PAGE)

@@ -720,8 +720,8 @@ class PostgresBackend(KeywordMixin):
             "last_event_at = GREATEST(sessions.last_event_at, excluded.last_event_at), "
             "started_at = LEAST(sessions.started_at, excluded.started_at), "
             "episode_count = sessions.episode_count + excluded.episode_count "
-            "RETURNING (xmax = 0)",
-            [scope, session_id, stamp, to_text(last), episodes],
+            "RETURNING (xmax = 0 OR sessions.episode_count = %s)",  # a row of no episodes:
+            [scope, session_id, stamp, to_text(last), episodes, episodes],  # new, as on SQLite
         ).fetchone()
         return bool(row[0])
 

@@ -142,16 +142,16 @@ class SQLiteBackupRows:
             "SELECT consolidated_at, attributes FROM sessions WHERE scope = ? AND session_id = ?",
             [row["scope"], row["session_id"]],
         )
-        if current and (current[0][0], current[0][1]) == (
+        if current and (current[0][0], _parsed(current[0][1])) == (
             row["consolidated_at"],
-            row["attributes"],
+            _parsed(row["attributes"]),
         ):
-            return "present"
+            return "present"  # the same state, whatever spacing its text has (PostgreSQL's)
         self._db._write(
             "INSERT INTO sessions (scope, session_id, started_at, last_event_at, "
             "consolidated_at, attributes) VALUES (?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (scope, session_id) DO UPDATE SET "
-            "consolidated_at = COALESCE(excluded.consolidated_at, consolidated_at), "
+            "consolidated_at = COALESCE(excluded.consolidated_at, sessions.consolidated_at), "
             "attributes = excluded.attributes",
             [
                 row["scope"],
@@ -163,3 +163,11 @@ class SQLiteBackupRows:
             ],
         )
         return "imported"
+
+
+def _parsed(attributes: Any) -> Any:
+    """A session's attributes as a value (the text itself where it is not JSON)."""
+    try:
+        return json.loads(attributes)
+    except (TypeError, ValueError):
+        return attributes
