@@ -190,3 +190,16 @@ def test_document_frequencies_follow_the_index_as_it_grows(mem, store):
         [{"content": f"alpha {i}", "session_id": "s", "role": "user"} for i in range(120)]
     )
     assert store.keyword.term_stats(["alpha"]).doc_freq == {"alpha": 121}
+
+
+def test_a_hit_clears_a_min_score_equal_to_its_own_score(loaded):
+    """``min_score`` compares the score a hit shows (rounded to 6 places), in fast and deep
+    mode alike: fast mode compared the unrounded one, so a hit shown with 0.412346 was
+    dropped by ``min_score=0.412346`` when its score was 0.4123456 (deep mode kept it)."""
+    query = "berlin lisbon dog deploys staging pixel sister"
+    for mode in ("fast", "deep"):
+        hits = loaded.search(query, limit=20, mode=mode)
+        assert len({h.score for h in hits}) > 2
+        for hit in hits:
+            again = loaded.search(query, limit=20, mode=mode, min_score=hit.score)
+            assert hit.memory.id in {h.memory.id for h in again}, (mode, hit.score)

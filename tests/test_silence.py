@@ -413,3 +413,22 @@ def test_a_memory_holds_the_terms_of_all_its_chunks_and_an_alias_is_a_known_name
         assert reads.resolved("Where did Kessy and Mithridates go?") == {"kessy"}
         assert reads.resolved("Where did Kessler go?") == {"kessler"}
         assert reads.resolved("Where did Mithridates go?") == set()
+
+
+def test_eval_silences_signal_reads_every_hits_match_whatever_its_rank() -> None:
+    """`eval silence`'s fourth line counted the first question of a run against the
+    search's first 10 matches and the rest against 60 (a variable reassigned in the
+    loop): a question whose words meet in the 11th match is no question of the rule."""
+    from types import SimpleNamespace
+
+    from hivemem.evaluation.silence import _never_meet
+
+    def hit(rank: int, words: tuple[str, ...]) -> Any:
+        lanes = {"keyword": {"rank": rank, "coverage": 0.5}}
+        return SimpleNamespace(explain=SimpleNamespace(lanes=lanes, matched_terms=words))
+
+    terms = ["gauge", "wire", "amp"]
+    seen = Seen({"gauge": 1, "wire": 1, "amp": 1}, 10_000)
+    filler = [hit(rank, ("gauge",)) for rank in range(1, 11)]
+    assert _never_meet(terms, seen, filler)
+    assert not _never_meet(terms, seen, [*filler, hit(11, ("wire", "amp"))])

@@ -20,8 +20,8 @@ scope knows (no personal word, no entity of the scope), how many of those name a
 holds, one rare and unseen: ``silence.strange_words``), and their best cosines (the
 stranger floor that silences them all is the largest). And the fourth's (scattered
 words, 2026-11-28, evening): how many questions without a personal word have words that
-never meet (``silence.scattered``, read from the floors-off search's hits, whose keyword
-ranks are those of a fetch for 60), and their best cosines. The questions answered are
+never meet (``silence.scattered``, read from the floors-off search's 60 hits, at any
+rank), and their best cosines. The questions answered are
 counted at even and odd positions too: rules are chosen on one half, checked on the
 other. What the floors cost in recall is what
 ``hivemem eval all`` reports with
@@ -36,7 +36,7 @@ import gzip
 import hashlib
 import json
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import resources
@@ -178,7 +178,8 @@ def run_silence(
         strange: list[bool] = []
         strangers: list[float] = []
         scattered: list[float] = []
-        page = tie_page(10, lane_fetch(10, settings.candidate_multiplier))  # the search's
+        ties = calibration.resolved(settings, identity).keyword_ties
+        page = tie_page(60, lane_fetch(60, settings.candidate_multiplier))  # the fetch for 60
         off = settings.replace(match_floor=0.0, unknown_floor=0.0, stranger_floor=0.0)
         with open_store(db, settings=off) as store:
             for done, query in enumerate(queries, start=1):
@@ -201,17 +202,13 @@ def run_silence(
                     no_one += 1
                     if silence.a_stranger(text, terms, seen):
                         strangers.append(max(cosines, default=0.0))
-                if not silence.personal(text) and silence.scattered(
-                    terms, seen, _matches(hits), page
-                ):
+                if not silence.personal(text) and _never_meet(terms, seen, hits):
                     scattered.append(max(cosines, default=0.0))
                 keyword = {
                     h.memory.id: h.explain.lanes["keyword"]["coverage"]
                     for h in hits
                     if "keyword" in h.explain.lanes
                 }
-                page = tie_page(60, lane_fetch(60, settings.candidate_multiplier))
-                ties = calibration.resolved(settings, identity).keyword_ties
                 evidence = max(keyword.values(), default=0.0) * ranking.lane_confidence(
                     keyword, ties or len(keyword), page
                 )
@@ -264,6 +261,15 @@ def _matches(hits: Any) -> list[silence.Match]:
         for h in hits
         if "keyword" in h.explain.lanes
     ]
+
+
+def _never_meet(terms: Sequence[str], seen: silence.Seen, hits: Any) -> bool:
+    """The fourth rule's signal over the floors-off search's hits: no keyword match among
+    them, at any rank, holds two of the question's words (the rule itself reads every
+    memory of the scope: ``silence.scattered_memories``; a rank cut here would count a
+    question whose words meet in the 11th match, as the line did for the first question
+    of a run until 2026-11-28)."""
+    return silence.scattered(terms, seen, _matches(hits), 0)
 
 
 def _knows_an_entity(store: Any, text: str) -> bool:

@@ -279,7 +279,7 @@ def search(
         if len(scored) > 1 and room > 0:
             scored = _diversify(backend, indexer, scored, room, settings.mmr_lambda, known)
     scored = _lifted(exact, scored) + scored
-    scored = [s for s in scored if s.score >= query.min_score]
+    scored = [s for s in scored if hitset.clears(s.score, query.min_score)]
     seats = fusion.seat_count(query.limit, settings.vector_seats) if vector_run else 0
     seated: list[Ranked] = []
     if seats and (not fusion.SEAT_GATE or fusion.keyword_weak(lanes, settings.keyword_ties, page)):
@@ -319,7 +319,14 @@ def search(
         snippet = textmod.snippet(c.chunk_text or memory.content, terms)
         if isinstance(memory, RankRow):  # the pool's row: a ``Memory`` for the hits only
             memory = memory.memory()
-        hits.append(Hit(memory=memory, score=round(score, 6), explain=explain, snippet=snippet))
+        hits.append(
+            Hit(
+                memory=memory,
+                score=round(score, hitset.SCORE_PLACES),
+                explain=explain,
+                snippet=snippet,
+            )
+        )
     costs.lap("order")  # adjustments, one per memory, current versions, diversity, hits
     return hits
 
