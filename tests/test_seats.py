@@ -91,8 +91,9 @@ def test_a_memory_found_only_by_meaning_takes_a_seat_under_weak_keyword_matches(
 
 
 def test_mpnet_s_profile_holds_four_seats_and_a_set_value_wins(tmp_path, filled):
-    assert calibration.profile("all-mpnet-base-v2-int8:768").vector_seats == 4
-    assert calibration.profile("all-MiniLM-L6-v2-int8:384").vector_seats == 0
+    mpnet = calibration.profile("all-mpnet-base-v2-int8:768")
+    assert (mpnet.vector_seats, mpnet.seat_depth, mpnet.seat_lead) == (4, 1, 0.0)
+    assert calibration.profile("paraphrase-MiniLM-L3-v2-int8:384").vector_seats == 0
     model = "all-mpnet-base-v2"  # its profile's seats; keyword ties as for the others
     path = _fill(tmp_path / "mpnet.db", model)
     ties = BASE.replace(keyword_ties=3)
@@ -100,6 +101,43 @@ def test_mpnet_s_profile_holds_four_seats_and_a_set_value_wins(tmp_path, filled)
     off = _search(path, ties.replace(vector_seats=0), model=model)
     assert ANSWER not in [h.memory.content for h in off]
     assert ANSWER not in [h.memory.content for h in _search(filled, BASE)]  # unmeasured: off
+
+
+# The lane by cosine in the filled store: "Flat bread/shoes/tyre" .707, the answer .5, and
+# the lane's 10th ("The battery went flat ...") .408: the answer leads it by .092.
+LEAD = 0.5 - 1 / 6**0.5
+
+
+def test_a_seat_with_a_lead_goes_to_a_memory_leading_the_lane_s_10th_by_that_much(filled):
+    # 2 seats from the lane's best 4 (the three "Flat ..." and the answer), each leading
+    # the lane's 10th cosine by seat_lead: the answer leads by .092.
+    seats = BASE.replace(vector_seats=2, seat_depth=2)
+    hits = _search(filled, seats.replace(seat_lead=LEAD - 0.01))
+    assert hits[9].memory.content == ANSWER and fusion.SEAT_NOTE in hits[9].explain.notes
+    short = _search(filled, seats.replace(seat_lead=LEAD + 0.01))
+    assert ANSWER not in [h.memory.content for h in short]
+    assert all(fusion.SEAT_NOTE not in h.explain.notes for h in short)
+    # Depth 1 looks at the lane's best 2 only (two "Flat ..." already on the page).
+    assert ANSWER not in [h.memory.content for h in _search(filled, seats.replace(seat_depth=1))]
+    # With a lead the seat proves itself: no tie gate (12 ties are decisive at 12, which
+    # keeps seats without a lead away: test_no_seat_where_...).
+    decisive = _search(filled, seats.replace(seat_lead=LEAD - 0.01, keyword_ties=12))
+    assert decisive[9].memory.content == ANSWER
+
+
+def test_the_default_model_s_profile_seats_only_a_lead_of_at_least_15(tmp_path, filled):
+    l6 = calibration.profile("all-MiniLM-L6-v2-int8:384")
+    assert (l6.vector_seats, l6.seat_depth, l6.seat_lead) == (2, 2, 0.15)
+    model = "all-MiniLM-L6-v2-int8"  # its profile's seats; no floors (its cosines are not these)
+    unfloored = BASE.replace(match_floor=0.0, unknown_floor=0.0, stranger_floor=0.0)
+    # In the filled store the answer leads the lane's 10th by .092: not seated by the
+    # profile (its 2 seats from the best 4, lead .15); seated where the lead asked is less.
+    path = _fill(tmp_path / "l6.db", model)
+    assert ANSWER not in [h.memory.content for h in _search(path, unfloored, model=model)]
+    hits = _search(path, unfloored.replace(seat_lead=LEAD - 0.01), model=model)
+    assert hits[9].memory.content == ANSWER and fusion.SEAT_NOTE in hits[9].explain.notes
+    off = _search(path, unfloored.replace(vector_seats=0), model=model)
+    assert [h.memory.id for h in hits[:8]] == [h.memory.id for h in off[:8]]
 
 
 def test_a_memory_under_min_score_takes_no_seat(filled):
@@ -201,13 +239,15 @@ class _Hit:
         self.name, self.score, self.cosine, self.factors = name, score, cosine, {}
 
 
-def _seated(page, rest, seats, limit=10, **knobs):
+def _seated(page, rest, seats, limit=10, depth=1, lead=0.0, **knobs):
     """``fusion.seated`` on plain hits, with the measured variants' knobs set."""
     saved = {k: getattr(fusion, k) for k in knobs}
     try:
         for k, v in knobs.items():
             setattr(fusion, k, v)
-        out, seated = fusion.seated(page, page + rest, seats, lambda h: h.cosine, limit)
+        out, seated = fusion.seated(
+            page, page + rest, seats, lambda h: h.cosine, limit, depth=depth, lead=lead
+        )
     finally:
         for k, v in saved.items():
             setattr(fusion, k, v)
@@ -235,11 +275,12 @@ def test_seated_takes_the_last_places_for_the_lane_s_best_below_the_page():
 
 def test_the_measured_variants_depth_floor_lead_and_spread():
     page, rest = _page()
-    assert _seated(page, rest, 2, SEAT_DEPTH=2)[1] == ["v1", "v3"]  # the best four looked at
-    assert _seated(page, rest, 2, SEAT_DEPTH=2, SEAT_FLOOR=0.55)[1] == ["v1"]  # v3 is .5
+    assert _seated(page, rest, 2, depth=2)[1] == ["v1", "v3"]  # the best four looked at
+    assert _seated(page, rest, 2, depth=2, SEAT_FLOOR=0.55)[1] == ["v1"]  # v3 is .5
     # A lead over the lane's 10th cosine (.1 here): .7 leads by .6, .5 by .4.
-    assert _seated(page, rest, 2, SEAT_DEPTH=2, SEAT_MARGIN=0.5)[1] == ["v1"]
-    names, seated = _seated(page, rest, 2, SEAT_DEPTH=2, SEAT_SPREAD=True)
+    assert _seated(page, rest, 2, depth=2, lead=0.5)[1] == ["v1"]
+    assert _seated(page, rest, 2, depth=2, lead=0.4)[1] == ["v1", "v3"]
+    names, seated = _seated(page, rest, 2, depth=2, SEAT_SPREAD=True)
     # Spread: a head of 10 − 2 × 2 = 6, then seats and fused hits in turn.
     assert names == ["f0", "f1", "f2", "f3", "f4", "f5", "v1", "f6", "v3", "f7"]
     assert seated == ["v1", "v3"]

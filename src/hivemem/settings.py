@@ -42,9 +42,7 @@ class Settings:
     )
 
     # Content limits (write path).
-    max_content_bytes: int = _setting(
-        256 * 1024, "Largest memory content accepted, in UTF-8 bytes."
-    )
+    max_content_bytes: int = _setting(256 * 1024, "Largest memory content accepted (UTF-8 bytes).")
     max_key_chars: int = _setting(200, "Longest key accepted.")
     max_scope_chars: int = _setting(200, "Longest scope name accepted.")
     scope_names: str = _setting(
@@ -234,8 +232,15 @@ class Settings:
     )
     vector_weight: float = _setting(-1.0, "Vector lane's weight in fusion." + _MODELS % 0.4)
     vector_seats: int = _setting(
-        -1,
-        "Where keywords tie, places in ten for the vector lane's best below a page." + _MODELS % 0,
+        -1, "Places in ten for the vector lane's best below a page (see seat_lead)." + _MODELS % 0
+    )
+    seat_depth: int = _setting(
+        -1, "Seats go to the vector lane's best vector_seats × this." + _MODELS % 1
+    )
+    seat_lead: float = _setting(
+        -1.0,
+        "A seat's cosine must lead the lane's limit-th by this; 0: seats only where keywords "
+        "tie." + _MODELS % 0,
     )
     entity_weight: float = _setting(
         0.1, "Weight of the entity lane in weighted fusion (0 turns the lane off)."
@@ -292,9 +297,7 @@ class Settings:
         "Share of the score that decays with age: score × (1 − w + w × decay). 1 applies "
         "the decay profile in full; 0 turns decay off.",
     )
-    max_access_boost: float = _setting(
-        1.5, "Highest multiplier for often-used memories (1 = no boost)."
-    )
+    max_access_boost: float = _setting(1.5, "Top multiplier for often-used memories (1: none).")
     access_curve: str = _setting(
         "smooth",
         "How the access boost grows with the count: `smooth` "
@@ -588,11 +591,6 @@ class Settings:
             raise InvalidInput(names[exc.field], message) from None
 
 
-# ----------------------------------------------------------------------------- profiles
-
-# The seeds' profiles: seed_profiles.py (SEED_PROFILES, SEED_ENV).
-
-
 def _defaults() -> dict[str, Any]:
     return {
         f.name: f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[operator]
@@ -603,7 +601,7 @@ def _defaults() -> dict[str, Any]:
 # ----------------------------------------------------------------------------- ranges
 
 _MODELS_OWN = {"match_floor", "unknown_floor", "stranger_floor", "keyword_ties", "minmax_page"}
-_MODELS_OWN |= {"keyword_weight", "vector_weight", "vector_seats"}
+_MODELS_OWN |= {"keyword_weight", "vector_weight", "vector_seats", "seat_depth", "seat_lead"}
 _BIG = 1 << 31  # larger than any sane count: a typo of several digits, not a setting
 _UNIT = (0.0, 1.0)
 # Numbers: (least, most), both inclusive; every other int field is 1.._BIG and every

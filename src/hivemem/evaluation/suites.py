@@ -12,6 +12,8 @@
 - **Paraphrase** (``paraphrase``, bundled): 222 questions whose answer turn shares no
   content word with them, hidden among ~2,000 real dialogue turns in one scope
   (``evaluation/paraphrase.py``); hit@k. Plain BM25 scores 0 by construction.
+- **Paraphrase B** (``paraphrase-b``, bundled): 200 more such questions among the same
+  turns, held out to confirm what the first set chose; run only when named.
 
 Every table comes from one run: HiveMem's search (p50/p95 per search, query embedding
 included, and the query embedding alone), plain BM25 over the same chunks (FTS5's
@@ -54,8 +56,8 @@ from .locomo import (
     text_table,
 )
 from .longmemeval import load_longmemeval
+from .paraphrase import PAIRS_B_FILE, PAIRS_FILE, load_distractors, load_pairs, placed
 from .paraphrase import SCOPE as PARAPHRASE_SCOPE
-from .paraphrase import load_distractors, load_pairs, placed
 
 Progress = Callable[[str, int, int], None]
 
@@ -182,17 +184,20 @@ def longmemeval_suite(path: str | Path, *, limit_questions: int | None = None) -
     return Suite("LongMemEval", tuple(units), ("session@5", "session@10", "turn@5", "turn@10"), 50)
 
 
-def paraphrase_suite() -> Suite:
-    """The bundled paraphrase suite (``evaluation/paraphrase.py``): one scope holding
-    every answer among ~2,000 real dialogue turns; each question's gold is its answer."""
-    pairs = load_pairs()
+def paraphrase_suite(set_b: bool = False) -> Suite:
+    """The bundled paraphrase suite (``evaluation/paraphrase.py``; ``set_b``: its held-out
+    set B): one scope holding every answer among ~2,000 real dialogue turns; each
+    question's gold is its answer."""
+    pairs = load_pairs(name=PAIRS_B_FILE if set_b else PAIRS_FILE)
     docs = tuple(
         Doc(text, "episode", (key,) if key else (), session=session, role="user")
         for session, text, key in placed(pairs, load_distractors())
     )
     items = tuple(Item(p.question, p.domain, (p.key,)) for p in pairs)
     unit = Unit(PARAPHRASE_SCOPE, docs, items)
-    return Suite("Paraphrase", (unit,), ("hit@1", "hit@5", "hit@10"), 10)
+    return Suite(
+        "Paraphrase B" if set_b else "Paraphrase", (unit,), ("hit@1", "hit@5", "hit@10"), 10
+    )
 
 
 # ----------------------------------------------------------------------------- running
@@ -617,9 +622,10 @@ def suites_for(
     limit_questions: int | None,
     *,
     paraphrase: bool = True,
+    paraphrase_b: bool = False,
 ) -> Iterator[Suite]:
     """The suites of ``hivemem eval all``, in table order (LongMemEval first, the bundled
-    paraphrase suite last)."""
+    paraphrase suite, then its set B where asked for)."""
     if longmemeval is not None:
         yield longmemeval_suite(longmemeval, limit_questions=limit_questions)
     if locomo is not None:
@@ -628,11 +634,12 @@ def suites_for(
             if limit_questions is not None:
                 suite = replace(suite, units=_first_items(suite.units, limit_questions))
             yield suite
-    if paraphrase:
-        suite = paraphrase_suite()
-        if limit_questions is not None:
-            suite = replace(suite, units=_first_items(suite.units, limit_questions))
-        yield suite
+    for wanted, set_b in ((paraphrase, False), (paraphrase_b, True)):
+        if wanted:
+            suite = paraphrase_suite(set_b)
+            if limit_questions is not None:
+                suite = replace(suite, units=_first_items(suite.units, limit_questions))
+            yield suite
 
 
 def _first_items(units: Sequence[Unit], count: int) -> tuple[Unit, ...]:

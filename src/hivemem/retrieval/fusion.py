@@ -93,14 +93,11 @@ def fuse_minmax(
     return relative / best * scale
 
 
-# Seats for the vector lane (setting ``vector_seats``, the model's: all-mpnet-base-v2 4,
-# others off; docs/retrieval.md, "Seats for the vector lane"). The rule measured best on
-# the even half of four suites: seats only where the keyword lane is weak, for the
-# lane's best by cosine. The other knobs were the variants measured with it, not adopted.
-SEAT_GATE = True  # seats only where the keyword lane is weak (``keyword_weak``)
-SEAT_DEPTH = 1  # the lane's best ``seats × SEAT_DEPTH`` (by cosine) may take a seat
+# Seats for the vector lane (settings ``vector_seats``, ``seat_depth``, ``seat_lead``, the
+# model's: all-MiniLM-L6-v2 2 seats from the lane's best 4 leading by .15, all-mpnet-base-v2
+# 4 where keywords tie, others off; docs/retrieval.md, "Seats for the vector lane"). The
+# floor and spread were variants measured with them, not adopted.
 SEAT_FLOOR = 0.0  # a cosine under this takes no seat
-SEAT_MARGIN = 0.0  # nor one leading the lane's ``limit``-th cosine by less than this
 SEAT_SPREAD = False  # seats every other place below the head instead of the last ones
 SEAT_NOTE = "seated by the vector lane: among its best by meaning, below fusion's page"
 
@@ -121,6 +118,15 @@ def seat_count(limit: int, per_ten: int) -> int:
     return min(limit * per_ten // 10, limit // 2)
 
 
+def seats_allowed(lanes: Mapping[str, np.ndarray], ties: int, page: int, lead: float) -> bool:
+    """Whether this search may seat anything: with a ``lead`` (``seat_lead`` > 0) each seat
+    proves itself by its cosine's lead over the lane's ``limit``-th (``seated``), so every
+    search may; without one, only where the keyword lane is weak (``keyword_weak``).
+    Why both: all-mpnet-base-v2's seats were measured gated by ties, all-MiniLM-L6-v2's
+    ungated with a lead (its gated ones lost LoCoMo questions; docs/retrieval.md)."""
+    return lead > 0 or keyword_weak(lanes, ties, page)
+
+
 def keyword_weak(lanes: Mapping[str, np.ndarray], ties: int, page: int) -> bool:
     """Whether the keyword lane cannot single out its best: it found nothing, or more
     than ``ties`` memories tie at its best on the tie page (``lane_confidence``)."""
@@ -139,6 +145,8 @@ def seated(
     floor: float = 0.0,
     vector: Callable[[T], np.ndarray | None] | None = None,
     mmr_lambda: float = 1.0,
+    depth: int = 1,
+    lead: float = 0.0,
 ) -> tuple[list[T], list[T]]:
     """``page`` (the first ``limit`` at ``floor`` or above of the fused order) with the
     vector lane's best candidates of ``pool`` at ``floor`` or above (``min_score``, or deep
@@ -151,9 +159,9 @@ def seated(
     however strong its cosine (docs/retrieval.md: paraphrase hit@10 .43 fused against
     .70 for the model's own order). Seats never move the head (the first ``limit −
     seats`` places): a seated memory displaces the page's weakest ones, not its best.
-    The lane's best ``seats × SEAT_DEPTH`` by cosine are looked at, the best first; one
+    The lane's best ``seats × depth`` by cosine are looked at, the best first; one
     already on the page keeps its place and its seat; one under ``SEAT_FLOOR`` (or
-    leading the lane's ``limit``-th cosine by less than ``SEAT_MARGIN``) is not seated.
+    leading the lane's ``limit``-th cosine by less than ``lead``) is not seated.
     A memory under ``floor`` never takes a seat nor holds a place a seat would take: it
     would be dropped with the hit it displaced (deep mode did, with ``min_score``).
     With MMR on (``mmr_lambda`` < 1, ``vector``: a hit's chunk vector) the seats go to the
@@ -169,8 +177,8 @@ def seated(
         key=lambda ci: (-ci[0], ci[1]),
     )
     low = lane[limit - 1][0] if len(lane) >= limit else 0.0
-    able = [pool[i] for c, i in lane if c >= SEAT_FLOOR and c - low >= SEAT_MARGIN]
-    best = able[: seats * SEAT_DEPTH]  # cosines fall along the lane: a prefix of it
+    able = [pool[i] for c, i in lane if c >= SEAT_FLOOR and c - low >= lead]
+    best = able[: seats * depth]  # cosines fall along the lane: a prefix of it
     shown = set(map(id, page))
     wanted = [item for item in best if id(item) not in shown][:seats]
     if wanted and vector is not None and mmr_lambda < 1.0:

@@ -282,7 +282,7 @@ def search(
     scored = [s for s in scored if hitset.clears(s.score, query.min_score)]
     seats = fusion.seat_count(query.limit, settings.vector_seats) if vector_run else 0
     seated: list[Ranked] = []
-    if seats and (not fusion.SEAT_GATE or fusion.keyword_weak(lanes, settings.keyword_ties, page)):
+    if seats and fusion.seats_allowed(lanes, settings.keyword_ties, page, settings.seat_lead):
         scored, seated = fusion.seated(
             scored,
             pooled_ranked,
@@ -292,6 +292,8 @@ def search(
             query.min_score if seat_floor is None else seat_floor,
             lambda r: known.get((r.memory.id, r.candidate.chunk_id or None)),
             settings.mmr_lambda,
+            settings.seat_depth,
+            settings.seat_lead,
         )
     hits = []
     for item in scored[: query.limit]:
