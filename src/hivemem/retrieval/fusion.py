@@ -18,6 +18,15 @@ from typing import Protocol, TypeVar
 import numpy as np
 
 MINMAX_FLOOR = 0.05  # the lane's weakest match still counts a little: it did match
+SCORE_PLACES = 6  # a hit's score is shown rounded to this many places
+
+
+def clears(score: float, floor: float) -> bool:
+    """Whether a hit of ``score`` clears ``floor`` (``min_score``): the score as the hit
+    shows it, so a hit shown with 0.371429 clears ``min_score=0.371429`` whatever its
+    unrounded value (fast mode compared that one and dropped it; deep mode, which
+    filters hits, kept it)."""
+    return round(score, SCORE_PLACES) >= floor
 
 
 def weighted(lanes: Mapping[str, np.ndarray], weights: Mapping[str, float]) -> np.ndarray | None:
@@ -169,9 +178,9 @@ def seated(
     the seats are as many, but a near-duplicate of a hit already shown yields its seat."""
     if seats <= 0:
         return list(page), []
-    below = [item for item in page if item.score < floor]
-    page = [item for item in page if item.score >= floor][:limit]
-    pool = [item for item in pool if item.score >= floor]
+    below = [item for item in page if not clears(item.score, floor)]
+    page = [item for item in page if clears(item.score, floor)][:limit]
+    pool = [item for item in pool if clears(item.score, floor)]
     lane = sorted(
         ((c, i) for i, item in enumerate(pool) if (c := cosine(item)) is not None),
         key=lambda ci: (-ci[0], ci[1]),

@@ -27,15 +27,6 @@ from ..store.protocols import Backend
 from ..types import Memory, Query, Status
 
 _MAX_CHAIN = 32  # supersede links followed to find the current version
-SCORE_PLACES = 6  # a hit's score is shown rounded to this many places
-
-
-def clears(score: float, floor: float) -> bool:
-    """Whether a hit of ``score`` clears ``floor`` (``min_score``): the score as the hit
-    shows it, so a hit shown with 0.371429 clears ``min_score=0.371429`` whatever its
-    unrounded value (fast mode compared that one and dropped it; deep mode, which
-    filters hits, kept it)."""
-    return round(score, SCORE_PLACES) >= floor
 
 
 @dataclass(slots=True)

@@ -279,7 +279,7 @@ def search(
         if len(scored) > 1 and room > 0:
             scored = _diversify(backend, indexer, scored, room, settings.mmr_lambda, known)
     scored = _lifted(exact, scored) + scored
-    scored = [s for s in scored if hitset.clears(s.score, query.min_score)]
+    scored = [s for s in scored if fusion.clears(s.score, query.min_score)]
     seats = fusion.seat_count(query.limit, settings.vector_seats) if vector_run else 0
     seated: list[Ranked] = []
     if seats and fusion.seats_allowed(lanes, settings.keyword_ties, page, settings.seat_lead):
@@ -324,7 +324,7 @@ def search(
         hits.append(
             Hit(
                 memory=memory,
-                score=round(score, hitset.SCORE_PLACES),
+                score=round(score, fusion.SCORE_PLACES),
                 explain=explain,
                 snippet=snippet,
             )
