@@ -285,3 +285,53 @@ def test_the_measured_variants_depth_floor_lead_and_spread():
     assert names == ["f0", "f1", "f2", "f3", "f4", "f5", "v1", "f6", "v3", "f7"]
     assert seated == ["v1", "v3"]
     assert _seated(page, rest, 0) == ([h.name for h in page], [])
+
+
+class _Hit:
+    def __init__(self, name: str, score: float, cosine: float | None) -> None:
+        self.name, self.score, self.cosine, self.factors = name, score, cosine, {}
+
+
+def test_a_higher_min_score_never_changes_who_leads_nor_drops_a_hit_that_clears_it():
+    """The lane, its 10th cosine and its best were read after the ``min_score`` cut: with
+    fewer than ten clearing it the reference fell to 0, so a memory leading by .09 (under
+    the .15 asked) was seated at ``min_score`` .2 and not at 0 (the reviewer's case)."""
+    page = [_Hit(f"kw{i}", 0.9 - 0.05 * i, None) for i in range(10)]
+    rest = [_Hit("answer", 0.30, 0.50)]
+    rest += [_Hit(f"v{i}", 0.10 - 0.004 * i, 0.41 - 0.003 * i) for i in range(12)]
+    shown = {}
+    for floor in (0.0, 0.05, 0.2, 0.35):
+        cut = [h for h in page if fusion.clears(h.score, floor)]
+        out, seated = fusion.seated(
+            cut, cut + rest, 2, lambda h: h.cosine, 10, floor, depth=2, lead=0.15
+        )
+        assert seated == []
+        shown[floor] = [h.name for h in out]
+    assert all(shown[f] == [h.name for h in page if h.score >= f] for f in shown)
+    # A lane shorter than the limit leads over its own last cosine, not over 0.
+    few = [_Hit("near", 0.2, 0.45), _Hit("far", 0.1, 0.40)]
+    assert fusion.seated(page[:3], page[:3] + few, 2, lambda h: h.cosine, 10, lead=0.15)[1] == []
+    assert fusion.seated(page[:3], page[:3] + few, 2, lambda h: h.cosine, 10, lead=0.04)[1] == [
+        few[0]
+    ]
+
+
+def test_a_superseded_version_takes_no_seat_where_current_ones_are_asked_for(db_path):
+    """The superseded answer was seated alone, its current version (no vector-lane entry
+    of its own) not shown."""
+    with hivemem.open(db_path, embedder=_embedder()) as store:
+        mem = store.scope("home")
+        for text in [*SHORT, *LONG]:
+            mem.save(text, wait=True)
+        mem.save(ANSWER, key="home", wait=True)
+        mem.save(
+            "We moved: our home is near the station now",
+            key="home",
+            supersede_reason="moved",
+            wait=True,
+        )
+    hits = _search(db_path, BASE.replace(vector_seats=4))
+    assert ANSWER not in [h.memory.content for h in hits]
+    assert all(fusion.SEAT_NOTE not in h.explain.notes for h in hits)
+    old = _search(db_path, BASE.replace(vector_seats=4), status="superseded")
+    assert [h.memory.content for h in old] == [ANSWER]

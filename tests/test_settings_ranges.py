@@ -33,6 +33,8 @@ from hivemem import InvalidInput, Settings
         ("http_port", 70_000),
         ("ttl_days", {"manual": -3}),
         ("ttl_days", {"manual": "never"}),
+        ("seat_lead", 1e9),  # a cosine's lead is at most 1 here: was accepted
+        ("seat_depth", 10**6),
     ],
 )
 def test_a_value_out_of_range_names_the_setting(name, value):
@@ -61,6 +63,8 @@ def test_edges_of_each_range_are_accepted():
         ttl_days={"manual": None, "file_index": 0},
         chunk_tokens=8,
         chunk_overlap_tokens=7,
+        seat_lead=1.0,
+        seat_depth=-1,  # the model's value
     )
 
 

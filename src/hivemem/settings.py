@@ -616,6 +616,8 @@ _RANGES: dict[str, tuple[float, float]] = {
     "keyword_ties": (0, 100_000),
     "minmax_page": (0, 100_000),
     "vector_seats": (0, 5),
+    "seat_depth": (1, 100),
+    "seat_lead": _UNIT,
     "search_limit": (1, 100),
     "superseded_factor": _UNIT,
     "max_query_terms": (1, 1_000),

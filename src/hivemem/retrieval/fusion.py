@@ -156,6 +156,7 @@ def seated(
     mmr_lambda: float = 1.0,
     depth: int = 1,
     lead: float = 0.0,
+    may_sit: Callable[[T], bool] | None = None,
 ) -> tuple[list[T], list[T]]:
     """``page`` (the first ``limit`` at ``floor`` or above of the fused order) with the
     vector lane's best candidates of ``pool`` at ``floor`` or above (``min_score``, or deep
@@ -171,33 +172,46 @@ def seated(
     The lane's best ``seats × depth`` by cosine are looked at, the best first; one
     already on the page keeps its place and its seat; one under ``SEAT_FLOOR`` (or
     leading the lane's ``limit``-th cosine by less than ``lead``) is not seated.
-    A memory under ``floor`` never takes a seat nor holds a place a seat would take: it
+    The lane, its ``limit``-th cosine (its last, where it holds fewer) and its best are
+    read from the whole ``pool``, whatever ``floor``: a higher ``min_score`` never changes
+    who leads nor who is among the best, so it never drops a hit that clears it (it did:
+    the pool cut first, the reference fell to 0 and the best widened over the page's
+    tail). A memory under ``floor``, or one ``may_sit`` refuses (a superseded version,
+    where the current ones are asked for: its current version has no seat of its own),
+    never takes a seat; under ``floor`` it holds no place a seat would take either: it
     would be dropped with the hit it displaced (deep mode did, with ``min_score``).
     With MMR on (``mmr_lambda`` < 1, ``vector``: a hit's chunk vector) the seats go to the
     best by cosine × MMR's factor against the page and the seats before (``diverse``):
-    the seats are as many, but a near-duplicate of a hit already shown yields its seat."""
+    the seats are as many as the best would fill, but a near-duplicate of a hit already
+    shown yields its seat, to the next of the lane that leads by ``lead`` (it may lie
+    beyond the best ``seats × depth``: measured so, docs/retrieval.md)."""
     if seats <= 0:
         return list(page), []
     below = [item for item in page if not clears(item.score, floor)]
     page = [item for item in page if clears(item.score, floor)][:limit]
-    pool = [item for item in pool if clears(item.score, floor)]
     lane = sorted(
         ((c, i) for i, item in enumerate(pool) if (c := cosine(item)) is not None),
         key=lambda ci: (-ci[0], ci[1]),
     )
-    low = lane[limit - 1][0] if len(lane) >= limit else 0.0
+    low = lane[min(limit, len(lane)) - 1][0] if lane else 0.0
     able = [pool[i] for c, i in lane if c >= SEAT_FLOOR and c - low >= lead]
     best = able[: seats * depth]  # cosines fall along the lane: a prefix of it
     shown = set(map(id, page))
-    wanted = [item for item in best if id(item) not in shown][:seats]
+    fit = [
+        item
+        for item in able
+        if id(item) not in shown
+        and clears(item.score, floor)
+        and (may_sit is None or may_sit(item))
+    ]
+    keep = {id(item) for item in best}
+    wanted = [item for item in fit if id(item) in keep][:seats]
     if wanted and vector is not None and mmr_lambda < 1.0:
-        rest = [item for item in able if id(item) not in shown]
-        wanted = diverse(rest, page, len(wanted), cosine, vector, mmr_lambda)
+        wanted = diverse(fit, page, len(wanted), cosine, vector, mmr_lambda)
     if not wanted:
         return page + below, []
     head_size = max(0, limit - (2 if SEAT_SPREAD else 1) * seats)
     head, tail = list(page[:head_size]), list(page[head_size:])
-    keep = {id(item) for item in best}
     held = [item for item in tail if id(item) in keep]  # seats already taken by fusion
     wanted = wanted[: max(0, limit - len(head) - len(held))]
     free = max(0, limit - len(head) - len(held) - len(wanted))

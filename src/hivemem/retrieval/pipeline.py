@@ -294,6 +294,7 @@ def search(
             settings.mmr_lambda,
             settings.seat_depth,
             settings.seat_lead,
+            lambda r: Status.ACTIVE not in query.statuses or r.memory.status != "superseded",
         )
     hits = []
     for item in scored[: query.limit]:
