@@ -73,21 +73,25 @@ def test_local_embedder_loads_offline_and_embeds_meaningfully(name, identity):
 # vector-only paraphrase hit@10, docs/retrieval.md); unquantised gives the same vector in
 # any batch.
 @pytest.mark.parametrize(
-    ("model", "quantize", "tolerance"),
+    ("model", "quantize"),
     [
-        ("paraphrase-MiniLM-L3-v2", False, 1e-5),
-        ("paraphrase-MiniLM-L3-v2", True, 1e-2),
-        ("all-MiniLM-L6-v2", False, 1e-5),
-        ("all-MiniLM-L6-v2", True, 3e-2),
+        ("paraphrase-MiniLM-L3-v2", False),
+        ("paraphrase-MiniLM-L3-v2", True),
+        ("all-MiniLM-L6-v2", False),
+        ("all-MiniLM-L6-v2", True),
     ],
 )
-def test_batching_by_length_keeps_the_input_order(model, quantize, tolerance):
-    e = LocalEmbedder(model=model, batch_size=2, quantize=quantize)
+def test_a_texts_vector_never_depends_on_the_texts_beside_it(model, quantize):
+    # Batched, a text was padded to its longest neighbour, and the int8 model's dynamic
+    # quantisation range moved with the padding: the same text got another vector in the
+    # worker than in a search (cosine down to ~.97). Each text now runs alone.
+    e = LocalEmbedder(model=model, quantize=quantize)
     texts = ["a much longer sentence about the Berlin office and its people", "hi", "mid one"]
     together = e.embed_batch(texts)
     alone = [e.embed_batch([t])[0] for t in texts]
     for x, y in zip(together, alone, strict=True):
-        assert cosine(x, y) == pytest.approx(1.0, abs=tolerance)
+        assert list(x) == list(y)
+    assert list(e.embed_batch(texts[::-1])[0]) == list(alone[2])  # and in any order
     assert e.embed_batch([]) == []
 
 

