@@ -285,6 +285,23 @@ def test_settings_lists_every_setting_with_help(run):
     assert "max_tags = 64  (now 7)" in out
 
 
+def test_settings_show_what_the_models_profile_gives_a_setting_left_at_minus_one(run):
+    # Found in review: seat_depth and seat_lead showed -1, not the 2 and 0.15 a search
+    # of the default model uses (providers/calibration.py).
+    out = _ok(run("settings")).stdout
+    assert "seat_depth = -1  (the model's: 2, all-MiniLM-L6-v2-int8:384)" in out
+    assert "seat_lead = -1.0  (the model's: 0.15, all-MiniLM-L6-v2-int8:384)" in out
+    rows = {r["name"]: r for r in json.loads(_ok(run("settings", "--json")).stdout)}
+    assert rows["vector_seats"]["model_value"] == 2
+    assert rows["vector_seats"]["model"] == "all-MiniLM-L6-v2-int8:384"
+    assert "model_value" not in rows["max_tags"]
+    # Set by the user, the setting is its own; with no embedder, HiveMem's defaults.
+    mine = _ok(run("settings", env={"HIVEMEM_SEAT_DEPTH": "5"})).stdout
+    assert "seat_depth = -1  (now 5)\n" in mine
+    bare = _ok(run("settings", env={"HIVEMEM_EMBEDDER": "none"})).stdout
+    assert "vector_seats = -1  (the model's: 0, no embedder)" in bare
+
+
 def test_installed_entry_point_runs(tmp_path):
     """One real process: the console script installed by pip runs the CLI."""
     script = Path(sys.executable).parent / "hivemem"

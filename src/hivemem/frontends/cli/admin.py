@@ -14,11 +14,12 @@ from typing import IO, Any
 
 import click
 
-from ... import Conflict, InvalidInput, NotAStore, Settings, Store, StoreError
+from ... import Conflict, HiveMemError, InvalidInput, NotAStore, Settings, Store, StoreError
 from ...evaluation import doctor
-from ...facade.database import default_path
+from ...facade.database import default_path, resolve_embedder
 from ...lifecycle.portability import ImportReport, export_jsonl, import_jsonl
 from ...lifecycle.rescue import RescueReport, rescue_jsonl
+from ...providers import calibration
 from .common import Env, echo_json, json_option, pass_env, stats_lines
 
 _SHOWN_PROBLEMS = 20
@@ -428,11 +429,15 @@ def doctor_(env: Env, repair: bool, as_json: bool) -> None:
 def settings_(env: Env, as_json: bool) -> None:
     """List every setting with its default and help.
 
-    A setting changed by its HIVEMEM_<NAME> environment variable shows its value too.
+    A setting changed by its HIVEMEM_<NAME> environment variable shows its value too;
+    one left at -1 ("the model's") shows the value the configured embedder's model
+    gives it in a search (JSON: "model_value", beside "model").
     """
     current = env.settings
+    model, own = _model_values(current)
     rows = [
         {"name": name, "default": default, "value": getattr(current, name), "help": help_text}
+        | ({"model_value": own[name], "model": model} if name in own else {})
         for name, default, help_text in Settings.fields_help()
     ]
     if as_json:
@@ -440,8 +445,24 @@ def settings_(env: Env, as_json: bool) -> None:
         return
     for row in rows:
         value = "" if row["value"] == row["default"] else f"  (now {row['value']!r})"
+        if "model_value" in row:
+            value += f"  (the model's: {row['model_value']!r}, {row['model']})"
         click.echo(f"{row['name']} = {row['default']!r}{value}")
         click.echo(f"    {row['help']} [HIVEMEM_{row['name'].upper()}]")
+
+
+def _model_values(settings: Settings) -> tuple[str, dict[str, Any]]:
+    """The configured embedder's identity (its model is not loaded) and the value of each
+    setting left at -1 that a search gives it from that model's profile; ("", {}) where
+    the embedder cannot be made (``doctor`` says why)."""
+    try:
+        embedder = resolve_embedder(settings.embedder, settings)
+    except HiveMemError:
+        return "", {}
+    identity = embedder.identity if embedder is not None else None
+    values = calibration.resolved(settings, identity)
+    own = {n: getattr(values, n) for n in calibration.FIELDS if getattr(settings, n) == -1}
+    return identity or "no embedder", own
 
 
 @click.command()
