@@ -6,8 +6,10 @@ ending the threads."""
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -54,13 +56,29 @@ def test_a_failing_text_raises_once_and_the_pool_keeps_working():
 
 
 def test_close_ends_the_threads_and_the_next_batch_makes_new_ones():
+    others = set(_pool_threads())  # other embedders' pools in this process
     alone = EachAlone(2)
     alone.map(lambda text: [0.0], TEXTS)
-    assert _pool_threads()
+    assert set(_pool_threads()) - others
     alone.close()
-    assert not _pool_threads()
+    assert not set(_pool_threads()) - others
     assert alone.map(lambda text: [0.0], TEXTS[:3]) == [[0.0]] * 3
     alone.close()
+
+
+def test_an_embedder_dropped_leaves_no_threads_behind():
+    # A process that opens and drops stores (tests, evals, a server per tenant) must not
+    # gather two idle threads per embedder it ever made.
+    others = set(_pool_threads())
+    for _ in range(3):
+        embedder = LocalEmbedder()
+        embedder.embed_batch(TEXTS[:4])
+        del embedder
+    gc.collect()
+    deadline = time.monotonic() + 10
+    while set(_pool_threads()) - others and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not set(_pool_threads()) - others
 
 
 @pytest.mark.parametrize("width", [0, -1, True, 1.5, "2"])

@@ -229,8 +229,9 @@ class EachAlone:
 
     One text runs on the caller's thread; more go to a thread pool made on first use.
     The pool is never inherited: a forked child (a server's worker) makes its own, since
-    the parent's threads do not exist there. ``close()`` ends the pool's threads (the
-    interpreter's exit does too); the next call makes a new one. A failure of any text
+    the parent's threads do not exist there. ``close()`` ends the pool's threads, and so do
+    the interpreter's exit and the embedder's end (a store opened and dropped again and
+    again leaves no threads behind); the next call makes a new pool. A failure of any text
     is raised to the caller once the texts already started have finished."""
 
     def __init__(self, width: int) -> None:
