@@ -335,3 +335,49 @@ def test_a_superseded_version_takes_no_seat_where_current_ones_are_asked_for(db_
     assert all(fusion.SEAT_NOTE not in h.explain.notes for h in hits)
     old = _search(db_path, BASE.replace(vector_seats=4), status="superseded")
     assert [h.memory.content for h in old] == [ANSWER]
+
+
+def test_seats_for_the_first_places_of_a_longer_page_go_there_the_rest_follow():
+    # context() reads its first N hits of a page fetched with headroom: the seats are a
+    # page of N's, in its last places, and the page's other hits follow in fused order.
+    page, rest = _page()
+    long_page = page + [_Hit(f"g{i}", 0.4 - i / 100, 0.1) for i in range(10)]
+    out, seated = fusion.seated(long_page, long_page + rest, 2, lambda h: h.cosine, 20, within=10)
+    names = [h.name for h in out]
+    assert [h.name for h in seated] == ["v1"]
+    assert names[:10] == [f"f{i}" for i in range(9)] + ["v1"]  # as a page of ten
+    assert names[10:] == ["f9"] + [f"g{i}" for i in range(9)]  # the rest, 20 in all
+    # Without ``within`` the page of 20 seats in its own last places, past the first ten.
+    plain, _ = fusion.seated(long_page, long_page + rest, 4, lambda h: h.cosine, 20)
+    assert "v1" not in [h.name for h in plain[:10]]
+
+
+def test_a_query_s_seat_page_seats_where_the_caller_reads(filled):
+    settings = BASE.replace(vector_seats=4)
+    with hivemem.open(filled, embedder=_embedder(), settings=settings) as store:
+        mem = store.scope("home")
+        wide = mem.search(QUESTION, limit=13)
+        read = mem.search(hivemem.Query(text=QUESTION, limit=13, seat_page=10))
+    # A page of 13 seats one memory (13 × 4 // 10 = 5 seats, the answer not among the
+    # page's best): past place 10; read as a page of 10 the answer is its last place.
+    assert ANSWER not in [h.memory.content for h in wide[:10]]
+    assert [h.memory.content for h in read][9] == ANSWER
+    assert fusion.SEAT_NOTE in read[9].explain.notes
+    assert len(read) == 13 and len({h.memory.id for h in read}) == 13
+
+
+def test_the_memory_block_holds_the_seated_memory(db_path):
+    # context() fetched 2 × 10 + 10 hits for its 10 relevant entries: read as a page of
+    # 30 the answer stayed at fusion's 13th place, past the 10 the block shows. Episodes,
+    # so only the relevant section can show them.
+    with hivemem.open(db_path, embedder=_embedder()) as store:
+        mem = store.scope("home")
+        for text in [*SHORT, *LONG, ANSWER]:
+            mem.add_episode(text, "s1", "user")
+        store.flush()
+    settings = BASE.replace(vector_seats=4)
+    with hivemem.open(db_path, embedder=_embedder(), settings=settings) as store:
+        mem = store.scope("home")
+        assert ANSWER not in [h.memory.content for h in mem.search(QUESTION, limit=30)[:10]]
+        block = mem.context(QUESTION, max_relevant=10, max_entries=50)
+    assert ANSWER in block and block.count("\n- ") == 10

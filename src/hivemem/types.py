@@ -305,6 +305,9 @@ class Query:
     include_expired: bool = False
     fts_syntax: bool = False  # opt-in: ``text`` is FTS5 query syntax, errors raise
     categories: tuple[str, ...] = ()  # automatic categories (corvid); see ScopedMemory.search
+    # The places the caller reads of a longer page (context() asks for headroom): the
+    # vector lane's seats go into these; 0: the whole limit (retrieval.fusion.seated).
+    seat_page: int = 0
 
 
 @dataclass(frozen=True, slots=True)

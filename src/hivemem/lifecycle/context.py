@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from .. import arguments
 from ..errors import InvalidInput
 from ..retrieval.hitset import one_per_memory
-from ..types import Kind, Memory, MemoryType, Status
+from ..types import Kind, Memory, MemoryType, Query, Status
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..store.handles import ScopedHandle
@@ -520,12 +520,15 @@ def _relevant_hits(
     pinned memories they may repeat."""
     want = min(max_relevant, max_entries)
     found = mem.search(
-        query,
-        limit=min(1000, 2 * want + 10),
-        kind=recipe.relevant_kinds,
-        exclude_sessions=session_id,
-        status=Status.ACTIVE,
-        min_score=floor,
+        Query(
+            text=query,
+            limit=min(1000, 2 * want + 10),
+            kinds=recipe.relevant_kinds,
+            exclude_sessions=(session_id,) if session_id else (),
+            statuses=(Status.ACTIVE,),
+            min_score=floor,
+            seat_page=want,  # the vector lane's seats where the block reads, not past it
+        )
     )
     out: list[Memory] = []
     seen: set[str] = set()

@@ -157,6 +157,7 @@ def seated(
     depth: int = 1,
     lead: float = 0.0,
     may_sit: Callable[[T], bool] | None = None,
+    within: int = 0,
 ) -> tuple[list[T], list[T]]:
     """``page`` (the first ``limit`` at ``floor`` or above of the fused order) with the
     vector lane's best candidates of ``pool`` at ``floor`` or above (``min_score``, or deep
@@ -184,9 +185,23 @@ def seated(
     best by cosine × MMR's factor against the page and the seats before (``diverse``):
     the seats are as many as the best would fill, but a near-duplicate of a hit already
     shown yields its seat, to the next of the lane that leads by ``lead`` (it may lie
-    beyond the best ``seats × depth``: measured so, docs/retrieval.md)."""
+    beyond the best ``seats × depth``: measured so, docs/retrieval.md).
+
+    ``within`` (0 < ``within`` < ``limit``): the caller reads only the first ``within``
+    places of the page (``Query.seat_page``: ``context()`` fetches headroom for the
+    memories its block already shows). The seats are those of a page of ``within``,
+    seated in its last places; the page's other hits follow in fused order, scores as
+    fused (one after the seats may score above them)."""
     if seats <= 0:
         return list(page), []
+    if 0 < within < limit:
+        first, wanted = seated(
+            page, pool, seats, cosine, within, floor, vector, mmr_lambda, depth, lead, may_sit
+        )
+        top = [item for item in first if clears(item.score, floor)]
+        taken = set(map(id, top))
+        rest = [item for item in page if id(item) not in taken and clears(item.score, floor)]
+        return top + rest[: limit - len(top)] + first[len(top) :], wanted
     below = [item for item in page if not clears(item.score, floor)]
     page = [item for item in page if clears(item.score, floor)][:limit]
     lane = sorted(

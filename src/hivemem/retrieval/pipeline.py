@@ -280,7 +280,8 @@ def search(
             scored = _diversify(backend, indexer, scored, room, settings.mmr_lambda, known)
     scored = _lifted(exact, scored) + scored
     scored = [s for s in scored if fusion.clears(s.score, query.min_score)]
-    seats = fusion.seat_count(query.limit, settings.vector_seats) if vector_run else 0
+    shown = query.seat_page if 0 < query.seat_page < query.limit else query.limit
+    seats = fusion.seat_count(shown, settings.vector_seats) if vector_run else 0
     seated: list[Ranked] = []
     if seats and fusion.seats_allowed(lanes, settings.keyword_ties, page, settings.seat_lead):
         scored, seated = fusion.seated(
@@ -295,16 +296,12 @@ def search(
             settings.seat_depth,
             settings.seat_lead,
             lambda r: Status.ACTIVE not in query.statuses or r.memory.status != "superseded",
+            shown,
         )
     hits = []
     for item in scored[: query.limit]:
-        score, base, c, memory, factors = (
-            item.score,
-            item.base,
-            item.candidate,
-            item.memory,
-            item.factors,
-        )
+        score, base, c = item.score, item.base, item.candidate
+        memory, factors = item.memory, item.factors
         hit_notes = list(notes)
         if memory.status is Status.SUPERSEDED:
             hit_notes.insert(0, "superseded: a newer version exists")

@@ -31,7 +31,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..types import Entity, Hit, Kind, Memory, MemoryType, Related, Status
+from ..types import Entity, Hit, Kind, Memory, MemoryType, Query, Related, Status
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..clock import Clock
@@ -197,7 +197,7 @@ class ScopedHandle(Scope, Protocol):
 
     def search(
         self,
-        query: str,
+        query: str | Query,
         limit: int = 10,
         *,
         kind: Kinds = None,
