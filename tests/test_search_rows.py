@@ -181,8 +181,10 @@ def test_the_vector_lanes_queue_check_is_kept_inside_the_view_until_a_write(tmp_
         after = _statements(store, lambda: mem.search("lighthouse"))
         assert len(in_view(after)) == 1  # the write is seen
         # Asked inside the first view; then by embed_fresh, outside any view, where the
-        # worker (running in the background) had not embedded the new note yet.
-        assert len([s for s in after if "DESC LIMIT 65" in s]) in (1, 2)
+        # worker (running in the background) had not embedded the new note yet; and once
+        # more where embed_fresh waited over 1 ms for the worker's batch in flight
+        # (Indexer.embed_pending; seen in CI on a loaded machine).
+        assert len([s for s in after if "DESC LIMIT 65" in s]) in (1, 2, 3)
 
 
 def test_the_entity_lane_reads_a_short_page_where_one_entity_is_found(any_location, clock):
