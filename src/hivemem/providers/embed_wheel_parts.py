@@ -54,7 +54,7 @@ from .embed import Vector
 from .embed_local_models import OnnxModelEmbedder, SentenceTransformersEmbedder
 
 log = logging.getLogger(__name__)
-ORT_THREADS = 1  # texts the int8 graph runs at once, one thread each (embed.EachAlone)
+ORT_THREADS = 2  # texts the int8 graph runs at once, one thread each (embed.EachAlone)
 
 MANIFEST = ".hivemem-assembled.json"
 
