@@ -683,14 +683,17 @@ def all_(
         echo_json([r.to_dict() for r in reports])
 
 
-@eval_.command()
-@click.option(
+_KEEP_SUITE = click.option(
     "--keep",
     type=click.Path(file_okay=False),
     metavar="DIR",
     help="Keep the suite's store in DIR and reuse it on the next run with the same "
     "embedder (only the searches run again).",
 )
+
+
+@eval_.command()
+@_KEEP_SUITE
 @json_option
 @pass_env
 def paraphrase(env: Env, keep: str | None, as_json: bool) -> None:
@@ -702,13 +705,7 @@ def paraphrase(env: Env, keep: str | None, as_json: bool) -> None:
 
 
 @eval_.command("paraphrase-b")
-@click.option(
-    "--keep",
-    type=click.Path(file_okay=False),
-    metavar="DIR",
-    help="Keep the suite's store in DIR and reuse it on the next run with the same "
-    "embedder (only the searches run again).",
-)
+@_KEEP_SUITE
 @json_option
 @pass_env
 def paraphrase_b(env: Env, keep: str | None, as_json: bool) -> None:
