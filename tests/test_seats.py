@@ -381,3 +381,12 @@ def test_the_memory_block_holds_the_seated_memory(db_path):
         assert ANSWER not in [h.memory.content for h in mem.search(QUESTION, limit=30)[:10]]
         block = mem.context(QUESTION, max_relevant=10, max_entries=50)
     assert ANSWER in block and block.count("\n- ") == 10
+
+
+@pytest.mark.parametrize("bad", [-1, True, "10", 1.5, 10**6])
+def test_a_bad_seat_page_is_refused_naming_it(filled, bad):
+    with (
+        hivemem.open(filled, embedder=_embedder()) as store,
+        pytest.raises(InvalidInput, match="seat_page"),
+    ):
+        store.scope("home").search(hivemem.Query(text=QUESTION, seat_page=bad))

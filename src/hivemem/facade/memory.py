@@ -634,6 +634,8 @@ class ScopedMemory:
         deep = retrieval.check_mode(mode) == "deep"
         if isinstance(query, Query):
             q = query
+            if q.seat_page:  # 0: the limit; else a page no longer than a search's
+                arguments.limit(q.seat_page, "seat_page", maximum=1000)
         else:
             if not isinstance(query, str):
                 raise InvalidInput("query", f"expected text, got {query.__class__.__name__}")
