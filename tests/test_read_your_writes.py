@@ -11,7 +11,9 @@ so each test is deterministic.
 
 from __future__ import annotations
 
+import json
 import threading
+import time
 from collections.abc import Sequence
 
 import pytest
@@ -19,6 +21,7 @@ import pytest
 import hivemem
 from hivemem import Settings
 from hivemem.frontends.http import create_app
+from hivemem.lifecycle.indexer import SEARCH_SLICE
 from hivemem.providers.embed import LocalEmbedder
 from test_http import Client
 from test_vectors import CAR, DOG, TEA, ConceptEmbedder
@@ -214,3 +217,111 @@ def test_a_searchs_embedding_runs_outside_its_snapshot_and_the_search_sees_it(db
     assert [h.memory.id for h in mem.search("automobile")] == [saved.id]
     assert inside == [False]
     store.close()
+
+
+def test_a_write_through_mcp_is_found_by_meaning_by_the_next_search(db_path, clock):
+    """Through the MCP server (in process, the SDK's client): ``memory_save`` answers
+    before any model call, and the next ``memory_search`` finds it by a paraphrase."""
+    anyio = pytest.importorskip("anyio")
+    mcp = pytest.importorskip("mcp")
+    from hivemem.frontends import mcp as mcp_server
+
+    model = CountingEmbedder()
+    store = _open(db_path, clock, model)
+    mem = mcp_server.bind(store, "alice")
+    mem.save("The old billing system was retired in 2024", wait=True)
+    model.embedded.clear()
+
+    async def main():
+        async with mcp.Client(mcp_server.create_server(mem)) as client:
+            saved = await client.call_tool("memory_save", {"content": DOG_NAME})
+            assert model.embedded == []  # the write answered without a model call
+            found = await client.call_tool("memory_search", {"query": PUPPY})
+            return saved, found
+
+    saved, found = anyio.run(main)
+    assert not saved.is_error and not found.is_error, found.content[0].text
+    results = found.structured_content["results"]
+    assert results[0]["snippet"] == DOG_NAME
+    assert results[0]["source"] == "hybrid"  # the vector lane found it (no word is shared)
+    assert store.flush() == 0 and model.embedded.count(DOG_NAME) == 1
+    store.close()
+
+
+def test_a_write_through_the_cli_is_found_by_meaning_by_the_next_search(db_path):
+    """The CLI: ``hivemem add`` then ``hivemem search`` (two invocations, the bundled
+    model), the paraphrase found by its vector lane."""
+    from click.testing import CliRunner
+
+    from hivemem.frontends.cli import main
+
+    runner = CliRunner()
+
+    def run(*args):
+        result = runner.invoke(main, ["--db", str(db_path), *args], env={"HIVEMEM_EMBEDDER": None})
+        assert result.exit_code == 0, (result.output, result.exception)
+        return result.stdout
+
+    run("add", "The old billing system was retired in 2024")
+    run("add", DOG_NAME)
+    found = json.loads(run("search", PUPPY, "--json"))
+    assert found[0]["memory"]["content"] == DOG_NAME
+    assert "vector" in found[0]["explain"]["lanes"]
+
+
+class SlowEmbedder(ConceptEmbedder):
+    """A model taking ``delay`` seconds a call (a big model on a small machine)."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__()
+        self.delay = delay
+
+    def embed_batch(self, texts):
+        time.sleep(self.delay)
+        return super().embed_batch(texts)
+
+
+def test_a_search_embeds_the_pending_chunks_only_within_its_time_bound(any_location, clock):
+    """``search_embed_ms``: the search embeds slices of ``SEARCH_SLICE`` newest first
+    until its time is up (the first slice always runs); the rest wait for the worker,
+    found by keyword meanwhile, with the note; nothing is lost."""
+    slow = SlowEmbedder(0.08)
+    store = _open(any_location, clock, slow, search_embed_ms=30)
+    mem = store.scope("alice")
+    older = mem.save(CAR)
+    for i in range(2 * SEARCH_SLICE):
+        mem.save(f"note {i} about tea")
+    hits = mem.search("automobile car")
+    assert [h.memory.id for h in hits] == [older.id]
+    assert set(hits[0].explain.lanes) == {"keyword"}  # past the bound: keyword only
+    assert _still(hits)
+    assert store.vectors.pending_count() == SEARCH_SLICE + 1  # one slice embedded
+    assert store.flush() == SEARCH_SLICE + 1  # the worker embeds the rest
+    assert "vector" in mem.search("automobile")[0].explain.lanes
+    store.close()
+
+    # The same burst with room for it: every slice runs, nothing is left to the worker.
+    store = _open(any_location, clock, SlowEmbedder(0.08), search_embed_ms=10_000)
+    bob = store.scope("bob")
+    bob.save(CAR)
+    for i in range(2 * SEARCH_SLICE):
+        bob.save(f"note {i} about tea")
+    assert "vector" in bob.search("automobile")[0].explain.lanes
+    assert store.vectors.pending_count() == 0
+    store.close()
+
+
+def test_the_benchs_row_counts_each_write_the_next_search_finds_by_meaning():
+    """``hivemem bench``'s read-your-writes row (the bundled model, the worker running):
+    every write found by the search right after it, and the same rounds without the
+    search's embedding beside them."""
+    from hivemem.evaluation.bench import CorpusGenerator
+    from hivemem.evaluation.bench_ryw import bench_read_your_writes
+
+    row = bench_read_your_writes(
+        CorpusGenerator(), Settings(), lambda *_: None, writes=6, preload=30
+    )
+    assert (row.writes, row.found) == (6, 6)
+    assert 0 <= row.found_without <= 6
+    assert row.model == LocalEmbedder().identity
+    assert row.first_search.count == row.first_search_without.count == 6
