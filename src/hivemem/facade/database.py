@@ -136,8 +136,11 @@ def resolve_embedder(
             base_url=s.embed_base_url or None,
             api_key=api_key,
         )
-    if embedder in ("sentence-transformers", "onnx"):
+    if embedder == "sentence-transformers":
         return get_embedder(embedder, model=(settings or Settings()).embed_model_path)
+    if embedder == "onnx":
+        s = settings or Settings()
+        return get_embedder(embedder, model=s.embed_model_path, pooling=s.embed_pooling)
     if isinstance(embedder, str):
         return get_embedder(embedder)
     if not isinstance(embedder, Embedder) or not callable(getattr(embedder, "embed_batch", None)):

@@ -12,7 +12,9 @@ sentence-transformers`` and ``embed_model_path = FOLDER``.
 
 Identity. ``"<model_name>:<dimension>"``, ``model_name`` defaulting to the folder's name
 (its parent's when the folder is called ``model``, as in packages that ship one: the
-package's name); name a model you replace in place differently, or ``reindex --force``:
+package's name; ``NAME`` inside a Hugging Face or FastEmbed cache,
+``models--ORG--NAME/snapshots/<commit>/``, whose folder is named by a commit hash); name
+a model you replace in place differently, or ``reindex --force``:
 the identity is how vectors of
 two models are never mixed (a store opened with another model answers by keyword until
 ``hivemem reindex``). The dimension is read from the folder's pooling configuration
@@ -84,6 +86,13 @@ def _pooling_dimension(folder: Path) -> int | None:
 
 def _default_name(folder: Path) -> str:
     resolved = folder.resolve()
+    parts = resolved.parts
+    for at in range(len(parts) - 3, 0, -1):  # the nearest cache folder first
+        if parts[at].startswith("models--") and parts[at + 1] == "snapshots":
+            # Trigger: a Hugging Face / FastEmbed cache snapshot. Why: its folder is named
+            # by a commit hash, not by the model. Outcome: the repository's NAME (hub
+            # names hold no "--"), so the identity says which model made the vectors.
+            return parts[at].split("--")[-1]
     return resolved.parent.name if resolved.name == "model" else resolved.name
 
 
@@ -208,6 +217,39 @@ class SentenceTransformersEmbedder:
 # ----------------------------------------------------------------------------- ONNX folders
 
 _ONNX_FILES = ("model_optimized.onnx", "model.onnx", "onnx/model.onnx")
+POOLINGS = ("auto", "mean", "cls")
+_MODES = {"pooling_mode_mean_tokens": "mean", "pooling_mode_cls_token": "cls"}
+
+
+def _declared_pooling(folder: Path) -> tuple[str, str] | None:
+    """How the sentence-transformers pooling configuration beside the graph pools, and
+    the file that says so: the Pooling module ``modules.json`` names, else
+    ``1_Pooling/config.json``, in the folder (a Hugging Face snapshot's root, or a
+    sentence-transformers save) or, for a folder called ``onnx``, its parent (where
+    Hugging Face repositories keep it). ``mean`` or ``cls``, or the mode's own name for
+    another mode (which this embedder does not do); None when no configuration says."""
+    for home in (folder, folder.parent) if folder.name == "onnx" else (folder,):
+        places = ["1_Pooling"]
+        try:
+            modules = json.loads((home / "modules.json").read_text())
+            named = [str(m["path"]) for m in modules if str(m.get("type", "")).endswith("Pooling")]
+            places = named + places
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            pass
+        for place in places:
+            config = home / place / "config.json"
+            try:
+                values = json.loads(config.read_text())
+                modes = [
+                    k for k, v in values.items() if k.startswith("pooling_mode_") and v is True
+                ]
+            except (OSError, ValueError, TypeError, AttributeError):
+                continue
+            said = str(config.relative_to(folder)) if home == folder else str(config)
+            if len(modes) == 1 and modes[0] in _MODES:
+                return _MODES[modes[0]], said
+            return " + ".join(modes) or "no pooling mode", said
+    return None
 
 
 class OnnxModelEmbedder:
@@ -218,10 +260,16 @@ class OnnxModelEmbedder:
     entry point ``onnx``; with the settings, ``embedder = onnx`` and
     ``embed_model_path = FOLDER``.
 
-    ``pooling`` is ``mean`` (MiniLM, mpnet, e5) or ``cls`` (bge); a model whose output is
-    already one vector per text is used as it is. Vectors are L2-normalised. Identity and
-    dimension as for ``SentenceTransformersEmbedder`` (``hidden_size`` of ``config.json``,
-    or ``dimension=``), read without loading the model."""
+    ``pooling`` (setting ``embed_pooling``) is ``mean`` (MiniLM, mpnet, e5), ``cls`` (bge)
+    or ``auto``: what the folder's ``1_Pooling/config.json`` says (``_declared_pooling``);
+    without one, ``cls`` for a bge model (``bge`` in its name, or in ``_name_or_path`` of
+    ``config.json``: FastEmbed's downloads of bge carry no pooling configuration), ``mean``
+    otherwise. ``notice`` says which, and why. A model whose output is already one vector
+    per text is used as it is. Vectors are L2-normalised. Identity and dimension as for
+    ``SentenceTransformersEmbedder`` (``hidden_size`` of ``config.json``, or
+    ``dimension=``), read without loading the model; a cls-pooled model's identity is
+    ``"<model_name>+cls:<dimension>"``, so vectors of one pooling never mix with the
+    other's (mean-pooled ones keep the plain identity they always had)."""
 
     def __init__(
         self,
@@ -229,21 +277,22 @@ class OnnxModelEmbedder:
         model: str | Path,
         model_name: str | None = None,
         dimension: int | None = None,
-        pooling: str = "mean",
+        pooling: str = "auto",
         model_file: str | None = None,
         max_tokens: int = 256,
         threads: int = 2,
     ) -> None:
         self.folder = _model_folder(model, "model")
-        if pooling not in ("mean", "cls"):
-            raise InvalidInput("pooling", f"expected mean or cls, got {pooling!r}")
+        if pooling not in POOLINGS:
+            raise InvalidInput("pooling", f"expected auto, mean or cls, got {pooling!r:.60}")
         if dimension is not None and (
             isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1
         ):
             raise InvalidInput("dimension", "expected the model's vector size, a whole number")
         self.name = (model_name or "").strip() or _default_name(self.folder)
         self._dimension = dimension
-        self.pooling = pooling
+        self.pooling_asked = pooling
+        self._pooling: tuple[str, str] | None = None  # (pooling, why), once read
         self.model_file = model_file
         self.max_tokens = max(8, int(max_tokens))
         self._alone = EachAlone(threads)
@@ -254,7 +303,46 @@ class OnnxModelEmbedder:
 
     @property
     def identity(self) -> str:
-        return f"{self.name}:{self.dimension}"
+        # Trigger: cls pooling. Why: stores of a bge folder hold mean-pooled vectors
+        # recorded under the plain identity (mean was the only pooling settings reached).
+        # Outcome: cls vectors get their own identity; such a store reindexes, never mixes.
+        marked = "+cls" if self.pooling == "cls" else ""
+        return f"{self.name}{marked}:{self.dimension}"
+
+    @property
+    def pooling(self) -> str:
+        """``mean`` or ``cls`` (or, from a configuration, a mode this embedder does not
+        do: ``unavailable`` says so); read once the folder holds a model."""
+        return self._pooled()[0]
+
+    @property
+    def notice(self) -> str:
+        """Which pooling the vectors get, and why (``hivemem doctor`` shows it)."""
+        pooling, why = self._pooled()
+        return f"{pooling} pooling ({why})"
+
+    def _pooled(self) -> tuple[str, str]:
+        if self._pooling is not None:
+            return self._pooling
+        if self.pooling_asked != "auto":
+            found = (self.pooling_asked, "as asked: embed_pooling")
+        elif (declared := _declared_pooling(self.folder)) is not None:
+            found = (declared[0], f"from {declared[1]}")
+        elif "bge" in self._names().lower():
+            found = ("cls", "a bge model without a pooling configuration")
+        else:
+            found = ("mean", "the default: no pooling configuration, not a bge model")
+        if self._onnx_path() is not None:  # a model is there: its configuration stays
+            self._pooling = found
+        return found
+
+    def _names(self) -> str:
+        """The model's names: ours, and the one its ``config.json`` was saved from."""
+        try:
+            saved = json.loads((self.folder / "config.json").read_text())["_name_or_path"]
+        except (OSError, ValueError, KeyError, TypeError):
+            saved = ""
+        return f"{self.name} {saved}"
 
     def _onnx_path(self) -> Path | None:
         names = (self.model_file,) if self.model_file else _ONNX_FILES
@@ -276,6 +364,11 @@ class OnnxModelEmbedder:
             return (
                 f"{self.folder}: cannot read the model's vector size from config.json; "
                 "pass dimension=…"
+            )
+        if self.pooling not in ("mean", "cls"):
+            return (
+                f"{self.folder}: {self.notice}, but this embedder pools by mean or cls only; "
+                "set embed_pooling to the one the model was trained with"
             )
         return None
 
