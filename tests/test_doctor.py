@@ -11,9 +11,11 @@ import sqlean as sqlite3  # the file holds vec0 shadow tables (STRICT): a curren
 from click.testing import CliRunner
 
 import hivemem
+from hivemem import Settings
 from hivemem.evaluation import doctor
 from hivemem.frontends.cli import main
 from hivemem.lifecycle.portability import export_jsonl, import_jsonl
+from test_vectors import ConceptEmbedder
 
 NAMES = [
     "integrity",
@@ -233,6 +235,45 @@ def test_doctor_reports_the_vector_lane_and_a_model_change(tmp_path):
     with hivemem.open(path, embedder="none") as store:
         check = {c.name: c for c in doctor.diagnose(store).checks}["vectors"]
         assert check.ok and "keyword and entity lanes only" in check.detail
+
+
+class EndpointDown(ConceptEmbedder):
+    """Every call raises what a client library might: not a HiveMemError, two lines."""
+
+    def embed_batch(self, texts):
+        raise RuntimeError("connection refused\n  while posting to /v1/embeddings")
+
+
+class WrongSize(ConceptEmbedder):
+    """Answers with vectors one dimension short of the size it declares."""
+
+    def embed_batch(self, texts):
+        return [vector[:-1] for vector in super().embed_batch(texts)]
+
+
+@pytest.mark.parametrize(
+    ("embedder", "said"),
+    [
+        (EndpointDown(), "connection refused while posting to /v1/embeddings"),
+        (WrongSize(), "one text sent, 1 vectors of 31 dimensions returned (expected one of 32)"),
+    ],
+)
+def test_doctor_embeds_a_text_itself_and_any_failure_is_the_finding(db_path, embedder, said):
+    # Nothing has tried the embedder yet (no worker, no search): doctor finds out itself.
+    quiet = Settings(embed_in_background=False)
+    with hivemem.open(db_path, embedder=embedder, settings=quiet) as store:
+        store.scope("a").save("the build server is hopper")
+        assert store.indexer.last_error is None
+        check = {c.name: c for c in doctor.diagnose(store).checks}["vectors"]
+    assert not check.ok
+    assert (
+        check.detail
+        == f"0 chunk vectors by concept-test:32; 1 queued; the embedder cannot embed: {said}"
+    )
+    assert (
+        check.fix
+        == "check the embedder (endpoint, model); queued chunks are embedded once it works"
+    )
 
 
 def test_a_failed_maintenance_run_is_reported_with_its_error(db_path, clock):

@@ -264,7 +264,9 @@ class Indexer:
         search's pending chunks (``embed_pending``: slices of ``SEARCH_SLICE`` until
         ``deadline``, a ``time.monotonic()`` value; the first slice always runs).
         Returns (chunks stored, chunks that had a vector to store): the others were not
-        reached before ``stop`` or ``deadline`` and stay queued."""
+        reached before ``stop`` or ``deadline`` and stay queued. A model call that fails
+        is raised after the vectors of the slices before it are stored: work done is
+        kept, only the rest waits for the next try."""
         assert self.embedder is not None
         model = self.embedder.identity
         known = self._index.cached(model, [c.text_hash for c in chunks])
@@ -277,19 +279,30 @@ class Indexer:
             # The batch gathers chunks of every writer and scope; sliced in length order,
             # each model call pads its texts to a near length, not the batch's longest.
             hashes.sort(key=lambda h: len(todo[h]))
-        for start in range(0, len(hashes), step):
-            if stop is not None and stop.is_set():
-                break  # exit or close: store the slices done, the rest stays queued
-            if deadline is not None and start > 0 and time.monotonic() >= deadline:
-                break  # a search's time is up: the rest stays queued for the worker
-            part = hashes[start : start + step]
-            vectors = self.embedder.embed_batch([todo[h] for h in part])
-            for text_hash, vector in zip(part, vectors, strict=True):
-                known[text_hash] = to_blob(vector)
+        failure: Exception | None = None
+        try:
+            for start in range(0, len(hashes), step):
+                if stop is not None and stop.is_set():
+                    break  # exit or close: store the slices done, the rest stays queued
+                if deadline is not None and start > 0 and time.monotonic() >= deadline:
+                    break  # a search's time is up: the rest stays queued for the worker
+                part = hashes[start : start + step]
+                vectors = self.embedder.embed_batch([todo[h] for h in part])
+                for text_hash, vector in zip(part, vectors, strict=True):
+                    known[text_hash] = to_blob(vector)
+        except Exception as exc:  # raised below, once the slices done are stored
+            failure = exc
+        else:
+            if hashes:  # the model answered: an earlier failure is over
+                self.last_error = None
         ready = [(c, known[c.text_hash]) for c in chunks if c.text_hash in known]
         if not ready:
+            if failure is not None:
+                raise failure
             return 0, 0
         stored = self._index.upsert(model, ready)
+        if failure is not None:
+            raise failure
         if stored == 0:
             # Trigger: nothing stored although chunks were queued. Why: another
             # process took them, or re-indexed with another model. Outcome: re-check
@@ -337,9 +350,11 @@ class Indexer:
                 return 0
             try:
                 _, reached = self._embed_and_store(todo, None, deadline=start + budget_s)
-            except Exception as exc:  # reads fail open: the chunks stay queued
+            except Exception as exc:  # reads fail open: the chunks not embedded stay queued
                 self.last_error = str(exc)
                 log.warning("embedding at search failed, found by keyword meanwhile: %s", exc)
+                with contextlib.suppress(Exception):  # the slices done were stored
+                    return len(self._index.pending_in(scopes, limit + 1))
                 return len(queued)
         finally:
             if locked:
@@ -382,6 +397,10 @@ class Indexer:
             done = self.flush(progress)
             self._index.build_index()  # missing after an interrupted bulk load: built now
             return done
+        # Trigger: the vectors are about to be dropped. Why: a model that cannot embed
+        # (its file missing or damaged, an endpoint down) would leave the store with none
+        # until it is fixed. Outcome: its error is raised first and nothing is dropped.
+        self.embedder.embed_batch(["hivemem reindex: can this text be embedded?"])
         with self.owning():
             with self._embed_lock:
                 self._index.reset(self.embedder.identity, self.embedder.dimension)
