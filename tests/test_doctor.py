@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import threading
 
 import pytest
 import sqlean as sqlite3  # the file holds vec0 shadow tables (STRICT): a current SQLite reads them
@@ -297,3 +298,33 @@ def test_a_failed_maintenance_run_is_reported_with_its_error(db_path, clock):
         assert "hivemem maintain consolidate" in check.fix
         hivemem.run_job(store, "consolidate", "a")  # no ended session: a clean run
         assert {c.name: c for c in doctor.diagnose(store).checks}["maintenance"].ok
+
+
+class Hangs(ConceptEmbedder):
+    """An endpoint that accepts the request and never answers (until released)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+
+    def embed_batch(self, texts):
+        self.release.wait(30)
+        return super().embed_batch(texts)
+
+
+def test_an_embedder_that_never_answers_is_a_finding_not_a_hang(db_path, monkeypatch):
+    monkeypatch.setattr(doctor, "PROBE_SECONDS", 0.2)
+    hangs = Hangs()
+    quiet = Settings(embed_in_background=False)
+    try:
+        with hivemem.open(db_path, embedder=hangs, settings=quiet) as store:
+            check = {c.name: c for c in doctor.diagnose(store).checks}["vectors"]
+            assert not check.ok
+            assert check.detail.endswith(
+                "the embedder cannot embed: no answer within 0.2 s "
+                "(a model loading for the first time may take that "
+                "long: run doctor again)"
+            )
+            assert check.fix.startswith("check the embedder (endpoint, model)")
+    finally:
+        hangs.release.set()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -189,12 +190,39 @@ _CHECK_EMBEDDER = "check the embedder (endpoint, model); queued chunks are embed
 PROBE_TEXT = "hivemem doctor: can this text be embedded?"
 
 
+PROBE_SECONDS = 20.0  # the probe's answer is awaited this long (a model's first load: ~3 s)
+
+
 def _probe(embedder: Any) -> tuple[str, str] | None:
     """Whether ``embedder`` can embed now, found out by embedding one short text rather
     than from what the worker last met (which depends on whether it has run yet): None
     when it can, else (what failed, on one line; the fix). Any error becomes the finding,
-    never a traceback. With the bundled model this loads it: ~0.15 s once its int8 copy
-    is cached (made on first use, ~3 s)."""
+    never a traceback; so does no answer within ``PROBE_SECONDS`` (an endpoint that hangs
+    would hold doctor for its client's timeouts and retries, 90 s for ``openai``; the
+    call is left to end on a daemon thread). With the bundled model this loads it:
+    ~0.15 s once its int8 copy is cached (made on first use, ~3 s)."""
+    answer: list[Any] = []
+    call = threading.Thread(
+        target=lambda: answer.append(_embed_one(embedder)), name="hivemem-doctor", daemon=True
+    )
+    call.start()
+    call.join(PROBE_SECONDS)
+    if not answer:
+        return (
+            f"no answer within {PROBE_SECONDS:g} s (a model loading for the first time may "
+            "take that long: run doctor again)",
+            _CHECK_EMBEDDER,
+        )
+    outcome = answer[0]
+    if isinstance(outcome, Exception):
+        return " ".join(str(outcome).split()) or type(outcome).__name__, _embedder_fix(
+            embedder, outcome
+        )
+    return None
+
+
+def _embed_one(embedder: Any) -> Exception | None:
+    """``PROBE_TEXT`` embedded: None, or the exception that says why it could not be."""
     try:
         vectors = embedder.embed_batch([PROBE_TEXT])
         if len(vectors) != 1 or len(vectors[0]) != embedder.dimension:
@@ -204,7 +232,7 @@ def _probe(embedder: Any) -> tuple[str, str] | None:
                 f"(expected one of {embedder.dimension})"
             )
     except Exception as exc:  # whatever the embedder raised: the check fails, says why
-        return " ".join(str(exc).split()) or type(exc).__name__, _embedder_fix(embedder, exc)
+        return exc
     return None
 
 
