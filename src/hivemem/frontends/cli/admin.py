@@ -388,8 +388,10 @@ def doctor_(env: Env, repair: bool, as_json: bool) -> None:
     """Check the store's health.
 
     Checks the file's integrity, the schema, the keyword index and the key and
-    supersede rules, and prints sizes and counts. Exits with status 1 when a check fails
-    (after --repair: when one still fails).
+    supersede rules, and prints sizes and counts; embeds one short text with the
+    configured embedder (a missing or damaged model, an endpoint down or silent for 20
+    s: a failed check naming the fix). Exits with status 1 when a check fails (after
+    --repair: when one still fails).
     """
     try:
         store = env.store()
