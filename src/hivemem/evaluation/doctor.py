@@ -188,8 +188,6 @@ def _vectors(store: Store, health: dict[str, Any]) -> Check:
 
 _CHECK_EMBEDDER = "check the embedder (endpoint, model); queued chunks are embedded once it works"
 PROBE_TEXT = "hivemem doctor: can this text be embedded?"
-
-
 PROBE_SECONDS = 20.0  # the probe's answer is awaited this long (a model's first load: ~3 s)
 
 

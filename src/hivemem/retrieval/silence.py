@@ -125,9 +125,9 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 
 from ..providers import entities as entitymod
-from ..providers.embed import VOCAB_FILE as _BERT_VOCAB
 from ..settings import Settings
 from ..store.keyword_query import KeywordQuery
 from ..store.protocols import Backend
@@ -140,7 +140,9 @@ SCARCE_CHUNKS = 5_000  # a stranger's second word: in at most 1 chunk per 5,000 
 COMMON_CHUNKS = 100  # a word in more than 1 chunk per 100 of the scope: its company says little
 
 
-EVERYDAY_FILE = _BERT_VOCAB.with_name("english-words.txt")
+EVERYDAY_FILE = (
+    Path(__file__).resolve().parent.parent / "providers" / "models" / "english-words.txt"
+)
 
 
 @functools.cache
