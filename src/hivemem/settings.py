@@ -341,6 +341,13 @@ class Settings:
         "the one writer, never waiting for a write (twice as many connections serve "
         "single reads); 0: every read goes through the writer connection, one at a time.",
     )
+    mmap_mb: int = _setting(
+        1024,
+        "SQLite: how much of the file (MB) each connection reads through a memory map "
+        "(`PRAGMA mmap_size`: a page is read where the OS cache holds it, not copied): "
+        "less CPU per search under load. 0: off, where a disk's read errors must stay "
+        "errors (a mapped page that cannot be read stops the process: SIGBUS).",
+    )
 
     # LLM (maintenance jobs only: the write path never calls a model; docs/llm.md).
     llm: str = _setting(
@@ -620,9 +627,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "minmax_page": (0, 100_000),
     "vector_seats": (0, 5),
     "seat_depth": (1, 100),
-    "seat_lead": _UNIT,
     "search_limit": (1, 100),
-    "superseded_factor": _UNIT,
     "max_query_terms": (1, 1_000),
     "fts_time_limit_ms": (0, 3_600_000),  # 0 stops at SQLite's first progress check
     "embed_dimensions": (0, 65_536),
@@ -637,24 +642,13 @@ _RANGES: dict[str, tuple[float, float]] = {
     "match_floor": (0.0, 0.99),  # these 7 also take -1, the model's (_MODELS_OWN)
     "unknown_floor": (0.0, 0.99),
     "stranger_floor": (0.0, 0.99),
-    "statement_weight": _UNIT,
-    "keyword_weight": _UNIT,
-    "vector_weight": _UNIT,
-    "entity_weight": _UNIT,
-    "neighbour_weight": _UNIT,
-    "previous_weight": _UNIT,
-    "window_weight": _UNIT,
     "length_weight": (0.0, 10.0),
-    "session_weight": _UNIT,
     "rrf_k": (1e-6, 1e6),
     "half_life_days": (1e-6, 1e6),
     "recency_half_life_days": (1e-6, 1e6),
-    "decay_weight": _UNIT,
     "max_access_boost": (1.0, 100.0),
     "access_fade_days": (1e-6, 1e6),
-    "mmr_lambda": _UNIT,
     "rerank_depth": (1, 10_000),
-    "rerank_weight": _UNIT,
     "busy_timeout_ms": (0, 3_600_000),
     "llm_timeout": (0.001, 86_400.0),
     "llm_max_retries": (0, 100),
@@ -662,21 +656,23 @@ _RANGES: dict[str, tuple[float, float]] = {
     "consolidate_batch_size": (1, 10_000),
     "consolidate_min_words": (0, 10_000),
     "consolidate_max_failures": (0, 1_000),
-    "dedup_jaccard": _UNIT,
-    "conflict_overlap": _UNIT,
-    "conflict_confidence": _UNIT,
     "decay_exponent": (1e-6, 10.0),
-    "decay_prune_below": _UNIT,
     "reflect_min_facts": (0, _BIG),
     "reflect_vault_versions": (2, _BIG),
     "summarize_min_group": (1, _BIG),
-    "crossref_min_jaccard": _UNIT,
-    "resolve_confident": _UNIT,
     "enrich_below_entities": (0, 10_000),
     "daemon_poll_seconds": (0.01, 86_400.0),
     "http_port": (0, 65_535),
     "mcp_port": (0, 65_535),
+    "mmap_mb": (0, 1 << 20),  # 0: reads copy pages (pread); at most a terabyte mapped
 }
+_SHARES = (  # shares, weights and factors: in [0, 1]
+    "seat_lead superseded_factor statement_weight keyword_weight vector_weight entity_weight "
+    "neighbour_weight previous_weight window_weight session_weight decay_weight mmr_lambda "
+    "rerank_weight dedup_jaccard conflict_overlap conflict_confidence decay_prune_below "
+    "crossref_min_jaccard resolve_confident "
+)
+_RANGES.update(dict.fromkeys(_SHARES.split(), _UNIT))
 # Text settings with a fixed vocabulary (embedder, llm and reranker take plugin names).
 _CHOICES: dict[str, tuple[str, ...]] = {
     "fusion": ("minmax", "weighted", "rrf"),

@@ -48,6 +48,7 @@ def open_backend(location: str | Path, settings: Settings, *, create: bool = Tru
         location,
         busy_timeout_ms=settings.busy_timeout_ms,
         read_connections=settings.read_connections,
+        mmap_mb=settings.mmap_mb,
         create=create,
     )
 
