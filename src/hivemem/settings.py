@@ -670,7 +670,7 @@ _SHARES = (  # shares, weights and factors: in [0, 1]
     "seat_lead superseded_factor statement_weight keyword_weight vector_weight entity_weight "
     "neighbour_weight previous_weight window_weight session_weight decay_weight mmr_lambda "
     "rerank_weight dedup_jaccard conflict_overlap conflict_confidence decay_prune_below "
-    "crossref_min_jaccard resolve_confident "
+    "crossref_min_jaccard resolve_confident"
 )
 _RANGES.update(dict.fromkeys(_SHARES.split(), _UNIT))
 # Text settings with a fixed vocabulary (embedder, llm and reranker take plugin names).

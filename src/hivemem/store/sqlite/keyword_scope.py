@@ -10,9 +10,9 @@ term in them (``scratch.term_counts``, ~5 ms on the first query of a scope of
 kilobyte-long turns). ``keyword_scope`` asks one statement instead: for every query term,
 the scopes' chunks that match it (the quoted term, confined to the scopes, as
 ``termcounts.Postings`` read them; unconfined where the scopes hold the whole index)
-with FTS5's own ``bm25`` of that one term; each such
-chunk's memory, sequence, text, FTS5 length and whether it passes the query's filters;
-the whole index's row count per term stem (``chunks_vocab``) and FTS5's averages record.
+with FTS5's own ``bm25`` of that one term; each such chunk's memory, sequence, text,
+FTS5 length and whether it passes the query's filters; the whole index's row count per
+term stem (``chunks_vocab``) and FTS5's averages record.
 Where the stems' whole-index counts are already kept (``term_stats``' cache), the terms
 the lane will search for are known before the statement (``choose``): only their
 matches get FTS5's score and their rows, the other terms' matches just say which chunks
