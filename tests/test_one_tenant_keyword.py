@@ -120,3 +120,79 @@ def test_wrong_scope_counts_never_let_another_scopes_rows_through(tmp_path: Path
             assert secret.id not in {h.memory.id for h in hits}
             assert all(h.memory.scope == "team" for h in hits)
         assert [h.memory.id for h in store.scope("other").search("red binder")] == [secret.id]
+
+
+def _views(store: hivemem.Store, question: str, scope: str) -> tuple[Any, list[str]]:
+    """``keyword_scope``'s view of ``question``'s terms in ``scope`` (no read view: no
+    counts kept from an earlier search), and the statements it ran."""
+    from datetime import UTC, datetime
+
+    from hivemem import text as textmod
+    from hivemem.types import Query
+
+    backend = store._backend
+    read = backend._read
+    seen: list[str] = []
+
+    def traced(sql: str, params: Any = (), **kwargs: Any) -> Any:
+        seen.append(sql)
+        return read(sql, params, **kwargs)
+
+    terms = textmod.query_terms(question, 16)
+    backend._read = traced
+    try:
+        view = backend.keyword_scope(
+            [scope], terms, Query(text=question, limit=10), datetime.now(UTC)
+        )
+    finally:
+        del backend._read
+    return view, seen
+
+
+def _vocab(path: Path, stems: list[str]) -> dict[str, int]:
+    conn = sqlite3.connect(path)
+    try:
+        rows = conn.execute(
+            f"SELECT term, doc FROM chunks_vocab WHERE term IN ({', '.join('?' * len(stems))})",
+            stems,
+        ).fetchall()
+    finally:
+        conn.close()
+    return {stem: dict(rows).get(stem, 0) for stem in stems}
+
+
+def test_one_tenant_counts_its_terms_from_its_own_matches(tmp_path: Path) -> None:
+    """Unconfined, each term's matches are its rows in the whole index: the statement
+    leaves ``chunks_vocab`` out and its counts are exactly ``chunks_vocab``'s."""
+    path = tmp_path / "own.db"
+    with hivemem.open(path, embedder="none") as store:
+        _fill(store, "team")
+        for gone in store.scope("team").list(limit=3):  # FTS5 delete markers too
+            store.scope("team").purge(gone.id)
+        checked = 0
+        for question in [*QUESTIONS, "kestrel schedule nightly thursday absent"]:
+            view, statements = _views(store, question, "team")
+            assert not any("chunks_vocab" in sql for sql in statements), question
+            stems = sorted(view._vocab)
+            assert dict(view._vocab) == _vocab(path, stems)
+            assert view.stats.postings == view.stats.doc_freq
+            checked += sum(1 for n in view._vocab.values() if n)
+        assert checked >= 8
+        # A second tenant: confined MATCHes, whose counts are the scope's: asked again.
+        _fill(store, "other", copies=2)
+        view, statements = _views(store, "kestrel backup", "team")
+        assert any("chunks_vocab" in sql for sql in statements)
+        assert dict(view._vocab) == _vocab(path, sorted(view._vocab))
+
+
+def test_a_term_shaped_like_a_scope_key_is_counted_by_chunks_vocab(tmp_path: Path) -> None:
+    """A scope key's token is in every row's key column and in no text: counted from
+    the text matches it would seem absent, so such a term keeps ``chunks_vocab``."""
+    path = tmp_path / "key.db"
+    key = termcounts.scope_key("team")
+    with hivemem.open(path, embedder="none") as store:
+        _fill(store, "team", copies=3)
+        view, statements = _views(store, f"kestrel {key}", "team")
+        assert any("chunks_vocab" in sql for sql in statements)
+        assert view._vocab[key] == len(TURNS) * 3
+        assert dict(view._vocab) == _vocab(path, sorted(view._vocab))

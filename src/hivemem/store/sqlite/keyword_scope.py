@@ -19,7 +19,10 @@ matches get FTS5's score and their rows, the other terms' matches just say which
 hold them (a common term matches most of a scope); should the fresh counts choose
 otherwise, or the lane search the other terms too, those are asked then (``_ensure``).
 The stems' ``chunks_vocab`` counts, exact, are kept per version of the file: a search
-whose stems were all read since the last write leaves them out (``_exact_vocab``).
+whose stems were all read since the last write leaves them out (``_exact_vocab``), and
+so does one whose MATCHes are unconfined (one tenant): each term's matches are then its
+rows in the whole index, ``chunks_vocab``'s very count (a stem shaped like a scope key's
+token excepted: that column holds it in every row).
 Everything the lane asked before is then worked out from these rows (``ScopeView``), with
 the same arithmetic, so the results are the same (the dump comparison of the evaluation
 suites is the gate, docs/retrieval.md), but for the side channel below:
@@ -52,6 +55,7 @@ terms of the texts at hand directly (``scratch.held``), and its window in one st
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -69,6 +73,7 @@ from .scoped_bm25 import K1, B, _varint_sum
 _RAW_BM25 = "bm25(chunks_fts, 1.0, 0.0)"  # FTS5's sign: lower is better
 _CHECK = 1e-9  # relative difference a recomputed single-term score may show
 _VOCAB_MAX = 50_000  # stems' exact counts kept for one version of the file
+_KEY_SHAPE = re.compile(r"hms[0-9a-f]{20}0")  # ``termcounts.scope_key``'s tokens
 
 
 class KeywordScope:
@@ -139,8 +144,15 @@ class KeywordScope:
         unique = sorted(set(stems))
         version = self._view_version()
         vocab = self._exact_vocab(version, unique)
+        # Trigger: the MATCHes are unconfined (one tenant) and no stem has a scope key's
+        # shape. Why: each term's matches are then its rows in the whole index, which is
+        # what ``chunks_vocab`` counts (rows holding the stem; the scope key column holds
+        # keys only), and counting them there walks each doclist once more (~0.3 ms a
+        # search at 2,000 memories, every search while writes keep the file moving).
+        # Outcome: the stems' counts are the statement's own (``ScopeView``).
+        own = vocab is None and not confine and not any(map(_KEY_SHAPE.fullmatch, unique))
         sql, params = _matrix_sql(matches, scored, filters)
-        if vocab is None:
+        if vocab is None and not own:
             sql += (
                 "UNION ALL SELECT -2, NULL, doc, term, NULL, NULL, NULL, NULL FROM chunks_vocab "
                 f"WHERE term IN ({placeholders(unique)}) "
@@ -160,6 +172,7 @@ class KeywordScope:
             (filters, matches, scored),
             rows,
             vocab,
+            own,
         )
         if vocab is None:
             self._keep_vocab(version, {stem: view._vocab.get(stem, 0) for stem in unique})
@@ -368,9 +381,11 @@ class ScopeView:
         asked: tuple[tuple[str, list[Any]], list[str], set[int]],
         rows: list[Any],
         vocab: Mapping[str, int] | None = None,
+        own: bool = False,
     ) -> None:
         """``vocab``: the stems' whole-index counts where the statement left them out
-        (``_exact_vocab``); else they are its rows tagged -2."""
+        (``_exact_vocab``); else they are its rows tagged -2, or (``own``: its MATCHes
+        are unconfined) each term's own count of matches."""
         self._backend = backend
         self._filters, self._matches, self._scored = asked[0], asked[1], set(asked[2])
         scoped, everything = totals
@@ -386,6 +401,8 @@ class ScopeView:
         self._mask: dict[int, int] = {}  # chunk -> the terms it holds, as bits
         self._averages: bytes | None = None
         counts = self._take(rows, first=True)
+        if own:
+            counts = {stem: self._counts[i] for i, stem in enumerate(stems)}
         self._vocab: Mapping[str, int] = counts if vocab is None else vocab
         freq = {t: self._counts[i] for i, t in enumerate(terms)}
         postings = {t: self._vocab.get(s, 0) for t, s in zip(terms, stems, strict=True)}
