@@ -408,6 +408,78 @@ def test_writes_run_on_one_writer_thread_and_reads_beside_it(client, grants, sto
     assert len(store.scope("team-a").list(limit=100)) == 30
 
 
+def _overlap(client, token, monkeypatch, searches=6, write=False):
+    """Fire ``searches`` searches at once (and a write after them, with ``write``): how
+    many reads ran at once at most, and whether the write was answered while reads were
+    still waiting."""
+    real_call = tools.call
+    lock = threading.Lock()
+    state = {"running": 0, "most": 0, "reads_done": 0, "write_saw": None}
+
+    def spy(mem, name, arguments=None):
+        if tools.TOOLS[name].writes:
+            result = real_call(mem, name, arguments)
+            state["write_saw"] = state["reads_done"]
+            return result
+        with lock:
+            state["running"] += 1
+            state["most"] = max(state["most"], state["running"])
+        try:
+            time.sleep(0.05)  # a slow read: the others arrive while it runs
+            return real_call(mem, name, arguments)
+        finally:
+            with lock:
+                state["running"] -= 1
+                state["reads_done"] += 1
+
+    monkeypatch.setattr(tools, "call", spy)
+
+    async def burst():
+        body = {"query": "note"}
+        asked = [
+            client.arequest("POST", "/v1/scopes/team-a/search", token, json=body)
+            for _ in range(searches)
+        ]
+        if write:
+            asked.append(
+                client.arequest("POST", "/v1/scopes/team-a/memories", token, json={"content": "x"})
+            )
+        return await asyncio.gather(*asked)
+
+    responses = asyncio.run(burst())
+    assert [r.status_code for r in responses] == [200] * len(responses)
+    return state
+
+
+def test_on_sqlite_one_read_runs_at_a_time_and_writes_pass_the_queue(client, grants, monkeypatch):
+    """``server_reads`` 0 on SQLite is one read at a time (side by side, reads only pass
+    the GIL back and forth, ``Store.server_reads``); a write does not wait behind them."""
+    state = _overlap(client, grants["a_writer"], monkeypatch, write=True)
+    assert state["most"] == 1
+    assert state["write_saw"] is not None and state["write_saw"] < 6
+
+
+def test_server_reads_sets_how_many_reads_run_at_once(tmp_path, monkeypatch):
+    settings = hivemem.Settings(server_reads=3)
+    with hivemem.open(tmp_path / "m.db", embedder="hash", settings=settings) as store:
+        assert store.server_reads() == 3
+        token = store.tokens.create("t", {"team-a": "write"}, store.clock())[1]
+        app = create_app(store)
+        try:
+            state = _overlap(Client(app), token, monkeypatch, searches=9)
+        finally:
+            app.state.api.close()
+    assert 1 < state["most"] <= 3
+
+
+def test_the_automatic_bound_is_one_on_sqlite_and_none_on_postgresql(store, monkeypatch):
+    assert store.server_reads() == 1
+    monkeypatch.setattr(type(store), "location", property(lambda self: "postgresql://db/x"))
+    assert store.server_reads() is None
+    with pytest.raises(hivemem.InvalidInput, match="server_reads"):
+        hivemem.Settings(server_reads=-1)
+
+
 # ----------------------------------------------------------------------------- fuzz
 
 

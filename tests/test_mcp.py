@@ -195,6 +195,46 @@ def test_a_passing_store_failure_is_a_tool_error_saying_to_try_again(team, monke
     assert failed.content[0].text.endswith("try again")
 
 
+@pytest.mark.parametrize(("server_reads", "most"), [(0, {1}), (4, {2, 3, 4})])
+def test_reads_run_at_most_server_reads_at_once(db_path, clock, monkeypatch, server_reads, most):
+    """On SQLite one read at a time by default (``Store.server_reads``), as the HTTP API."""
+    real_call = tools.call
+    lock = threading.Lock()
+    seen = {"running": 0, "most": 0}
+
+    def spy(mem, name, arguments=None):
+        with lock:
+            seen["running"] += 1
+            seen["most"] = max(seen["most"], seen["running"])
+        try:
+            threading.Event().wait(0.05)  # a slow read: the others arrive while it runs
+            return real_call(mem, name, arguments)
+        finally:
+            with lock:
+                seen["running"] -= 1
+
+    monkeypatch.setattr(tools, "call", spy)
+    settings = Settings(server_reads=server_reads)
+    with hivemem.open(db_path, settings=settings, clock=clock, embedder="hash") as store:
+        mem = mcp_server.bind(store, "lead")
+        mem.save("Melanie Okafor owns the billing service")
+        results = []
+
+        async def main():
+            async with Client(mcp_server.create_server(mem)) as client:
+
+                async def search():
+                    results.append(await client.call_tool("memory_search", {"query": "billing"}))
+
+                async with anyio.create_task_group() as group:
+                    for _ in range(8):
+                        group.start_soon(search)
+
+        run(main)
+    assert len(results) == 8 and all(payload(r)["results"] for r in results)
+    assert seen["most"] in most
+
+
 def test_the_model_cannot_reach_another_scope(db_path, clock):
     with hivemem.open(db_path, clock=clock, embedder="hash") as store:
         store.scope("private").save("The root password hint is the cat's name")

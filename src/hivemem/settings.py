@@ -89,9 +89,8 @@ class Settings:
     )
     keyword_match_budget: int = _setting(
         2_000,
-        "Postings the keyword MATCH may touch: the rarest query terms within it find "
-        "candidates, every term scores them; common terms find candidates only when "
-        "too few were found.",
+        "Postings the keyword MATCH may touch: the rarest query terms within it find candidates, "
+        "every term scores them; common terms find candidates only when too few were found.",
     )
     max_query_terms: int = _setting(
         32,
@@ -262,9 +261,8 @@ class Settings:
     )
     window_weight: float = _setting(
         0.6,
-        "Keyword scoring over a dialogue window: an episode also gets this share of the "
-        "query coverage that the turns just before and after it add to its own (0 turns "
-        "it off).",
+        "Keyword scoring over a dialogue window: an episode also gets this share of the query "
+        "coverage that the turns just before and after it add to its own (0 turns it off).",
     )
     length_weight: float = _setting(
         0.5,
@@ -287,10 +285,9 @@ class Settings:
     rrf_k: float = _setting(60.0, "The k of reciprocal rank fusion.")
     decay_profile: str = _setting(
         "exponential",
-        "Temporal decay of scores by age: `exponential` (half-life), `step` (<7 d 1.0, "
-        "7-30 d 0.8, 30-90 d 0.6, older 0.4), `recency` (Agent Swarm's "
-        "2^(-age/recency_half_life_days)) or `none`. "
-        "Identity and lesson memories are exempt.",
+        "Temporal decay of scores by age: `exponential` (half-life), `step` (<7 d 1.0, 7-30 d "
+        "0.8, 30-90 d 0.6, older 0.4), `recency` (Agent Swarm's 2^(-age/recency_half_life_days)) "
+        "or `none`. Identity and lesson memories are exempt.",
     )
     half_life_days: float = _setting(30.0, "Half-life of the exponential decay profile.")
     recency_half_life_days: float = _setting(
@@ -305,9 +302,8 @@ class Settings:
     max_access_boost: float = _setting(1.5, "Top multiplier for often-used memories (1: none).")
     access_curve: str = _setting(
         "smooth",
-        "How the access boost grows with the count: `smooth` "
-        "(1 + (max - 1)(1 - e^(-count/10))) or `linear` (Agent Swarm's "
-        "1 + min(count/10, max - 1)).",
+        "How the access boost grows with the count: `smooth` (1 + (max - 1)(1 - e^(-count/10))) "
+        "or `linear` (Agent Swarm's 1 + min(count/10, max - 1)).",
     )
     access_recency_hours: float = _setting(
         48.0,
@@ -337,16 +333,16 @@ class Settings:
     )
     read_connections: int = _setting(
         2,
-        "SQLite: searches that may read at once, each on its own WAL read connection beside "
-        "the one writer, never waiting for a write (twice as many connections serve "
-        "single reads); 0: every read goes through the writer connection, one at a time.",
+        "SQLite: searches that may read at once, each on its own WAL read connection beside the "
+        "one writer, never waiting for a write (twice as many connections serve single reads); 0: "
+        "every read goes through the writer connection, one at a time.",
     )
     mmap_mb: int = _setting(
         1024,
-        "SQLite: how much of the file (MB) each connection reads through a memory map "
-        "(`PRAGMA mmap_size`: a page is read where the OS cache holds it, not copied): "
-        "less CPU per search under load. 0: off, where a disk's read errors must stay "
-        "errors (a mapped page that cannot be read stops the process: SIGBUS).",
+        "SQLite: how much of the file (MB) each connection reads through a memory map (`PRAGMA "
+        "mmap_size`: a page is read where the OS cache holds it, not copied): less CPU per search "
+        "under load. 0: off, where a disk's read errors must stay errors (a mapped page that "
+        "cannot be read stops the process: SIGBUS).",
     )
 
     # LLM (maintenance jobs only: the write path never calls a model; docs/llm.md).
@@ -547,6 +543,12 @@ class Settings:
     )
     mcp_host: str = _setting("127.0.0.1", "Address `hivemem serve-mcp --transport http` uses.")
     mcp_port: int = _setting(8766, "Port `hivemem serve-mcp --transport http` listens on.")
+    server_reads: int = _setting(
+        0,
+        "Tool reads one HTTP or MCP server process runs at once (more: `--workers`). 0: 1 on "
+        "SQLite, whose driver lets go of the GIL at every row, so reads side by side only pass "
+        "it back and forth and starve the writer; no bound on PostgreSQL (docs/http.md).",
+    )
 
     def __post_init__(self) -> None:
         # A profile of the wrong type (a list: unhashable) is left to check(), which
@@ -664,6 +666,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "daemon_poll_seconds": (0.01, 86_400.0),
     "http_port": (0, 65_535),
     "mcp_port": (0, 65_535),
+    "server_reads": (0, 1_024),  # 0: automatic (Store.server_reads)
     "mmap_mb": (0, 1 << 20),  # 0: reads copy pages (pread); at most a terabyte mapped
 }
 _SHARES = (  # shares, weights and factors: in [0, 1]

@@ -405,6 +405,21 @@ class Store:
     def location(self) -> str:
         return self._backend.location
 
+    def server_reads(self) -> int | None:
+        """How many tool reads one server process (HTTP, MCP) should run at once: the
+        ``server_reads`` setting, else 1 on SQLite and None (no bound) on PostgreSQL.
+
+        Why 1 on SQLite: the driver lets go of the GIL at every row it steps (and the
+        stdlib's does too), so two searches side by side in one process hand the GIL
+        back and forth hundreds of times a search, each hand-over costing CPU, and the
+        writer thread, which needs it back after every statement, waits behind them
+        all (``hivemem bench --load``, one process: writes p50 ~0.6 s; with one read at
+        a time ~20 ms, and more requests served). Processes (``--workers``) give the
+        cores. PostgreSQL's reads wait on the server, where side by side pays."""
+        if self.settings.server_reads:
+            return self.settings.server_reads
+        return None if is_url(self.location) else 1
+
     def scope(
         self,
         name: str,

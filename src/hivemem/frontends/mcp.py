@@ -5,7 +5,9 @@ The server is bound to one scope (and read-only shared scopes) when it starts: t
 model never names a scope. Each call goes ``tools.call(mem, name, arguments)`` in a
 worker thread; tools that write run one at a time (one writer per process, on top of
 the store's own connection lock), maintenance tools (``tools.MAINTENANCE``) one at a time
-beside them, so a consolidation waiting on an LLM never stalls a write; several server
+beside them, so a consolidation waiting on an LLM never stalls a write, and reads at
+most ``Store.server_reads()`` at once (on SQLite one: side by side they only pass the GIL
+back and forth, and the writer waits behind them); several server
 processes on one database file meet only SQLite's WAL locking, which the store waits out
 (``busy_timeout_ms``, then retries). A ``HiveMemError`` becomes a tool error result
 (``isError``) carrying its class and message (``TryAgain: … try again`` for a passing
@@ -86,6 +88,8 @@ def create_server(
     server_cls, types, anyio = _sdk()
     writer = anyio.CapacityLimiter(1)
     maintainer = anyio.CapacityLimiter(1)
+    reads = mem.store.server_reads()  # as the HTTP API's (``Store.server_reads``)
+    reader = None if reads is None else anyio.CapacityLimiter(reads)
     offered = {n: toolsmod.NAMED[n] for n in (toolsmod.select() if tools is None else tools)}
     listed = [
         types.Tool(
@@ -125,7 +129,7 @@ def create_server(
         if tool.name in toolsmod.MAINTENANCE:
             limiter = maintainer
         else:
-            limiter = writer if tool.writes else None
+            limiter = writer if tool.writes else reader
         try:
             result = await anyio.to_thread.run_sync(run, limiter=limiter)
         except HiveMemError as exc:

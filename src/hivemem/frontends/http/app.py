@@ -7,7 +7,8 @@ Each request: bearer token → the scope from the URL, checked against the token
 ``writes=True``) run on one dedicated writer thread, one at a time, in arrival order;
 maintenance tools (``tools.MAINTENANCE``: consolidation, which may wait minutes on an
 LLM) on a second thread, so they never stall the writes queued behind them; reads run on
-the threadpool beside both. The core stays synchronous.
+the threadpool beside both, at most ``Store.server_reads()`` at once (on SQLite one: side
+by side they only pass the GIL back and forth). The core stays synchronous.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import anyio
+import anyio.to_thread
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
@@ -76,6 +79,9 @@ class Api:
             max_workers=1, thread_name_prefix="hivemem-maintenance"
         )
         self._touched: dict[str, float] = {}
+        reads = store.server_reads()
+        # None: anyio's default limiter (the threadpool's size), as any route's thread.
+        self.reads = None if reads is None else anyio.CapacityLimiter(reads)
 
     def close(self) -> None:
         self.maintainer.shutdown(wait=True)
@@ -96,12 +102,16 @@ class Api:
         """Run ``fn`` on the writer thread (one write at a time, in arrival order)."""
         return await asyncio.get_running_loop().run_in_executor(self.writer, fn)
 
+    async def read(self, fn: Any) -> Any:
+        """Run ``fn``, a read, on the threadpool once fewer than ``server_reads`` run."""
+        return await anyio.to_thread.run_sync(fn, limiter=self.reads)
+
     async def run(self, tool: Any, fn: Any) -> Any:
         """Run ``fn`` for ``tool``: a maintenance tool on the maintenance thread, another
-        write on the writer thread, a read on the threadpool."""
+        write on the writer thread, a read as ``read`` does."""
         if tool.name in toolsmod.MAINTENANCE:
             return await asyncio.get_running_loop().run_in_executor(self.maintainer, fn)
-        return await (self.write(fn) if tool.writes else run_in_threadpool(fn))
+        return await (self.write(fn) if tool.writes else self.read(fn))
 
     async def authenticate(self, request: Request) -> TokenInfo:
         return await run_in_threadpool(self.verify, bearer(request))
@@ -270,7 +280,7 @@ def _endpoint(api: Api, route: Route) -> Any:
             mem, args = await run_in_threadpool(prepare)  # never on the writer's thread
             result = await api.run(tool, functools.partial(call, mem, args))
         else:  # a read: the token, the scope and the tool on one trip to a thread
-            result = await run_in_threadpool(lambda: call(*prepare()))
+            result = await api.read(lambda: call(*prepare()))
         with timed("serialise"):
             if tool.name == "memory_context" and _wants_markdown(request):
                 return Response(result["block"], 200, media_type="text/markdown; charset=utf-8")

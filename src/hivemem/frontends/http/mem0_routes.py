@@ -16,7 +16,8 @@ Only translation lives here: the compat adapter owns the mapping (identity → s
 ``user:<id>``, ``agent:<id>``, ``run:<id>``). What differs from a Mem0 server: every
 route needs a bearer token (as every route of the API but ``/v1/health``; Mem0's
 ``Token <key>`` form is accepted too) granted the identity's scope (write for writes),
-and errors have the API's one shape. Writes run on the API's writer thread.
+and errors have the API's one shape. Writes run on the API's writer thread, reads as the
+API's tools do (``Api.read``: at most ``server_reads`` at once).
 """
 
 from __future__ import annotations
@@ -110,13 +111,13 @@ def mount(
         ids = _ids(dict(request.query_params))
         await by_identity(request, ids, write=False)
         limit = _limit(request)
-        return respond(await run_in_threadpool(lambda: mem0.get_all(**ids, limit=limit)))
+        return respond(await api.read(lambda: mem0.get_all(**ids, limit=limit)))
 
     @app.get(f"{PREFIX}/memories/{{memory_id}}", operation_id="mem0_get", **shape)
     async def get(request: Request, memory_id: str) -> Response:
         """Mem0's ``get``: one memory (an old id gives the current version)."""
         await by_id(request, memory_id, write=False)
-        return respond(await run_in_threadpool(mem0.get, memory_id))
+        return respond(await api.read(lambda: mem0.get(memory_id)))
 
     @app.put(f"{PREFIX}/memories/{{memory_id}}", operation_id="mem0_update", **shape)
     async def update(request: Request, memory_id: str) -> Response:
@@ -145,7 +146,7 @@ def mount(
     async def history(request: Request, memory_id: str) -> Response:
         """Mem0's ``history``: one entry per version, oldest first."""
         await by_id(request, memory_id, write=False)
-        return respond(await run_in_threadpool(mem0.history, memory_id))
+        return respond(await api.read(lambda: mem0.history(memory_id)))
 
     @app.post(f"{PREFIX}/search", operation_id="mem0_search", **shape)
     async def search(request: Request) -> Response:
@@ -154,7 +155,7 @@ def mount(
         await by_identity(request, body, write=False)
         if not isinstance(body.get("query"), str):
             raise InvalidInput("query", "is required")
-        return respond(await run_in_threadpool(lambda: mem0.search(body.pop("query"), **body)))
+        return respond(await api.read(lambda: mem0.search(body.pop("query"), **body)))
 
 
 def _as_bearer(request: Request) -> Request:
