@@ -8,13 +8,16 @@ still keeps another scope's chunks out even if the scope counts were wrong.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import sqlean as sqlite3
 
 import hivemem
+from hivemem import text as textmod
 from hivemem.store.sqlite import termcounts
+from hivemem.types import Query
 
 TURNS = [
     "we moved the staging database to host kestrel last week",
@@ -125,11 +128,6 @@ def test_wrong_scope_counts_never_let_another_scopes_rows_through(tmp_path: Path
 def _views(store: hivemem.Store, question: str, scope: str) -> tuple[Any, list[str]]:
     """``keyword_scope``'s view of ``question``'s terms in ``scope`` (no read view: no
     counts kept from an earlier search), and the statements it ran."""
-    from datetime import UTC, datetime
-
-    from hivemem import text as textmod
-    from hivemem.types import Query
-
     backend = store._backend
     read = backend._read
     seen: list[str] = []

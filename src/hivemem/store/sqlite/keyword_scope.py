@@ -55,7 +55,6 @@ terms of the texts at hand directly (``scratch.held``), and its window in one st
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -73,7 +72,6 @@ from .scoped_bm25 import K1, B, _varint_sum
 _RAW_BM25 = "bm25(chunks_fts, 1.0, 0.0)"  # FTS5's sign: lower is better
 _CHECK = 1e-9  # relative difference a recomputed single-term score may show
 _VOCAB_MAX = 50_000  # stems' exact counts kept for one version of the file
-_KEY_SHAPE = re.compile(r"hms[0-9a-f]{20}0")  # ``termcounts.scope_key``'s tokens
 
 
 class KeywordScope:
@@ -150,7 +148,7 @@ class KeywordScope:
         # keys only), and counting them there walks each doclist once more (~0.3 ms a
         # search at 2,000 memories, every search while writes keep the file moving).
         # Outcome: the stems' counts are the statement's own (``ScopeView``).
-        own = vocab is None and not confine and not any(map(_KEY_SHAPE.fullmatch, unique))
+        own = vocab is None and not confine and not any(map(termcounts.KEY_SHAPE.fullmatch, unique))
         sql, params = _matrix_sql(matches, scored, filters)
         if vocab is None and not own:
             sql += (

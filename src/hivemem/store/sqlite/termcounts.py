@@ -68,6 +68,9 @@ def scope_key(scope: str) -> str:
     return "hms" + hashlib.sha256(scope.encode()).hexdigest()[:20] + "0"
 
 
+KEY_SHAPE = re.compile(r"hms[0-9a-f]{20}0")  # every token ``scope_key`` makes
+
+
 def scope_filter(scopes: Sequence[str]) -> str:
     """An FTS5 expression matching the chunks of ``scopes`` (to AND with a query)."""
     return "scope_key : (" + " OR ".join(f'"{scope_key(s)}"' for s in scopes) + ")"
