@@ -473,6 +473,30 @@ def test_a_term_held_by_more_chunks_than_the_cached_total_still_scores(pg_store)
     assert mem.search("osprey nest heron")
 
 
+def test_matched_terms_on_postgresql_are_fts5s_phrase_matches(pg_store):
+    """PostgreSQL's held terms (``matched_terms``, the coverage score's input) are what
+    the quoted FTS5 phrase says of each chunk, as on SQLite: single tokens, phrases the
+    index splits, stems, folded diacritics, non-ASCII texts and the ``_`` separator."""
+    from hivemem.store import scratch
+
+    texts = [
+        "Send the e-mail about version 3.5 to Zoë",
+        "don't forget: the running runners ran",
+        "emails, e mail and mail_box",
+        "Naïve café owners were running late",
+    ]
+    terms = ["e-mail", "3.5", "zoe", "don't", "run", "runners", "mail", "naive", "cafe", "_", "box"]
+    mem = pg_store.scope("team-a")
+    ids = {mem.save(text).id: text for text in texts}
+    rows = pg_store._backend._q(
+        "SELECT id, memory_id FROM chunks WHERE memory_id = ANY(%s)", [list(ids)]
+    )
+    chunks = [(cid, ids[mid]) for cid, mid in rows]
+    expected = scratch.matches(chunks, terms)
+    assert any(expected.values())
+    assert pg_store._backend.matched_terms([c for c, _ in chunks], terms) == expected
+
+
 def test_term_statistics_per_scope_equal_sqlite(both):
     """Coverage weights come from the visible scopes' own statistics on both backends:
     another tenant's writes never move them."""
