@@ -8,6 +8,7 @@ import click
 
 from ...store.protocols import Tokens
 from ...store.tokens import TokenInfo
+from .. import serving
 from .common import Env, echo_json, json_option, pass_env
 
 
@@ -79,7 +80,7 @@ def serve_http(
         settings,
         on_ready=lambda url: click.echo(
             f"HiveMem serve-http: the API at {url}/v1 (docs {url}/docs, inspector {url}/ui); "
-            "Ctrl-C stops it",
+            f"Ctrl-C stops it{serving.parser_note()}",
             err=True,
         ),
     )

@@ -7,6 +7,7 @@ import dataclasses
 import click
 
 from ...settings import SEED_PROFILES
+from .. import serving
 from .common import Env, pass_env
 
 
@@ -109,7 +110,7 @@ def serve_mcp(
             names,
             on_ready=lambda url: click.echo(
                 f"HiveMem MCP server (streamable HTTP) at {url}/mcp, scope {mem.name!r}; "
-                "Ctrl-C stops it",
+                f"Ctrl-C stops it{serving.parser_note()}",
                 err=True,
             ),
         )

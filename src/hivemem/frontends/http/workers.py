@@ -59,7 +59,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import HiveMemError, InvalidInput, MissingDependency
 from ...write.redact import install_log_filter
-from .. import stages
+from .. import serving, stages
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...facade.database import Store
@@ -130,7 +130,7 @@ def serve_forked(
         raise HiveMemError(f"the HTTP API could not start on {host}:{port}") from None
     print(
         f"HiveMem serve-http: {workers} workers on http://{host}:{sock.getsockname()[1]} "
-        f"(parent pid {os.getpid()})",
+        f"(parent pid {os.getpid()}){serving.parser_note()}",
         file=sys.stderr,
         flush=True,
     )
@@ -229,8 +229,7 @@ def _work(
     store = open_store()
     try:
         app = create_app(store, settings)
-        config = uvicorn.Config(app, host=host, port=port, log_level="info", proxy_headers=False)
-        server = uvicorn.Server(config)
+        server = uvicorn.Server(serving.config(app, host, port))
         stages.install()  # hivemem bench --load only: CPU by stage, this worker's
         server.run(sockets=[sock])
         return 0 if server.started else 1
