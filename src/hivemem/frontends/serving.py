@@ -6,11 +6,15 @@ one ``HiveMemError`` line instead of uvicorn's exit.
 Every server parses HTTP with httptools (C, the ``http`` extra installs it) where it is
 importable, else with uvicorn's pure-Python h11: under ``hivemem bench --load`` h11 cost
 ~0.5 ms of the server's CPU a request (framework 1.5 -> 1.0 ms; docs/reliability.md,
-*The HTTP parser*). The event loop stays asyncio's: uvloop was measured too and did not
-help a HiveMem server (MCP over HTTP ran 10-25% slower)."""
+*The HTTP parser*). h11 refuses a request whose head (request line and headers) passes
+16 KiB; httptools has no such bound (a 20 MB header was read whole), so HiveMem's
+httptools protocol keeps h11's: past ``HEAD_MAX`` bytes before the head ends, a 400 and
+the connection closed. The event loop stays asyncio's: uvloop was measured too and did
+not help a HiveMem server (MCP over HTTP ran 10-25% slower)."""
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import threading
 import time
@@ -68,13 +72,50 @@ def parser_note() -> str:
     return " (HTTP parsed by h11: `pip install 'hivemem[http]'` adds httptools, less CPU a request)"
 
 
+HEAD_MAX = 16 * 1024  # bytes of a request's head: h11's own bound (its 400 past it)
+
+
 def config(app: Any, host: str, port: int, log_level: str = "info") -> Any:
-    """The ``uvicorn.Config`` of every HiveMem server: ``http_parser()``, no proxy headers."""
+    """The ``uvicorn.Config`` of every HiveMem server: HTTP parsed by httptools with the
+    head bounded (``_bounded_httptools``) where httptools is installed, else by h11; no
+    proxy headers."""
     import uvicorn
 
+    http = _bounded_httptools() if http_parser() == "httptools" else "h11"
     return uvicorn.Config(
-        app, host=host, port=port, log_level=log_level, proxy_headers=False, http=http_parser()
+        app, host=host, port=port, log_level=log_level, proxy_headers=False, http=http
     )
+
+
+@functools.cache
+def _bounded_httptools() -> type:
+    """uvicorn's httptools protocol, refusing a head longer than ``HEAD_MAX``: the bytes
+    received while a request's head is incomplete are counted (from the connection's
+    start, and from each request's first byte parsed), and past the bound the request is
+    answered 400 and the connection closed, as h11 answers it."""
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    class BoundedHead(HttpToolsProtocol):
+        _head = 0  # bytes received since the head began; -1 once it is complete
+
+        def data_received(self, data: bytes) -> None:
+            if self._head >= 0:
+                self._head += len(data)
+                if self._head > HEAD_MAX:
+                    self.logger.warning("Request head over %d bytes refused.", HEAD_MAX)
+                    self.send_400_response("Request head too large.")
+                    return
+            super().data_received(data)
+
+        def on_message_begin(self) -> None:
+            self._head = max(self._head, 0)
+            super().on_message_begin()
+
+        def on_headers_complete(self) -> None:
+            self._head = -1
+            super().on_headers_complete()
+
+    return BoundedHead
 
 
 def _bracketed(host: str) -> str:
