@@ -238,6 +238,48 @@ def test_reads_run_at_most_server_reads_at_once(db_path, clock, monkeypatch, ser
     assert seen["most"] in most
 
 
+def test_writes_run_at_most_server_writes_at_once(db_path, clock, monkeypatch):
+    """One write at a time on SQLite, side by side on PostgreSQL (``Store.server_writes``),
+    as the HTTP API."""
+    real_call = tools.call
+    lock = threading.Lock()
+    seen = {"running": 0, "most": 0}
+
+    def spy(mem, name, arguments=None):
+        with lock:
+            seen["running"] += 1
+            seen["most"] = max(seen["most"], seen["running"])
+        try:
+            threading.Event().wait(0.05)  # a slow write: the others arrive while it runs
+            return real_call(mem, name, arguments)
+        finally:
+            with lock:
+                seen["running"] -= 1
+
+    monkeypatch.setattr(tools, "call", spy)
+    with hivemem.open(db_path, clock=clock, embedder="hash") as store:
+        bound = store.server_writes()
+        mem = mcp_server.bind(store, "lead")
+        results = []
+
+        async def main():
+            async with Client(mcp_server.create_server(mem)) as client:
+
+                async def save(i):
+                    results.append(
+                        await client.call_tool("memory_save", {"content": f"note {i} saved"})
+                    )
+
+                async with anyio.create_task_group() as group:
+                    for i in range(8):
+                        group.start_soon(save, i)
+
+        run(main)
+        assert len(results) == 8 and not any(r.is_error for r in results)
+        assert len(mem.list(limit=20)) == 8
+    assert seen["most"] == 1 if bound == 1 else 1 < seen["most"] <= bound
+
+
 def test_the_model_cannot_reach_another_scope(db_path, clock):
     with hivemem.open(db_path, clock=clock, embedder="hash") as store:
         store.scope("private").save("The root password hint is the cat's name")

@@ -3,16 +3,17 @@ SDK (``pip install 'hivemem[mcp]'``), over stdio or streamable HTTP.
 
 The server is bound to one scope (and read-only shared scopes) when it starts: the
 model never names a scope. Each call goes ``tools.call(mem, name, arguments)`` in a
-worker thread; tools that write run one at a time (one writer per process, on top of
-the store's own connection lock), maintenance tools (``tools.MAINTENANCE``) one at a time
-beside them, so a consolidation waiting on an LLM never stalls a write, and reads at
-most ``Store.server_reads()`` at once (on SQLite one: side by side they only pass the GIL
-back and forth, and the writer waits behind them); several server
-processes on one database file meet only SQLite's WAL locking, which the store waits out
-(``busy_timeout_ms``, then retries). A ``HiveMemError`` becomes a tool error result
-(``isError``) carrying its class and message (``TryAgain: … try again`` for a passing
-failure that outlasted the library's retries: the model may call the tool again); an
-unexpected exception becomes one too, logged, and the server keeps serving.
+worker thread; tools that write run at most ``Store.server_writes()`` at once (on SQLite
+one: one writer per process, on top of the store's own connection lock), maintenance
+tools (``tools.MAINTENANCE``) one at a time beside them, so a consolidation waiting on
+an LLM never stalls a write, and reads at most ``Store.server_reads()`` at once (on
+SQLite one: side by side they only pass the GIL back and forth, and the writer waits
+behind them); several server processes on one database file meet only SQLite's WAL
+locking, which the store waits out (``busy_timeout_ms``, then retries). A
+``HiveMemError`` becomes a tool error result (``isError``) carrying its class and
+message (``TryAgain: … try again`` for a passing failure that outlasted the library's
+retries: the model may call the tool again); an unexpected exception becomes one too,
+logged, and the server keeps serving.
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ def create_server(
     the table; ``hivemem.tools.select`` turns a profile into names) over ``mem``. A
     call to a tool the server does not offer (under any of its names) is a tool error."""
     server_cls, types, anyio = _sdk()
-    writer = anyio.CapacityLimiter(1)
+    writer = anyio.CapacityLimiter(mem.store.server_writes())  # as the HTTP API's
     maintainer = anyio.CapacityLimiter(1)
     reads = mem.store.server_reads()  # as the HTTP API's (``Store.server_reads``)
     reader = None if reads is None else anyio.CapacityLimiter(reads)

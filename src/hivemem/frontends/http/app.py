@@ -4,7 +4,8 @@ registry (``hivemem.tools``).
 Each request: bearer token → the scope from the URL, checked against the token's grants
 → the tool's arguments from the path, the query string and the JSON body →
 ``tools.call(mem, name, arguments)`` → its JSON result. Writes (tools with
-``writes=True``) run on one dedicated writer thread, one at a time, in arrival order;
+``writes=True``) run on dedicated writer threads, at most ``Store.server_writes()`` at
+once (on SQLite one, in arrival order: the file has one writer);
 maintenance tools (``tools.MAINTENANCE``: consolidation, which may wait minutes on an
 LLM) on a second thread, so they never stall the writes queued behind them; reads run on
 the threadpool beside both, at most ``Store.server_reads()`` at once (on SQLite one: side
@@ -68,13 +69,15 @@ def error_response(status: int, message: str, field: str | None = None) -> Respo
 
 
 class Api:
-    """The state of one app: the store, the token table, the writer thread."""
+    """The state of one app: the store, the token table, the writer threads."""
 
     def __init__(self, store: Store, settings: Settings) -> None:
         self.store = store
         self.settings = settings
         self.tokens = store.tokens
-        self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hivemem-writer")
+        self.writer = ThreadPoolExecutor(
+            max_workers=store.server_writes(), thread_name_prefix="hivemem-writer"
+        )
         self.maintainer = ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="hivemem-maintenance"
         )
@@ -99,7 +102,7 @@ class Api:
         return scrubber.scrubbed(body, refresh=False)
 
     async def write(self, fn: Any) -> Any:
-        """Run ``fn`` on the writer thread (one write at a time, in arrival order)."""
+        """Run ``fn`` on a writer thread (``server_writes`` at a time, in arrival order)."""
         return await asyncio.get_running_loop().run_in_executor(self.writer, fn)
 
     async def read(self, fn: Any) -> Any:
