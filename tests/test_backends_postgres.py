@@ -478,14 +478,9 @@ def test_matched_terms_on_postgresql_are_fts5s_phrase_matches(pg_store):
     the quoted FTS5 phrase says of each chunk, as on SQLite: single tokens, phrases the
     index splits, stems, folded diacritics, non-ASCII texts and the ``_`` separator."""
     from hivemem.store import scratch
+    from test_scope_index import PHRASE_TERMS as terms
+    from test_scope_index import PHRASE_TEXTS as texts
 
-    texts = [
-        "Send the e-mail about version 3.5 to Zoë",
-        "don't forget: the running runners ran",
-        "emails, e mail and mail_box",
-        "Naïve café owners were running late",
-    ]
-    terms = ["e-mail", "3.5", "zoe", "don't", "run", "runners", "mail", "naive", "cafe", "_", "box"]
     mem = pg_store.scope("team-a")
     ids = {mem.save(text).id: text for text in texts}
     rows = pg_store._backend._q(

@@ -415,24 +415,7 @@ def test_writes_one_at_a_time_on_sqlite_and_side_by_side_on_postgresql(
     """``Store.server_writes``: SQLite's file has one writer; on PostgreSQL a write waits
     on the server between its round trips, and one writer thread made the writes queue
     behind each other under load (one process: p50 ~0.8 s)."""
-    real_call = tools.call
-    lock = threading.Lock()
-    state = {"running": 0, "most": 0}
-
-    def spy(mem, name, arguments=None):
-        if not tools.TOOLS[name].writes:
-            return real_call(mem, name, arguments)
-        with lock:
-            state["running"] += 1
-            state["most"] = max(state["most"], state["running"])
-        try:
-            time.sleep(0.05)  # a slow write: the others arrive while it runs
-            return real_call(mem, name, arguments)
-        finally:
-            with lock:
-                state["running"] -= 1
-
-    monkeypatch.setattr(tools, "call", spy)
+    state = _slow_calls_counted(monkeypatch, writes=True)
 
     async def burst():
         return await asyncio.gather(
@@ -455,31 +438,45 @@ def test_writes_one_at_a_time_on_sqlite_and_side_by_side_on_postgresql(
     assert len(store.scope("team-a").list(limit=100)) == 8
 
 
-def _overlap(client, token, monkeypatch, searches=6, write=False):
-    """Fire ``searches`` searches at once (and a write after them, with ``write``): how
-    many reads ran at once at most, and whether the write was answered while reads were
-    still waiting."""
+def _slow_calls_counted(monkeypatch, writes, others=None):
+    """The tool calls that write (``writes``) or read made to take 50 ms (the others
+    arrive while one runs) and counted: the most that ran at once (``["most"]``), how
+    many ended (``["done"]``). Calls of the other kind go through ``others(call, mem,
+    name, arguments)`` where given, else straight through."""
     real_call = tools.call
     lock = threading.Lock()
-    state = {"running": 0, "most": 0, "reads_done": 0, "write_saw": None}
+    state = {"running": 0, "most": 0, "done": 0}
 
     def spy(mem, name, arguments=None):
-        if tools.TOOLS[name].writes:
-            result = real_call(mem, name, arguments)
-            state["write_saw"] = state["reads_done"]
-            return result
+        if tools.TOOLS[name].writes is not writes:
+            return (others or (lambda call, *a: call(*a)))(real_call, mem, name, arguments)
         with lock:
             state["running"] += 1
             state["most"] = max(state["most"], state["running"])
         try:
-            time.sleep(0.05)  # a slow read: the others arrive while it runs
+            time.sleep(0.05)
             return real_call(mem, name, arguments)
         finally:
             with lock:
                 state["running"] -= 1
-                state["reads_done"] += 1
+                state["done"] += 1
 
     monkeypatch.setattr(tools, "call", spy)
+    return state
+
+
+def _overlap(client, token, monkeypatch, searches=6, write=False):
+    """Fire ``searches`` searches at once (and a write after them, with ``write``): how
+    many reads ran at once at most, and whether the write was answered while reads were
+    still waiting."""
+
+    def write(call, mem, name, arguments):
+        result = call(mem, name, arguments)
+        state["write_saw"] = state["done"]
+        return result
+
+    state = _slow_calls_counted(monkeypatch, writes=False, others=write)
+    state["write_saw"] = None
 
     async def burst():
         body = {"query": "note"}

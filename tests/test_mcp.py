@@ -195,10 +195,9 @@ def test_a_passing_store_failure_is_a_tool_error_saying_to_try_again(team, monke
     assert failed.content[0].text.endswith("try again")
 
 
-@pytest.mark.parametrize("server_reads", [0, 4])
-def test_reads_run_at_most_server_reads_at_once(db_path, clock, monkeypatch, server_reads):
-    """On SQLite one read at a time by default, on PostgreSQL no bound
-    (``Store.server_reads``), as the HTTP API."""
+def _slow_calls_counted(monkeypatch):
+    """Every tool call made to take 50 ms (the others arrive while it runs): the most
+    that ran at once, in the returned ``["most"]``."""
     real_call = tools.call
     lock = threading.Lock()
     seen = {"running": 0, "most": 0}
@@ -208,13 +207,21 @@ def test_reads_run_at_most_server_reads_at_once(db_path, clock, monkeypatch, ser
             seen["running"] += 1
             seen["most"] = max(seen["most"], seen["running"])
         try:
-            threading.Event().wait(0.05)  # a slow read: the others arrive while it runs
+            threading.Event().wait(0.05)
             return real_call(mem, name, arguments)
         finally:
             with lock:
                 seen["running"] -= 1
 
     monkeypatch.setattr(tools, "call", spy)
+    return seen
+
+
+@pytest.mark.parametrize("server_reads", [0, 4])
+def test_reads_run_at_most_server_reads_at_once(db_path, clock, monkeypatch, server_reads):
+    """On SQLite one read at a time by default, on PostgreSQL no bound
+    (``Store.server_reads``), as the HTTP API."""
+    seen = _slow_calls_counted(monkeypatch)
     settings = Settings(server_reads=server_reads)
     with hivemem.open(db_path, settings=settings, clock=clock, embedder="hash") as store:
         bound = store.server_reads()
@@ -241,22 +248,7 @@ def test_reads_run_at_most_server_reads_at_once(db_path, clock, monkeypatch, ser
 def test_writes_run_at_most_server_writes_at_once(db_path, clock, monkeypatch):
     """One write at a time on SQLite, side by side on PostgreSQL (``Store.server_writes``),
     as the HTTP API."""
-    real_call = tools.call
-    lock = threading.Lock()
-    seen = {"running": 0, "most": 0}
-
-    def spy(mem, name, arguments=None):
-        with lock:
-            seen["running"] += 1
-            seen["most"] = max(seen["most"], seen["running"])
-        try:
-            threading.Event().wait(0.05)  # a slow write: the others arrive while it runs
-            return real_call(mem, name, arguments)
-        finally:
-            with lock:
-                seen["running"] -= 1
-
-    monkeypatch.setattr(tools, "call", spy)
+    seen = _slow_calls_counted(monkeypatch)
     with hivemem.open(db_path, clock=clock, embedder="hash") as store:
         bound = store.server_writes()
         mem = mcp_server.bind(store, "lead")

@@ -166,16 +166,33 @@ def test_a_scope_key_is_one_index_token(scope):
     assert scratch.stems(key) == (key,)
 
 
+# Texts and query terms whose quoted FTS5 phrases test the tokenizer's edges: hyphens,
+# numbers, diacritics, stems, apostrophes and the ``_`` separator (PostgreSQL's test too).
+PHRASE_TEXTS = [
+    "Send the e-mail about version 3.5 to Zoë",
+    "don't forget: the running runners ran",
+    "emails, e mail and mail_box",
+    "Naïve café owners were running late",
+]
+PHRASE_TERMS = [
+    "e-mail",
+    "3.5",
+    "zoe",
+    "don't",
+    "run",
+    "runners",
+    "mail",
+    "naive",
+    "cafe",
+    "_",
+    "box",
+]
+
+
 def test_matched_terms_asked_of_the_index_agree_with_the_scratch_tokenizer(tmp_path):
     from hivemem.store import scratch
 
-    texts = [
-        "Send the e-mail about version 3.5 to Zoë",
-        "don't forget: the running runners ran",
-        "emails, e mail and mail_box",
-        "Naïve café owners were running late",
-    ]
-    terms = ["e-mail", "3.5", "zoe", "don't", "run", "runners", "mail", "naive", "cafe", "_", "box"]
+    texts, terms = PHRASE_TEXTS, PHRASE_TERMS
     with hivemem.open(tmp_path / "m.db", embedder="none") as store:
         small = store.scope("small")
         for text in texts:

@@ -5,12 +5,12 @@ one ``HiveMemError`` line instead of uvicorn's exit.
 
 Every server parses HTTP with httptools (C, the ``http`` extra installs it) where it is
 importable, else with uvicorn's pure-Python h11: under ``hivemem bench --load`` h11 cost
-~0.5 ms of the server's CPU a request (framework 1.5 -> 1.0 ms; docs/reliability.md,
-*The HTTP parser*). h11 refuses a request whose head (request line and headers) passes
-16 KiB; httptools has no such bound (a 20 MB header was read whole), so HiveMem's
-httptools protocol keeps h11's: past ``HEAD_MAX`` bytes before the head ends, a 400 and
-the connection closed. The event loop stays asyncio's: uvloop was measured too and did
-not help a HiveMem server (MCP over HTTP ran 10-25% slower)."""
+~0.4 ms of the server's CPU a request (framework 1.35-1.69 -> 0.98-1.30 ms;
+docs/reliability.md, *The HTTP parser*). h11 refuses a request whose head (request
+line and headers) passes 16 KiB; httptools has no such bound (a 20 MB header was read
+whole), so HiveMem's httptools protocol keeps h11's: past ``HEAD_MAX`` bytes before the
+head ends, a 400 and the connection closed. The event loop stays asyncio's: uvloop was
+measured too and did not help a HiveMem server (MCP over HTTP ran 10-25% slower)."""
 
 from __future__ import annotations
 

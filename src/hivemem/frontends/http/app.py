@@ -102,7 +102,8 @@ class Api:
         return scrubber.scrubbed(body, refresh=False)
 
     async def write(self, fn: Any) -> Any:
-        """Run ``fn`` on a writer thread (``server_writes`` at a time, in arrival order)."""
+        """Run ``fn`` on a writer thread (``server_writes`` at once, started in arrival
+        order: on SQLite one after another)."""
         return await asyncio.get_running_loop().run_in_executor(self.writer, fn)
 
     async def read(self, fn: Any) -> Any:
